@@ -1,0 +1,73 @@
+package transport
+
+import (
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/roundtable-go/roundtable/pkg/node"
+)
+
+// Faults configures a Faulty transport. Probabilities are in [0,1].
+type Faults struct {
+	Drop  float64       // probability an outgoing frame is dropped
+	Dup   float64       // probability an outgoing frame is sent twice
+	Delay time.Duration // each frame is held for a uniform random time in [0, Delay]; this also reorders
+	Seed  uint64        // seeds the fault decisions, so a run's faults can be replayed
+}
+
+// Faulty wraps a Transport and injects faults on the sending side.
+type Faulty struct {
+	Transport
+	f   Faults
+	mu  sync.Mutex
+	rng *rand.Rand
+	cut map[node.ID]bool
+	// Dropped counts frames the injector discarded (drops and cuts).
+	dropped uint64
+}
+
+// NewFaulty wraps t.
+func NewFaulty(t Transport, f Faults) *Faulty {
+	return &Faulty{Transport: t, f: f, rng: rand.New(rand.NewPCG(f.Seed, f.Seed^0x9e3779b97f4a7c15)), cut: map[node.ID]bool{}}
+}
+
+// Cut stops all frames to peer (a one-way cut); Heal restores them.
+func (t *Faulty) Cut(peer node.ID) { t.mu.Lock(); t.cut[peer] = true; t.mu.Unlock() }
+
+// Heal removes every cut.
+func (t *Faulty) Heal() { t.mu.Lock(); clear(t.cut); t.mu.Unlock() }
+
+// Dropped returns how many frames were discarded by the injector.
+func (t *Faulty) Dropped() uint64 { t.mu.Lock(); defer t.mu.Unlock(); return t.dropped }
+
+func (t *Faulty) Send(to node.ID, frame []byte) error {
+	t.mu.Lock()
+	if t.cut[to] || t.rng.Float64() < t.f.Drop {
+		t.dropped++
+		t.mu.Unlock()
+		return nil
+	}
+	copies := 1
+	if t.rng.Float64() < t.f.Dup {
+		copies = 2
+	}
+	delays := make([]time.Duration, copies)
+	for i := range delays {
+		if t.f.Delay > 0 {
+			delays[i] = time.Duration(t.rng.Int64N(int64(t.f.Delay) + 1))
+		}
+	}
+	t.mu.Unlock()
+	for _, d := range delays {
+		if d == 0 {
+			if err := t.Transport.Send(to, frame); err != nil {
+				return err
+			}
+			continue
+		}
+		f := append([]byte(nil), frame...)
+		time.AfterFunc(d, func() { _ = t.Transport.Send(to, f) })
+	}
+	return nil
+}

@@ -1,0 +1,169 @@
+package transport
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/roundtable-go/roundtable/pkg/node"
+	"github.com/roundtable-go/roundtable/pkg/wire"
+)
+
+// TCP is a Transport over TCP streams carrying length-prefixed frames. It
+// dials each peer lazily, keeps the connection, and redials after an error.
+type TCP struct {
+	ln    net.Listener
+	peers map[node.ID]string
+	in    chan Packet
+	done  chan struct{}
+	once  sync.Once
+
+	mu    sync.Mutex
+	out   map[node.ID]*tcpConn
+	conns map[*tcpConn]struct{}
+	// DialTimeout bounds each connection attempt (default 500ms).
+	DialTimeout time.Duration
+}
+
+type tcpConn struct {
+	mu sync.Mutex
+	c  net.Conn
+}
+
+func (c *tcpConn) write(frame []byte) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_ = c.c.SetWriteDeadline(time.Now().Add(2 * time.Second))
+	return wire.WriteFrame(c.c, frame)
+}
+
+// ListenTCP listens on addr; peers maps IDs to dialable addresses.
+func ListenTCP(addr string, peers map[node.ID]string) (*TCP, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("transport: %w", err)
+	}
+	t := &TCP{ln: ln, peers: peers, in: make(chan Packet, 4096), done: make(chan struct{}),
+		out: map[node.ID]*tcpConn{}, conns: map[*tcpConn]struct{}{}}
+	go t.accept()
+	return t, nil
+}
+
+func (t *TCP) track(c *tcpConn) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	select {
+	case <-t.done:
+		return false
+	default:
+	}
+	t.conns[c] = struct{}{}
+	return true
+}
+
+func (t *TCP) forget(c *tcpConn) {
+	c.c.Close()
+	t.mu.Lock()
+	delete(t.conns, c)
+	for id, o := range t.out {
+		if o == c {
+			delete(t.out, id)
+		}
+	}
+	t.mu.Unlock()
+}
+
+func (t *TCP) accept() {
+	for {
+		c, err := t.ln.Accept()
+		if err != nil {
+			return
+		}
+		tc := &tcpConn{c: c}
+		if !t.track(tc) {
+			c.Close()
+			return
+		}
+		go t.read(tc)
+	}
+}
+
+func (t *TCP) read(c *tcpConn) {
+	defer t.forget(c)
+	for {
+		f, err := wire.ReadFrame(c.c)
+		if err != nil {
+			return
+		}
+		select {
+		case t.in <- Packet{Data: f, Reply: c.write}:
+		case <-t.done:
+			return
+		}
+	}
+}
+
+func (t *TCP) Send(to node.ID, frame []byte) error {
+	addr, ok := t.peers[to]
+	if !ok {
+		return fmt.Errorf("%w %d", ErrUnknownPeer, to)
+	}
+	t.mu.Lock()
+	c := t.out[to]
+	t.mu.Unlock()
+	if c == nil {
+		d := t.DialTimeout
+		if d == 0 {
+			d = 500 * time.Millisecond
+		}
+		nc, err := net.DialTimeout("tcp", addr, d)
+		if err != nil {
+			return err
+		}
+		c = &tcpConn{c: nc}
+		if !t.track(c) {
+			nc.Close()
+			return net.ErrClosed
+		}
+		t.mu.Lock()
+		t.out[to] = c
+		t.mu.Unlock()
+		// Peers may answer on the connection we opened.
+		go t.read(c)
+	}
+	if err := c.write(frame); err != nil {
+		t.forget(c)
+		return err
+	}
+	return nil
+}
+
+func (t *TCP) Recv() (Packet, error) {
+	select {
+	case p := <-t.in:
+		return p, nil
+	case <-t.done:
+		return Packet{}, net.ErrClosed
+	}
+}
+
+func (t *TCP) Addr() string { return t.ln.Addr().String() }
+
+func (t *TCP) Close() error {
+	var err error
+	t.once.Do(func() {
+		t.mu.Lock()
+		close(t.done)
+		for c := range t.conns {
+			c.c.Close()
+		}
+		t.mu.Unlock()
+		err = t.ln.Close()
+		if errors.Is(err, net.ErrClosed) {
+			err = nil
+		}
+	})
+	return err
+}
