@@ -78,14 +78,20 @@ func (s Skewed) Now() time.Time { return s.At(s.Base.Now()) }
 
 // At maps a base-clock reading to this clock's reading.
 func (s Skewed) At(base time.Time) time.Time {
+	if s.DriftPPM == 0 {
+		return base.Add(s.Offset)
+	}
 	drift := time.Duration(float64(base.Sub(s.Epoch)) * s.DriftPPM / 1e6)
 	return base.Add(s.Offset + drift)
 }
 
-// Base maps a reading of this clock back to the base clock, the inverse of
+// BaseOf maps a reading of this clock back to the base clock, the inverse of
 // At. Simulators use it to schedule a node's local wake-up time.
 func (s Skewed) BaseOf(local time.Time) time.Time {
 	// local = base + off + (base-epoch)*k  =>  base = (local - off + epoch*k)/(1+k)
+	if s.DriftPPM == 0 {
+		return local.Add(-s.Offset)
+	}
 	k := s.DriftPPM / 1e6
 	d := local.Sub(s.Epoch) - s.Offset
 	return s.Epoch.Add(time.Duration(float64(d) / (1 + k)))
