@@ -34,6 +34,10 @@ type Dec struct {
 // NewDec returns a decoder over p.
 func NewDec(p []byte) *Dec { return &Dec{b: p} }
 
+// Fail marks the payload invalid (for checks the caller makes, such as a
+// value out of range); later reads return zero values.
+func (d *Dec) Fail(what string) { d.fail(what) }
+
 func (d *Dec) fail(what string) {
 	if d.err == nil {
 		d.err = fmt.Errorf("%w: truncated or invalid %s", ErrMalformed, what)

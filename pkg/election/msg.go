@@ -1,0 +1,134 @@
+package election
+
+import (
+	"fmt"
+
+	"github.com/roundtable-go/roundtable/pkg/node"
+	"github.com/roundtable-go/roundtable/pkg/wire"
+)
+
+// MsgType is an election message type. Values are part of the wire
+// protocol: append only.
+type MsgType uint8
+
+const (
+	// MsgHeartbeat is the leader's periodic "I am alive, term T".
+	MsgHeartbeat MsgType = 1
+	// MsgElection opens an election. Bully: sent to every higher-priority
+	// peer. Ring: circulates, collecting members. Chang–Roberts: carries the
+	// best candidate seen so far.
+	MsgElection MsgType = 2
+	// MsgAnswer is bully's reply to an election: a higher process is alive
+	// and takes over (seed 001 "reply", seed 002 "take-over").
+	MsgAnswer MsgType = 3
+	// MsgCoordinator announces the winner and its term (bully "bully"/
+	// victory message, ring COORDINATOR/LEADER, Chang–Roberts meCoordinator).
+	MsgCoordinator MsgType = 4
+	// MsgAck acknowledges one hop of a ring message.
+	MsgAck MsgType = 5
+	// MsgStale tells a leader that a higher term exists.
+	MsgStale MsgType = 6
+	// MsgResign is a leader giving up before it exits.
+	MsgResign MsgType = 7
+	// MsgCampaign is a local request (From == self): start an election now.
+	MsgCampaign MsgType = 8
+	// MsgRetire is a local request: resign if leading, then stop taking part.
+	MsgRetire MsgType = 9
+)
+
+var typeNames = map[MsgType]string{
+	MsgHeartbeat: "heartbeat", MsgElection: "election", MsgAnswer: "answer",
+	MsgCoordinator: "coordinator", MsgAck: "ack", MsgStale: "stale", MsgResign: "resign",
+	MsgCampaign: "campaign", MsgRetire: "retire",
+}
+
+func (t MsgType) String() string {
+	if s, ok := typeNames[t]; ok {
+		return s
+	}
+	return fmt.Sprintf("type(%d)", uint8(t))
+}
+
+// Member is a process and its election priority.
+type Member struct {
+	ID   node.ID
+	Prio uint64
+}
+
+// Msg is one election message. Which fields matter depends on Type.
+type Msg struct {
+	Type   MsgType
+	Term   uint64  // Heartbeat/Coordinator: the leader's term; otherwise the sender's highest known term
+	Prio   uint64  // the sender's priority
+	Leader node.ID // Heartbeat/Coordinator: the leader; Chang–Roberts Election: the candidate
+	Origin node.ID // ring messages: the process that started this circulation
+	Round  uint64  // ring messages: the origin's circulation number
+	Of     MsgType // Ack: which message type is acknowledged
+	// Members: ring Election, the live members collected so far; ring
+	// Coordinator, the new ring. Chang–Roberts Election: one entry, the
+	// candidate with its priority.
+	Members []Member
+}
+
+// maxMembers bounds member lists on the wire.
+const maxMembers = 4096
+
+// Codec encodes election messages for package wire.
+type Codec struct{}
+
+func (Codec) Family() wire.Family { return wire.FamilyElection }
+
+func (Codec) Marshal(m Msg) (uint8, []byte, error) {
+	if m.Type == 0 || m.Type > MsgResign {
+		return 0, nil, fmt.Errorf("election: %v is not a wire message", m.Type)
+	}
+	if len(m.Members) > maxMembers {
+		return 0, nil, fmt.Errorf("election: %d members exceeds %d", len(m.Members), maxMembers)
+	}
+	var e wire.Enc
+	e.Uvarint(m.Term)
+	e.Uvarint(m.Prio)
+	e.Uvarint(uint64(m.Leader))
+	e.Uvarint(uint64(m.Origin))
+	e.Uvarint(m.Round)
+	e.U8(uint8(m.Of))
+	e.Uvarint(uint64(len(m.Members)))
+	for _, mb := range m.Members {
+		e.Uvarint(uint64(mb.ID))
+		e.Uvarint(mb.Prio)
+	}
+	return uint8(m.Type), e.B, nil
+}
+
+func (Codec) Unmarshal(typ uint8, p []byte) (Msg, error) {
+	m := Msg{Type: MsgType(typ)}
+	if m.Type == 0 || m.Type > MsgResign {
+		return Msg{}, fmt.Errorf("%w: election message type %d", wire.ErrMalformed, typ)
+	}
+	d := wire.NewDec(p)
+	m.Term = d.Uvarint()
+	m.Prio = d.Uvarint()
+	m.Leader = id(d)
+	m.Origin = id(d)
+	m.Round = d.Uvarint()
+	m.Of = MsgType(d.U8())
+	if n := d.Count(maxMembers, 2); n > 0 {
+		m.Members = make([]Member, n)
+		for i := range m.Members {
+			m.Members[i] = Member{ID: id(d), Prio: d.Uvarint()}
+		}
+	}
+	if err := d.Done(); err != nil {
+		return Msg{}, err
+	}
+	return m, nil
+}
+
+func id(d *wire.Dec) node.ID {
+	v := d.Uvarint()
+	if v > 1<<32-1 {
+		d.Fail("process id")
+		return 0
+	}
+	return node.ID(v)
+}

@@ -1,0 +1,429 @@
+package election
+
+import (
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/roundtable-go/roundtable/pkg/node"
+	"github.com/roundtable-go/roundtable/pkg/sim"
+)
+
+var (
+	seeds    = flag.Int("seeds", 1000, "simulator seeds per algorithm")
+	seedOnly = flag.Uint64("seed", 0, "run only this simulator seed (replay)")
+)
+
+// livenessBound is how long after the last fault every live, connected
+// process must agree on the highest-priority live process, with the default
+// timings (Heartbeat 50ms, Timeout 200ms): worst case, a follower needs a
+// Timeout to suspect a stale leader, a round of elections that can lose a
+// candidate to a late crash (CoordinatorTimeout + n·AnswerTimeout), and a
+// ring circulation with skipped successors.
+const livenessBound = 3 * time.Second
+
+type scenario struct {
+	algo       Algo
+	seed       uint64
+	naiveTerms bool
+	n          int
+	prio       map[node.ID]uint64
+	persist    map[node.ID]uint64
+}
+
+func newScenario(algo Algo, seed uint64) *scenario {
+	r := rand.New(rand.NewPCG(seed, 77))
+	sc := &scenario{algo: algo, seed: seed, n: 3 + r.IntN(5), prio: map[node.ID]uint64{}, persist: map[node.ID]uint64{}}
+	if r.IntN(3) == 0 { // a third of the runs use priorities unrelated to IDs
+		for i, p := range r.Perm(sc.n) {
+			sc.prio[node.ID(i+1)] = uint64(p + 1)
+		}
+	}
+	return sc
+}
+
+func (sc *scenario) ids() []node.ID {
+	ids := make([]node.ID, sc.n)
+	for i := range ids {
+		ids[i] = node.ID(i + 1)
+	}
+	return ids
+}
+
+func (sc *scenario) build(opts sim.Options) (*sim.Sim[Msg], *Checker) {
+	ids := sc.ids()
+	factory := func(id node.ID, inc int, rng *rand.Rand) node.Machine[Msg] {
+		m, err := New(Config{ID: id, Peers: ids, Algo: sc.algo, Priority: sc.prio[id], Rand: rng,
+			Term: sc.persist[id], naiveTerms: sc.naiveTerms})
+		if err != nil {
+			panic(err)
+		}
+		return m
+	}
+	opts.Seed = sc.seed
+	s := sim.New[Msg](opts, Codec{}, factory, ids...)
+	chk := NewChecker()
+	s.OnEvent = func(at time.Time, id node.ID, ev node.Event) error {
+		le, ok := ev.(LeaderEvent)
+		if !ok {
+			return nil
+		}
+		if le.Self != (le.Leader == id) {
+			return fmt.Errorf("event %v has self=%v", le, le.Self)
+		}
+		sc.persist[id] = le.Term // stable storage survives crashes
+		return chk.Observe(id, le)
+	}
+	return s, chk
+}
+
+// best is the live process that should lead.
+func (sc *scenario) best(s *sim.Sim[Msg]) node.ID {
+	var b node.ID
+	for _, id := range s.IDs() {
+		if !s.Alive(id) {
+			continue
+		}
+		if b == node.None || sc.priority(id) > sc.priority(b) || sc.priority(id) == sc.priority(b) && id > b {
+			b = id
+		}
+	}
+	return b
+}
+
+func (sc *scenario) priority(id node.ID) uint64 {
+	if p := sc.prio[id]; p != 0 {
+		return p
+	}
+	return uint64(id)
+}
+
+// agreed reports whether every live process follows best in one term.
+func agreed(s *sim.Sim[Msg], best node.ID) error {
+	bm := s.Machine(best).(*Machine)
+	if !bm.leading {
+		return fmt.Errorf("best process %d is not leading (leader %d)", best, bm.leader)
+	}
+	_, term := bm.Leader()
+	for _, id := range s.IDs() {
+		if !s.Alive(id) {
+			continue
+		}
+		l, t := s.Machine(id).(*Machine).Leader()
+		if l != best || t != term {
+			return fmt.Errorf("process %d follows %d term %d, want %d term %d", id, l, t, best, term)
+		}
+	}
+	return nil
+}
+
+// run is one property run: a phase of random faults, then healing and a
+// liveness check. It returns the convergence time after healing.
+func (sc *scenario) run() (time.Duration, uint64, error) {
+	r := rand.New(rand.NewPCG(sc.seed, 99))
+	opts := sim.Options{MinLatency: time.Millisecond, MaxLatency: time.Duration(2+r.IntN(20)) * time.Millisecond,
+		Drop: r.Float64() * 0.15, Dup: r.Float64() * 0.05}
+	s, _ := sc.build(opts)
+	ids := s.IDs()
+	if err := s.RunFor(time.Second); err != nil {
+		return 0, 0, err
+	}
+	// Fault phase: 4 s of crashes, restarts, pauses and partitions.
+	for step := 0; step < 20; step++ {
+		id := ids[r.IntN(len(ids))]
+		switch r.IntN(7) {
+		case 0:
+			if liveCount(s) > 1 {
+				s.Crash(id)
+			}
+		case 1:
+			s.Restart(id)
+		case 2:
+			s.Pause(id)
+		case 3:
+			s.Resume(id)
+		case 4:
+			perm := r.Perm(len(ids))
+			cut := 1 + r.IntN(len(ids)-1)
+			var a, b []node.ID
+			for i, p := range perm {
+				if i < cut {
+					a = append(a, ids[p])
+				} else {
+					b = append(b, ids[p])
+				}
+			}
+			s.Partition(a, b)
+		case 5:
+			s.Isolate(id)
+		case 6:
+			s.Heal()
+		}
+		if err := s.RunFor(time.Duration(50+r.IntN(350)) * time.Millisecond); err != nil {
+			return 0, 0, err
+		}
+	}
+	// Faults stop: heal, resume, restart some of the crashed.
+	s.Heal()
+	s.SetFaults(0, 0)
+	for _, id := range ids {
+		s.Resume(id)
+		if !s.Alive(id) && r.IntN(2) == 0 {
+			s.Restart(id)
+		}
+	}
+	healed := s.Now()
+	best := sc.best(s)
+	var converged time.Duration = -1
+	for s.Now().Sub(healed) < livenessBound {
+		if err := s.RunFor(10 * time.Millisecond); err != nil {
+			return 0, 0, err
+		}
+		if err := agreed(s, best); err == nil {
+			if converged < 0 {
+				converged = s.Now().Sub(healed)
+			}
+		} else {
+			converged = -1
+		}
+	}
+	if err := agreed(s, best); err != nil {
+		return 0, 0, fmt.Errorf("sim seed %d: liveness: %d s after healing: %v", sc.seed, livenessBound/time.Second, err)
+	}
+	if s.Stats.Rejected != 0 {
+		return 0, 0, fmt.Errorf("sim seed %d: %d messages rejected by correct processes", sc.seed, s.Stats.Rejected)
+	}
+	return converged, s.TraceHash(), nil
+}
+
+func liveCount(s *sim.Sim[Msg]) int {
+	n := 0
+	for _, id := range s.IDs() {
+		if s.Alive(id) {
+			n++
+		}
+	}
+	return n
+}
+
+func seedList() []uint64 {
+	if *seedOnly != 0 {
+		return []uint64{*seedOnly}
+	}
+	out := make([]uint64, *seeds)
+	for i := range out {
+		out[i] = uint64(i + 1)
+	}
+	return out
+}
+
+// TestSimProperties runs the safety and liveness properties over many
+// seeds for each algorithm. Replay one with -seed N.
+func TestSimProperties(t *testing.T) {
+	for _, algo := range []Algo{Bully, Ring, ChangRoberts} {
+		t.Run(algo.String(), func(t *testing.T) {
+			t.Parallel()
+			var worst time.Duration
+			var worstSeed uint64
+			for _, seed := range seedList() {
+				conv, _, err := newScenario(algo, seed).run()
+				if err != nil {
+					t.Fatalf("%v\nreplay: go test ./pkg/election -run 'TestSimProperties/%s' -seed %d", err, algo, seed)
+				}
+				if conv > worst {
+					worst, worstSeed = conv, seed
+				}
+			}
+			t.Logf("%s: %d seeds passed; slowest convergence after healing %v (seed %d), bound %v",
+				algo, len(seedList()), worst, worstSeed, livenessBound)
+		})
+	}
+}
+
+func TestSimDeterministic(t *testing.T) {
+	for _, algo := range []Algo{Bully, Ring, ChangRoberts} {
+		_, h1, err1 := newScenario(algo, 42).run()
+		_, h2, err2 := newScenario(algo, 42).run()
+		_, h3, _ := newScenario(algo, 43).run()
+		if err1 != nil || err2 != nil {
+			t.Fatal(err1, err2)
+		}
+		if h1 != h2 {
+			t.Errorf("%v: seed 42 gave trace %x then %x", algo, h1, h2)
+		}
+		if h1 == h3 {
+			t.Errorf("%v: seeds 42 and 43 gave the same trace %x", algo, h1)
+		}
+	}
+}
+
+// TestSimCatchesPlantedBug proves the checker can fail: with naive terms
+// (term+1 instead of an owned term), partitioned processes lead the same
+// term, and the property run must say so.
+func TestSimCatchesPlantedBug(t *testing.T) {
+	for _, algo := range []Algo{Bully, Ring, ChangRoberts} {
+		caught := 0
+		var first error
+		for seed := uint64(1); seed <= 200; seed++ {
+			sc := newScenario(algo, seed)
+			sc.naiveTerms = true
+			if _, _, err := sc.run(); err != nil && strings.Contains(err.Error(), "two leaders for term") {
+				caught++
+				if first == nil {
+					first = err
+				}
+			}
+		}
+		if caught == 0 {
+			t.Errorf("%v: planted bug (naive terms) never caught in 200 seeds", algo)
+		} else {
+			t.Logf("%v: planted bug caught in %d/200 seeds, e.g. %v", algo, caught, first)
+		}
+	}
+}
+
+// TestSimThousandNodes checks the simulator and the bully machine at 1,000
+// processes: a leader emerges, crashes, and the second-highest process,
+// which notices first, takes over with the best-case n−2 announcements.
+// (Had all 999 noticed at once, bully's O(n²) worst case would apply.)
+func TestSimThousandNodes(t *testing.T) {
+	const n = 1000
+	ids := make([]node.ID, n)
+	for i := range ids {
+		ids[i] = node.ID(i + 1)
+	}
+	factory := func(id node.ID, inc int, rng *rand.Rand) node.Machine[Msg] {
+		cfg := Config{ID: id, Peers: ids, Rand: rng, Timeout: 2 * time.Second}
+		if id >= n-1 {
+			cfg.Timeout = 200 * time.Millisecond
+		}
+		m, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	s := sim.New[Msg](sim.Options{Seed: 7}, Codec{}, factory, ids...)
+	chk := NewChecker()
+	s.OnEvent = func(_ time.Time, id node.ID, ev node.Event) error {
+		if le, ok := ev.(LeaderEvent); ok {
+			return chk.Observe(id, le)
+		}
+		return nil
+	}
+	if err := s.RunFor(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := agreed(s, n); err != nil {
+		t.Fatal(err)
+	}
+	s.Crash(n)
+	if err := s.RunFor(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := agreed(s, n-1); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("1000 nodes: %d leader reports, %d messages delivered", chk.Reports, sum(s.Stats.Delivered))
+}
+
+func sum(m map[uint8]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+// countScenario measures the messages one election costs: a stable cluster
+// of n, the leader crashes, and only process detector notices (the others
+// have a timeout too long to matter). It counts delivered election,
+// answer and coordinator messages until everyone follows the new leader;
+// heartbeats and ring acknowledgements are not part of the seeds' counts.
+func countScenario(t *testing.T, algo Algo, n int, detector node.ID) int {
+	ids := make([]node.ID, n)
+	for i := range ids {
+		ids[i] = node.ID(i + 1)
+	}
+	factory := func(id node.ID, inc int, rng *rand.Rand) node.Machine[Msg] {
+		cfg := Config{ID: id, Peers: ids, Algo: algo, Rand: rng}
+		if id != detector {
+			cfg.Timeout = time.Hour
+		}
+		m, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	s := sim.New[Msg](sim.Options{Seed: 1, MinLatency: time.Millisecond, MaxLatency: time.Millisecond}, Codec{}, factory, ids...)
+	// Everyone hears the first leader before the long timeouts matter.
+	if err := s.RunFor(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := agreed(s, node.ID(n)); err != nil {
+		t.Fatalf("before the crash: %v", err)
+	}
+	before := maps3(s.Stats.Delivered)
+	s.Crash(node.ID(n))
+	for i := 0; i < 500; i++ {
+		if err := s.RunFor(10 * time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		if agreed(s, node.ID(n-1)) == nil {
+			break
+		}
+	}
+	if err := agreed(s, node.ID(n-1)); err != nil {
+		t.Fatalf("%v n=%d: no agreement after the crash: %v", algo, n, err)
+	}
+	// Let circulations finish: the new leader's first heartbeat can
+	// inform everyone before its coordinator message has gone round.
+	if err := s.RunFor(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	count := 0
+	for _, typ := range []MsgType{MsgElection, MsgAnswer, MsgCoordinator} {
+		count += s.Stats.Delivered[uint8(typ)] - before[uint8(typ)]
+	}
+	return count
+}
+
+func maps3(m map[uint8]int) map[uint8]int {
+	out := map[uint8]int{}
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// TestMessageCounts reproduces the seeds' message costs (seed 004:
+// "Bully Algorithm Message Cost", "Ring Algorithm Analysis"; seed 001
+// Chang's ring: O(n)).
+func TestMessageCounts(t *testing.T) {
+	for _, n := range []int{5, 8, 12, 20} {
+		cases := []struct {
+			name     string
+			algo     Algo
+			detector node.ID
+			want     int
+			formula  string
+		}{
+			{"bully best case", Bully, node.ID(n - 1), n - 2, "n-2"},
+			{"bully worst case", Bully, 1, n * (n - 2), "n(n-2) = O(n^2)"},
+			{"ring single initiator", Ring, 1, 2 * (n - 1), "2(n-1)"},
+			{"chang-roberts from the lowest", ChangRoberts, 1, 3*n - 4, "3n-4 = O(n)"},
+			{"chang-roberts from the highest live", ChangRoberts, node.ID(n - 1), 2 * (n - 1), "2(n-1)"},
+		}
+		for _, c := range cases {
+			got := countScenario(t, c.algo, n, c.detector)
+			t.Logf("n=%-3d %-36s %4d messages (seed formula %s)", n, c.name, got, c.formula)
+			if got != c.want {
+				t.Errorf("n=%d %s: %d messages, want %d (%s)", n, c.name, got, c.want, c.formula)
+			}
+		}
+	}
+}

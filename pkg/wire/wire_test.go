@@ -1,0 +1,179 @@
+package wire
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"testing"
+)
+
+var testKey = bytes.Repeat([]byte{7}, KeySize)
+
+func pair(t testing.TB, key []byte) (*Framer, *Framer) {
+	a, err := NewFramer("c", 1, 100, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewFramer("c", 2, 200, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, b
+}
+
+func TestSealOpen(t *testing.T) {
+	for _, key := range [][]byte{nil, testKey} {
+		a, b := pair(t, key)
+		f, err := a.Seal(FamilyElection, 4, []byte("hello"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, p, err := b.Open(f)
+		if err != nil || string(p) != "hello" || h.From != 1 || h.Type != 4 || h.Family != FamilyElection || h.Sealed != (key != nil) {
+			t.Fatalf("key=%v: got %+v %q %v", key != nil, h, p, err)
+		}
+		if _, _, err := b.Open(f); !errors.Is(err, ErrReplay) {
+			t.Fatalf("replayed frame: got %v, want ErrReplay", err)
+		}
+		if b.Replay.Load() != 1 || b.Accepted.Load() != 1 {
+			t.Fatalf("counters: %v", b.Snapshot())
+		}
+	}
+}
+
+func TestRejections(t *testing.T) {
+	a, b := pair(t, testKey)
+	wrong, _ := NewFramer("c", 3, 1, bytes.Repeat([]byte{9}, KeySize))
+	plain, _ := NewFramer("c", 4, 1, nil)
+	other, _ := NewFramer("other", 5, 1, testKey)
+	good, _ := a.Seal(FamilyElection, 1, []byte("x"))
+	tampered := append([]byte(nil), good...)
+	tampered[13] ^= 1 // change the sender ID: the header is authenticated
+	w, _ := wrong.Seal(FamilyElection, 1, []byte("x"))
+	p, _ := plain.Seal(FamilyElection, 1, []byte("x"))
+	o, _ := other.Seal(FamilyElection, 1, []byte("x"))
+	cases := []struct {
+		name  string
+		frame []byte
+		want  error
+	}{
+		{"wrong key", w, ErrAuth},
+		{"tampered header", tampered, ErrAuth},
+		{"unsealed", p, ErrUnsealed},
+		{"other cluster", o, ErrCluster},
+		{"short", good[:10], ErrMalformed},
+		{"bad magic", append([]byte("XX"), good[2:]...), ErrMalformed},
+	}
+	for _, c := range cases {
+		if _, _, err := b.Open(c.frame); !errors.Is(err, c.want) {
+			t.Errorf("%s: got %v, want %v", c.name, err, c.want)
+		}
+	}
+	if b.Accepted.Load() != 0 || b.Auth.Load() != 2 {
+		t.Errorf("counters: %v", b.Snapshot())
+	}
+}
+
+func TestIncarnationAndWindow(t *testing.T) {
+	_, b := pair(t, nil)
+	old, _ := NewFramer("c", 1, 100, nil)
+	newer, _ := NewFramer("c", 1, 101, nil)
+	var frames [][]byte
+	for i := 0; i < 70; i++ {
+		f, _ := old.Seal(FamilyElection, 1, nil)
+		frames = append(frames, f)
+	}
+	// Out of order within the window is fine, once.
+	for _, i := range []int{5, 3, 4, 69} {
+		if _, _, err := b.Open(frames[i]); err != nil {
+			t.Fatalf("frame %d: %v", i, err)
+		}
+	}
+	if _, _, err := b.Open(frames[3]); !errors.Is(err, ErrReplay) {
+		t.Fatalf("repeat: %v", err)
+	}
+	if _, _, err := b.Open(frames[4]); !errors.Is(err, ErrReplay) {
+		t.Fatalf("older than the window: %v", err)
+	}
+	f, _ := newer.Seal(FamilyElection, 1, nil)
+	if _, _, err := b.Open(f); err != nil {
+		t.Fatalf("restarted sender: %v", err)
+	}
+	if _, _, err := b.Open(frames[60]); !errors.Is(err, ErrStale) {
+		t.Fatalf("old incarnation after restart: %v", err)
+	}
+}
+
+func TestStreamFraming(t *testing.T) {
+	var buf bytes.Buffer
+	for _, f := range [][]byte{[]byte("a"), {}, bytes.Repeat([]byte("z"), 1000)} {
+		if err := WriteFrame(&buf, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, want := range []int{1, 0, 1000} {
+		f, err := ReadFrame(&buf)
+		if err != nil || len(f) != want {
+			t.Fatalf("got %d bytes, %v; want %d", len(f), err, want)
+		}
+	}
+	huge := []byte{0xff, 0xff, 0xff, 0xff}
+	if _, err := ReadFrame(bytes.NewReader(huge)); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("huge length: %v", err)
+	}
+}
+
+func FuzzOpen(f *testing.F) {
+	a, _ := pair(f, testKey)
+	good, _ := a.Seal(FamilyElection, 2, []byte("payload"))
+	f.Add(good)
+	f.Add([]byte("RT\x01"))
+	f.Add(make([]byte, HeaderSize))
+	f.Fuzz(func(t *testing.T, frame []byte) {
+		for _, key := range [][]byte{nil, testKey} {
+			b, _ := NewFramer("c", 2, 1, key)
+			h, p, err := b.Open(frame)
+			if err == nil && !key2sealed(key, h) {
+				t.Fatalf("accepted a frame with the wrong sealing: %+v", h)
+			}
+			_ = p
+		}
+		_, _ = ReadFrame(bytes.NewReader(frame))
+	})
+}
+
+func key2sealed(key []byte, h Header) bool { return h.Sealed == (key != nil) }
+
+func FuzzDec(f *testing.F) {
+	var e Enc
+	e.Uvarint(300)
+	e.Bytes([]byte("abc"))
+	e.Bool(true)
+	f.Add(e.B)
+	f.Fuzz(func(t *testing.T, p []byte) {
+		d := NewDec(p)
+		d.Uvarint()
+		b := d.Bytes(1 << 10)
+		d.Bool()
+		d.Count(1000, 4)
+		d.U64()
+		d.Varint()
+		if d.Err() == nil && len(b) > 1<<10 {
+			t.Fatal("Bytes exceeded its bound")
+		}
+	})
+}
+
+func ExampleFramer() {
+	key := bytes.Repeat([]byte{1}, KeySize)
+	alice, _ := NewFramer("demo", 1, 1, key)
+	bob, _ := NewFramer("demo", 2, 1, key)
+	frame, _ := alice.Seal(FamilyElection, 1, []byte("hi"))
+	h, payload, err := bob.Open(frame)
+	fmt.Println(h.From, string(payload), err)
+	_, _, err = bob.Open(frame)
+	fmt.Println(err)
+	// Output:
+	// 1 hi <nil>
+	// wire: replayed sequence number
+}
