@@ -1,0 +1,48 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Exit codes; see the package documentation.
+const (
+	ExitOK          = 0
+	ExitUsage       = 64
+	ExitUnavailable = 69
+	ExitBusy        = 75
+	ExitLost        = 76
+	ExitCannotExec  = 126
+	ExitNotFound    = 127
+)
+
+// ExitError carries the process exit code with the error.
+type ExitError struct {
+	Code int
+	Err  error
+}
+
+func (e *ExitError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("exit %d", e.Code)
+	}
+	return e.Err.Error()
+}
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// Exitf returns an ExitError with a formatted message.
+func Exitf(code int, format string, args ...any) error {
+	return &ExitError{Code: code, Err: fmt.Errorf(format, args...)}
+}
+
+// Code is the exit code for err: 0 for nil, the ExitError code, or 1.
+func Code(err error) int {
+	if err == nil {
+		return 0
+	}
+	var e *ExitError
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return 1
+}

@@ -1,0 +1,245 @@
+package cli
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	sockaddr "github.com/hashicorp/go-sockaddr/template"
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/roundtable-go/roundtable/pkg/node"
+	"github.com/roundtable-go/roundtable/pkg/transport"
+)
+
+// Env is the environment variable for a flag of a tool: ("elect",
+// "key-file") → ELECT_KEY_FILE.
+func Env(tool, flag string) string {
+	return strings.ToUpper(tool + "_" + strings.ReplaceAll(flag, "-", "_"))
+}
+
+// WithEnv sets each flag's environment variable from its name. Flags that
+// already name one keep it.
+func WithEnv(tool string, flags []ucli.Flag) []ucli.Flag {
+	for _, f := range flags {
+		name := f.Names()[0]
+		env := []string{Env(tool, name)}
+		switch f := f.(type) {
+		case *ucli.StringFlag:
+			f.EnvVars = append(f.EnvVars, env...)
+		case *ucli.IntFlag:
+			f.EnvVars = append(f.EnvVars, env...)
+		case *ucli.Uint64Flag:
+			f.EnvVars = append(f.EnvVars, env...)
+		case *ucli.Float64Flag:
+			f.EnvVars = append(f.EnvVars, env...)
+		case *ucli.DurationFlag:
+			f.EnvVars = append(f.EnvVars, env...)
+		case *ucli.BoolFlag:
+			f.EnvVars = append(f.EnvVars, env...)
+		}
+	}
+	return flags
+}
+
+// Common flag names.
+const (
+	FlagID         = "id"
+	FlagPeers      = "peers"
+	FlagBind       = "bind"
+	FlagCluster    = "cluster"
+	FlagKeyFile    = "key-file"
+	FlagJSON       = "json"
+	FlagLogLevel   = "log-level"
+	FlagNoColor    = "no-color"
+	FlagReadyFile  = "ready-file"
+	FlagTransport  = "transport"
+	FlagFaultDrop  = "fault-drop"
+	FlagFaultDelay = "fault-delay"
+	FlagFaultDup   = "fault-dup"
+	FlagFaultSeed  = "fault-seed"
+)
+
+// NodeFlags are the flags of a tool that runs a cluster member.
+func NodeFlags() []ucli.Flag {
+	return append([]ucli.Flag{
+		&ucli.StringFlag{Name: FlagID, Usage: "this process's ID, an integer ≥ 1 present in --peers"},
+		&ucli.StringFlag{Name: FlagBind, Usage: "address to listen on; go-sockaddr templates allowed, e.g. '{{ GetPrivateIP }}:7000' (default: this ID's address in --peers)"},
+		&ucli.StringFlag{Name: FlagReadyFile, Usage: "write the listening address to this file once the node is up"},
+		&ucli.StringFlag{Name: FlagTransport, Value: "udp", Usage: "udp or tcp"},
+		&ucli.Float64Flag{Name: FlagFaultDrop, Usage: "testing: drop this fraction of outgoing frames"},
+		&ucli.DurationFlag{Name: FlagFaultDelay, Usage: "testing: delay each outgoing frame by up to this much (reorders)"},
+		&ucli.Float64Flag{Name: FlagFaultDup, Usage: "testing: duplicate this fraction of outgoing frames"},
+		&ucli.Uint64Flag{Name: FlagFaultSeed, Usage: "testing: seed for the injected faults"},
+	}, ClientFlags()...)
+}
+
+// ClientFlags are the flags shared by every command that talks to peers.
+func ClientFlags() []ucli.Flag {
+	return []ucli.Flag{
+		&ucli.StringFlag{Name: FlagPeers, Usage: "cluster members: '1=host:port,2=host:port' or '@file' (one id=host:port per line)"},
+		&ucli.StringFlag{Name: FlagCluster, Value: "roundtable", Usage: "cluster name; frames of other clusters are dropped"},
+		&ucli.StringFlag{Name: FlagKeyFile, Usage: "AES-256 key (32 raw bytes or 64 hex characters): seal and authenticate every frame"},
+		&ucli.BoolFlag{Name: FlagJSON, Usage: "print JSON lines instead of text"},
+		&ucli.StringFlag{Name: FlagLogLevel, Value: "info", Usage: "debug, info, warn or error (logs go to stderr)"},
+		&ucli.BoolFlag{Name: FlagNoColor, Usage: "never colour logs (also NO_COLOR)"},
+	}
+}
+
+// ParsePeers parses "1=host:port,2=host:port" or "@file". Files hold one
+// member per line (or comma-separated); '#' starts a comment.
+func ParsePeers(spec string) (map[node.ID]string, error) {
+	if spec == "" {
+		return nil, fmt.Errorf("--peers is required (e.g. --peers 1=127.0.0.1:7001,2=127.0.0.1:7002)")
+	}
+	if strings.HasPrefix(spec, "@") {
+		f, err := os.Open(spec[1:])
+		if err != nil {
+			return nil, fmt.Errorf("--peers: %w", err)
+		}
+		defer f.Close()
+		var parts []string
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			line, _, _ := strings.Cut(sc.Text(), "#")
+			parts = append(parts, line)
+		}
+		if err := sc.Err(); err != nil {
+			return nil, fmt.Errorf("--peers: %w", err)
+		}
+		spec = strings.Join(parts, ",")
+	}
+	peers := map[node.ID]string{}
+	addrs := map[string]node.ID{}
+	for _, item := range strings.Split(spec, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		idS, addr, ok := strings.Cut(item, "=")
+		if !ok {
+			return nil, fmt.Errorf("--peers: %q is not id=host:port", item)
+		}
+		id, err := node.ParseID(strings.TrimSpace(idS))
+		if err != nil {
+			return nil, fmt.Errorf("--peers: %w", err)
+		}
+		addr = strings.TrimSpace(addr)
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return nil, fmt.Errorf("--peers: member %d: %q is not host:port", id, addr)
+		}
+		if _, dup := peers[id]; dup {
+			return nil, fmt.Errorf("--peers: id %d listed twice", id)
+		}
+		if other, dup := addrs[addr]; dup {
+			return nil, fmt.Errorf("--peers: ids %d and %d share address %s", other, id, addr)
+		}
+		peers[id], addrs[addr] = addr, id
+	}
+	if len(peers) == 0 {
+		return nil, fmt.Errorf("--peers: no members")
+	}
+	return peers, nil
+}
+
+// IDs returns the peer IDs, sorted.
+func IDs(peers map[node.ID]string) []node.ID {
+	ids := make([]node.ID, 0, len(peers))
+	for id := range peers {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// ClusterKey is the string hashed into every frame header: the cluster name
+// and the sorted member IDs, so processes started with different member
+// lists never mistake each other's frames for their own cluster's.
+func ClusterKey(name string, peers map[node.ID]string) string {
+	var b strings.Builder
+	b.WriteString(name)
+	for _, id := range IDs(peers) {
+		fmt.Fprintf(&b, ",%d", id)
+	}
+	return b.String()
+}
+
+// ResolveBind expands a go-sockaddr template ("{{ GetPrivateIP }}:7000")
+// and checks the result is host:port.
+func ResolveBind(tmpl string) (string, error) {
+	out, err := sockaddr.Parse(tmpl)
+	if err != nil {
+		return "", fmt.Errorf("--bind %q: %w", tmpl, err)
+	}
+	out = strings.TrimSpace(out)
+	if _, _, err := net.SplitHostPort(out); err != nil {
+		return "", fmt.Errorf("--bind %q expands to %q, which is not host:port", tmpl, out)
+	}
+	return out, nil
+}
+
+// Listen opens the transport named by --transport on addr, wrapped in the
+// fault injector when any --fault-* flag is set.
+func Listen(c *ucli.Context, addr string, peers map[node.ID]string) (transport.Transport, error) {
+	var t transport.Transport
+	var err error
+	switch c.String(FlagTransport) {
+	case "udp", "":
+		t, err = transport.ListenUDP(addr, peers)
+	case "tcp":
+		t, err = transport.ListenTCP(addr, peers)
+	default:
+		return nil, Exitf(ExitUsage, "--transport must be udp or tcp, not %q", c.String(FlagTransport))
+	}
+	if err != nil {
+		return nil, Exitf(ExitUnavailable, "%v", err)
+	}
+	f := transport.Faults{Drop: c.Float64(FlagFaultDrop), Dup: c.Float64(FlagFaultDup),
+		Delay: c.Duration(FlagFaultDelay), Seed: c.Uint64(FlagFaultSeed)}
+	if f.Drop < 0 || f.Drop > 1 || f.Dup < 0 || f.Dup > 1 || f.Delay < 0 {
+		t.Close()
+		return nil, Exitf(ExitUsage, "--fault-drop and --fault-dup must be within [0,1], --fault-delay ≥ 0")
+	}
+	if f.Drop > 0 || f.Dup > 0 || f.Delay > 0 {
+		if f.Seed == 0 {
+			f.Seed = uint64(time.Now().UnixNano())
+		}
+		t = transport.NewFaulty(t, f)
+	}
+	return t, nil
+}
+
+// ClientTransport opens an ephemeral transport for a short-lived client
+// that talks to peers (status queries).
+func ClientTransport(c *ucli.Context, peers map[node.ID]string) (transport.Transport, error) {
+	host := "127.0.0.1"
+	for _, a := range peers {
+		if h, _, err := net.SplitHostPort(a); err == nil && h != "127.0.0.1" && h != "localhost" {
+			host = ""
+		}
+	}
+	addr := net.JoinHostPort(host, "0")
+	switch c.String(FlagTransport) {
+	case "tcp":
+		return transport.ListenTCP(addr, peers)
+	default:
+		return transport.ListenUDP(addr, peers)
+	}
+}
+
+// WriteReadyFile atomically writes content to path (via a temporary file
+// and rename), so a waiting script never reads a partial file.
+func WriteReadyFile(path, content string) error {
+	if path == "" {
+		return nil
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(content+"\n"), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}

@@ -1,0 +1,131 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/fatih/color"
+	"github.com/mattn/go-isatty"
+
+	"github.com/roundtable-go/roundtable/pkg/node"
+)
+
+// Output prints events on stdout: one text line each, or one JSON object
+// per line. It is safe for concurrent use.
+type Output struct {
+	mu   sync.Mutex
+	w    io.Writer
+	json bool
+}
+
+// NewOutput returns an Output on w.
+func NewOutput(w io.Writer, jsonLines bool) *Output { return &Output{w: w, json: jsonLines} }
+
+// Event prints one event.
+func (o *Output) Event(ev node.Event) {
+	if o.json {
+		o.JSON(ev)
+		return
+	}
+	o.Line(ev.String())
+}
+
+// Line prints one text line.
+func (o *Output) Line(s string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	fmt.Fprintln(o.w, s)
+	if f, ok := o.w.(*os.File); ok {
+		f.Sync()
+	}
+}
+
+// JSON prints v as one JSON line.
+func (o *Output) JSON(v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b = []byte(fmt.Sprintf(`{"event":"error","error":%q}`, err.Error()))
+	}
+	o.Line(string(b))
+}
+
+// UseColor reports whether logs on w may be coloured: only on a terminal,
+// never with --no-color or a non-empty NO_COLOR.
+func UseColor(w *os.File, noColor bool) bool {
+	if noColor || os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb" {
+		return false
+	}
+	return isatty.IsTerminal(w.Fd()) || isatty.IsCygwinTerminal(w.Fd())
+}
+
+// ParseLevel parses --log-level.
+func ParseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return 0, Exitf(ExitUsage, "--log-level must be debug, info, warn or error, not %q", s)
+	}
+	return l, nil
+}
+
+// NewLogger returns a logger writing "LEVEL tool: message key=value" lines to
+// w, coloured by level when colour is on.
+func NewLogger(w io.Writer, tool string, level slog.Level, colour bool) *slog.Logger {
+	return slog.New(&lineHandler{w: w, tool: tool, level: level, colour: colour, mu: &sync.Mutex{}})
+}
+
+type lineHandler struct {
+	w      io.Writer
+	tool   string
+	level  slog.Level
+	colour bool
+	attrs  []slog.Attr
+	mu     *sync.Mutex
+}
+
+func (h *lineHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= h.level }
+
+func (h *lineHandler) Handle(_ context.Context, r slog.Record) error {
+	var b strings.Builder
+	lvl := r.Level.String()
+	if h.colour {
+		c := color.New(color.FgCyan)
+		switch {
+		case r.Level >= slog.LevelError:
+			c = color.New(color.FgRed, color.Bold)
+		case r.Level >= slog.LevelWarn:
+			c = color.New(color.FgYellow)
+		case r.Level < slog.LevelInfo:
+			c = color.New(color.Faint)
+		}
+		c.EnableColor()
+		lvl = c.Sprint(lvl)
+	}
+	fmt.Fprintf(&b, "%s %s: %s", lvl, h.tool, r.Message)
+	write := func(a slog.Attr) bool {
+		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
+		return true
+	}
+	for _, a := range h.attrs {
+		write(a)
+	}
+	r.Attrs(write)
+	b.WriteByte('\n')
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, err := io.WriteString(h.w, b.String())
+	return err
+}
+
+func (h *lineHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	n := *h
+	n.attrs = append(append([]slog.Attr(nil), h.attrs...), as...)
+	return &n
+}
+
+func (h *lineHandler) WithGroup(string) slog.Handler { return h }

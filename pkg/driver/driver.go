@@ -1,0 +1,278 @@
+// Package driver runs one node.Machine on a real transport. A single
+// goroutine owns the machine: it decodes inbound frames and Steps them,
+// Ticks the machine when its Wake time arrives (a timer, never polling),
+// seals and sends what Ready returns and hands events to the caller. A
+// second goroutine pumps the transport; golang.org/x/sync/errgroup ties
+// their lifetimes together.
+//
+// The driver also answers the control family's status query for every
+// tool: the frame counters plus the machine's own Status, if it has one.
+// The driver imports no protocol package.
+package driver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/roundtable-go/roundtable/pkg/clock"
+	"github.com/roundtable-go/roundtable/pkg/node"
+	"github.com/roundtable-go/roundtable/pkg/transport"
+	"github.com/roundtable-go/roundtable/pkg/wire"
+)
+
+// Control message types (wire.FamilyControl). Append only.
+const (
+	ControlStatusQuery uint8 = 1
+	ControlStatusReply uint8 = 2
+)
+
+// Config configures a Driver.
+type Config struct {
+	Framer *wire.Framer // required: seals and opens every frame
+	Clock  clock.Clock  // default clock.System
+	Log    *slog.Logger // default: discard
+}
+
+// Counters are the driver's own drop counts, beside the Framer's.
+type Counters struct {
+	WrongFamily, Undecodable, Rejected, SendErrors atomic.Uint64
+}
+
+// Driver owns one machine on one transport.
+type Driver[M any] struct {
+	m     node.Machine[M]
+	codec wire.Codec[M]
+	tr    transport.Transport
+	cfg   Config
+	reqs  chan request[M]
+	Counters
+}
+
+type request[M any] struct {
+	msg  M
+	done chan error
+}
+
+// New returns a driver; call Run to start it.
+func New[M any](m node.Machine[M], codec wire.Codec[M], tr transport.Transport, cfg Config) *Driver[M] {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.System{}
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Driver[M]{m: m, codec: codec, tr: tr, cfg: cfg, reqs: make(chan request[M])}
+}
+
+// Request hands the machine a local request (an Envelope from itself) and
+// returns once the machine has processed it and its resulting messages
+// have been sent.
+func (d *Driver[M]) Request(ctx context.Context, msg M) error {
+	r := request[M]{msg: msg, done: make(chan error, 1)}
+	select {
+	case d.reqs <- r:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-r.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Stats returns every counter by name.
+func (d *Driver[M]) Stats() map[string]uint64 {
+	s := d.cfg.Framer.Snapshot()
+	s["dropped_wrong_family"] = d.WrongFamily.Load()
+	s["dropped_undecodable"] = d.Undecodable.Load()
+	s["rejected_by_protocol"] = d.Rejected.Load()
+	s["send_errors"] = d.SendErrors.Load()
+	return s
+}
+
+// Run drives the machine until ctx is cancelled; emit receives every
+// event, in order, on the driver goroutine. Run closes the transport.
+func (d *Driver[M]) Run(ctx context.Context, emit func(node.Event)) error {
+	g, ctx := errgroup.WithContext(ctx)
+	pkts := make(chan transport.Packet, 256)
+	g.Go(func() error {
+		for {
+			p, err := d.tr.Recv()
+			if err != nil {
+				if errors.Is(err, net.ErrClosed) {
+					return nil
+				}
+				return err
+			}
+			select {
+			case pkts <- p:
+			case <-ctx.Done():
+				return nil
+			}
+		}
+	})
+	g.Go(func() error {
+		defer d.tr.Close()
+		return d.loop(ctx, pkts, emit)
+	})
+	return g.Wait()
+}
+
+func (d *Driver[M]) loop(ctx context.Context, pkts <-chan transport.Packet, emit func(node.Event)) error {
+	self := d.cfg.Framer.Self()
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	var wake time.Time
+	flush := func() {
+		r := d.m.Ready()
+		for _, env := range r.Msgs {
+			d.send(env)
+		}
+		for _, ev := range r.Events {
+			emit(ev)
+		}
+		if !r.Wake.Equal(wake) {
+			wake = r.Wake
+			timer.Stop()
+			if !wake.IsZero() {
+				timer.Reset(max(wake.Sub(d.cfg.Clock.Now()), 0))
+			}
+		}
+	}
+	d.m.Tick(d.cfg.Clock.Now())
+	flush()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case p := <-pkts:
+			d.receive(p, self)
+		case r := <-d.reqs:
+			err := d.m.Step(d.cfg.Clock.Now(), node.Envelope[M]{From: self, To: self, Msg: r.msg})
+			flush()
+			r.done <- err
+			continue
+		case <-timer.C:
+			wake = time.Time{}
+			d.m.Tick(d.cfg.Clock.Now())
+		}
+		flush()
+	}
+}
+
+func (d *Driver[M]) send(env node.Envelope[M]) {
+	typ, payload, err := d.codec.Marshal(env.Msg)
+	if err == nil {
+		var frame []byte
+		if frame, err = d.cfg.Framer.Seal(d.codec.Family(), typ, payload); err == nil {
+			err = d.tr.Send(env.To, frame)
+		}
+	}
+	if err != nil {
+		d.SendErrors.Add(1)
+		d.cfg.Log.Debug("send failed", "to", env.To, "err", err)
+	}
+}
+
+func (d *Driver[M]) receive(p transport.Packet, self node.ID) {
+	h, payload, err := d.cfg.Framer.Open(p.Data)
+	if err != nil {
+		d.cfg.Log.Debug("frame dropped", "err", err, "from", h.From)
+		return
+	}
+	if h.Family == wire.FamilyControl {
+		d.control(p, h)
+		return
+	}
+	if h.Family != d.codec.Family() {
+		d.WrongFamily.Add(1)
+		return
+	}
+	msg, err := d.codec.Unmarshal(h.Type, payload)
+	if err != nil {
+		d.Undecodable.Add(1)
+		d.cfg.Log.Debug("undecodable message", "from", h.From, "err", err)
+		return
+	}
+	if err := d.m.Step(d.cfg.Clock.Now(), node.Envelope[M]{From: h.From, To: self, Msg: msg}); err != nil {
+		d.Rejected.Add(1)
+		d.cfg.Log.Warn("message rejected", "from", h.From, "err", err)
+	}
+}
+
+// StatusReply is the answer to a status query.
+type StatusReply struct {
+	ID       node.ID           `json:"id"`
+	Addr     string            `json:"addr"`
+	Sealed   bool              `json:"sealed"`
+	Counters map[string]uint64 `json:"counters"`
+	Status   json.RawMessage   `json:"status,omitempty"`
+}
+
+func (d *Driver[M]) control(p transport.Packet, h wire.Header) {
+	if h.Type != ControlStatusQuery || p.Reply == nil {
+		d.WrongFamily.Add(1)
+		return
+	}
+	rep := StatusReply{ID: d.cfg.Framer.Self(), Addr: d.tr.Addr(), Sealed: d.cfg.Framer.Sealed(), Counters: d.Stats()}
+	if s, ok := d.m.(node.Statuser); ok {
+		rep.Status, _ = json.Marshal(s.Status())
+	}
+	body, err := json.Marshal(rep)
+	if err == nil {
+		var frame []byte
+		if frame, err = d.cfg.Framer.Seal(wire.FamilyControl, ControlStatusReply, body); err == nil {
+			err = p.Reply(frame)
+		}
+	}
+	if err != nil {
+		d.SendErrors.Add(1)
+	}
+}
+
+// Query asks every peer for its status over tr and collects the answers
+// that arrive within timeout. The framer must use an ID that is not a
+// member's. Query closes tr.
+func Query(ctx context.Context, f *wire.Framer, tr transport.Transport, peers []node.ID, timeout time.Duration) (map[node.ID]StatusReply, error) {
+	defer tr.Close()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	go func() { <-ctx.Done(); tr.Close() }()
+	for _, p := range peers {
+		frame, err := f.Seal(wire.FamilyControl, ControlStatusQuery, nil)
+		if err != nil {
+			return nil, err
+		}
+		_ = tr.Send(p, frame) // an unreachable peer simply does not answer
+	}
+	out := map[node.ID]StatusReply{}
+	for len(out) < len(peers) {
+		p, err := tr.Recv()
+		if err != nil {
+			break
+		}
+		h, body, err := f.Open(p.Data)
+		if err != nil || h.Family != wire.FamilyControl || h.Type != ControlStatusReply {
+			continue
+		}
+		var rep StatusReply
+		if json.Unmarshal(body, &rep) != nil || rep.ID != h.From {
+			continue
+		}
+		out[h.From] = rep
+	}
+	if len(out) == 0 && ctx.Err() == nil {
+		return out, fmt.Errorf("driver: transport closed")
+	}
+	return out, nil
+}
