@@ -148,6 +148,10 @@ type hop struct {
 	deadline time.Time
 }
 
+// downFor is how many Timeouts a process that failed to answer stays
+// skipped, unless it is heard from sooner.
+const downFor = 5
+
 // Machine is one process's election state. Create it with New.
 type Machine struct {
 	cfg   Config
@@ -257,7 +261,7 @@ func (m *Machine) send(to node.ID, msg Msg) {
 
 func (m *Machine) isDown(id node.ID, now time.Time) bool {
 	t, ok := m.down[id]
-	return ok && now.Sub(t) < 10*m.cfg.Timeout
+	return ok && now.Sub(t) < downFor*m.cfg.Timeout
 }
 
 // Step implements node.Machine.
@@ -387,6 +391,10 @@ func (m *Machine) claim(now time.Time, l node.ID, t uint64) {
 	m.hb.Heard(l, now)
 	if l != m.leader || t != m.leaderTerm {
 		m.adopt(l, t)
+	} else if m.electing && m.better(l, m.cfg.ID) {
+		// A re-run election (for example one a lower process's request
+		// triggered) ends when the known leader reasserts itself.
+		m.endElection()
 	}
 	if m.better(m.cfg.ID, l) && !m.electing {
 		// Seed 002: the biggest process always wins, so a process that
@@ -397,9 +405,13 @@ func (m *Machine) claim(now time.Time, l node.ID, t uint64) {
 
 func (m *Machine) adopt(l node.ID, t uint64) {
 	m.leader, m.leaderTerm = l, t
+	m.endElection()
+	m.events = append(m.events, LeaderEvent{Event: "leader", Leader: l, Term: t, Self: l == m.cfg.ID})
+}
+
+func (m *Machine) endElection() {
 	m.electing, m.answered, m.participant = false, false, false
 	m.answerBy, m.coordBy, m.electAt, m.joinUntil = time.Time{}, time.Time{}, time.Time{}, time.Time{}
-	m.events = append(m.events, LeaderEvent{Event: "leader", Leader: l, Term: t, Self: l == m.cfg.ID})
 }
 
 func (m *Machine) stepDown(reason string) {
@@ -593,6 +605,11 @@ func (m *Machine) ringElection(now time.Time, from node.ID, msg Msg) {
 	if !m.firstSight(now, from, msg) || len(msg.Members) == 0 {
 		return
 	}
+	// Every member listed added itself moments ago: fresh evidence that
+	// it is alive, so it is no longer skipped as a successor.
+	for _, mb := range msg.Members {
+		delete(m.down, mb.ID)
+	}
 	if !slices.ContainsFunc(msg.Members, func(mb Member) bool { return mb.ID == m.cfg.ID }) {
 		msg.Members = append(slices.Clone(msg.Members), Member{m.cfg.ID, m.cfg.Priority})
 	}
@@ -635,6 +652,7 @@ func (m *Machine) crElection(now time.Time, from node.ID, msg Msg) {
 	}
 	cand := msg.Members[0]
 	m.prio[cand.ID] = cand.Prio
+	delete(m.down, cand.ID) // the candidate was alive when it sent this
 	m.electAt = time.Time{}
 	switch {
 	case m.leading && m.better(m.cfg.ID, cand.ID):
@@ -642,9 +660,15 @@ func (m *Machine) crElection(now time.Time, from node.ID, msg Msg) {
 		// rather than start a round that would only bump the term.
 		m.send(cand.ID, Msg{Type: MsgHeartbeat, Leader: m.cfg.ID, Term: m.leaderTerm})
 	case m.better(cand.ID, m.cfg.ID):
+		// Pass the better candidate on. A follower now waits for the
+		// outcome and runs again if the candidacy dies with its owner; a
+		// leader keeps leading until the better process announces itself.
 		m.participant = true
-		m.electing = true
-		m.ringSend(now, msg) // pass the better candidate on
+		if !m.leading {
+			m.electing = true
+			m.coordBy = now.Add(m.cfg.Timeout + m.cfg.AnswerTimeout*time.Duration(len(m.peers)))
+		}
+		m.ringSend(now, msg)
 	case !m.participant || !m.electing:
 		// Replace the weaker candidate by ourselves (seed 001:
 		// elect(max(i, j))).

@@ -23,7 +23,7 @@ var (
 // Timeout to suspect a stale leader, a round of elections that can lose a
 // candidate to a late crash (CoordinatorTimeout + n·AnswerTimeout), and a
 // ring circulation with skipped successors.
-const livenessBound = 3 * time.Second
+const livenessBound = 1500 * time.Millisecond
 
 type scenario struct {
 	algo       Algo
@@ -32,6 +32,7 @@ type scenario struct {
 	n          int
 	prio       map[node.ID]uint64
 	persist    map[node.ID]uint64
+	logf       func(string, ...any) // when set, every event is logged (debugging a seed)
 }
 
 func newScenario(algo Algo, seed uint64) *scenario {
@@ -64,9 +65,16 @@ func (sc *scenario) build(opts sim.Options) (*sim.Sim[Msg], *Checker) {
 		return m
 	}
 	opts.Seed = sc.seed
+	s0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	s := sim.New[Msg](opts, Codec{}, factory, ids...)
 	chk := NewChecker()
+	if sc.logf != nil {
+		s.Trace = func(line string) { sc.logf("%s", line) }
+	}
 	s.OnEvent = func(at time.Time, id node.ID, ev node.Event) error {
+		if sc.logf != nil {
+			sc.logf("%v node %d: %v", at.Sub(s0), id, ev)
+		}
 		le, ok := ev.(LeaderEvent)
 		if !ok {
 			return nil
@@ -112,9 +120,13 @@ func agreed(s *sim.Sim[Msg], best node.ID) error {
 		if !s.Alive(id) {
 			continue
 		}
-		l, t := s.Machine(id).(*Machine).Leader()
+		pm := s.Machine(id).(*Machine)
+		l, t := pm.Leader()
 		if l != best || t != term {
 			return fmt.Errorf("process %d follows %d term %d, want %d term %d", id, l, t, best, term)
+		}
+		if pm.electing {
+			return fmt.Errorf("process %d follows %d term %d but is still electing", id, l, t)
 		}
 	}
 	return nil
@@ -191,7 +203,7 @@ func (sc *scenario) run() (time.Duration, uint64, error) {
 		}
 	}
 	if err := agreed(s, best); err != nil {
-		return 0, 0, fmt.Errorf("sim seed %d: liveness: %d s after healing: %v", sc.seed, livenessBound/time.Second, err)
+		return 0, 0, fmt.Errorf("sim seed %d: liveness: %v after healing: %v", sc.seed, livenessBound, err)
 	}
 	if s.Stats.Rejected != 0 {
 		return 0, 0, fmt.Errorf("sim seed %d: %d messages rejected by correct processes", sc.seed, s.Stats.Rejected)

@@ -109,6 +109,9 @@ type Sim[M any] struct {
 	OnEvent func(at time.Time, id node.ID, ev node.Event) error
 	// Invariant runs after every simulation step. A non-nil error stops the run.
 	Invariant func() error
+	// Trace, when set, sees every step (boot, crash, delivery, event) as
+	// one line, for reading what a failing seed did.
+	Trace func(line string)
 	// Stats accumulates message counts.
 	Stats Stats
 }
@@ -425,4 +428,7 @@ func (s *Sim[M]) record(what string, a, b node.ID, typ uint8, payload []byte) {
 	s.trace.Write(buf[:])
 	s.trace.Write([]byte(what))
 	s.trace.Write(payload)
+	if s.Trace != nil {
+		s.Trace(fmt.Sprintf("+%v %s %d->%d type %d", s.now.Sub(s.opts.Start), what, a, b, typ))
+	}
 }

@@ -1,0 +1,401 @@
+// Command elect runs leader election among a fixed set of processes:
+// bully, ring (with member list) or Chang–Roberts. See pkg/election.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"os/signal"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/roundtable-go/roundtable/pkg/cli"
+	"github.com/roundtable-go/roundtable/pkg/driver"
+	"github.com/roundtable-go/roundtable/pkg/election"
+	"github.com/roundtable-go/roundtable/pkg/node"
+	"github.com/roundtable-go/roundtable/pkg/wire"
+)
+
+const tool = "elect"
+
+var defaults = election.DefaultConfig()
+
+var runFlags = cli.WithEnv(tool, append(cli.NodeFlags(),
+	&ucli.StringFlag{Name: "algo", Value: defaults.Algo.String(), Usage: "bully, ring or chang-roberts"},
+	&ucli.Uint64Flag{Name: "priority", Usage: "election priority; the live process with the highest wins (default: the ID)"},
+	&ucli.DurationFlag{Name: "heartbeat", Value: defaults.Heartbeat, Usage: "leader heartbeat period"},
+	&ucli.DurationFlag{Name: "timeout", Value: defaults.Timeout, Usage: "suspect the leader after this silence; > heartbeat + MDT + MHT, ≥ 2×heartbeat"},
+	&ucli.DurationFlag{Name: "answer-timeout", Value: defaults.AnswerTimeout, Usage: "wait for an answer or ring acknowledgement; > 2·MDT + MHT"},
+	&ucli.StringFlag{Name: "state-file", Usage: "persist the highest term here, so terms keep growing across restarts"},
+	&ucli.DurationFlag{Name: "kill-grace", Value: 5 * time.Second, Usage: "after leadership is lost: SIGTERM the child, then SIGKILL after this long"},
+	&ucli.BoolFlag{Name: "rerun", Usage: "with a child: stay in the election after losing leadership and run the child again on every new term"},
+))
+
+var statusFlags = cli.WithEnv(tool, append(cli.ClientFlags(),
+	&ucli.DurationFlag{Name: "wait", Value: time.Second, Usage: "how long to wait for answers"},
+	&ucli.StringFlag{Name: cli.FlagTransport, Value: "udp", Usage: "udp or tcp"},
+))
+
+func main() {
+	app := &ucli.App{
+		Name:                 tool,
+		Usage:                "leader election for shell scripts and clusters (bully, ring, Chang–Roberts)",
+		EnableBashCompletion: true,
+		ExitErrHandler:       func(*ucli.Context, error) {},
+		Commands: []*ucli.Command{
+			{
+				Name:      "run",
+				Usage:     "take part in the election; print 'leader ID term T' on every change",
+				ArgsUsage: "[-- command args...]",
+				Description: `Runs one member. Every change of leader is printed on stdout as
+'leader <id> term <term>' (JSON lines with --json). With '-- command', the
+command runs only while this member leads, with ELECT_LEADER, ELECT_TERM and
+ELECT_ID in its environment; if leadership is lost it gets SIGTERM, then
+SIGKILL after --kill-grace, and elect exits 76 (or, with --rerun, waits to
+lead again). When the command exits by itself, elect resigns and exits with
+the command's code.
+
+Examples:
+   elect run --id 1 --peers 1=127.0.0.1:7001,2=127.0.0.1:7002,3=127.0.0.1:7003
+   elect run --algo ring --id 2 --peers @peers.txt --json
+   elect run --id 3 --peers @peers.txt --key-file cluster.key -- ./serve-primary.sh
+   ELECT_PEERS=@peers.txt ELECT_ID=1 elect run -- sh -c 'echo "I lead term $ELECT_TERM"; sleep 60'`,
+				Flags:  runFlags,
+				Action: run,
+			},
+			{
+				Name:  "status",
+				Usage: "ask the members who leads; exit 69 if none answers, 75 if they disagree",
+				Description: `Queries every member and prints the leader and term they agree on,
+then one line per member. Exits 0 when every answering member names the same
+leader and term, 75 when they disagree, 69 when nobody answers.
+
+Examples:
+   elect status --peers @peers.txt
+   elect status --peers 1=127.0.0.1:7001,2=127.0.0.1:7002 --json`,
+				Flags:  statusFlags,
+				Action: status,
+			},
+		},
+	}
+	err := app.Run(os.Args)
+	if err != nil {
+		code := cli.Code(err)
+		if code == 1 {
+			code = cli.ExitUsage // urfave/cli's own errors: unknown flags and the like
+		}
+		var ee *cli.ExitError
+		if !errors.As(err, &ee) || ee.Err != nil {
+			fmt.Fprintf(os.Stderr, "%s: %v\n", tool, err)
+		}
+		os.Exit(code)
+	}
+}
+
+// common holds what run and status both derive from the flags.
+type common struct {
+	peers map[node.ID]string
+	key   []byte
+	log   *slog.Logger
+	out   *cli.Output
+}
+
+func setup(c *ucli.Context) (*common, error) {
+	if c.Args().Len() > 0 && c.Command.Name == "status" {
+		return nil, cli.Exitf(cli.ExitUsage, "status takes no arguments, got %q", c.Args().First())
+	}
+	level, err := cli.ParseLevel(c.String(cli.FlagLogLevel))
+	if err != nil {
+		return nil, err
+	}
+	cm := &common{
+		log: cli.NewLogger(os.Stderr, tool, level, cli.UseColor(os.Stderr, c.Bool(cli.FlagNoColor))),
+		out: cli.NewOutput(os.Stdout, c.Bool(cli.FlagJSON)),
+	}
+	if cm.peers, err = cli.ParsePeers(c.String(cli.FlagPeers)); err != nil {
+		return nil, cli.Exitf(cli.ExitUsage, "%v", err)
+	}
+	if kf := c.String(cli.FlagKeyFile); kf != "" {
+		if cm.key, err = wire.LoadKey(kf); err != nil {
+			return nil, cli.Exitf(cli.ExitUsage, "%v", err)
+		}
+	}
+	return cm, nil
+}
+
+func run(c *ucli.Context) error {
+	cm, err := setup(c)
+	if err != nil {
+		return err
+	}
+	if c.String(cli.FlagID) == "" {
+		return cli.Exitf(cli.ExitUsage, "--id is required")
+	}
+	self, err := node.ParseID(c.String(cli.FlagID))
+	if err != nil {
+		return cli.Exitf(cli.ExitUsage, "--id: %v", err)
+	}
+	if _, ok := cm.peers[self]; !ok {
+		return cli.Exitf(cli.ExitUsage, "--id %d is not in --peers (members: %v)", self, cli.IDs(cm.peers))
+	}
+	algo, err := election.ParseAlgo(c.String("algo"))
+	if err != nil {
+		return cli.Exitf(cli.ExitUsage, "--algo: %v", err)
+	}
+	bind := cm.peers[self]
+	if b := c.String(cli.FlagBind); b != "" {
+		if bind, err = cli.ResolveBind(b); err != nil {
+			return cli.Exitf(cli.ExitUsage, "%v", err)
+		}
+	}
+	child := c.Args().Slice()
+	stateFile := c.String("state-file")
+	startTerm, err := readState(stateFile)
+	if err != nil {
+		return cli.Exitf(cli.ExitUsage, "--state-file: %v", err)
+	}
+	incarnation := uint64(time.Now().UnixNano())
+	cfg := election.Config{
+		ID: self, Peers: cli.IDs(cm.peers), Algo: algo, Priority: c.Uint64("priority"),
+		Heartbeat: c.Duration("heartbeat"), Timeout: c.Duration("timeout"), AnswerTimeout: c.Duration("answer-timeout"),
+		Term: startTerm, Rand: rand.New(rand.NewPCG(incarnation, uint64(self))),
+	}
+	if cfg.Heartbeat <= 0 || cfg.Timeout <= 0 || cfg.AnswerTimeout <= 0 {
+		return cli.Exitf(cli.ExitUsage, "--heartbeat, --timeout and --answer-timeout must be positive")
+	}
+	m, err := election.New(cfg)
+	if err != nil {
+		return cli.Exitf(cli.ExitUsage, "%v", err)
+	}
+	framer, err := wire.NewFramer(cli.ClusterKey(c.String(cli.FlagCluster), cm.peers), self, incarnation, cm.key)
+	if err != nil {
+		return cli.Exitf(cli.ExitUsage, "%v", err)
+	}
+	tr, err := cli.Listen(c, bind, cm.peers)
+	if err != nil {
+		return err
+	}
+	if cm.key == nil {
+		cm.log.Warn("no --key-file: frames are NOT authenticated; anyone who can reach " + tr.Addr() + " can sway the election")
+	}
+	drv := driver.New[election.Msg](m, election.Codec{}, tr, driver.Config{Framer: framer, Log: cm.log})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	events := make(chan node.Event, 64)
+	done := make(chan error, 1)
+	go func() { done <- drv.Run(ctx, func(ev node.Event) { events <- ev }) }()
+
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+
+	if err := cli.WriteReadyFile(c.String(cli.FlagReadyFile), tr.Addr()); err != nil {
+		return cli.Exitf(cli.ExitUsage, "--ready-file: %v", err)
+	}
+	cm.log.Info("started", "id", self, "algo", algo, "addr", tr.Addr(), "members", len(cm.peers),
+		"heartbeat", cfg.Heartbeat, "timeout", cfg.Timeout, "term", startTerm)
+
+	// retire resigns leadership (so the others need not wait for a timeout)
+	// and stops the node.
+	retire := func() {
+		rctx, rcancel := context.WithTimeout(context.Background(), time.Second)
+		_ = drv.Request(rctx, election.Msg{Type: election.MsgRetire})
+		rcancel()
+		cancel()
+		<-done
+	}
+	var (
+		kid      *cli.Child
+		kidDone  <-chan struct{}
+		leading  bool
+		lastTerm = startTerm
+		grace    = c.Duration("kill-grace")
+	)
+	for {
+		select {
+		case err := <-done:
+			return cli.Exitf(cli.ExitUnavailable, "elect: transport failed: %v", err)
+		case ev := <-events:
+			switch ev := ev.(type) {
+			case election.LeaderEvent:
+				cm.out.Event(ev)
+				if ev.Term > lastTerm {
+					lastTerm = ev.Term
+					if err := writeState(stateFile, ev.Term); err != nil {
+						cm.log.Error("cannot persist term", "err", err)
+					}
+				}
+				leading = ev.Self
+				if ev.Self {
+					cm.log.Info("leading", "term", ev.Term)
+				}
+				if ev.Self && len(child) > 0 && kid == nil {
+					env := []string{"ELECT_LEADER=" + ev.Leader.String(), "ELECT_TERM=" + strconv.FormatUint(ev.Term, 10),
+						"ELECT_ID=" + self.String()}
+					if kid, err = cli.StartChild(child, env); err != nil {
+						retire()
+						return err
+					}
+					kidDone = kid.Done()
+					cm.log.Info("child started", "pid", kid.Pid(), "term", ev.Term)
+				}
+			case election.StepDownEvent:
+				cm.log.Warn("stepped down", "term", ev.Term, "reason", ev.Reason)
+				leading = false
+			}
+			if !leading && kid != nil {
+				cm.log.Warn("leadership lost: stopping child", "pid", kid.Pid(), "grace", grace)
+				kid.Stop(grace)
+				kid, kidDone = nil, nil
+				if !c.Bool("rerun") {
+					retire()
+					return cli.Exitf(cli.ExitLost, "elect: leadership lost while the command ran")
+				}
+			}
+		case <-kidDone:
+			code := kid.ExitCode()
+			cm.log.Info("child exited; resigning", "code", code)
+			retire()
+			return &cli.ExitError{Code: code}
+		case s := <-sigs:
+			sig := s.(syscall.Signal)
+			if kid != nil {
+				// Forward, and keep going until the child decides.
+				cm.log.Info("forwarding signal to child", "signal", sig)
+				kid.Signal(sig)
+				continue
+			}
+			cm.log.Info("signal: resigning", "signal", sig)
+			retire()
+			if len(child) > 0 {
+				return &cli.ExitError{Code: 128 + int(sig)}
+			}
+			return nil
+		}
+	}
+}
+
+func readState(path string) (uint64, error) {
+	if path == "" {
+		return 0, nil
+	}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+}
+
+func writeState(path string, term uint64) error {
+	if path == "" {
+		return nil
+	}
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(f, term)
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	f.Close()
+	return os.Rename(tmp, path)
+}
+
+type memberStatus struct {
+	ID      node.ID           `json:"id"`
+	Leader  node.ID           `json:"leader"`
+	Term    uint64            `json:"term"`
+	State   string            `json:"state"`
+	Addr    string            `json:"addr"`
+	Counter map[string]uint64 `json:"counters"`
+}
+
+func status(c *ucli.Context) error {
+	cm, err := setup(c)
+	if err != nil {
+		return err
+	}
+	// A client ID outside any sane member range, random so two
+	// concurrent status calls do not look like replays of each other.
+	clientID := node.ID(0xF0000000 | rand.Uint32N(0x0FFFFFFF))
+	framer, err := wire.NewFramer(cli.ClusterKey(c.String(cli.FlagCluster), cm.peers), clientID, uint64(time.Now().UnixNano()), cm.key)
+	if err != nil {
+		return cli.Exitf(cli.ExitUsage, "%v", err)
+	}
+	tr, err := cli.ClientTransport(c, cm.peers)
+	if err != nil {
+		return cli.Exitf(cli.ExitUnavailable, "%v", err)
+	}
+	replies, err := driver.Query(context.Background(), framer, tr, cli.IDs(cm.peers), c.Duration("wait"))
+	if err != nil {
+		return cli.Exitf(cli.ExitUnavailable, "%v", err)
+	}
+	var members []memberStatus
+	for id, r := range replies {
+		var st struct {
+			Leader node.ID `json:"leader"`
+			Term   uint64  `json:"term"`
+			State  string  `json:"state"`
+		}
+		_ = json.Unmarshal(r.Status, &st)
+		members = append(members, memberStatus{ID: id, Leader: st.Leader, Term: st.Term, State: st.State, Addr: r.Addr, Counter: r.Counters})
+	}
+	sort.Slice(members, func(i, j int) bool { return members[i].ID < members[j].ID })
+	agreed := len(members) > 0
+	for _, m := range members {
+		if m.Leader != members[0].Leader || m.Term != members[0].Term || m.Leader == node.None {
+			agreed = false
+		}
+	}
+	var silent []node.ID
+	for _, id := range cli.IDs(cm.peers) {
+		if _, ok := replies[id]; !ok {
+			silent = append(silent, id)
+		}
+	}
+	if c.Bool(cli.FlagJSON) {
+		sum := map[string]any{"event": "status", "agreed": agreed, "members": members, "silent": silent}
+		if agreed {
+			sum["leader"], sum["term"] = members[0].Leader, members[0].Term
+		}
+		cm.out.JSON(sum)
+	} else {
+		switch {
+		case agreed:
+			cm.out.Line(fmt.Sprintf("leader %d term %d", members[0].Leader, members[0].Term))
+		case len(members) > 0:
+			cm.out.Line("disagreement")
+		}
+		for _, m := range members {
+			cm.out.Line(fmt.Sprintf("member %d %s leader %d term %d addr %s dropped_auth %d dropped_replay %d",
+				m.ID, m.State, m.Leader, m.Term, m.Addr, m.Counter["dropped_auth"]+m.Counter["dropped_unsealed"], m.Counter["dropped_replay"]))
+		}
+		for _, id := range silent {
+			cm.out.Line(fmt.Sprintf("member %d silent", id))
+		}
+	}
+	switch {
+	case len(members) == 0:
+		return cli.Exitf(cli.ExitUnavailable, "elect: no member answered within %v", c.Duration("wait"))
+	case !agreed:
+		return cli.Exitf(cli.ExitBusy, "elect: members disagree on the leader")
+	}
+	return nil
+}

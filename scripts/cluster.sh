@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# cluster.sh — start and control a local cluster of any roundtable binary.
+#
+#   cluster.sh start [-n N] [-d DIR] BINARY [SUBCOMMAND] [ARGS...]
+#       Start N members (default 3) on free loopback UDP/TCP ports. Writes
+#       DIR/peers (id=127.0.0.1:port per line), and per member i:
+#       DIR/i.out (stdout: events), DIR/i.log (stderr), DIR/i.pid, DIR/i.cmd.
+#       Each member runs: BINARY SUBCOMMAND --id i --peers @DIR/peers
+#       --ready-file DIR/i.ready ARGS...; start returns once all are ready.
+#   cluster.sh stop [-d DIR]            SIGTERM every member, wait for exit
+#   cluster.sh kill ID [-d DIR]         SIGKILL member ID
+#   cluster.sh pause ID | resume ID     SIGSTOP / SIGCONT member ID
+#   cluster.sh restart ID [-d DIR]      start member ID again with its saved command
+#   cluster.sh pid ID | peers | ps      print a pid, the peers file, member states
+#
+# DIR defaults to $CLUSTER_DIR or ./.cluster. Exit codes: 64 usage, 69 a
+# member did not become ready within $CLUSTER_READY_TIMEOUT seconds (10).
+set -euo pipefail
+
+usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 64; }
+die() { echo "cluster.sh: $*" >&2; exit "${2:-64}"; }
+
+dir=${CLUSTER_DIR:-./.cluster}
+n=3
+cmd=${1:-}; [ -n "$cmd" ] || usage; shift
+id=""
+case "$cmd" in kill|pause|resume|restart|pid) id=${1:-}; [ -n "$id" ] || usage; shift;; esac
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -n) n=$2; shift 2;;
+    -d) dir=$2; shift 2;;
+    -h|--help) usage;;
+    *) break;;
+  esac
+done
+
+port_busy() { # port: in use for UDP or TCP on this host?
+  command -v ss >/dev/null 2>&1 || return 1
+  ss -Hlnu "sport = :$1" 2>/dev/null | grep -q . && return 0
+  ss -Hlnt "sport = :$1" 2>/dev/null | grep -q .
+}
+
+free_ports() { # count -> prints count consecutive free ports
+  local tries=0 base i ok
+  while [ $tries -lt 50 ]; do
+    base=$(( 20000 + (RANDOM * 32768 + RANDOM) % 40000 ))
+    ok=1
+    for ((i = 0; i < $1; i++)); do port_busy $((base + i)) && { ok=0; break; }; done
+    if [ $ok = 1 ]; then seq "$base" $((base + $1 - 1)); return; fi
+    tries=$((tries + 1))
+  done
+  die "no free port range found" 69
+}
+
+wait_ready() { # id
+  local deadline=$(( $(date +%s) + ${CLUSTER_READY_TIMEOUT:-10} ))
+  while [ ! -s "$dir/$1.ready" ]; do
+    if ! kill -0 "$(cat "$dir/$1.pid")" 2>/dev/null; then
+      echo "cluster.sh: member $1 exited during start-up; its log:" >&2
+      tail -n 20 "$dir/$1.log" >&2 || true
+      exit 69
+    fi
+    [ "$(date +%s)" -lt "$deadline" ] || die "member $1 not ready after ${CLUSTER_READY_TIMEOUT:-10}s (see $dir/$1.log)" 69
+    sleep 0.01
+  done
+}
+
+start_member() { # id
+  id=$1
+  rm -f "$dir/$id.ready"
+  eval "set -- $(cat "$dir/$id.cmd")"
+  "$@" >>"$dir/$id.out" 2>>"$dir/$id.log" </dev/null &
+  echo $! >"$dir/$id.pid"
+}
+
+pid_of() { [ -f "$dir/$1.pid" ] || die "no member $1 in $dir"; cat "$dir/$1.pid"; }
+
+case "$cmd" in
+  start)
+    [ $# -ge 1 ] || usage
+    [[ "$n" =~ ^[1-9][0-9]*$ ]] || die "-n wants a positive integer"
+    bin=$1; shift
+    command -v "$bin" >/dev/null 2>&1 || [ -x "$bin" ] || die "$bin: not found" 127
+    sub=()
+    if [ $# -gt 0 ] && [[ "$1" != -* ]]; then sub=("$1"); shift; fi
+    mkdir -p "$dir"
+    rm -f "$dir"/*.out "$dir"/*.log "$dir"/*.pid "$dir"/*.ready "$dir"/*.cmd
+    : >"$dir/peers"
+    i=1
+    for p in $(free_ports "$n"); do echo "$i=127.0.0.1:$p" >>"$dir/peers"; i=$((i + 1)); done
+    for ((i = 1; i <= n; i++)); do
+      printf '%q ' "$bin" "${sub[@]}" --id "$i" --peers "@$dir/peers" --ready-file "$dir/$i.ready" "$@" >"$dir/$i.cmd"
+      start_member "$i"
+    done
+    for ((i = 1; i <= n; i++)); do wait_ready "$i"; done
+    echo "cluster: $n members of $(basename "$bin") ready in $dir"
+    ;;
+  stop)
+    for f in "$dir"/*.pid; do
+      [ -e "$f" ] || continue
+      p=$(cat "$f"); kill -CONT "$p" 2>/dev/null || true; kill -TERM "$p" 2>/dev/null || true
+    done
+    for f in "$dir"/*.pid; do
+      [ -e "$f" ] || continue
+      p=$(cat "$f")
+      for _ in $(seq 500); do kill -0 "$p" 2>/dev/null || break; sleep 0.01; done
+      kill -KILL "$p" 2>/dev/null || true
+    done
+    ;;
+  kill) kill -KILL "$(pid_of "$id")" ;;
+  pause) kill -STOP "$(pid_of "$id")" ;;
+  resume) kill -CONT "$(pid_of "$id")" ;;
+  restart)
+    [ -f "$dir/$id.cmd" ] || die "no member $id in $dir"
+    if kill -0 "$(pid_of "$id")" 2>/dev/null; then die "member $id is still running"; fi
+    start_member "$id"; wait_ready "$id"
+    ;;
+  pid) pid_of "$id" ;;
+  peers) cat "$dir/peers" ;;
+  ps)
+    for f in "$dir"/*.pid; do
+      [ -e "$f" ] || continue
+      i=$(basename "$f" .pid); p=$(cat "$f")
+      state=$(ps -o stat= -p "$p" 2>/dev/null | cut -c1 || true)
+      case "$state" in T) s=paused;; "") s=dead;; Z) s=dead;; *) s=running;; esac
+      echo "member $i pid $p $s"
+    done | sort -k2n
+    ;;
+  *) usage ;;
+esac
