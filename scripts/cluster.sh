@@ -4,7 +4,8 @@
 #   cluster.sh start [-n N] [-d DIR] BINARY [SUBCOMMAND] [ARGS...]
 #       Start N members (default 3) on free loopback UDP/TCP ports. Writes
 #       DIR/peers (id=127.0.0.1:port per line), and per member i:
-#       DIR/i.out (stdout: events), DIR/i.log (stderr), DIR/i.pid, DIR/i.cmd.
+#       DIR/i.out (stdout: events), DIR/i.log (stderr), DIR/i.pid, DIR/i.cmd,
+#       and DIR/i.exit (exit status) once the member has ended.
 #       Each member runs: BINARY SUBCOMMAND --id i --peers @DIR/peers
 #       --ready-file DIR/i.ready ARGS...; start returns once all are ready.
 #   cluster.sh stop [-d DIR]            SIGTERM every member, wait for exit
@@ -17,7 +18,7 @@
 # member did not become ready within $CLUSTER_READY_TIMEOUT seconds (10).
 set -euo pipefail
 
-usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 64; }
+usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 64; }
 die() { echo "cluster.sh: $*" >&2; exit "${2:-64}"; }
 
 dir=${CLUSTER_DIR:-./.cluster}
@@ -67,10 +68,14 @@ wait_ready() { # id
 
 start_member() { # id
   id=$1
-  rm -f "$dir/$id.ready"
+  rm -f "$dir/$id.ready" "$dir/$id.pid" "$dir/$id.exit"
   eval "set -- $(cat "$dir/$id.cmd")"
-  "$@" >>"$dir/$id.out" 2>>"$dir/$id.log" </dev/null &
-  echo $! >"$dir/$id.pid"
+  # A small keeper subshell records the member's real PID and, when it
+  # ends, its exit status in DIR/ID.exit.
+  ( "$@" >>"$dir/$id.out" 2>>"$dir/$id.log" </dev/null &
+    echo $! >"$dir/$id.pid.tmp" && mv "$dir/$id.pid.tmp" "$dir/$id.pid"
+    code=0; wait $! || code=$?; echo "$code" >"$dir/$id.exit" ) </dev/null >/dev/null 2>&1 &
+  while [ ! -s "$dir/$id.pid" ]; do sleep 0.005; done
 }
 
 pid_of() { [ -f "$dir/$1.pid" ] || die "no member $1 in $dir"; cat "$dir/$1.pid"; }
@@ -84,7 +89,7 @@ case "$cmd" in
     sub=()
     if [ $# -gt 0 ] && [[ "$1" != -* ]]; then sub=("$1"); shift; fi
     mkdir -p "$dir"
-    rm -f "$dir"/*.out "$dir"/*.log "$dir"/*.pid "$dir"/*.ready "$dir"/*.cmd
+    rm -f "$dir"/*.out "$dir"/*.log "$dir"/*.pid "$dir"/*.ready "$dir"/*.cmd "$dir"/*.exit
     : >"$dir/peers"
     i=1
     for p in $(free_ports "$n"); do echo "$i=127.0.0.1:$p" >>"$dir/peers"; i=$((i + 1)); done

@@ -225,7 +225,7 @@ func run(c *ucli.Context) error {
 	for {
 		select {
 		case err := <-done:
-			return cli.Exitf(cli.ExitUnavailable, "elect: transport failed: %v", err)
+			return cli.Exitf(cli.ExitUnavailable, "transport failed: %v", err)
 		case ev := <-events:
 			switch ev := ev.(type) {
 			case election.LeaderEvent:
@@ -260,7 +260,7 @@ func run(c *ucli.Context) error {
 				kid, kidDone = nil, nil
 				if !c.Bool("rerun") {
 					retire()
-					return cli.Exitf(cli.ExitLost, "elect: leadership lost while the command ran")
+					return cli.Exitf(cli.ExitLost, "leadership lost while the command ran")
 				}
 			}
 		case <-kidDone:
@@ -393,9 +393,9 @@ func status(c *ucli.Context) error {
 	}
 	switch {
 	case len(members) == 0:
-		return cli.Exitf(cli.ExitUnavailable, "elect: no member answered within %v", c.Duration("wait"))
+		return cli.Exitf(cli.ExitUnavailable, "no member answered within %v", c.Duration("wait"))
 	case !agreed:
-		return cli.Exitf(cli.ExitBusy, "elect: members disagree on the leader")
+		return cli.Exitf(cli.ExitBusy, "members disagree on the leader")
 	}
 	return nil
 }

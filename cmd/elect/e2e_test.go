@@ -1,0 +1,471 @@
+package main
+
+// Multi-process tests: real elect binaries on loopback, started through
+// scripts/cluster.sh, with SIGKILL, SIGSTOP and restarts. Every test reads
+// the members' stdout (one event per line) and waits for events, never for
+// a fixed time; all reports are fed to election.Checker.
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/roundtable-go/roundtable/pkg/cli"
+	"github.com/roundtable-go/roundtable/pkg/driver"
+	"github.com/roundtable-go/roundtable/pkg/election"
+	"github.com/roundtable-go/roundtable/pkg/node"
+	"github.com/roundtable-go/roundtable/pkg/transport"
+	"github.com/roundtable-go/roundtable/pkg/wire"
+)
+
+func transportFor(peers map[node.ID]string) (transport.Transport, error) {
+	return transport.ListenUDP("127.0.0.1:0", peers)
+}
+
+var electBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "elect-e2e")
+	if err != nil {
+		panic(err)
+	}
+	electBin = filepath.Join(dir, "elect")
+	if out, err := exec.Command("go", "build", "-o", electBin, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building elect: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// waitLimit bounds every wait for an event; it is a failure deadline, not
+// a synchronisation device.
+const waitLimit = 15 * time.Second
+
+type cluster struct {
+	t   *testing.T
+	dir string
+	n   int
+}
+
+func clusterScript(t *testing.T) string {
+	p, err := filepath.Abs("../../scripts/cluster.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func startCluster(t *testing.T, n int, args ...string) *cluster {
+	return startClusterIn(t, t.TempDir(), n, args...)
+}
+
+func startClusterIn(t *testing.T, dir string, n int, args ...string) *cluster {
+	t.Helper()
+	c := &cluster{t: t, dir: dir, n: n}
+	cmd := append([]string{"start", "-n", strconv.Itoa(n), "-d", c.dir, electBin, "run", "--no-color"}, args...)
+	if out, err := exec.Command(clusterScript(t), cmd...).CombinedOutput(); err != nil {
+		t.Fatalf("cluster start: %v\n%s", err, out)
+	}
+	t.Cleanup(func() {
+		exec.Command(clusterScript(t), "stop", "-d", c.dir).Run()
+		if t.Failed() {
+			for i := 1; i <= n; i++ {
+				log, _ := os.ReadFile(filepath.Join(c.dir, fmt.Sprintf("%d.log", i)))
+				out, _ := os.ReadFile(filepath.Join(c.dir, fmt.Sprintf("%d.out", i)))
+				t.Logf("member %d stdout:\n%s\nstderr:\n%s", i, out, log)
+			}
+		}
+	})
+	return c
+}
+
+func (c *cluster) ctl(args ...string) {
+	c.t.Helper()
+	args = append(args, "-d", c.dir)
+	if out, err := exec.Command(clusterScript(c.t), args...).CombinedOutput(); err != nil {
+		c.t.Fatalf("cluster %v: %v\n%s", args, err, out)
+	}
+}
+
+func (c *cluster) pid(id int) int {
+	b, err := os.ReadFile(filepath.Join(c.dir, fmt.Sprintf("%d.pid", id)))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	p, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return p
+}
+
+// reports parses a member's stdout into leader events.
+func (c *cluster) reports(id int) []election.LeaderEvent {
+	b, _ := os.ReadFile(filepath.Join(c.dir, fmt.Sprintf("%d.out", id)))
+	var evs []election.LeaderEvent
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		var l node.ID
+		var term uint64
+		if _, err := fmt.Sscanf(sc.Text(), "leader %d term %d", &l, &term); err == nil {
+			evs = append(evs, election.LeaderEvent{Leader: l, Term: term})
+		}
+	}
+	return evs
+}
+
+func (c *cluster) last(id int) (election.LeaderEvent, bool) {
+	r := c.reports(id)
+	if len(r) == 0 {
+		return election.LeaderEvent{}, false
+	}
+	return r[len(r)-1], true
+}
+
+// waitAgree waits until every member in ids last reported leader want with
+// a term above minTerm, and returns that term.
+func (c *cluster) waitAgree(ids []int, want node.ID, minTerm uint64) uint64 {
+	c.t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for {
+		var term uint64
+		ok := true
+		for _, id := range ids {
+			ev, have := c.last(id)
+			if !have || ev.Leader != want || ev.Term <= minTerm || (term != 0 && ev.Term != term) {
+				ok = false
+				break
+			}
+			term = ev.Term
+		}
+		if ok {
+			return term
+		}
+		if time.Now().After(deadline) {
+			for _, id := range ids {
+				ev, _ := c.last(id)
+				c.t.Logf("member %d last reported %v", id, ev)
+			}
+			c.t.Fatalf("members %v did not agree on leader %d above term %d within %v", ids, want, minTerm, waitLimit)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// check feeds every member's reports to the safety checker.
+func (c *cluster) check() {
+	c.t.Helper()
+	chk := election.NewChecker()
+	for i := 1; i <= c.n; i++ {
+		for _, ev := range c.reports(i) {
+			if err := chk.Observe(node.ID(i), ev); err != nil {
+				c.t.Fatalf("safety: %v", err)
+			}
+		}
+	}
+}
+
+func (c *cluster) waitFile(name string) string {
+	c.t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for {
+		if b, err := os.ReadFile(filepath.Join(c.dir, name)); err == nil && len(b) > 0 && bytes.HasSuffix(b, []byte("\n")) {
+			return strings.TrimSpace(string(b))
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("%s not written within %v", name, waitLimit)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
+
+func TestKillLeaderAndRestart(t *testing.T) {
+	for _, algo := range []string{"bully", "ring", "chang-roberts"} {
+		t.Run(algo, func(t *testing.T) {
+			c := startCluster(t, 5, "--algo", algo)
+			all := []int{1, 2, 3, 4, 5}
+			t1 := c.waitAgree(all, 5, 0)
+			c.ctl("kill", "5")
+			t2 := c.waitAgree([]int{1, 2, 3, 4}, 4, t1)
+			if algo == "bully" {
+				// A recovered higher process takes over, at a higher term.
+				c.ctl("restart", "5")
+				c.waitAgree(all, 5, t2)
+			}
+			c.check()
+		})
+	}
+}
+
+func TestPausedLeaderStepsDownAndStopsChild(t *testing.T) {
+	dir := t.TempDir()
+	// The child records its PID and term, then runs until stopped.
+	child := `echo "$$ $ELECT_TERM" > "$0/child-$ELECT_ID.tmp" && mv "$0/child-$ELECT_ID.tmp" "$0/child-$ELECT_ID"; exec sleep 600`
+	c := startClusterIn(t, dir, 5, "--kill-grace", "1s", "--", "sh", "-c", child, dir)
+	all := []int{1, 2, 3, 4, 5}
+	t1 := c.waitAgree(all, 5, 0)
+	fields := strings.Fields(c.waitFile("child-5"))
+	childPid, _ := strconv.Atoi(fields[0])
+	if fields[1] != strconv.FormatUint(t1, 10) {
+		t.Fatalf("child saw ELECT_TERM=%s, leader term is %d", fields[1], t1)
+	}
+	// SIGSTOP the leader past the timeout: the others elect 4.
+	c.ctl("pause", "5")
+	t2 := c.waitAgree([]int{1, 2, 3, 4}, 4, t1)
+	if f := strings.Fields(c.waitFile("child-4")); f[1] != strconv.FormatUint(t2, 10) {
+		t.Fatalf("new leader's child saw ELECT_TERM=%s, want %d", f[1], t2)
+	}
+	// SIGCONT: 5 learns of term t2 > t1, steps down, stops its child and
+	// exits 76.
+	c.ctl("resume", "5")
+	code := c.waitFile("5.exit")
+	if code != strconv.Itoa(cli.ExitLost) {
+		t.Fatalf("resumed leader exited %s, want %d (leadership lost)", code, cli.ExitLost)
+	}
+	if alive(childPid) {
+		t.Fatalf("the old leader's child %d is still running", childPid)
+	}
+	if out, _ := os.ReadFile(filepath.Join(dir, "5.log")); !strings.Contains(string(out), "leadership lost") {
+		t.Errorf("no 'leadership lost' in member 5's log:\n%s", out)
+	}
+	c.check()
+}
+
+// TestSignalsAndChildExit: the child's exit code becomes elect's, and a
+// SIGTERM to elect reaches the child.
+func TestChildExitCodeAndSignals(t *testing.T) {
+	dir := t.TempDir()
+	peers := "1=" + freeAddr(t)
+	cmd := exec.Command(electBin, "run", "--id", "1", "--peers", peers, "--", "sh", "-c", "exit 7")
+	if err := cmd.Run(); exitCode(err) != 7 {
+		t.Fatalf("child exit 7: elect exited %d (%v)", exitCode(err), err)
+	}
+	ready := filepath.Join(dir, "child.ready")
+	cmd = exec.Command(electBin, "run", "--id", "1", "--peers", peers, "--", "sh", "-c",
+		`trap 'exit 42' TERM; touch "$0"; while :; do sleep 0.05; done`, ready)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := &cluster{t: t, dir: dir}
+	c.waitFileExists("child.ready")
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); exitCode(err) != 42 {
+		t.Fatalf("SIGTERM forwarded to a child that exits 42: elect exited %d", exitCode(err))
+	}
+	cmd = exec.Command(electBin, "run", "--id", "1", "--peers", peers, "--", "no-such-command-xyz")
+	if err := cmd.Run(); exitCode(err) != 127 {
+		t.Fatalf("missing child: exit %d, want 127", exitCode(err))
+	}
+}
+
+func (c *cluster) waitFileExists(name string) {
+	c.t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for {
+		if _, err := os.Stat(filepath.Join(c.dir, name)); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("%s not created within %v", name, waitLimit)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestKilledWrapperKillsChild: SIGKILL on elect leaves no orphan (Pdeathsig).
+func TestKilledWrapperKillsChild(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command(electBin, "run", "--id", "1", "--peers", "1="+freeAddr(t), "--", "sh", "-c",
+		`echo $$ > "$0.tmp" && mv "$0.tmp" "$0"; exec sleep 600`, filepath.Join(dir, "pid"))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := &cluster{t: t, dir: dir}
+	pid, _ := strconv.Atoi(c.waitFile("pid"))
+	cmd.Process.Kill()
+	cmd.Wait()
+	deadline := time.Now().Add(waitLimit)
+	for alive(pid) && !isZombie(pid) {
+		if time.Now().After(deadline) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("child %d survived its SIGKILLed wrapper", pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func isZombie(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	return len(f) > 0 && f[0] == "Z"
+}
+
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	}
+	return -1
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	c, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	return c.LocalAddr().String()
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"run", "--id", "9", "--peers", "1=127.0.0.1:7001"},
+		{"run", "--id", "1", "--peers", "1=nonsense"},
+		{"run", "--id", "1"},
+		{"run", "--id", "1", "--peers", "1=127.0.0.1:7001", "--algo", "paxos"},
+		{"run", "--id", "1", "--peers", "1=127.0.0.1:7001", "--heartbeat", "100ms", "--timeout", "150ms"},
+		{"run", "--bogus-flag"},
+		{"status"},
+		{"run", "--id", "1", "--peers", "1=127.0.0.1:7001", "--key-file", "/nonexistent"},
+	} {
+		out, err := exec.Command(electBin, args...).CombinedOutput()
+		if exitCode(err) != cli.ExitUsage {
+			t.Errorf("elect %v: exit %d, want 64\n%s", args, exitCode(err), out)
+		} else if len(bytes.TrimSpace(out)) == 0 {
+			t.Errorf("elect %v: exit 64 without a message", args)
+		}
+	}
+	out, err := exec.Command(electBin, "status", "--peers", "1="+freeAddr(t), "--wait", "200ms").CombinedOutput()
+	if exitCode(err) != cli.ExitUnavailable {
+		t.Errorf("status with nobody listening: exit %d, want 69\n%s", exitCode(err), out)
+	}
+}
+
+func TestStatusAgreementAndDisagreement(t *testing.T) {
+	c := startCluster(t, 3)
+	term := c.waitAgree([]int{1, 2, 3}, 3, 0)
+	out, err := exec.Command(electBin, "status", "--peers", "@"+filepath.Join(c.dir, "peers")).Output()
+	if err != nil || !strings.HasPrefix(string(out), fmt.Sprintf("leader 3 term %d\n", term)) {
+		t.Fatalf("status: %v\n%s", err, out)
+	}
+	// Member 3 stops sending (all its frames dropped) but still answers
+	// status queries: 1 and 2 elect 2, 3 keeps leading its own term.
+	c.ctl("kill", "3")
+	c.waitAgree([]int{1, 2}, 2, term)
+	b, _ := os.ReadFile(filepath.Join(c.dir, "3.cmd"))
+	os.WriteFile(filepath.Join(c.dir, "3.cmd"), append(bytes.TrimSpace(b), []byte(" --fault-drop 1")...), 0o644)
+	c.ctl("restart", "3")
+	deadline := time.Now().Add(waitLimit)
+	for {
+		ev, ok := c.last(3)
+		if ok && ev.Leader == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("isolated member 3 never led itself")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	out, err = exec.Command(electBin, "status", "--peers", "@"+filepath.Join(c.dir, "peers")).Output()
+	if exitCode(err) != cli.ExitBusy || !strings.HasPrefix(string(out), "disagreement") {
+		t.Fatalf("status with a split cluster: exit %d, want 75\n%s", exitCode(err), out)
+	}
+}
+
+// TestAuthentication: a member with the wrong key cannot sway the others,
+// and a replayed frame is refused; both show in the counters.
+func TestAuthentication(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.key")
+	bad := filepath.Join(dir, "bad.key")
+	os.WriteFile(good, []byte(strings.Repeat("ab", 32)+"\n"), 0o600)
+	os.WriteFile(bad, []byte(strings.Repeat("cd", 32)+"\n"), 0o600)
+	peersFile := filepath.Join(dir, "peers")
+	c := startClusterIn(t, dir, 5, "--key-file", good)
+	t1 := c.waitAgree([]int{1, 2, 3, 4, 5}, 5, 0)
+	c.ctl("kill", "5")
+	t2 := c.waitAgree([]int{1, 2, 3, 4}, 4, t1)
+	b, _ := os.ReadFile(filepath.Join(dir, "5.cmd"))
+	os.WriteFile(filepath.Join(dir, "5.cmd"), bytes.ReplaceAll(b, []byte(good), []byte(bad)), 0o644)
+	before := len(c.reports(5))
+	c.ctl("restart", "5")
+	// The impostor hears nobody and leads itself, but the others never
+	// follow it.
+	deadline := time.Now().Add(waitLimit)
+	for {
+		if r := c.reports(5); len(r) > before && r[len(r)-1].Leader == 5 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("wrong-key member never led itself")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, id := range []int{1, 2, 3, 4} {
+		if ev, _ := c.last(id); ev.Leader != 4 || ev.Term != t2 {
+			t.Fatalf("member %d was swayed by the wrong-key member: %v", id, ev)
+		}
+	}
+	// Counters: authentication failures on the honest members.
+	key, _ := wire.LoadKey(good)
+	peers, _ := cli.ParsePeers("@" + peersFile)
+	st := queryOne(t, peers, key, 1)
+	if st.Counters["dropped_auth"] == 0 {
+		t.Fatalf("member 1 counted no authentication failures: %v", st.Counters)
+	}
+	// Replay: send one sealed status query twice; the second is dropped.
+	f, _ := wire.NewFramer(cli.ClusterKey("roundtable", peers), 0xF1234567, uint64(time.Now().UnixNano()), key)
+	frame, _ := f.Seal(wire.FamilyControl, driver.ControlStatusQuery, nil)
+	conn, err := net.Dial("udp", peers[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.Write(frame)
+	conn.SetReadDeadline(time.Now().Add(waitLimit))
+	buf := make([]byte, 65536)
+	if _, err := conn.Read(buf); err != nil {
+		t.Fatalf("first copy of the frame got no answer: %v", err)
+	}
+	conn.Write(frame)
+	replays := st.Counters["dropped_replay"]
+	deadline = time.Now().Add(waitLimit)
+	for queryOne(t, peers, key, 1).Counters["dropped_replay"] <= replays {
+		if time.Now().After(deadline) {
+			t.Fatal("replayed frame not counted")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	c.check()
+}
+
+func queryOne(t *testing.T, peers map[node.ID]string, key []byte, id node.ID) driver.StatusReply {
+	t.Helper()
+	f, _ := wire.NewFramer(cli.ClusterKey("roundtable", peers), 0xF0000001, uint64(time.Now().UnixNano()), key)
+	tr, err := transportFor(peers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, _ := driver.Query(t.Context(), f, tr, []node.ID{id}, 2*time.Second)
+	r, ok := rep[id]
+	if !ok {
+		t.Fatalf("member %d did not answer a status query", id)
+	}
+	return r
+}
