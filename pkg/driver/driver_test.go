@@ -1,0 +1,125 @@
+package driver_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/roundtable-go/roundtable/pkg/driver"
+	"github.com/roundtable-go/roundtable/pkg/election"
+	"github.com/roundtable-go/roundtable/pkg/node"
+	"github.com/roundtable-go/roundtable/pkg/transport"
+	"github.com/roundtable-go/roundtable/pkg/wire"
+)
+
+type member struct {
+	drv    *driver.Driver[election.Msg]
+	events chan node.Event
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// startMembers runs n election machines, each under its own driver, on an
+// in-memory network.
+func startMembers(t *testing.T, net *transport.Network, n int, key []byte) map[node.ID]*member {
+	t.Helper()
+	var ids []node.ID
+	for i := 1; i <= n; i++ {
+		ids = append(ids, node.ID(i))
+	}
+	out := map[node.ID]*member{}
+	for _, id := range ids {
+		m, err := election.New(election.Config{ID: id, Peers: ids, Heartbeat: 10 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, _ := wire.NewFramer("test", id, 1, key)
+		ctx, cancel := context.WithCancel(context.Background())
+		mb := &member{drv: driver.New[election.Msg](m, election.Codec{}, net.Endpoint(id), driver.Config{Framer: f}),
+			events: make(chan node.Event, 100), cancel: cancel, done: make(chan error, 1)}
+		go func() { mb.done <- mb.drv.Run(ctx, func(ev node.Event) { mb.events <- ev }) }()
+		out[id] = mb
+		t.Cleanup(func() { cancel(); <-mb.done })
+	}
+	return out
+}
+
+func waitLeader(t *testing.T, mb *member, want node.ID) election.LeaderEvent {
+	t.Helper()
+	timeout := time.After(5 * time.Second)
+	for {
+		select {
+		case ev := <-mb.events:
+			if le, ok := ev.(election.LeaderEvent); ok && le.Leader == want {
+				return le
+			}
+		case <-timeout:
+			t.Fatalf("no leader %d within 5s", want)
+		}
+	}
+}
+
+func TestDriverElectsAndAnswersStatus(t *testing.T) {
+	key := make([]byte, wire.KeySize)
+	net := transport.NewNetwork()
+	ms := startMembers(t, net, 3, key)
+	for _, mb := range ms {
+		waitLeader(t, mb, 3)
+	}
+	// A status client outside the member list.
+	f, _ := wire.NewFramer("test", 0xF0000001, 1, key)
+	rep, err := driver.Query(context.Background(), f, net.Endpoint(0xF0000001), []node.ID{1, 2, 3, 9}, 300*time.Millisecond)
+	if err != nil || len(rep) != 3 {
+		t.Fatalf("status: %v, %d answers", err, len(rep))
+	}
+	var st struct{ Leader node.ID }
+	json.Unmarshal(rep[2].Status, &st)
+	if st.Leader != 3 || rep[2].Counters["accepted"] == 0 || !rep[2].Sealed {
+		t.Fatalf("status of 2: %+v %s", rep[2], rep[2].Status)
+	}
+	// A local request goes through the same goroutine: member 3 retires,
+	// and the others elect 2 without waiting for a timeout.
+	if err := ms[3].drv.Request(context.Background(), election.Msg{Type: election.MsgRetire}); err != nil {
+		t.Fatal(err)
+	}
+	waitLeader(t, ms[1], 2)
+}
+
+func TestDriverCountsGarbage(t *testing.T) {
+	net := transport.NewNetwork()
+	ms := startMembers(t, net, 1, nil)
+	waitLeader(t, ms[1], 1)
+	junk := net.Endpoint(50)
+	f, _ := wire.NewFramer("test", 50, 1, nil)
+	frame, _ := f.Seal(wire.FamilyElection, 99, []byte{1, 2, 3}) // unknown type
+	junk.Send(1, frame)
+	junk.Send(1, []byte("not a frame"))
+	fw, _ := f.Seal(wire.FamilyMutex, 1, nil) // another protocol
+	junk.Send(1, fw)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		s := ms[1].drv.Stats()
+		if s["dropped_undecodable"] == 1 && s["dropped_malformed"] == 1 && s["dropped_wrong_family"] == 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("counters: %v", s)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func ExampleDriver() {
+	net := transport.NewNetwork()
+	m, _ := election.New(election.Config{ID: 1, Peers: []node.ID{1}})
+	f, _ := wire.NewFramer("example", 1, 1, nil)
+	d := driver.New[election.Msg](m, election.Codec{}, net.Endpoint(1), driver.Config{Framer: f})
+	ctx, cancel := context.WithCancel(context.Background())
+	events := make(chan node.Event, 10)
+	go d.Run(ctx, func(ev node.Event) { events <- ev })
+	fmt.Println(<-events) // a single member elects itself after one timeout
+	cancel()
+	// Output: leader 1 term 1
+}
