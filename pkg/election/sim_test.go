@@ -4,6 +4,8 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +15,7 @@ import (
 )
 
 var (
-	seeds    = flag.Int("seeds", 1000, "simulator seeds per algorithm")
+	seeds    = flag.Int("seeds", envInt("SIM_SEEDS", 1000), "simulator seeds per algorithm (env SIM_SEEDS)")
 	seedOnly = flag.Uint64("seed", 0, "run only this simulator seed (replay)")
 )
 
@@ -24,6 +26,13 @@ var (
 // candidate to a late crash (CoordinatorTimeout + n·AnswerTimeout), and a
 // ring circulation with skipped successors.
 const livenessBound = 1500 * time.Millisecond
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
 
 type scenario struct {
 	algo       Algo

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# test.sh — install what the tests need when missing, then run the whole
+# suite: formatting, vet, unit/simulator/multi-process tests with -race,
+# and a short fuzzing pass over every decoder.
+#
+#   scripts/test.sh            everything (about a minute on 2 cores)
+#   FUZZTIME=0 scripts/test.sh skip the fuzzing pass (seed corpora still run)
+#   SEEDS=200 scripts/test.sh  fewer simulator seeds per algorithm (default 1000)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+export PATH="$PATH:/usr/local/go/bin:$HOME/go/bin"
+fuzztime=${FUZZTIME:-5s}
+seeds=${SEEDS:-1000}
+
+step() { printf '\n== %s\n' "$*"; }
+
+apt_install() { # packages...: install with apt-get when root and apt are available
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+  else
+    echo "test.sh: please install: $*" >&2
+    return 1
+  fi
+}
+
+step "prerequisites"
+command -v go >/dev/null 2>&1 || { echo "test.sh: Go 1.26 is required (https://go.dev/dl/)" >&2; exit 69; }
+missing=()
+command -v ps >/dev/null 2>&1 || missing+=(procps)
+command -v ss >/dev/null 2>&1 || missing+=(iproute2)
+if [ ${#missing[@]} -gt 0 ]; then apt_install "${missing[@]}"; fi
+go version
+go mod download
+
+step "gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$unformatted" ]; then echo "not gofmt'ed:"; echo "$unformatted"; exit 1; fi
+
+step "go vet"
+go vet ./...
+
+step "go test -race (unit, simulator: $seeds seeds per algorithm, multi-process)"
+SIM_SEEDS=$seeds go test -race -timeout 20m -count=1 ./...
+
+step "simulator seed counts"
+SIM_SEEDS=$seeds go test -count=1 -run 'TestSimProperties' -v ./pkg/election | grep 'seeds passed'
+
+if [ "$fuzztime" != 0 ]; then
+  step "fuzzing every decoder for $fuzztime each"
+  for target in $(grep -rhoE '^func Fuzz[A-Za-z0-9_]+' --include='*_test.go' pkg cmd | sed 's/func //' | sort -u); do
+    pkg=$(dirname "$(grep -rlE "^func $target\(" --include='*_test.go' pkg cmd | head -n1)")
+    echo "$target ($pkg)"
+    go test -run '^$' -fuzz "^$target\$" -fuzztime "$fuzztime" "./$pkg" >/dev/null
+  done
+fi
+
+step "all tests passed"
