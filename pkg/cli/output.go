@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/fatih/color"
 	"github.com/mattn/go-isatty"
@@ -27,13 +28,24 @@ type Output struct {
 // NewOutput returns an Output on w.
 func NewOutput(w io.Writer, jsonLines bool) *Output { return &Output{w: w, json: jsonLines} }
 
-// Event prints one event.
+// Event prints one event. JSON lines also carry "time", when the event
+// was printed (RFC 3339, nanoseconds), so scripts can measure intervals
+// across processes on one host.
 func (o *Output) Event(ev node.Event) {
-	if o.json {
+	if !o.json {
+		o.Line(ev.String())
+		return
+	}
+	b, err := json.Marshal(ev)
+	if err != nil || len(b) < 2 || b[0] != '{' {
 		o.JSON(ev)
 		return
 	}
-	o.Line(ev.String())
+	stamp := fmt.Sprintf(`{"time":%q`, time.Now().Format(time.RFC3339Nano))
+	if b[1] != '}' {
+		stamp += ","
+	}
+	o.Line(stamp + string(b[1:]))
 }
 
 // Line prints one text line.

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# bench-elect.sh — failover time of elect: 5 members on loopback with the
+# default settings; SIGKILL the leader and time until every survivor has
+# printed the new leader. Prints every trial, the median and the maximum.
+# When etcd and etcdctl are installed, measures `etcdctl elect` failover in
+# the same run and prints the ratio.
+#
+#   scripts/bench-elect.sh [TRIALS]      (default 10)
+#   ALGO=ring scripts/bench-elect.sh     another algorithm
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$PATH:/usr/local/go/bin"
+trials=${1:-10}
+algo=${ALGO:-bully}
+work=$(mktemp -d)
+trap 'scripts/cluster.sh stop -d "$work/c" >/dev/null 2>&1 || true; pkill -P $$ 2>/dev/null || true; rm -rf "$work"' EXIT
+
+go build -o "$work/elect" ./cmd/elect
+
+now_ns() { date +%s%N; }
+ts_ns() { date -d "$1" +%s%N; } # RFC 3339 → ns
+
+# first_time FILE LEADER: the time of the first JSON line naming LEADER, or nothing.
+first_time() { grep -m1 "\"leader\":$2," "$1" 2>/dev/null | sed -E 's/^\{"time":"([^"]+)".*/\1/'; }
+
+wait_all() { # leader ids...
+  local l=$1; shift
+  local deadline=$(( $(date +%s) + 20 ))
+  for i in "$@"; do
+    until [ -n "$(first_time "$work/c/$i.out" "$l")" ]; do
+      [ "$(date +%s)" -lt "$deadline" ] || { echo "bench: member $i never reported leader $l" >&2; exit 1; }
+      sleep 0.01
+    done
+  done
+}
+
+fmt() { awk -v us="$1" 'BEGIN { printf "%.1f ms", us / 1000 }'; }
+
+results=()
+echo "elect failover, $algo, 5 members on loopback, defaults (heartbeat 50ms, timeout 200ms); SIGKILL the leader"
+for ((t = 1; t <= trials; t++)); do
+  rm -rf "$work/c"
+  scripts/cluster.sh start -n 5 -d "$work/c" "$work/elect" run --algo "$algo" --json --no-color --log-level warn >/dev/null
+  wait_all 5 1 2 3 4 5
+  pid=$(cat "$work/c/5.pid")
+  t0=$(now_ns); kill -KILL "$pid"
+  wait_all 4 1 2 3 4
+  last=0
+  for i in 1 2 3 4; do
+    ns=$(ts_ns "$(first_time "$work/c/$i.out" 4)")
+    [ "$ns" -gt "$last" ] && last=$ns
+  done
+  ms=$(( (last - t0) / 1000 ))
+  results+=("$ms")
+  echo "trial $t: $(fmt "$ms")"
+  scripts/cluster.sh stop -d "$work/c" >/dev/null
+done
+
+sorted=($(printf '%s\n' "${results[@]}" | sort -n))
+n=${#sorted[@]}
+if (( n % 2 )); then med=${sorted[$((n / 2))]}; else med=$(( (sorted[n/2 - 1] + sorted[n/2]) / 2 )); fi
+max=${sorted[$((n - 1))]}
+echo "elect ($algo): median $(fmt "$med"), max $(fmt "$max") over $n trials (target: median ≤ 250 ms)"
+
+if command -v etcd >/dev/null 2>&1 && command -v etcdctl >/dev/null 2>&1; then
+  echo
+  echo "etcdctl elect, same machine: one trial (its lease TTL is 60 s, so this takes about a minute)"
+  cport=$((20000 + RANDOM % 20000)); pport=$((cport + 1))
+  etcd --data-dir "$work/etcd" --listen-client-urls "http://127.0.0.1:$cport" --advertise-client-urls "http://127.0.0.1:$cport" \
+       --listen-peer-urls "http://127.0.0.1:$pport" --initial-advertise-peer-urls "http://127.0.0.1:$pport" \
+       --initial-cluster "default=http://127.0.0.1:$pport" >"$work/etcd.log" 2>&1 &
+  ep="--endpoints=127.0.0.1:$cport"
+  until etcdctl "$ep" endpoint health >/dev/null 2>&1; do sleep 0.1; done
+  etcdctl "$ep" elect bench one >"$work/one.out" 2>&1 &
+  one=$!
+  until grep -q one "$work/one.out"; do sleep 0.01; done
+  etcdctl "$ep" elect bench two >"$work/two.out" 2>&1 &
+  sleep 0.5 # let the second campaigner queue up behind the first
+  t0=$(now_ns); kill -KILL "$one"; wait "$one" 2>/dev/null || true
+  until grep -q two "$work/two.out"; do sleep 0.01; done
+  etcd_us=$(( ($(now_ns) - t0) / 1000 ))
+  echo "etcdctl elect: failover $(fmt "$etcd_us")"
+  awk -v a="$etcd_us" -v b="$med" 'BEGIN { printf "ratio: elect median is %.0f× faster than etcdctl elect\n", a / b }'
+else
+  echo "(etcd/etcdctl not installed: etcdctl elect not measured in this run; install etcd-server and etcd-client to compare)"
+fi
