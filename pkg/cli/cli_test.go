@@ -19,6 +19,9 @@ func TestParsePeers(t *testing.T) {
 	if p, err := ParsePeers("@" + file); err != nil || len(p) != 2 || p[3] != "h3:3" {
 		t.Fatalf("file: %v %v", p, err)
 	}
+	if p, err := ParsePeers("@../../testdata/peers-5.txt"); err != nil || len(p) != 5 || p[5] != "127.0.0.1:7005" {
+		t.Fatalf("testdata: %v %v", p, err)
+	}
 	for _, bad := range []string{"", "1", "0=h:1", "x=h:1", "1=h", "1=h:1,1=h:2", "1=h:1,2=h:1", "@/nonexistent"} {
 		if _, err := ParsePeers(bad); err == nil {
 			t.Errorf("ParsePeers(%q) accepted", bad)

@@ -149,6 +149,11 @@ func (sc *scenario) run() (time.Duration, uint64, error) {
 		Drop: r.Float64() * 0.15, Dup: r.Float64() * 0.05}
 	s, _ := sc.build(opts)
 	ids := s.IDs()
+	// Clocks: offsets up to ±500 ms and drifts up to ±200 ppm. Timeouts
+	// are measured on each process's own clock.
+	for _, id := range ids {
+		s.SetClock(id, time.Duration(r.Int64N(int64(time.Second)))-500*time.Millisecond, r.Float64()*400-200)
+	}
 	if err := s.RunFor(time.Second); err != nil {
 		return 0, 0, err
 	}
