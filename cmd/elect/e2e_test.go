@@ -207,6 +207,18 @@ func TestKillLeaderAndRestart(t *testing.T) {
 	}
 }
 
+func TestTCPTransport(t *testing.T) {
+	c := startCluster(t, 3, "--transport", "tcp")
+	t1 := c.waitAgree([]int{1, 2, 3}, 3, 0)
+	c.ctl("kill", "3")
+	c.waitAgree([]int{1, 2}, 2, t1)
+	out, err := exec.Command(electBin, "status", "--transport", "tcp", "--peers", "@"+filepath.Join(c.dir, "peers")).CombinedOutput()
+	if exitCode(err) != 0 || !strings.Contains(string(out), "member 3 silent") {
+		t.Fatalf("status over tcp: exit %d\n%s", exitCode(err), out)
+	}
+	c.check()
+}
+
 func TestPausedLeaderStepsDownAndStopsChild(t *testing.T) {
 	dir := t.TempDir()
 	// The child records its PID and term, then runs until stopped.
