@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"os"
 	"os/signal"
@@ -102,61 +101,16 @@ Examples:
 	}
 }
 
-// common holds what run and status both derive from the flags.
-type common struct {
-	peers map[node.ID]string
-	key   []byte
-	log   *slog.Logger
-	out   *cli.Output
-}
-
-func setup(c *ucli.Context) (*common, error) {
-	if c.Args().Len() > 0 && c.Command.Name == "status" {
-		return nil, cli.Exitf(cli.ExitUsage, "status takes no arguments, got %q", c.Args().First())
-	}
-	level, err := cli.ParseLevel(c.String(cli.FlagLogLevel))
-	if err != nil {
-		return nil, err
-	}
-	cm := &common{
-		log: cli.NewLogger(os.Stderr, tool, level, cli.UseColor(os.Stderr, c.Bool(cli.FlagNoColor))),
-		out: cli.NewOutput(os.Stdout, c.Bool(cli.FlagJSON)),
-	}
-	if cm.peers, err = cli.ParsePeers(c.String(cli.FlagPeers)); err != nil {
-		return nil, cli.Exitf(cli.ExitUsage, "%v", err)
-	}
-	if kf := c.String(cli.FlagKeyFile); kf != "" {
-		if cm.key, err = wire.LoadKey(kf); err != nil {
-			return nil, cli.Exitf(cli.ExitUsage, "%v", err)
-		}
-	}
-	return cm, nil
-}
-
 func run(c *ucli.Context) error {
-	cm, err := setup(c)
+	mb, err := cli.Join(c, tool)
 	if err != nil {
 		return err
 	}
-	if c.String(cli.FlagID) == "" {
-		return cli.Exitf(cli.ExitUsage, "--id is required")
-	}
-	self, err := node.ParseID(c.String(cli.FlagID))
-	if err != nil {
-		return cli.Exitf(cli.ExitUsage, "--id: %v", err)
-	}
-	if _, ok := cm.peers[self]; !ok {
-		return cli.Exitf(cli.ExitUsage, "--id %d is not in --peers (members: %v)", self, cli.IDs(cm.peers))
-	}
+	self, cm, tr := mb.ID, mb.Common, mb.Transport
 	algo, err := election.ParseAlgo(c.String("algo"))
 	if err != nil {
+		tr.Close()
 		return cli.Exitf(cli.ExitUsage, "--algo: %v", err)
-	}
-	bind := cm.peers[self]
-	if b := c.String(cli.FlagBind); b != "" {
-		if bind, err = cli.ResolveBind(b); err != nil {
-			return cli.Exitf(cli.ExitUsage, "%v", err)
-		}
 	}
 	child := c.Args().Slice()
 	stateFile := c.String("state-file")
@@ -164,31 +118,21 @@ func run(c *ucli.Context) error {
 	if err != nil {
 		return cli.Exitf(cli.ExitUsage, "--state-file: %v", err)
 	}
-	incarnation := uint64(time.Now().UnixNano())
 	cfg := election.Config{
-		ID: self, Peers: cli.IDs(cm.peers), Algo: algo, Priority: c.Uint64("priority"),
+		ID: self, Peers: cli.IDs(cm.Peers), Algo: algo, Priority: c.Uint64("priority"),
 		Heartbeat: c.Duration("heartbeat"), Timeout: c.Duration("timeout"), AnswerTimeout: c.Duration("answer-timeout"),
-		Term: startTerm, Rand: rand.New(rand.NewPCG(incarnation, uint64(self))),
+		Term: startTerm, Rand: rand.New(rand.NewPCG(mb.Incarnation, uint64(self))),
 	}
 	if cfg.Heartbeat <= 0 || cfg.Timeout <= 0 || cfg.AnswerTimeout <= 0 {
+		tr.Close()
 		return cli.Exitf(cli.ExitUsage, "--heartbeat, --timeout and --answer-timeout must be positive")
 	}
 	m, err := election.New(cfg)
 	if err != nil {
+		tr.Close()
 		return cli.Exitf(cli.ExitUsage, "%v", err)
 	}
-	framer, err := wire.NewFramer(cli.ClusterKey(c.String(cli.FlagCluster), cm.peers), self, incarnation, cm.key)
-	if err != nil {
-		return cli.Exitf(cli.ExitUsage, "%v", err)
-	}
-	tr, err := cli.Listen(c, bind, cm.peers)
-	if err != nil {
-		return err
-	}
-	if cm.key == nil {
-		cm.log.Warn("no --key-file: frames are NOT authenticated; anyone who can reach " + tr.Addr() + " can sway the election")
-	}
-	drv := driver.New[election.Msg](m, election.Codec{}, tr, driver.Config{Framer: framer, Log: cm.log})
+	drv := driver.New[election.Msg](m, election.Codec{}, tr, driver.Config{Framer: mb.Framer, Log: cm.Log})
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -200,10 +144,10 @@ func run(c *ucli.Context) error {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
 
-	if err := cli.WriteReadyFile(c.String(cli.FlagReadyFile), tr.Addr()); err != nil {
-		return cli.Exitf(cli.ExitUsage, "--ready-file: %v", err)
+	if err := mb.Ready(c); err != nil {
+		return err
 	}
-	cm.log.Info("started", "id", self, "algo", algo, "addr", tr.Addr(), "members", len(cm.peers),
+	cm.Log.Info("started", "id", self, "algo", algo, "addr", tr.Addr(), "members", len(cm.Peers),
 		"heartbeat", cfg.Heartbeat, "timeout", cfg.Timeout, "term", startTerm)
 
 	// retire resigns leadership (so the others need not wait for a timeout)
@@ -229,16 +173,16 @@ func run(c *ucli.Context) error {
 		case ev := <-events:
 			switch ev := ev.(type) {
 			case election.LeaderEvent:
-				cm.out.Event(ev)
+				cm.Out.Event(ev)
 				if ev.Term > lastTerm {
 					lastTerm = ev.Term
 					if err := writeState(stateFile, ev.Term); err != nil {
-						cm.log.Error("cannot persist term", "err", err)
+						cm.Log.Error("cannot persist term", "err", err)
 					}
 				}
 				leading = ev.Self
 				if ev.Self {
-					cm.log.Info("leading", "term", ev.Term)
+					cm.Log.Info("leading", "term", ev.Term)
 				}
 				if ev.Self && len(child) > 0 && kid == nil {
 					env := []string{"ELECT_LEADER=" + ev.Leader.String(), "ELECT_TERM=" + strconv.FormatUint(ev.Term, 10),
@@ -248,14 +192,14 @@ func run(c *ucli.Context) error {
 						return err
 					}
 					kidDone = kid.Done()
-					cm.log.Info("child started", "pid", kid.Pid(), "term", ev.Term)
+					cm.Log.Info("child started", "pid", kid.Pid(), "term", ev.Term)
 				}
 			case election.StepDownEvent:
-				cm.log.Warn("stepped down", "term", ev.Term, "reason", ev.Reason)
+				cm.Log.Warn("stepped down", "term", ev.Term, "reason", ev.Reason)
 				leading = false
 			}
 			if !leading && kid != nil {
-				cm.log.Warn("leadership lost: stopping child", "pid", kid.Pid(), "grace", grace)
+				cm.Log.Warn("leadership lost: stopping child", "pid", kid.Pid(), "grace", grace)
 				kid.Stop(grace)
 				kid, kidDone = nil, nil
 				if !c.Bool("rerun") {
@@ -265,18 +209,18 @@ func run(c *ucli.Context) error {
 			}
 		case <-kidDone:
 			code := kid.ExitCode()
-			cm.log.Info("child exited; resigning", "code", code)
+			cm.Log.Info("child exited; resigning", "code", code)
 			retire()
 			return &cli.ExitError{Code: code}
 		case s := <-sigs:
 			sig := s.(syscall.Signal)
 			if kid != nil {
 				// Forward, and keep going until the child decides.
-				cm.log.Info("forwarding signal to child", "signal", sig)
+				cm.Log.Info("forwarding signal to child", "signal", sig)
 				kid.Signal(sig)
 				continue
 			}
-			cm.log.Info("signal: resigning", "signal", sig)
+			cm.Log.Info("signal: resigning", "signal", sig)
 			retire()
 			if len(child) > 0 {
 				return &cli.ExitError{Code: 128 + int(sig)}
@@ -328,22 +272,25 @@ type memberStatus struct {
 }
 
 func status(c *ucli.Context) error {
-	cm, err := setup(c)
+	if c.Args().Len() > 0 {
+		return cli.Exitf(cli.ExitUsage, "status takes no arguments, got %q", c.Args().First())
+	}
+	cm, err := cli.Setup(c, tool)
 	if err != nil {
 		return err
 	}
 	// A client ID outside any sane member range, random so two
 	// concurrent status calls do not look like replays of each other.
 	clientID := node.ID(0xF0000000 | rand.Uint32N(0x0FFFFFFF))
-	framer, err := wire.NewFramer(cli.ClusterKey(c.String(cli.FlagCluster), cm.peers), clientID, uint64(time.Now().UnixNano()), cm.key)
+	framer, err := wire.NewFramer(cli.ClusterKey(c.String(cli.FlagCluster), cm.Peers), clientID, uint64(time.Now().UnixNano()), cm.Key)
 	if err != nil {
 		return cli.Exitf(cli.ExitUsage, "%v", err)
 	}
-	tr, err := cli.ClientTransport(c, cm.peers)
+	tr, err := cli.ClientTransport(c, cm.Peers)
 	if err != nil {
 		return cli.Exitf(cli.ExitUnavailable, "%v", err)
 	}
-	replies, err := driver.Query(context.Background(), framer, tr, cli.IDs(cm.peers), c.Duration("wait"))
+	replies, err := driver.Query(context.Background(), framer, tr, cli.IDs(cm.Peers), c.Duration("wait"))
 	if err != nil {
 		return cli.Exitf(cli.ExitUnavailable, "%v", err)
 	}
@@ -365,7 +312,7 @@ func status(c *ucli.Context) error {
 		}
 	}
 	var silent []node.ID
-	for _, id := range cli.IDs(cm.peers) {
+	for _, id := range cli.IDs(cm.Peers) {
 		if _, ok := replies[id]; !ok {
 			silent = append(silent, id)
 		}
@@ -375,20 +322,20 @@ func status(c *ucli.Context) error {
 		if agreed {
 			sum["leader"], sum["term"] = members[0].Leader, members[0].Term
 		}
-		cm.out.JSON(sum)
+		cm.Out.JSON(sum)
 	} else {
 		switch {
 		case agreed:
-			cm.out.Line(fmt.Sprintf("leader %d term %d", members[0].Leader, members[0].Term))
+			cm.Out.Line(fmt.Sprintf("leader %d term %d", members[0].Leader, members[0].Term))
 		case len(members) > 0:
-			cm.out.Line("disagreement")
+			cm.Out.Line("disagreement")
 		}
 		for _, m := range members {
-			cm.out.Line(fmt.Sprintf("member %d %s leader %d term %d addr %s dropped_auth %d dropped_replay %d",
+			cm.Out.Line(fmt.Sprintf("member %d %s leader %d term %d addr %s dropped_auth %d dropped_replay %d",
 				m.ID, m.State, m.Leader, m.Term, m.Addr, m.Counter["dropped_auth"]+m.Counter["dropped_unsealed"], m.Counter["dropped_replay"]))
 		}
 		for _, id := range silent {
-			cm.out.Line(fmt.Sprintf("member %d silent", id))
+			cm.Out.Line(fmt.Sprintf("member %d silent", id))
 		}
 	}
 	switch {

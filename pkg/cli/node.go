@@ -1,0 +1,120 @@
+package cli
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/roundtable-go/roundtable/pkg/node"
+	"github.com/roundtable-go/roundtable/pkg/transport"
+	"github.com/roundtable-go/roundtable/pkg/wire"
+)
+
+// Common is what every command derives from the client flags.
+type Common struct {
+	Tool  string
+	Peers map[node.ID]string
+	Key   []byte // nil without --key-file
+	Log   *slog.Logger
+	Out   *Output
+}
+
+// Setup parses the client flags: log level, colour, output mode, peers
+// and key. Errors carry exit code 64.
+func Setup(c *ucli.Context, tool string) (*Common, error) {
+	level, err := ParseLevel(c.String(FlagLogLevel))
+	if err != nil {
+		return nil, err
+	}
+	cm := &Common{
+		Tool: tool,
+		Log:  NewLogger(os.Stderr, tool, level, UseColor(os.Stderr, c.Bool(FlagNoColor))),
+		Out:  NewOutput(os.Stdout, c.Bool(FlagJSON)),
+	}
+	if cm.Peers, err = ParsePeers(c.String(FlagPeers)); err != nil {
+		return nil, Exitf(ExitUsage, "%v", err)
+	}
+	if kf := c.String(FlagKeyFile); kf != "" {
+		if cm.Key, err = wire.LoadKey(kf); err != nil {
+			return nil, Exitf(ExitUsage, "%v", err)
+		}
+	}
+	return cm, nil
+}
+
+// Member is a running cluster member's identity and socket.
+type Member struct {
+	*Common
+	ID          node.ID
+	Incarnation uint64
+	Framer      *wire.Framer
+	Transport   transport.Transport
+}
+
+// Join parses --id and --bind on top of Setup, creates the Framer and
+// opens the transport (with any --fault-* injection). It warns loudly when
+// frames travel without a key.
+func Join(c *ucli.Context, tool string) (*Member, error) {
+	cm, err := Setup(c, tool)
+	if err != nil {
+		return nil, err
+	}
+	if c.String(FlagID) == "" {
+		return nil, Exitf(ExitUsage, "--id is required")
+	}
+	id, err := node.ParseID(c.String(FlagID))
+	if err != nil {
+		return nil, Exitf(ExitUsage, "--id: %v", err)
+	}
+	if _, ok := cm.Peers[id]; !ok {
+		return nil, Exitf(ExitUsage, "--id %d is not in --peers (members: %v)", id, IDs(cm.Peers))
+	}
+	bind := cm.Peers[id]
+	if b := c.String(FlagBind); b != "" {
+		if bind, err = ResolveBind(b); err != nil {
+			return nil, Exitf(ExitUsage, "%v", err)
+		}
+	}
+	m := &Member{Common: cm, ID: id, Incarnation: uint64(time.Now().UnixNano())}
+	if m.Framer, err = wire.NewFramer(ClusterKey(c.String(FlagCluster), cm.Peers), id, m.Incarnation, cm.Key); err != nil {
+		return nil, Exitf(ExitUsage, "%v", err)
+	}
+	if m.Transport, err = Listen(c, bind, cm.Peers); err != nil {
+		return nil, err
+	}
+	if cm.Key == nil {
+		cm.Log.Warn("no --key-file: frames are NOT authenticated; anyone who can reach " + m.Transport.Addr() + " can take part")
+	}
+	return m, nil
+}
+
+// Ready writes --ready-file, if given, with the listening address.
+func (m *Member) Ready(c *ucli.Context) error {
+	if err := WriteReadyFile(c.String(FlagReadyFile), m.Transport.Addr()); err != nil {
+		return Exitf(ExitUsage, "--ready-file: %v", err)
+	}
+	return nil
+}
+
+// ParseTime parses an absolute time for flags such as --start-at: RFC 3339,
+// Unix seconds (fractions allowed), or "+D" for a duration from now.
+func ParseTime(s string, now time.Time) (time.Time, error) {
+	if len(s) > 1 && s[0] == '+' {
+		d, err := time.ParseDuration(s[1:])
+		if err != nil {
+			return time.Time{}, err
+		}
+		return now.Add(d), nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	var sec float64
+	if _, err := fmt.Sscanf(s, "%g", &sec); err == nil && sec > 0 {
+		return time.Unix(0, int64(sec*1e9)), nil
+	}
+	return time.Time{}, fmt.Errorf("%q is not RFC 3339, Unix seconds or +duration", s)
+}
