@@ -8,6 +8,7 @@
 #       and DIR/i.exit (exit status) once the member has ended.
 #       Each member runs: BINARY SUBCOMMAND --id i --peers @DIR/peers
 #       --ready-file DIR/i.ready ARGS...; start returns once all are ready.
+#       "{id}" inside any ARG is replaced by the member's ID (--value v{id}).
 #   cluster.sh stop [-d DIR]            SIGTERM every member, wait for exit
 #   cluster.sh kill ID [-d DIR]         SIGKILL member ID
 #   cluster.sh pause ID | resume ID     SIGSTOP / SIGCONT member ID
@@ -18,7 +19,7 @@
 # member did not become ready within $CLUSTER_READY_TIMEOUT seconds (10).
 set -euo pipefail
 
-usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 64; }
+usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 64; }
 die() { echo "cluster.sh: $*" >&2; exit "${2:-64}"; }
 
 dir=${CLUSTER_DIR:-./.cluster}
@@ -94,7 +95,9 @@ case "$cmd" in
     i=1
     for p in $(free_ports "$n"); do echo "$i=127.0.0.1:$p" >>"$dir/peers"; i=$((i + 1)); done
     for ((i = 1; i <= n; i++)); do
-      printf '%q ' "$bin" "${sub[@]}" --id "$i" --peers "@$dir/peers" --ready-file "$dir/$i.ready" "$@" >"$dir/$i.cmd"
+      args=()
+      for a in "$@"; do args+=("${a//\{id\}/$i}"); done
+      printf '%q ' "$bin" "${sub[@]}" --id "$i" --peers "@$dir/peers" --ready-file "$dir/$i.ready" ${args[@]+"${args[@]}"} >"$dir/$i.cmd"
       start_member "$i"
     done
     for ((i = 1; i <= n; i++)); do wait_ready "$i"; done

@@ -1,0 +1,179 @@
+package main
+
+// Multi-process tests: real consensus binaries on loopback.
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+var bin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "consensus-e2e")
+	if err != nil {
+		panic(err)
+	}
+	bin = filepath.Join(dir, "consensus")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building consensus: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type result struct {
+	out  map[string]any
+	code int
+	log  string
+}
+
+// cluster starts one process per entry of args (member i+1 gets args[i]
+// in addition to the common flags) and waits for all of them to exit.
+func cluster(t *testing.T, common []string, args [][]string) []result {
+	t.Helper()
+	var peers []string
+	for i := range args {
+		c, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		peers = append(peers, fmt.Sprintf("%d=%s", i+1, c.LocalAddr()))
+		c.Close()
+	}
+	// Round 1 starts when every process is surely up; the first message
+	// seen would also start the latecomers.
+	start := time.Now().Add(700 * time.Millisecond).Format(time.RFC3339Nano)
+	dir := t.TempDir()
+	var cmds []*exec.Cmd
+	for i, a := range args {
+		full := append([]string{"run", "--id", fmt.Sprint(i + 1), "--peers", strings.Join(peers, ","),
+			"--start-at", start, "--json", "--no-color"}, common...)
+		cmd := exec.Command(bin, append(full, a...)...)
+		cmd.Stdout, _ = os.Create(filepath.Join(dir, fmt.Sprintf("%d.out", i+1)))
+		cmd.Stderr, _ = os.Create(filepath.Join(dir, fmt.Sprintf("%d.log", i+1)))
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, cmd)
+	}
+	res := make([]result, len(cmds))
+	deadline := time.AfterFunc(30*time.Second, func() {
+		for _, c := range cmds {
+			c.Process.Kill()
+		}
+	})
+	defer deadline.Stop()
+	for i, c := range cmds {
+		err := c.Wait()
+		res[i].code = c.ProcessState.ExitCode()
+		if ee, ok := err.(*exec.ExitError); ok && ee.ProcessState.ExitCode() == -1 {
+			res[i].code = 128 + 9 // killed by a signal; only SIGKILL is expected here
+		}
+		b, _ := os.ReadFile(filepath.Join(dir, fmt.Sprintf("%d.out", i+1)))
+		l, _ := os.ReadFile(filepath.Join(dir, fmt.Sprintf("%d.log", i+1)))
+		res[i].log = string(l)
+		if len(b) > 0 {
+			if err := json.Unmarshal(b, &res[i].out); err != nil {
+				t.Fatalf("member %d printed %q: %v", i+1, b, err)
+			}
+		}
+	}
+	return res
+}
+
+func TestFloodSetSurvivesTwoKilledInRound2(t *testing.T) {
+	// Member 1 holds the minimum and dies in round 2 after reaching one
+	// successor; member 2 dies in round 2 after reaching three.
+	args := [][]string{
+		{"--value", "1", "--crash-round", "2", "--crash-after", "1"},
+		{"--value", "12", "--crash-round", "2", "--crash-after", "3"},
+		{"--value", "13"}, {"--value", "14"}, {"--value", "15"}, {"--value", "16"}, {"--value", "17"},
+	}
+	res := cluster(t, []string{"--algo", "floodset", "--f", "2", "--round", "100ms"}, args)
+	for i := 0; i < 2; i++ {
+		if res[i].code != 137 || res[i].out["event"] != "crash" || res[i].out["round"] != 2.0 {
+			t.Fatalf("member %d: exit %d, %v\n%s", i+1, res[i].code, res[i].out, res[i].log)
+		}
+	}
+	var value any
+	for i := 2; i < 7; i++ {
+		r := res[i]
+		if r.code != 0 || r.out["event"] != "decide" || r.out["round"] != 3.0 {
+			t.Fatalf("member %d: exit %d, %v\n%s", i+1, r.code, r.out, r.log)
+		}
+		if i == 2 {
+			value = r.out["value"]
+		} else if r.out["value"] != value {
+			t.Fatalf("disagreement: member 3 decided %v, member %d decided %v", value, i+1, r.out["value"])
+		}
+		if m := r.out["messages"].(float64); m > 6*3 {
+			t.Errorf("member %d sent %v messages, more than (n-1)(f+1)", i+1, m)
+		}
+	}
+	// Member 1's value reached member 2 in round 1 and member 2 passed it
+	// on before dying, so the minimum survives.
+	t.Logf("survivors decided %v in round 3", value)
+}
+
+func TestEIGFourGeneralsOneTwoFaced(t *testing.T) {
+	for _, values := range [][]string{{"attack", "attack", "attack"}, {"attack", "retreat", "attack"}} {
+		args := [][]string{{"--value", values[0]}, {"--value", values[1]}, {"--value", values[2]},
+			{"--value", "attack", "--byzantine", "two-faced", "--lie", "retreat"}}
+		res := cluster(t, []string{"--algo", "eig", "--f", "1", "--round", "100ms", "--default", "retreat"}, args)
+		for i := 0; i < 3; i++ {
+			if res[i].code != 0 || res[i].out["event"] != "decide" || res[i].out["value"] != res[0].out["value"] {
+				t.Fatalf("loyal members disagree or failed: %v %v %v", res[0].out, res[1].out, res[2].out)
+			}
+		}
+		if values[1] == "attack" && res[0].out["value"] != "attack" {
+			t.Fatalf("validity: all loyal said attack, decided %v", res[0].out["value"])
+		}
+		if res[3].out["event"] != "byzantine" {
+			t.Fatalf("traitor: %v", res[3].out)
+		}
+	}
+}
+
+func TestEIGThreeGeneralsUnsafe(t *testing.T) {
+	args := [][]string{{"--value", "attack"}, {"--value", "retreat"},
+		{"--value", "attack", "--byzantine", "two-faced", "--lie", "retreat"}}
+	res := cluster(t, []string{"--algo", "eig", "--f", "1", "--round", "100ms", "--default", "retreat", "--unsafe"}, args)
+	if res[0].out["value"] == res[1].out["value"] {
+		t.Fatalf("n = 3, f = 1 with a two-faced traitor: expected the loyal generals to split, both decided %v", res[0].out["value"])
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	p3 := "1=127.0.0.1:7101,2=127.0.0.1:7102,3=127.0.0.1:7103"
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--algo", "eig", "--id", "1", "--peers", p3, "--f", "1", "--value", "x"}, "n > 3f"},
+		{[]string{"run", "--id", "1", "--peers", p3, "--f", "3", "--value", "x"}, "out of range"},
+		{[]string{"run", "--id", "1", "--peers", p3, "--f", "1"}, "--value is required"},
+		{[]string{"run", "--id", "1", "--peers", "1=nowhere", "--value", "1"}, "host:port"},
+		{[]string{"run", "--id", "9", "--peers", p3, "--value", "1"}, "not in --peers"},
+		{[]string{"run", "--id", "1", "--peers", p3, "--value", "1", "--byzantine", "two-faced"}, "crash faults only"},
+		{[]string{"run", "--id", "1", "--peers", p3, "--value", "1", "--start-at", "someday"}, "--start-at"},
+	} {
+		out, err := exec.Command(bin, c.args...).CombinedOutput()
+		code := -1
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		if code != 64 || !strings.Contains(string(out), c.want) {
+			t.Errorf("consensus %v: exit %d, want 64 with %q:\n%s", c.args, code, c.want, out)
+		}
+	}
+}

@@ -1,0 +1,190 @@
+// Command consensus runs one process of FloodSet (crash faults) or EIG
+// (Byzantine faults) over synchronous rounds. See pkg/consensus.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/roundtable-go/roundtable/pkg/cli"
+	"github.com/roundtable-go/roundtable/pkg/consensus"
+	"github.com/roundtable-go/roundtable/pkg/driver"
+	"github.com/roundtable-go/roundtable/pkg/node"
+)
+
+const tool = "consensus"
+
+var defaults = consensus.DefaultConfig()
+
+var runFlags = cli.WithEnv(tool, append(cli.NodeFlags(),
+	&ucli.StringFlag{Name: "algo", Value: defaults.Algo.String(), Usage: "floodset (crash faults) or eig (Byzantine faults)"},
+	&ucli.IntFlag{Name: "f", Value: 1, Usage: "faults to tolerate; f+1 rounds are run (EIG: needs n > 3f)"},
+	&ucli.StringFlag{Name: "value", Usage: "this process's input value"},
+	&ucli.DurationFlag{Name: "round", Value: defaults.Round, Usage: "round length: the deadline for every message of a round (> max delivery + handling time)"},
+	&ucli.StringFlag{Name: "start-at", Usage: "when round 1 begins: RFC 3339, Unix seconds, or +duration (default: --wait from now, or the first message seen)"},
+	&ucli.DurationFlag{Name: "wait", Value: time.Second, Usage: "without --start-at: start round 1 after this long unless a peer's message starts it first"},
+	&ucli.StringFlag{Name: "rule", Value: "min", Usage: "FloodSet decision rule: min or max (integers compare numerically)"},
+	&ucli.StringFlag{Name: "default", Value: defaults.Default, Usage: "EIG: the value of silence and of a missing majority"},
+	&ucli.IntFlag{Name: "crash-round", Usage: "fault injection: crash during this round ..."},
+	&ucli.IntFlag{Name: "crash-after", Usage: "... after sending to this many peers (successors in ID order)"},
+	&ucli.StringFlag{Name: "byzantine", Usage: "fault injection (EIG): silent, random, two-faced or liar"},
+	&ucli.StringFlag{Name: "lie", Value: defaults.Lie, Usage: "the value a Byzantine process lies with"},
+	&ucli.BoolFlag{Name: "unsafe", Usage: "allow EIG with n ≤ 3f, to demonstrate that it then fails"},
+))
+
+func main() {
+	app := &ucli.App{
+		Name:                 tool,
+		Usage:                "agree on one value: FloodSet (f crash faults) or EIG (f Byzantine faults, n > 3f)",
+		EnableBashCompletion: true,
+		ExitErrHandler:       func(*ucli.Context, error) {},
+		Commands: []*ucli.Command{{
+			Name:  "run",
+			Usage: "take part in one consensus instance; print 'decide <value> round <r>'",
+			Description: `Runs one process for f+1 synchronous rounds and prints its decision as
+'decide <value> round <r>' (with --json also messages, bytes, rounds and, for
+EIG, the tree size), then exits 0. A process made to crash prints
+'crash round <r>'; a Byzantine one prints 'byzantine <strategy> round <r>'.
+
+Every process must use the same --peers, --f, --algo and --round. Rounds
+start at --start-at, or when the first peer message arrives, or --wait after
+start, whichever comes first.
+
+Examples:
+   consensus run --algo floodset --id 1 --peers @peers.txt --f 2 --value 17
+   consensus run --algo eig --id 4 --peers @peers.txt --f 1 --value attack --default retreat
+   consensus run --algo eig --id 3 --peers @peers.txt --f 1 --value attack --byzantine two-faced --lie retreat
+   consensus run --algo floodset --id 2 --peers @peers.txt --f 2 --value 3 --crash-round 2 --crash-after 1
+
+A process told to crash (--crash-round) sends its round's message to the
+given number of successors, prints 'crash round <r>' and kills itself with
+SIGKILL (exit status 137), like a process that dies mid-broadcast.`,
+			Flags:  runFlags,
+			Action: run,
+		}},
+	}
+	if err := app.Run(os.Args); err != nil {
+		code := cli.Code(err)
+		if code == 1 {
+			code = cli.ExitUsage
+		}
+		var ee *cli.ExitError
+		if !errors.As(err, &ee) || ee.Err != nil {
+			fmt.Fprintf(os.Stderr, "%s: %v\n", tool, err)
+		}
+		os.Exit(code)
+	}
+}
+
+func run(c *ucli.Context) error {
+	if c.Args().Len() > 0 {
+		return cli.Exitf(cli.ExitUsage, "unexpected argument %q", c.Args().First())
+	}
+	cfg, err := config(c)
+	if err != nil {
+		return err
+	}
+	mb, err := cli.Join(c, tool)
+	if err != nil {
+		return err
+	}
+	cfg.ID, cfg.Peers = mb.ID, cli.IDs(mb.Peers)
+	cfg.Rand = rand.New(rand.NewPCG(mb.Incarnation, uint64(mb.ID)))
+	m, err := consensus.New(cfg)
+	if err != nil {
+		mb.Transport.Close()
+		return cli.Exitf(cli.ExitUsage, "%v", err)
+	}
+	drv := driver.New[consensus.Msg](m, consensus.Codec{}, mb.Transport, driver.Config{Framer: mb.Framer, Log: mb.Log})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	events := make(chan node.Event, 16)
+	done := make(chan error, 1)
+	go func() { done <- drv.Run(ctx, func(ev node.Event) { events <- ev }) }()
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	if err := mb.Ready(c); err != nil {
+		return err
+	}
+	mb.Log.Info("started", "id", mb.ID, "algo", cfg.Algo, "n", len(cfg.Peers), "f", cfg.F, "round", cfg.Round,
+		"start", cfg.Start.Format(time.RFC3339Nano), "addr", mb.Transport.Addr())
+	for {
+		select {
+		case ev := <-events:
+			mb.Out.Event(ev)
+			if _, crashed := ev.(consensus.CrashEvent); crashed {
+				// An injected crash is a real one: no goodbye, no
+				// clean-up, the same exit status as kill -9.
+				syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			}
+			cancel()
+			<-done
+			return nil
+		case err := <-done:
+			return cli.Exitf(cli.ExitUnavailable, "transport failed: %v", err)
+		case s := <-sigs:
+			cancel()
+			<-done
+			return &cli.ExitError{Code: 128 + int(s.(syscall.Signal))}
+		}
+	}
+}
+
+// config builds the protocol configuration from the flags (before the
+// socket is opened, so a bad flag costs nothing).
+func config(c *ucli.Context) (consensus.Config, error) {
+	cfg := consensus.Config{F: c.Int("f"), Value: c.String("value"), Round: c.Duration("round"),
+		Default: c.String("default"), Lie: c.String("lie"), Unsafe: c.Bool("unsafe"),
+		CrashRound: c.Int("crash-round"), CrashAfter: c.Int("crash-after")}
+	var err error
+	if cfg.Algo, err = consensus.ParseAlgo(c.String("algo")); err != nil {
+		return cfg, cli.Exitf(cli.ExitUsage, "--algo: %v", err)
+	}
+	if !c.IsSet("value") {
+		return cfg, cli.Exitf(cli.ExitUsage, "--value is required")
+	}
+	switch c.String("rule") {
+	case "min":
+		cfg.Rule = consensus.Min
+	case "max":
+		cfg.Rule = consensus.Max
+	default:
+		return cfg, cli.Exitf(cli.ExitUsage, "--rule must be min or max")
+	}
+	if b := c.String("byzantine"); b != "" {
+		if cfg.Byzantine, err = consensus.ParseStrategy(b); err != nil {
+			return cfg, cli.Exitf(cli.ExitUsage, "--byzantine: %v", err)
+		}
+	}
+	if cfg.Round <= 0 {
+		return cfg, cli.Exitf(cli.ExitUsage, "--round must be positive")
+	}
+	now := time.Now()
+	if s := c.String("start-at"); s != "" {
+		if cfg.Start, err = cli.ParseTime(s, now); err != nil {
+			return cfg, cli.Exitf(cli.ExitUsage, "--start-at: %v", err)
+		}
+	} else {
+		cfg.Start = now.Add(c.Duration("wait"))
+	}
+	// The peer list is validated by Join; check f against it early too.
+	peers, err := cli.ParsePeers(c.String(cli.FlagPeers))
+	if err != nil {
+		return cfg, cli.Exitf(cli.ExitUsage, "%v", err)
+	}
+	cfg.Peers = cli.IDs(peers)
+	cfg.ID = cfg.Peers[0]
+	check := cfg
+	if err := check.Validate(); err != nil {
+		return cfg, cli.Exitf(cli.ExitUsage, "%v", err)
+	}
+	return cfg, nil
+}
