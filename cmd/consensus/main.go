@@ -4,8 +4,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/signal"
@@ -45,7 +43,6 @@ func main() {
 		Name:                 tool,
 		Usage:                "agree on one value: FloodSet (f crash faults) or EIG (f Byzantine faults, n > 3f)",
 		EnableBashCompletion: true,
-		ExitErrHandler:       func(*ucli.Context, error) {},
 		Commands: []*ucli.Command{{
 			Name:  "run",
 			Usage: "take part in one consensus instance; print 'decide <value> round <r>'",
@@ -71,17 +68,7 @@ SIGKILL (exit status 137), like a process that dies mid-broadcast.`,
 			Action: run,
 		}},
 	}
-	if err := app.Run(os.Args); err != nil {
-		code := cli.Code(err)
-		if code == 1 {
-			code = cli.ExitUsage
-		}
-		var ee *cli.ExitError
-		if !errors.As(err, &ee) || ee.Err != nil {
-			fmt.Fprintf(os.Stderr, "%s: %v\n", tool, err)
-		}
-		os.Exit(code)
-	}
+	cli.Main(app)
 }
 
 func run(c *ucli.Context) error {

@@ -50,7 +50,6 @@ func main() {
 		Name:                 tool,
 		Usage:                "leader election for shell scripts and clusters (bully, ring, Chang–Roberts)",
 		EnableBashCompletion: true,
-		ExitErrHandler:       func(*ucli.Context, error) {},
 		Commands: []*ucli.Command{
 			{
 				Name:      "run",
@@ -87,18 +86,7 @@ Examples:
 			},
 		},
 	}
-	err := app.Run(os.Args)
-	if err != nil {
-		code := cli.Code(err)
-		if code == 1 {
-			code = cli.ExitUsage // urfave/cli's own errors: unknown flags and the like
-		}
-		var ee *cli.ExitError
-		if !errors.As(err, &ee) || ee.Err != nil {
-			fmt.Fprintf(os.Stderr, "%s: %v\n", tool, err)
-		}
-		os.Exit(code)
-	}
+	cli.Main(app)
 }
 
 func run(c *ucli.Context) error {

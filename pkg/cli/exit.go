@@ -3,6 +3,10 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"os"
+	"strings"
+
+	ucli "github.com/urfave/cli/v2"
 )
 
 // Exit codes; see the package documentation.
@@ -45,4 +49,29 @@ func Code(err error) int {
 		return e.Code
 	}
 	return 1
+}
+
+// Main runs a urfave/cli application and exits with the code the exit
+// table prescribes: an ExitError's code, or 64 for the framework's own
+// errors (unknown flags and the like). Messages go to stderr, prefixed with
+// the tool's name once.
+func Main(app *ucli.App) {
+	app.ExitErrHandler = func(*ucli.Context, error) {}
+	err := app.Run(os.Args)
+	if err == nil {
+		os.Exit(ExitOK)
+	}
+	code := Code(err)
+	if code == 1 {
+		code = ExitUsage
+	}
+	var ee *ExitError
+	if !errors.As(err, &ee) || ee.Err != nil {
+		msg := err.Error()
+		if !strings.HasPrefix(msg, app.Name+":") {
+			msg = app.Name + ": " + msg
+		}
+		fmt.Fprintln(os.Stderr, msg)
+	}
+	os.Exit(code)
 }

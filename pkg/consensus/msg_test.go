@@ -1,0 +1,49 @@
+package consensus
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/roundtable-go/roundtable/pkg/node"
+)
+
+func TestCodecRoundTrip(t *testing.T) {
+	m := Msg{Round: 3, Entries: []Entry{{Value: "7"}, {Label: []node.ID{1, 4}, Value: "attack"}}}
+	typ, p, err := Codec{}.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Codec{}.Unmarshal(typ, p)
+	if err != nil || !reflect.DeepEqual(got, m) {
+		t.Fatalf("%+v -> %+v %v", m, got, err)
+	}
+}
+
+func FuzzCodec(f *testing.F) {
+	_, p, _ := Codec{}.Marshal(Msg{Round: 2, Entries: []Entry{{Label: []node.ID{3}, Value: "x"}}})
+	f.Add(MsgRound, p)
+	f.Add(uint8(9), []byte{1})
+	f.Fuzz(func(t *testing.T, typ uint8, p []byte) {
+		m, err := Codec{}.Unmarshal(typ, p)
+		if err != nil {
+			return
+		}
+		typ2, p2, err := Codec{}.Marshal(m)
+		if err != nil {
+			t.Fatalf("decoded %+v but cannot encode it: %v", m, err)
+		}
+		if m2, err := (Codec{}).Unmarshal(typ2, p2); err != nil || !reflect.DeepEqual(m, m2) {
+			t.Fatalf("round trip changed %+v to %+v (%v)", m, m2, err)
+		}
+		// Whatever decodes must be safe to hand to a machine.
+		mc, err := New(Config{ID: 1, Peers: []node.ID{1, 2, 3, 4}, Algo: EIG, F: 1, Value: "v", Start: time.Unix(0, 0)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mc.Tick(time.Unix(0, 0))
+		_ = mc.Step(time.Unix(0, 1), node.Envelope[Msg]{From: 2, To: 1, Msg: m})
+		mc.Tick(time.Unix(10, 0))
+		mc.Ready()
+	})
+}
