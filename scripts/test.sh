@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 
 export PATH="$PATH:/usr/local/go/bin:$HOME/go/bin"
 fuzztime=${FUZZTIME:-5s}
-seeds=${SEEDS:-1000}
+seeds=${SEEDS:-${SIM_SEEDS:-1000}}
 
 step() { printf '\n== %s\n' "$*"; }
 
@@ -45,12 +45,15 @@ step "go test -race (unit, simulator: $seeds seeds per algorithm, multi-process)
 SIM_SEEDS=$seeds go test -race -timeout 20m -count=1 ./...
 
 step "simulator seed counts"
-SIM_SEEDS=$seeds go test -count=1 -run 'TestSimProperties' -v ./pkg/election | grep 'seeds passed'
+SIM_SEEDS=$seeds go test -count=1 -run 'TestSimProperties|Properties$|TooFewRounds' -v ./pkg/election ./pkg/consensus |
+  grep -E 'seeds passed|disagreement found'
 
 if [ "$fuzztime" != 0 ]; then
   step "fuzzing every decoder for $fuzztime each"
-  for target in $(grep -rhoE '^func Fuzz[A-Za-z0-9_]+' --include='*_test.go' pkg cmd | sed 's/func //' | sort -u); do
-    pkg=$(dirname "$(grep -rlE "^func $target\(" --include='*_test.go' pkg cmd | head -n1)")
+  grep -rHoE '^func Fuzz[A-Za-z0-9_]+' --include='*_test.go' pkg cmd | sort -u |
+  while IFS=: read -r file decl; do
+    target=${decl#func }
+    pkg=$(dirname "$file")
     echo "$target ($pkg)"
     go test -run '^$' -fuzz "^$target\$" -fuzztime "$fuzztime" "./$pkg" >/dev/null
   done
