@@ -163,6 +163,9 @@ func (s *Sim[M]) Machine(id node.ID) node.Machine[M] {
 // Alive reports whether id is running (paused counts as running).
 func (s *Sim[M]) Alive(id node.ID) bool { n := s.nodes[id]; return n != nil && n.alive }
 
+// LocalNow is id's own clock reading at the current virtual instant.
+func (s *Sim[M]) LocalNow(id node.ID) time.Time { return s.nodes[id].clk.At(s.now) }
+
 // Paused reports whether id is paused.
 func (s *Sim[M]) Paused(id node.ID) bool { n := s.nodes[id]; return n != nil && n.paused }
 

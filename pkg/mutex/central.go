@@ -1,0 +1,853 @@
+package mutex
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/roundtable-go/roundtable/pkg/election"
+	"github.com/roundtable-go/roundtable/pkg/node"
+)
+
+// Algo selects the mutual exclusion algorithm.
+type Algo uint8
+
+const (
+	Central Algo = 1
+)
+
+func (a Algo) String() string {
+	if a == Central {
+		return "central"
+	}
+	return fmt.Sprintf("algo(%d)", uint8(a))
+}
+
+// ParseAlgo parses an --algo value.
+func ParseAlgo(s string) (Algo, error) {
+	if s == "central" {
+		return Central, nil
+	}
+	return 0, fmt.Errorf("mutex: unknown or not yet available algorithm %q (available: central)", s)
+}
+
+// safety is the fraction of a lease a holder (or a coordinator counting
+// vouches) relies on: it absorbs clock rate differences below 10%.
+const safety = 0.9
+
+// Config configures a Machine. Zero values mean the default.
+type Config struct {
+	ID    node.ID
+	Peers []node.ID // every daemon, this one included
+	Algo  Algo      // default Central
+
+	// Lease is how long a grant and a vouch last without renewal
+	// (default 1s). A partitioned holder loses its lock within 0.9·Lease;
+	// a failed coordinator's locks move on within about 2·Lease.
+	Lease time.Duration
+
+	// Election timing for coordinator failover (defaults as package election).
+	Heartbeat, Timeout time.Duration
+	Term               uint64 // highest election term known at start
+	Rand               *rand.Rand
+
+	// noTakeoverWait plants a bug: a new coordinator grants unreported
+	// locks at once. Tests only.
+	noTakeoverWait bool
+}
+
+// DefaultConfig returns the defaults documented on Config.
+func DefaultConfig() Config {
+	return Config{Algo: Central, Lease: time.Second}
+}
+
+// GrantEvent: this daemon's Client now holds Name with Token.
+// Text: "acquired NAME token T".
+type GrantEvent struct {
+	Event  string `json:"event"` // "acquired"
+	Name   string `json:"name"`
+	Client uint64 `json:"client"`
+	Token  uint64 `json:"token"`
+}
+
+func (e GrantEvent) Kind() string   { return "acquired" }
+func (e GrantEvent) String() string { return fmt.Sprintf("acquired %s token %d", e.Name, e.Token) }
+
+// BusyEvent: a non-blocking request found Name held.
+type BusyEvent struct {
+	Event  string `json:"event"` // "busy"
+	Name   string `json:"name"`
+	Client uint64 `json:"client"`
+}
+
+func (e BusyEvent) Kind() string   { return "busy" }
+func (e BusyEvent) String() string { return fmt.Sprintf("busy %s", e.Name) }
+
+// LostEvent: Client's lease on Name ran out or was revoked.
+type LostEvent struct {
+	Event  string `json:"event"` // "lost"
+	Name   string `json:"name"`
+	Client uint64 `json:"client"`
+	Token  uint64 `json:"token"`
+	Reason string `json:"reason"`
+}
+
+func (e LostEvent) Kind() string { return "lost" }
+func (e LostEvent) String() string {
+	return fmt.Sprintf("lost %s token %d (%s)", e.Name, e.Token, e.Reason)
+}
+
+// ReleasedEvent: Client released Name.
+type ReleasedEvent struct {
+	Event  string `json:"event"` // "released"
+	Name   string `json:"name"`
+	Client uint64 `json:"client"`
+	Token  uint64 `json:"token"`
+}
+
+func (e ReleasedEvent) Kind() string   { return "released" }
+func (e ReleasedEvent) String() string { return fmt.Sprintf("released %s token %d", e.Name, e.Token) }
+
+// CoordinatorEvent: the daemon follows a new coordinator.
+type CoordinatorEvent struct {
+	Event       string  `json:"event"` // "coordinator"
+	Coordinator node.ID `json:"coordinator"`
+	Term        uint64  `json:"term"`
+}
+
+func (e CoordinatorEvent) Kind() string { return "coordinator" }
+func (e CoordinatorEvent) String() string {
+	return fmt.Sprintf("coordinator %d term %d", e.Coordinator, e.Term)
+}
+
+type reqKey struct {
+	name   string
+	client uint64
+}
+
+// request is a local client's request, waiting or held.
+type request struct {
+	attempt    uint64
+	nonBlock   bool
+	held       bool
+	token      uint64
+	seq        uint64
+	sent       map[uint64]time.Time // send time of recent copies, by seq
+	next       time.Time            // next resend (waiting) or renewal (held)
+	validUntil time.Time
+}
+
+type holder struct {
+	node    node.ID
+	client  uint64
+	attempt uint64
+	token   uint64
+	expires time.Time
+}
+
+type waiter struct {
+	node     node.ID
+	client   uint64
+	attempt  uint64
+	seq      uint64
+	lastSeen time.Time
+}
+
+type lock struct {
+	holder *holder
+	queue  []waiter
+}
+
+// Machine is one lockd daemon's state.
+type Machine struct {
+	cfg   Config
+	n     int
+	el    *election.Machine
+	coord node.ID
+	term  uint64
+
+	reqs map[reqKey]*request
+	// what this daemon promised: it vouched for coord at term until
+	// promiseUntil.
+	promised      node.ID
+	promisedTerm  uint64
+	promisedUntil time.Time
+	table         []LockRec // the coordinator's latest summary, for status
+
+	// coordinator state
+	leading    bool
+	active     bool
+	openAfter  time.Time // unreported locks may be granted from then on ...
+	opened     bool      // ... which has come
+	reported   map[string]bool // names reported held since the takeover
+	locks      map[string]*lock
+	pingSeq    uint64
+	pingSent   map[uint64]time.Time
+	vouchUntil map[node.ID]time.Time
+	nextPing   time.Time
+	counter    uint64
+	attempts   uint64 // acquisitions started by this daemon's clients
+
+	loopback []Msg     // messages to ourselves (the coordinator's own clients)
+	elWake   time.Time // the election's next wake-up
+	out      []node.Envelope[Msg]
+	events   []node.Event
+}
+
+// New returns a Machine. The runner must call Tick once at start.
+func New(cfg Config) (*Machine, error) {
+	d := DefaultConfig()
+	if cfg.Algo == 0 {
+		cfg.Algo = d.Algo
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = d.Lease
+	}
+	if cfg.Algo != Central {
+		return nil, fmt.Errorf("mutex: algorithm %v not available", cfg.Algo)
+	}
+	el, err := election.New(election.Config{ID: cfg.ID, Peers: cfg.Peers, Algo: election.Bully,
+		Heartbeat: cfg.Heartbeat, Timeout: cfg.Timeout, Term: cfg.Term, Rand: cfg.Rand})
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Lease < 4*time.Millisecond {
+		return nil, errors.New("mutex: lease must be at least 4ms")
+	}
+	peers := slices.Clone(cfg.Peers)
+	slices.Sort(peers)
+	cfg.Peers = slices.Compact(peers)
+	return &Machine{cfg: cfg, n: len(cfg.Peers), el: el, reqs: map[reqKey]*request{},
+		locks: map[string]*lock{}, reported: map[string]bool{}, pingSent: map[uint64]time.Time{},
+		vouchUntil: map[node.ID]time.Time{}}, nil
+}
+
+// Coordinator returns the coordinator this daemon follows and its term.
+func (m *Machine) Coordinator() (node.ID, uint64) { return m.coord, m.term }
+
+// Holding is one lock a local client holds.
+type Holding struct {
+	Name   string
+	Client uint64
+	Token  uint64
+	Until  time.Time // the lease's end on this daemon's clock
+}
+
+// Holdings lists the locks this daemon's clients hold with a lease still
+// valid at now. A paused daemon cannot report a lost lease, but its
+// holdings stop counting at Until all the same (lockd run enforces Until
+// itself), so this, not the event stream, defines who holds what.
+func (m *Machine) Holdings(now time.Time) []Holding {
+	var out []Holding
+	for _, k := range m.sortedReqs() {
+		if r := m.reqs[k]; r.held && now.Before(r.validUntil) {
+			out = append(out, Holding{Name: k.name, Client: k.client, Token: r.token, Until: r.validUntil})
+		}
+	}
+	return out
+}
+
+// Held reports whether the local client holds name with a valid lease.
+func (m *Machine) Held(name string, client uint64) (uint64, bool) {
+	r := m.reqs[reqKey{name, client}]
+	if r == nil || !r.held {
+		return 0, false
+	}
+	return r.token, true
+}
+
+// Status describes the daemon and, as far as it knows, the lock table.
+func (m *Machine) Status() any {
+	type lk struct {
+		Name   string   `json:"name"`
+		Holder node.ID  `json:"holder,omitempty"`
+		Client uint64   `json:"client,omitempty"`
+		Token  uint64   `json:"token,omitempty"`
+		Queue  []string `json:"queue,omitempty"`
+	}
+	byName := map[string]*lk{}
+	var order []string
+	for _, r := range m.table {
+		l := byName[r.Name]
+		if l == nil {
+			l = &lk{Name: r.Name}
+			byName[r.Name] = l
+			order = append(order, r.Name)
+		}
+		if r.Token != 0 {
+			l.Holder, l.Client, l.Token = r.Node, r.Client, r.Token
+		} else {
+			l.Queue = append(l.Queue, fmt.Sprintf("%d/%d", r.Node, r.Client))
+		}
+	}
+	locks := []*lk{}
+	for _, n := range order {
+		locks = append(locks, byName[n])
+	}
+	return map[string]any{"id": m.cfg.ID, "algo": m.cfg.Algo.String(), "coordinator": m.coord, "term": m.term,
+		"leading": m.leading, "active": m.active, "locks": locks}
+}
+
+func (m *Machine) send(to node.ID, msg Msg) {
+	if to == m.cfg.ID {
+		// The coordinator's own clients: deliver locally, in order.
+		m.loopback = append(m.loopback, msg)
+		return
+	}
+	m.out = append(m.out, node.Envelope[Msg]{From: m.cfg.ID, To: to, Msg: msg})
+}
+
+// Step implements node.Machine.
+func (m *Machine) Step(now time.Time, in node.Envelope[Msg]) error {
+	if in.From == m.cfg.ID {
+		return m.local(now, in.Msg)
+	}
+	if !slices.Contains(m.cfg.Peers, in.From) {
+		return fmt.Errorf("mutex: message from %d, not a peer", in.From)
+	}
+	if in.Msg.Type == MsgElection {
+		err := m.el.Step(now, node.Envelope[election.Msg]{From: in.From, To: in.To, Msg: in.Msg.Elect})
+		m.afterElection(now)
+		return err
+	}
+	m.handle(now, in.From, in.Msg)
+	m.drainLoopback(now)
+	return nil
+}
+
+func (m *Machine) drainLoopback(now time.Time) {
+	for len(m.loopback) > 0 {
+		msg := m.loopback[0]
+		m.loopback = m.loopback[1:]
+		m.handle(now, m.cfg.ID, msg)
+	}
+}
+
+func (m *Machine) local(now time.Time, msg Msg) error {
+	k := reqKey{msg.Name, msg.Client}
+	switch msg.Type {
+	case LocalAcquire:
+		if msg.Name == "" || len(msg.Name) > maxName {
+			return fmt.Errorf("mutex: lock name must be 1 to %d bytes", maxName)
+		}
+		if _, dup := m.reqs[k]; dup {
+			return fmt.Errorf("mutex: client %d already holds or waits for %q", msg.Client, msg.Name)
+		}
+		m.attempts++
+		r := &request{attempt: m.attempts, nonBlock: msg.NonBlock, sent: map[uint64]time.Time{}}
+		m.reqs[k] = r
+		m.sendAcquire(now, k, r)
+	case LocalRelease:
+		r := m.reqs[k]
+		if r == nil {
+			return nil
+		}
+		delete(m.reqs, k)
+		if m.coord != node.None {
+			m.send(m.coord, Msg{Type: MsgRelease, Term: m.term, Name: k.name, Client: k.client, Token: r.token, Attempt: r.attempt})
+		}
+		if r.held {
+			m.events = append(m.events, ReleasedEvent{Event: "released", Name: k.name, Client: k.client, Token: r.token})
+		}
+	default:
+		return fmt.Errorf("mutex: %v is not a local request", msg.Type)
+	}
+	m.drainLoopback(now)
+	return nil
+}
+
+func (m *Machine) stamp(now time.Time, r *request) uint64 {
+	r.seq++
+	r.sent[r.seq] = now
+	delete(r.sent, r.seq-8)
+	r.next = now.Add(m.cfg.Lease / 4)
+	return r.seq
+}
+
+func (m *Machine) sendAcquire(now time.Time, k reqKey, r *request) {
+	seq := m.stamp(now, r)
+	if m.coord != node.None {
+		m.send(m.coord, Msg{Type: MsgAcquire, Term: m.term, Seq: seq, Name: k.name, Client: k.client, NonBlock: r.nonBlock, Attempt: r.attempt})
+	}
+}
+
+func (m *Machine) sendRenew(now time.Time, k reqKey, r *request) {
+	seq := m.stamp(now, r)
+	if m.coord != node.None {
+		m.send(m.coord, Msg{Type: MsgRenew, Term: m.term, Seq: seq, Name: k.name, Client: k.client, Token: r.token})
+	}
+}
+
+// afterElection follows leadership changes of the embedded election.
+func (m *Machine) afterElection(now time.Time) {
+	rd := m.el.Ready()
+	for _, env := range rd.Msgs {
+		m.out = append(m.out, node.Envelope[Msg]{From: env.From, To: env.To, Msg: Msg{Type: MsgElection, Elect: env.Msg}})
+	}
+	m.elWake = rd.Wake
+	for _, ev := range rd.Events {
+		le, ok := ev.(election.LeaderEvent)
+		if !ok {
+			if _, down := ev.(election.StepDownEvent); down {
+				m.stopLeading()
+			}
+			continue
+		}
+		if le.Leader == m.coord && le.Term == m.term {
+			continue
+		}
+		m.coord, m.term = le.Leader, le.Term
+		m.events = append(m.events, CoordinatorEvent{Event: "coordinator", Coordinator: le.Leader, Term: le.Term})
+		if le.Self {
+			m.startLeading(now)
+		} else {
+			m.stopLeading()
+		}
+		// Tell the new coordinator at once what we wait for and hold.
+		for _, k := range m.sortedReqs() {
+			r := m.reqs[k]
+			if r.held {
+				m.sendRenew(now, k, r)
+			} else {
+				m.sendAcquire(now, k, r)
+			}
+		}
+	}
+	m.drainLoopback(now)
+}
+
+func (m *Machine) sortedReqs() []reqKey {
+	keys := make([]reqKey, 0, len(m.reqs))
+	for k := range m.reqs {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b reqKey) int {
+		if a.name != b.name {
+			if a.name < b.name {
+				return -1
+			}
+			return 1
+		}
+		return int(int64(a.client) - int64(b.client))
+	})
+	return keys
+}
+
+func (m *Machine) startLeading(now time.Time) {
+	m.leading, m.active, m.opened, m.openAfter = true, false, false, time.Time{}
+	clear(m.locks)
+	clear(m.reported)
+	clear(m.vouchUntil)
+	clear(m.pingSent)
+	m.counter = 0
+	m.nextPing = now
+}
+
+func (m *Machine) stopLeading() {
+	m.leading, m.active = false, false
+	clear(m.locks)
+	m.nextPing = time.Time{}
+}
+
+// selfVouch: a coordinator counts itself only once its own promise to
+// another coordinator has run out.
+func (m *Machine) selfVouch(now time.Time) bool {
+	return m.promised == m.cfg.ID && m.promisedTerm == m.term || !now.Before(m.promisedUntil)
+}
+
+func (m *Machine) majority(now time.Time) bool {
+	count := 0
+	if m.selfVouch(now) {
+		count++
+	}
+	for p, until := range m.vouchUntil {
+		if p != m.cfg.ID && now.Before(until) {
+			count++
+		}
+	}
+	return 2*count > m.n
+}
+
+func (m *Machine) handle(now time.Time, from node.ID, msg Msg) {
+	switch msg.Type {
+	case MsgPing:
+		m.onPing(now, from, msg)
+	case MsgVouch:
+		if m.leading && msg.Term == m.term {
+			if sent, ok := m.pingSent[msg.Seq]; ok {
+				until := sent.Add(time.Duration(safety * float64(m.cfg.Lease)))
+				if until.After(m.vouchUntil[from]) {
+					m.vouchUntil[from] = until
+				}
+				m.activate(now)
+			}
+		}
+	case MsgCollect:
+		if from == m.coord && msg.Term == m.term {
+			m.report(now, from)
+		}
+	case MsgReport:
+		if m.leading && msg.Term == m.term {
+			m.onReport(now, from, msg)
+		}
+	case MsgAcquire:
+		if m.leading {
+			m.onAcquire(now, from, msg)
+		}
+	case MsgRenew:
+		if m.leading {
+			m.onRenew(now, from, msg)
+		}
+	case MsgRelease:
+		if m.leading {
+			m.onRelease(now, from, msg)
+		}
+	case MsgGrant, MsgBusy, MsgRenewAck, MsgRevoked:
+		m.onReply(now, from, msg)
+	}
+}
+
+// --- follower side
+
+func (m *Machine) onPing(now time.Time, from node.ID, msg Msg) {
+	if from != m.coord || msg.Term != m.term {
+		return // not the coordinator we follow: no vouch
+	}
+	m.table = msg.Locks
+	if (m.promised != from || m.promisedTerm != msg.Term) && now.Before(m.promisedUntil) {
+		return // still bound by a promise to another coordinator
+	}
+	m.promised, m.promisedTerm, m.promisedUntil = from, msg.Term, now.Add(m.cfg.Lease)
+	m.send(from, Msg{Type: MsgVouch, Term: msg.Term, Seq: msg.Seq})
+}
+
+func (m *Machine) report(now time.Time, to node.ID) {
+	var recs []LockRec
+	for _, k := range m.sortedReqs() {
+		r := m.reqs[k]
+		rec := LockRec{Name: k.name, Node: m.cfg.ID, Client: k.client, Attempt: r.attempt}
+		if r.held {
+			if !now.Before(r.validUntil) {
+				continue // about to be reported lost
+			}
+			rec.Token = r.token
+		}
+		recs = append(recs, rec)
+	}
+	m.send(to, Msg{Type: MsgReport, Term: m.term, Locks: recs})
+}
+
+func (m *Machine) onReply(now time.Time, from node.ID, msg Msg) {
+	if from != m.coord {
+		return
+	}
+	k := reqKey{msg.Name, msg.Client}
+	r := m.reqs[k]
+	if r == nil {
+		if msg.Type == MsgGrant {
+			// Granted to a client that left: give it back.
+			m.send(from, Msg{Type: MsgRelease, Term: m.term, Name: msg.Name, Client: msg.Client, Token: msg.Token, Attempt: msg.Attempt})
+		}
+		return
+	}
+	sent, known := r.sent[msg.Seq]
+	switch msg.Type {
+	case MsgGrant:
+		if r.held || !known || msg.Attempt != r.attempt {
+			return
+		}
+		valid := sent.Add(time.Duration(safety * float64(m.cfg.Lease)))
+		if !now.Before(valid) {
+			return // the answer is too old to rely on; our resend will get a fresh one
+		}
+		r.held, r.token, r.validUntil = true, msg.Token, valid
+		r.next = now.Add(m.cfg.Lease / 4)
+		m.events = append(m.events, GrantEvent{Event: "acquired", Name: k.name, Client: k.client, Token: msg.Token})
+	case MsgBusy:
+		if !r.held && r.nonBlock && msg.Attempt == r.attempt {
+			delete(m.reqs, k)
+			m.events = append(m.events, BusyEvent{Event: "busy", Name: k.name, Client: k.client})
+		}
+	case MsgRenewAck:
+		if r.held && known && msg.Token == r.token {
+			if v := sent.Add(time.Duration(safety * float64(m.cfg.Lease))); v.After(r.validUntil) {
+				r.validUntil = v
+			}
+		}
+	case MsgRevoked:
+		if r.held && msg.Token == r.token {
+			m.lose(k, r, "revoked by the coordinator")
+		}
+	}
+}
+
+func (m *Machine) lose(k reqKey, r *request, reason string) {
+	delete(m.reqs, k)
+	m.events = append(m.events, LostEvent{Event: "lost", Name: k.name, Client: k.client, Token: r.token, Reason: reason})
+}
+
+// --- coordinator side
+
+func (m *Machine) activate(now time.Time) {
+	if m.active || !m.majority(now) {
+		return
+	}
+	m.active = true
+	m.openAfter, m.opened = now.Add(m.cfg.Lease), false
+	if m.cfg.noTakeoverWait {
+		m.openAfter, m.opened = time.Time{}, true
+	}
+	for _, p := range m.cfg.Peers {
+		if p != m.cfg.ID {
+			m.send(p, Msg{Type: MsgCollect, Term: m.term})
+		}
+	}
+	m.report(now, m.cfg.ID) // our own clients, through the loopback
+}
+
+func (m *Machine) lockOf(name string) *lock {
+	l := m.locks[name]
+	if l == nil {
+		l = &lock{}
+		m.locks[name] = l
+	}
+	return l
+}
+
+func (m *Machine) onReport(now time.Time, from node.ID, msg Msg) {
+	for _, rec := range msg.Locks {
+		if rec.Node != from || rec.Name == "" {
+			continue
+		}
+		l := m.lockOf(rec.Name)
+		if rec.Token != 0 {
+			// Reported held: the previous coordinator's only valid
+			// grant of this name. (A waiter's report proves nothing
+			// about holders that have not reported yet.)
+			m.reported[rec.Name] = true
+		}
+		switch {
+		case rec.Token != 0 && l.holder == nil:
+			l.holder = &holder{node: from, client: rec.Client, attempt: rec.Attempt, token: rec.Token, expires: now.Add(m.cfg.Lease)}
+			l.queue = slices.DeleteFunc(l.queue, func(w waiter) bool { return w.node == from && w.client == rec.Client })
+		case rec.Token == 0 && !l.waiting(from, rec.Client) && !l.holds(from, rec.Client):
+			l.queue = append(l.queue, waiter{node: from, client: rec.Client, attempt: rec.Attempt, lastSeen: now})
+		}
+	}
+}
+
+func (l *lock) holds(n node.ID, c uint64) bool {
+	return l.holder != nil && l.holder.node == n && l.holder.client == c
+}
+
+func (l *lock) waiting(n node.ID, c uint64) bool {
+	return slices.ContainsFunc(l.queue, func(w waiter) bool { return w.node == n && w.client == c })
+}
+
+func (m *Machine) grantable(now time.Time, name string) bool {
+	return m.active && m.majority(now) && (m.reported[name] || m.opened)
+}
+
+func (m *Machine) onAcquire(now time.Time, from node.ID, msg Msg) {
+	l := m.lockOf(msg.Name)
+	if l.holds(from, msg.Client) && l.holder.attempt != msg.Attempt {
+		// The client released and asks again; the release was lost.
+		l.holder = nil
+	}
+	switch {
+	case l.holds(from, msg.Client):
+		// A resend: the grant was lost. Grant again, same token.
+		l.holder.expires = laterOf(l.holder.expires, now.Add(m.cfg.Lease))
+		if m.majority(now) {
+			m.send(from, Msg{Type: MsgGrant, Term: m.term, Seq: msg.Seq, Name: msg.Name, Client: msg.Client,
+				Token: l.holder.token, Attempt: msg.Attempt})
+		}
+		return
+	case l.holder != nil && msg.NonBlock:
+		m.send(from, Msg{Type: MsgBusy, Term: m.term, Seq: msg.Seq, Name: msg.Name, Client: msg.Client, Attempt: msg.Attempt})
+		return
+	}
+	i := slices.IndexFunc(l.queue, func(w waiter) bool { return w.node == from && w.client == msg.Client })
+	if i < 0 {
+		l.queue = append(l.queue, waiter{node: from, client: msg.Client})
+		i = len(l.queue) - 1
+	}
+	l.queue[i].seq, l.queue[i].lastSeen, l.queue[i].attempt = msg.Seq, now, msg.Attempt
+	if msg.NonBlock && !m.grantable(now, msg.Name) && i == 0 && l.holder == nil {
+		// Not able to grant yet (takeover in progress): answer busy
+		// rather than leave a non-blocking caller hanging.
+		l.queue = l.queue[1:]
+		m.send(from, Msg{Type: MsgBusy, Term: m.term, Seq: msg.Seq, Name: msg.Name, Client: msg.Client, Attempt: msg.Attempt})
+		return
+	}
+	m.grantNext(now, msg.Name)
+}
+
+func laterOf(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// grantNext hands a free lock to the first live waiter (FCFS).
+func (m *Machine) grantNext(now time.Time, name string) {
+	l := m.locks[name]
+	if l == nil || l.holder != nil || len(l.queue) == 0 || !m.grantable(now, name) {
+		return
+	}
+	w := l.queue[0]
+	l.queue = l.queue[1:]
+	m.counter++
+	tok := m.term<<32 | m.counter
+	l.holder = &holder{node: w.node, client: w.client, attempt: w.attempt, token: tok, expires: now.Add(m.cfg.Lease)}
+	m.send(w.node, Msg{Type: MsgGrant, Term: m.term, Seq: w.seq, Name: name, Client: w.client, Token: tok, Attempt: w.attempt})
+}
+
+func (m *Machine) onRenew(now time.Time, from node.ID, msg Msg) {
+	l := m.locks[msg.Name]
+	if l == nil || !l.holds(from, msg.Client) || l.holder.token != msg.Token {
+		if m.active && (m.reported[msg.Name] || m.opened) {
+			m.send(from, Msg{Type: MsgRevoked, Term: m.term, Name: msg.Name, Client: msg.Client, Token: msg.Token})
+		}
+		return
+	}
+	if !m.majority(now) {
+		return
+	}
+	l.holder.expires = laterOf(l.holder.expires, now.Add(m.cfg.Lease))
+	m.send(from, Msg{Type: MsgRenewAck, Term: m.term, Seq: msg.Seq, Name: msg.Name, Client: msg.Client, Token: msg.Token})
+}
+
+func (m *Machine) onRelease(now time.Time, from node.ID, msg Msg) {
+	l := m.locks[msg.Name]
+	if l == nil {
+		return
+	}
+	if l.holds(from, msg.Client) && l.holder.attempt == msg.Attempt {
+		l.holder = nil
+	}
+	l.queue = slices.DeleteFunc(l.queue, func(w waiter) bool {
+		return w.node == from && w.client == msg.Client && w.attempt == msg.Attempt
+	})
+	m.grantNext(now, msg.Name)
+}
+
+// Tick implements node.Machine.
+func (m *Machine) Tick(now time.Time) {
+	m.el.Tick(now)
+	m.afterElection(now)
+	for _, k := range m.sortedReqs() {
+		r := m.reqs[k]
+		switch {
+		case r.held && !now.Before(r.validUntil):
+			m.lose(k, r, "lease expired")
+			if m.coord != node.None {
+				m.send(m.coord, Msg{Type: MsgRelease, Term: m.term, Name: k.name, Client: k.client, Token: r.token, Attempt: r.attempt})
+			}
+		case !now.Before(r.next) && r.held:
+			m.sendRenew(now, k, r)
+		case !now.Before(r.next):
+			m.sendAcquire(now, k, r)
+		}
+	}
+	if m.leading {
+		m.coordinatorTick(now)
+	}
+	m.drainLoopback(now)
+}
+
+func (m *Machine) coordinatorTick(now time.Time) {
+	if !now.Before(m.nextPing) {
+		m.pingSeq++
+		m.pingSent[m.pingSeq] = now
+		delete(m.pingSent, m.pingSeq-16)
+		table := m.summary()
+		for _, p := range m.cfg.Peers {
+			if p != m.cfg.ID {
+				m.send(p, Msg{Type: MsgPing, Term: m.term, Seq: m.pingSeq, Locks: table})
+			}
+		}
+		m.table = table
+		m.nextPing = now.Add(m.cfg.Lease / 4)
+	}
+	m.activate(now)
+	if m.active && !m.opened && !now.Before(m.openAfter) {
+		m.opened, m.openAfter = true, time.Time{}
+	}
+	for p, until := range m.vouchUntil {
+		if !now.Before(until) {
+			delete(m.vouchUntil, p)
+		}
+	}
+	names := make([]string, 0, len(m.locks))
+	for name := range m.locks {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		l := m.locks[name]
+		if l.holder != nil && !now.Before(l.holder.expires) {
+			l.holder = nil // the holder's lease is over: it has given up
+		}
+		l.queue = slices.DeleteFunc(l.queue, func(w waiter) bool { return now.Sub(w.lastSeen) > m.cfg.Lease })
+		m.grantNext(now, name)
+		if l.holder == nil && len(l.queue) == 0 {
+			delete(m.locks, name)
+		}
+	}
+}
+
+func (m *Machine) summary() []LockRec {
+	var out []LockRec
+	names := make([]string, 0, len(m.locks))
+	for name := range m.locks {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		l := m.locks[name]
+		if l.holder != nil {
+			out = append(out, LockRec{Name: name, Node: l.holder.node, Client: l.holder.client, Token: l.holder.token})
+		}
+		for _, w := range l.queue {
+			out = append(out, LockRec{Name: name, Node: w.node, Client: w.client})
+		}
+		if len(out) >= maxLocks {
+			return out[:maxLocks]
+		}
+	}
+	return out
+}
+
+// Ready implements node.Machine.
+func (m *Machine) Ready() node.Ready[Msg] {
+	r := node.Ready[Msg]{Msgs: m.out, Events: m.events, Wake: m.elWake}
+	m.out, m.events = nil, nil
+	wake := func(t time.Time) {
+		if !t.IsZero() && (r.Wake.IsZero() || t.Before(r.Wake)) {
+			r.Wake = t
+		}
+	}
+	for _, q := range m.reqs {
+		wake(q.next)
+		if q.held {
+			wake(q.validUntil)
+		}
+	}
+	if m.leading {
+		wake(m.nextPing)
+		wake(m.openAfter)
+		for _, l := range m.locks {
+			if l.holder != nil {
+				wake(l.holder.expires)
+			}
+		}
+		for _, until := range m.vouchUntil {
+			wake(until)
+		}
+	}
+	return r
+}

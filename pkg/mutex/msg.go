@@ -1,0 +1,145 @@
+package mutex
+
+import (
+	"fmt"
+
+	"github.com/roundtable-go/roundtable/pkg/election"
+	"github.com/roundtable-go/roundtable/pkg/node"
+	"github.com/roundtable-go/roundtable/pkg/wire"
+)
+
+// MsgType is a lockd message type. Types below 32 are the embedded
+// election's (coordinator failover); values are part of the wire protocol:
+// append only.
+type MsgType uint8
+
+const (
+	MsgElection MsgType = 0 // carries an election.Msg (its own type byte goes on the wire)
+
+	MsgPing     MsgType = 32 // coordinator → all: "I coordinate term T", ping Seq, lock table summary
+	MsgVouch    MsgType = 33 // follower → coordinator: answers ping Seq; a promise not to vouch for another for one lease
+	MsgCollect  MsgType = 34 // new coordinator → all: report your held and waiting locks
+	MsgReport   MsgType = 35 // → coordinator: Locks held (Token set) and waited for
+	MsgAcquire  MsgType = 36 // → coordinator: Name for Client; resent every lease/4 while waiting
+	MsgGrant    MsgType = 37 // → requester: Name is yours with Token (Seq: which Acquire copy was answered)
+	MsgBusy     MsgType = 38 // → requester: Name is held and the request was non-blocking
+	MsgRenew    MsgType = 39 // holder → coordinator: extend the lease on Token
+	MsgRenewAck MsgType = 40 // → holder: lease extended (Seq: which Renew)
+	MsgRelease  MsgType = 41 // → coordinator: done with Token, or no longer waiting
+	MsgRevoked  MsgType = 42 // → holder: the coordinator does not know this grant any more
+
+	// Local requests (From == self), never on the wire.
+	LocalAcquire MsgType = 64
+	LocalRelease MsgType = 65
+)
+
+var msgNames = map[MsgType]string{MsgPing: "ping", MsgVouch: "vouch", MsgCollect: "collect", MsgReport: "report",
+	MsgAcquire: "acquire", MsgGrant: "grant", MsgBusy: "busy", MsgRenew: "renew", MsgRenewAck: "renew-ack",
+	MsgRelease: "release", MsgRevoked: "revoked", LocalAcquire: "local-acquire", LocalRelease: "local-release"}
+
+func (t MsgType) String() string {
+	if s, ok := msgNames[t]; ok {
+		return s
+	}
+	return fmt.Sprintf("type(%d)", uint8(t))
+}
+
+// LockRec describes one lock in reports and table summaries.
+type LockRec struct {
+	Name    string
+	Node    node.ID
+	Client  uint64
+	Token   uint64 // 0: waiting
+	Attempt uint64
+}
+
+// Msg is one lockd message.
+type Msg struct {
+	Type     MsgType
+	Elect    election.Msg // MsgElection only
+	Term     uint64
+	Seq      uint64
+	Name     string
+	Client   uint64
+	Token    uint64
+	NonBlock bool
+	Attempt  uint64 // Acquire/Grant: which acquisition of Name by Client (grows per daemon)
+	Locks    []LockRec
+}
+
+const (
+	maxName  = 255
+	maxLocks = 512
+)
+
+// Codec encodes lockd messages.
+type Codec struct{}
+
+func (Codec) Family() wire.Family { return wire.FamilyMutex }
+
+func (Codec) Marshal(m Msg) (uint8, []byte, error) {
+	if m.Type == MsgElection {
+		return election.Codec{}.Marshal(m.Elect)
+	}
+	if m.Type < MsgPing || m.Type > MsgRevoked {
+		return 0, nil, fmt.Errorf("mutex: %v is not a wire message", m.Type)
+	}
+	if len(m.Name) > maxName || len(m.Locks) > maxLocks {
+		return 0, nil, fmt.Errorf("mutex: name or lock list too long")
+	}
+	var e wire.Enc
+	e.Uvarint(m.Term)
+	e.Uvarint(m.Seq)
+	e.Bytes([]byte(m.Name))
+	e.Uvarint(m.Client)
+	e.Uvarint(m.Token)
+	e.Bool(m.NonBlock)
+	e.Uvarint(m.Attempt)
+	e.Uvarint(uint64(len(m.Locks)))
+	for _, l := range m.Locks {
+		if len(l.Name) > maxName {
+			return 0, nil, fmt.Errorf("mutex: lock name too long")
+		}
+		e.Bytes([]byte(l.Name))
+		e.Uvarint(uint64(l.Node))
+		e.Uvarint(l.Client)
+		e.Uvarint(l.Token)
+		e.Uvarint(l.Attempt)
+	}
+	return uint8(m.Type), e.B, nil
+}
+
+func (Codec) Unmarshal(typ uint8, p []byte) (Msg, error) {
+	if typ < uint8(MsgPing) {
+		em, err := election.Codec{}.Unmarshal(typ, p)
+		return Msg{Type: MsgElection, Elect: em}, err
+	}
+	m := Msg{Type: MsgType(typ)}
+	if m.Type > MsgRevoked {
+		return Msg{}, fmt.Errorf("%w: lockd message type %d", wire.ErrMalformed, typ)
+	}
+	d := wire.NewDec(p)
+	m.Term = d.Uvarint()
+	m.Seq = d.Uvarint()
+	m.Name = string(d.Bytes(maxName))
+	m.Client = d.Uvarint()
+	m.Token = d.Uvarint()
+	m.NonBlock = d.Bool()
+	m.Attempt = d.Uvarint()
+	if n := d.Count(maxLocks, 4); n > 0 {
+		m.Locks = make([]LockRec, 0, n)
+		for i := 0; i < n && d.Err() == nil; i++ {
+			l := LockRec{Name: string(d.Bytes(maxName))}
+			id := d.Uvarint()
+			if id > 1<<32-1 {
+				d.Fail("process id")
+			}
+			l.Node, l.Client, l.Token, l.Attempt = node.ID(id), d.Uvarint(), d.Uvarint(), d.Uvarint()
+			m.Locks = append(m.Locks, l)
+		}
+	}
+	if err := d.Done(); err != nil {
+		return Msg{}, err
+	}
+	return m, nil
+}
