@@ -179,8 +179,8 @@ type Machine struct {
 	// coordinator state
 	leading    bool
 	active     bool
-	openAfter  time.Time // unreported locks may be granted from then on ...
-	opened     bool      // ... which has come
+	openAfter  time.Time       // unreported locks may be granted from then on ...
+	opened     bool            // ... which has come
 	reported   map[string]bool // names reported held since the takeover
 	locks      map[string]*lock
 	pingSeq    uint64

@@ -80,8 +80,8 @@ type world struct {
 	noTakeov bool
 	inc      map[node.ID]int
 	persist  map[node.ID]uint64 // stable storage: the highest term each daemon saw
-	pending  []func() // client starts requested before the simulator existed
-	log      []string // every event, for reading a failing seed
+	pending  []func()           // client starts requested before the simulator existed
+	log      []string           // every event, for reading a failing seed
 }
 
 func clientKey(id node.ID, c uint64) string { return fmt.Sprintf("%d/%d", id, c) }
