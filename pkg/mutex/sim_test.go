@@ -299,3 +299,52 @@ func TestCentralCatchesPlantedBug(t *testing.T) {
 	}
 	t.Logf("planted bug caught in %d/300 seeds, e.g. %v", caught, example)
 }
+
+// TestComparisonTable reproduces seed 002's table for the central
+// algorithm: 3 messages per entry and exit (request, grant, release) and a
+// delay of 2 message times before entry. Measured on a quiet cluster with
+// a fixed 1ms latency and a lease long enough that no renewal is due.
+func TestComparisonTable(t *testing.T) {
+	ids := []node.ID{1, 2, 3, 4, 5}
+	s := sim.New[Msg](sim.Options{Seed: 1, MinLatency: time.Millisecond, MaxLatency: time.Millisecond}, Codec{},
+		func(id node.ID, _ int, rng *rand.Rand) node.Machine[Msg] {
+			m, err := New(Config{ID: id, Peers: ids, Lease: 10 * time.Second, Rand: rng})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m
+		}, ids...)
+	var granted time.Time
+	s.OnEvent = func(at time.Time, _ node.ID, ev node.Event) error {
+		if _, ok := ev.(GrantEvent); ok {
+			granted = at
+		}
+		return nil
+	}
+	// Let the coordinator (5) take over: its takeover wait is one lease.
+	if err := s.RunFor(11 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	count := func() int {
+		n := 0
+		for _, typ := range []MsgType{MsgAcquire, MsgGrant, MsgRelease} {
+			n += s.Stats.Delivered[uint8(typ)]
+		}
+		return n
+	}
+	before := count()
+	asked := s.Now()
+	s.Inject(1, Msg{Type: LocalAcquire, Name: "x", Client: 7})
+	s.RunFor(100 * time.Millisecond)
+	if granted.IsZero() {
+		t.Fatal("no grant")
+	}
+	s.Inject(1, Msg{Type: LocalRelease, Name: "x", Client: 7})
+	s.RunFor(100 * time.Millisecond)
+	msgs, delay := count()-before, granted.Sub(asked)
+	t.Logf("central: %d messages per entry and exit (seed: 3), %v before entry = %d message times (seed: 2)",
+		msgs, delay, delay/time.Millisecond)
+	if msgs != 3 || delay != 2*time.Millisecond {
+		t.Fatalf("central: %d messages and %v delay, want 3 and 2 message times", msgs, delay)
+	}
+}

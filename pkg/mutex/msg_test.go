@@ -1,0 +1,48 @@
+package mutex
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/roundtable-go/roundtable/pkg/election"
+)
+
+func TestCodecRoundTrip(t *testing.T) {
+	for _, m := range []Msg{
+		{Type: MsgElection, Elect: election.Msg{Type: election.MsgHeartbeat, Term: 9, Prio: 3, Leader: 3}},
+		{Type: MsgAcquire, Term: 4, Seq: 9, Name: "db", Client: 12, NonBlock: true, Attempt: 3},
+		{Type: MsgPing, Term: 4, Seq: 1, Locks: []LockRec{{Name: "db", Node: 2, Client: 1, Token: 77, Attempt: 5}}},
+	} {
+		typ, p, err := Codec{}.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := Codec{}.Unmarshal(typ, p)
+		if err != nil || !reflect.DeepEqual(got, m) {
+			t.Fatalf("%+v -> %+v, %v", m, got, err)
+		}
+	}
+	if _, _, err := (Codec{}).Marshal(Msg{Type: LocalAcquire}); err == nil {
+		t.Fatal("a local request must not be encodable")
+	}
+}
+
+func FuzzCodec(f *testing.F) {
+	_, p, _ := Codec{}.Marshal(Msg{Type: MsgReport, Term: 2, Locks: []LockRec{{Name: "a", Node: 1, Token: 3}}})
+	f.Add(uint8(MsgReport), p)
+	_, p, _ = Codec{}.Marshal(Msg{Type: MsgElection, Elect: election.Msg{Type: election.MsgElection, Term: 1}})
+	f.Add(uint8(election.MsgElection), p)
+	f.Fuzz(func(t *testing.T, typ uint8, p []byte) {
+		m, err := Codec{}.Unmarshal(typ, p)
+		if err != nil {
+			return
+		}
+		typ2, p2, err := Codec{}.Marshal(m)
+		if err != nil {
+			t.Fatalf("decoded %+v but cannot encode it: %v", m, err)
+		}
+		if m2, err := (Codec{}).Unmarshal(typ2, p2); err != nil || !reflect.DeepEqual(m, m2) {
+			t.Fatalf("round trip changed %+v to %+v (%v)", m, m2, err)
+		}
+	})
+}
