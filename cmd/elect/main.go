@@ -5,14 +5,12 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/signal"
 	"sort"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -102,7 +100,7 @@ func run(c *ucli.Context) error {
 	}
 	child := c.Args().Slice()
 	stateFile := c.String("state-file")
-	startTerm, err := readState(stateFile)
+	startTerm, err := cli.ReadUint(stateFile)
 	if err != nil {
 		return cli.Exitf(cli.ExitUsage, "--state-file: %v", err)
 	}
@@ -164,7 +162,7 @@ func run(c *ucli.Context) error {
 				cm.Out.Event(ev)
 				if ev.Term > lastTerm {
 					lastTerm = ev.Term
-					if err := writeState(stateFile, ev.Term); err != nil {
+					if err := cli.WriteUint(stateFile, ev.Term); err != nil {
 						cm.Log.Error("cannot persist term", "err", err)
 					}
 				}
@@ -216,38 +214,6 @@ func run(c *ucli.Context) error {
 			return nil
 		}
 	}
-}
-
-func readState(path string) (uint64, error) {
-	if path == "" {
-		return 0, nil
-	}
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	return strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
-}
-
-func writeState(path string, term uint64) error {
-	if path == "" {
-		return nil
-	}
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(f, term)
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	f.Close()
-	return os.Rename(tmp, path)
 }
 
 type memberStatus struct {

@@ -58,6 +58,7 @@ type Driver[M any] struct {
 
 type request[M any] struct {
 	msg  M
+	fn   func() // Do: run on the driver goroutine instead of stepping msg
 	done chan error
 }
 
@@ -77,6 +78,23 @@ func New[M any](m node.Machine[M], codec wire.Codec[M], tr transport.Transport, 
 // have been sent.
 func (d *Driver[M]) Request(ctx context.Context, msg M) error {
 	r := request[M]{msg: msg, done: make(chan error, 1)}
+	select {
+	case d.reqs <- r:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-r.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Do runs fn on the driver goroutine, where it may read the machine's
+// state, and returns once it has run.
+func (d *Driver[M]) Do(ctx context.Context, fn func()) error {
+	r := request[M]{fn: fn, done: make(chan error, 1)}
 	select {
 	case d.reqs <- r:
 	case <-ctx.Done():
@@ -158,6 +176,11 @@ func (d *Driver[M]) loop(ctx context.Context, pkts <-chan transport.Packet, emit
 		case p := <-pkts:
 			d.receive(p, self)
 		case r := <-d.reqs:
+			if r.fn != nil {
+				r.fn()
+				r.done <- nil
+				continue
+			}
 			err := d.m.Step(d.cfg.Clock.Now(), node.Envelope[M]{From: self, To: self, Msg: r.msg})
 			flush()
 			r.done <- err

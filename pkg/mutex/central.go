@@ -66,10 +66,11 @@ func DefaultConfig() Config {
 // GrantEvent: this daemon's Client now holds Name with Token.
 // Text: "acquired NAME token T".
 type GrantEvent struct {
-	Event  string `json:"event"` // "acquired"
-	Name   string `json:"name"`
-	Client uint64 `json:"client"`
-	Token  uint64 `json:"token"`
+	Event  string        `json:"event"` // "acquired"
+	Name   string        `json:"name"`
+	Client uint64        `json:"client"`
+	Token  uint64        `json:"token"`
+	Valid  time.Duration `json:"valid_ns"` // how long the lease is good for from now
 }
 
 func (e GrantEvent) Kind() string   { return "acquired" }
@@ -564,7 +565,7 @@ func (m *Machine) onReply(now time.Time, from node.ID, msg Msg) {
 		}
 		r.held, r.token, r.validUntil = true, msg.Token, valid
 		r.next = now.Add(m.cfg.Lease / 4)
-		m.events = append(m.events, GrantEvent{Event: "acquired", Name: k.name, Client: k.client, Token: msg.Token})
+		m.events = append(m.events, GrantEvent{Event: "acquired", Name: k.name, Client: k.client, Token: msg.Token, Valid: valid.Sub(now)})
 	case MsgBusy:
 		if !r.held && r.nonBlock && msg.Attempt == r.attempt {
 			delete(m.reqs, k)

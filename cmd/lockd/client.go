@@ -1,0 +1,313 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/roundtable-go/roundtable/pkg/cli"
+)
+
+// dial connects to the local daemon; exit 69 when nobody serves the socket.
+func dial(c *ucli.Context) (*conn, error) {
+	path := c.String("socket")
+	nc, err := net.DialTimeout("unix", path, 2*time.Second)
+	if err != nil {
+		return nil, cli.Exitf(cli.ExitUnavailable, "no lockd daemon at %s (start one with 'lockd serve'): %v", path, err)
+	}
+	return newConn(nc), nil
+}
+
+// lease tracks how long a held lock is good for on the client's own clock.
+// It is extended by the daemon's "valid" messages; if they stop (the daemon
+// is paused or dead) the client gives up when the time is out, without
+// waiting to be told.
+type lease struct{ until time.Time }
+
+func (l *lease) extend(ms int64) {
+	if u := time.Now().Add(time.Duration(ms) * time.Millisecond); u.After(l.until) {
+		l.until = u
+	}
+}
+
+// acquire asks for name and waits for the answer. It returns the grant,
+// or an exit error: 75 (busy or timed out; code from --conflict-exit-code)
+// or 128+signal.
+func acquire(c *ucli.Context, cn *conn, name string, sigs <-chan os.Signal) (reply, <-chan reply, error) {
+	nonBlock := c.Bool("nonblock")
+	if err := cn.send(request{Op: "acquire", Name: name, NonBlock: nonBlock}); err != nil {
+		return reply{}, nil, cli.Exitf(cli.ExitUnavailable, "lost the daemon: %v", err)
+	}
+	replies := make(chan reply, 16)
+	go func() {
+		defer close(replies)
+		for {
+			var r reply
+			if err := cn.next(&r); err != nil {
+				return
+			}
+			replies <- r
+		}
+	}()
+	var timeout <-chan time.Time
+	if d := c.Duration("timeout"); d > 0 {
+		timeout = time.After(d)
+	}
+	conflict := c.Int("conflict-exit-code")
+	for {
+		select {
+		case r, ok := <-replies:
+			if !ok {
+				return reply{}, nil, cli.Exitf(cli.ExitUnavailable, "the daemon closed the connection")
+			}
+			switch r.Event {
+			case "acquired":
+				return r, replies, nil
+			case "busy":
+				return reply{}, nil, cli.Exitf(conflict, "%s is held by another process", name)
+			case "error":
+				return reply{}, nil, cli.Exitf(cli.ExitUsage, "%s", r.Error)
+			}
+		case <-timeout:
+			return reply{}, nil, cli.Exitf(conflict, "timed out waiting for %s", name)
+		case s := <-sigs:
+			return reply{}, nil, &cli.ExitError{Code: 128 + int(s.(syscall.Signal))}
+		}
+	}
+}
+
+func validName(c *ucli.Context) (string, error) {
+	if c.NArg() < 1 || c.Args().First() == "" {
+		return "", cli.Exitf(cli.ExitUsage, "a lock NAME is required")
+	}
+	name := c.Args().First()
+	if len(name) > 255 {
+		return "", cli.Exitf(cli.ExitUsage, "lock names are at most 255 bytes")
+	}
+	return name, nil
+}
+
+func runCmd(c *ucli.Context) error {
+	name, err := validName(c)
+	if err != nil {
+		return err
+	}
+	args := c.Args().Slice()[1:]
+	if len(args) > 0 && args[0] == "--" {
+		args = args[1:]
+	}
+	if len(args) == 0 {
+		return cli.Exitf(cli.ExitUsage, "no command: lockd run NAME -- command args...")
+	}
+	if c.Bool("shell") {
+		args = []string{"/bin/sh", "-c", joinArgs(args)}
+	}
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	cn, err := dial(c)
+	if err != nil {
+		return err
+	}
+	defer cn.c.Close()
+	got, replies, err := acquire(c, cn, name, sigs)
+	if err != nil {
+		return err
+	}
+	ls := &lease{}
+	ls.extend(got.MS)
+	kid, err := cli.StartChild(args, []string{"LOCKD_NAME=" + name, "LOCKD_TOKEN=" + strconv.FormatUint(got.Token, 10)})
+	if err != nil {
+		return err
+	}
+	grace := c.Duration("kill-grace")
+	lost := func(why string) error {
+		fmt.Fprintf(os.Stderr, "lockd: lock %s lost (%s): stopping the command\n", name, why)
+		kid.Stop(grace)
+		return cli.Exitf(cli.ExitLost, "lock %s lost while the command ran", name)
+	}
+	check := time.NewTicker(10 * time.Millisecond)
+	defer check.Stop()
+	for {
+		select {
+		case <-kid.Done():
+			_ = cn.send(request{Op: "release", Name: name})
+			return &cli.ExitError{Code: kid.ExitCode()}
+		case s := <-sigs:
+			kid.Signal(s.(syscall.Signal))
+		case r, ok := <-replies:
+			switch {
+			case !ok:
+				return lost("the daemon went away")
+			case r.Event == "valid" && r.Name == name:
+				ls.extend(r.MS)
+			case r.Event == "lost" && r.Name == name:
+				return lost(r.Reason)
+			}
+		case <-check.C:
+			if time.Now().After(ls.until) {
+				return lost("lease ran out without renewal")
+			}
+		}
+	}
+}
+
+func joinArgs(args []string) string {
+	s := ""
+	for i, a := range args {
+		if i > 0 {
+			s += " "
+		}
+		s += a
+	}
+	return s
+}
+
+// hold acquires NAME, prints it, and holds until stdin closes or a signal.
+func holdCmd(c *ucli.Context) error {
+	name, err := validName(c)
+	if err != nil {
+		return err
+	}
+	out := cli.NewOutput(os.Stdout, c.Bool(cli.FlagJSON))
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	cn, err := dial(c)
+	if err != nil {
+		return err
+	}
+	defer cn.c.Close()
+	got, replies, err := acquire(c, cn, name, sigs)
+	if err != nil {
+		return err
+	}
+	emit(out, c.Bool(cli.FlagJSON), got)
+	ls := &lease{}
+	ls.extend(got.MS)
+	eof := make(chan struct{})
+	go func() { io.Copy(io.Discard, os.Stdin); close(eof) }()
+	check := time.NewTicker(10 * time.Millisecond)
+	defer check.Stop()
+	lost := func(r reply) error {
+		emit(out, c.Bool(cli.FlagJSON), r)
+		return cli.Exitf(cli.ExitLost, "lock %s lost", name)
+	}
+	for {
+		select {
+		case <-eof:
+			_ = cn.send(request{Op: "release", Name: name})
+			emit(out, c.Bool(cli.FlagJSON), reply{Event: "released", Name: name, Token: got.Token})
+			return nil
+		case s := <-sigs:
+			_ = cn.send(request{Op: "release", Name: name})
+			emit(out, c.Bool(cli.FlagJSON), reply{Event: "released", Name: name, Token: got.Token})
+			return &cli.ExitError{Code: 128 + int(s.(syscall.Signal))}
+		case r, ok := <-replies:
+			switch {
+			case !ok:
+				return lost(reply{Event: "lost", Name: name, Token: got.Token, Reason: "the daemon went away"})
+			case r.Event == "valid":
+				ls.extend(r.MS)
+			case r.Event == "lost":
+				return lost(r)
+			}
+		case <-check.C:
+			if time.Now().After(ls.until) {
+				return lost(reply{Event: "lost", Name: name, Token: got.Token, Reason: "lease ran out without renewal"})
+			}
+		}
+	}
+}
+
+func emit(out *cli.Output, jsonOut bool, r reply) {
+	if jsonOut {
+		out.JSON(r)
+	} else {
+		out.Line(r.String())
+	}
+}
+
+func statusCmd(c *ucli.Context) error {
+	cn, err := dial(c)
+	if err != nil {
+		return err
+	}
+	defer cn.c.Close()
+	if err := cn.send(request{Op: "status"}); err != nil {
+		return cli.Exitf(cli.ExitUnavailable, "%v", err)
+	}
+	var r reply
+	if err := cn.next(&r); err != nil {
+		return cli.Exitf(cli.ExitUnavailable, "%v", err)
+	}
+	out := cli.NewOutput(os.Stdout, c.Bool(cli.FlagJSON))
+	if c.Bool(cli.FlagJSON) {
+		out.Line(string(r.Status))
+		return nil
+	}
+	var st struct {
+		ID          uint32 `json:"id"`
+		Coordinator uint32 `json:"coordinator"`
+		Term        uint64 `json:"term"`
+		Active      bool   `json:"active"`
+		Leading     bool   `json:"leading"`
+		Locks       []struct {
+			Name   string   `json:"name"`
+			Holder uint32   `json:"holder"`
+			Client uint64   `json:"client"`
+			Token  uint64   `json:"token"`
+			Queue  []string `json:"queue"`
+		} `json:"locks"`
+	}
+	if err := json.Unmarshal(r.Status, &st); err != nil {
+		return cli.Exitf(cli.ExitUnavailable, "bad status from the daemon: %v", err)
+	}
+	out.Line(fmt.Sprintf("daemon %d coordinator %d term %d", st.ID, st.Coordinator, st.Term))
+	for _, l := range st.Locks {
+		line := fmt.Sprintf("lock %s", l.Name)
+		if l.Holder != 0 {
+			line += fmt.Sprintf(" holder %d/%d token %d", l.Holder, l.Client, l.Token)
+		} else {
+			line += " free"
+		}
+		if len(l.Queue) > 0 {
+			line += fmt.Sprintf(" queue %v", l.Queue)
+		}
+		out.Line(line)
+	}
+	if st.Coordinator == 0 {
+		return cli.Exitf(cli.ExitUnavailable, "no coordinator yet")
+	}
+	return nil
+}
+
+func watchCmd(c *ucli.Context) error {
+	cn, err := dial(c)
+	if err != nil {
+		return err
+	}
+	defer cn.c.Close()
+	if err := cn.send(request{Op: "watch"}); err != nil {
+		return cli.Exitf(cli.ExitUnavailable, "%v", err)
+	}
+	out := cli.NewOutput(os.Stdout, c.Bool(cli.FlagJSON))
+	for {
+		var r reply
+		if err := cn.next(&r); err != nil {
+			return cli.Exitf(cli.ExitUnavailable, "the daemon went away")
+		}
+		if r.Event == "valid" {
+			continue
+		}
+		emit(out, c.Bool(cli.FlagJSON), r)
+	}
+}

@@ -1,0 +1,406 @@
+package main
+
+// Multi-process tests: real lockd daemons on loopback (through
+// scripts/cluster.sh), real `lockd run` clients, and a witness owned by the
+// test: the test binary itself, re-executed as the critical section. The
+// witness appends "enter", a "tick" every millisecond while inside, and
+// "exit" to a shared file (O_APPEND, one write per line), so the file's
+// order is the real order: nobody but the current holder may write
+// between an enter and the next enter.
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+var lockdBin string
+
+func TestMain(m *testing.M) {
+	if file := os.Getenv("LOCKD_WITNESS"); file != "" {
+		witness(file)
+		return
+	}
+	dir, err := os.MkdirTemp("", "lockd-e2e")
+	if err != nil {
+		panic(err)
+	}
+	lockdBin = filepath.Join(dir, "lockd")
+	if out, err := exec.Command("go", "build", "-o", lockdBin, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building lockd: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func witness(file string) {
+	f, err := os.OpenFile(file, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		os.Exit(3)
+	}
+	tok, pid := os.Getenv("LOCKD_TOKEN"), os.Getpid()
+	write := func(what string) {
+		fmt.Fprintf(f, "%s %s %d %d %d\n", what, tok, pid, time.Now().UnixNano(), os.Getppid())
+	}
+	hold, _ := time.ParseDuration(os.Getenv("WITNESS_HOLD"))
+	write("enter")
+	for end := time.Now().Add(hold); time.Now().Before(end); {
+		time.Sleep(time.Millisecond)
+		write("tick")
+	}
+	write("exit")
+	f.Close()
+	os.Exit(0)
+}
+
+type entry struct {
+	what  string
+	token uint64
+	pid   int
+	at    int64
+	ppid  int // the lockd run that started this witness
+}
+
+func readWitness(t *testing.T, file string) []entry {
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []entry
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var e entry
+		if _, err := fmt.Sscanf(sc.Text(), "%s %d %d %d %d", &e.what, &e.token, &e.pid, &e.at, &e.ppid); err != nil {
+			t.Fatalf("witness line %q: %v", sc.Text(), err)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// checkWitness: after an enter by P, every line until the next enter is
+// P's; tokens of successive enters strictly grow. Returns the number of
+// critical sections.
+func checkWitness(t *testing.T, file string) int {
+	t.Helper()
+	entries := readWitness(t, file)
+	cur, sections := -1, 0
+	var last uint64
+	for i, e := range entries {
+		switch {
+		case e.what == "enter":
+			if e.token <= last {
+				t.Fatalf("line %d: token %d after %d: tokens went backwards", i+1, e.token, last)
+			}
+			last, cur = e.token, e.pid
+			sections++
+		case e.pid != cur:
+			t.Fatalf("line %d: %s by pid %d (token %d) while pid %d holds the lock: two holders",
+				i+1, e.what, e.pid, e.token, cur)
+		}
+	}
+	return sections
+}
+
+type cluster struct {
+	t   *testing.T
+	dir string
+	n   int
+}
+
+func script(t *testing.T) string {
+	p, _ := filepath.Abs("../../scripts/cluster.sh")
+	return p
+}
+
+func startDaemons(t *testing.T, n int, args ...string) *cluster {
+	t.Helper()
+	c := &cluster{t: t, dir: t.TempDir(), n: n}
+	all := append([]string{"start", "-n", strconv.Itoa(n), "-d", c.dir, lockdBin, "serve", "--no-color",
+		"--socket", filepath.Join(c.dir, "{id}.sock")}, args...)
+	if out, err := exec.Command(script(t), all...).CombinedOutput(); err != nil {
+		t.Fatalf("cluster start: %v\n%s", err, out)
+	}
+	t.Cleanup(func() {
+		exec.Command(script(t), "stop", "-d", c.dir).Run()
+		if t.Failed() {
+			for i := 1; i <= n; i++ {
+				b, _ := os.ReadFile(filepath.Join(c.dir, fmt.Sprintf("%d.log", i)))
+				t.Logf("daemon %d log:\n%s", i, b)
+			}
+		}
+	})
+	// Wait until a coordinator is active: a non-blocking probe succeeds.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		cmd := exec.Command(lockdBin, "run", "--socket", c.sock(1), "--nonblock", "probe", "--", "true")
+		if cmd.Run() == nil {
+			return c
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the lock service never became available")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (c *cluster) sock(i int) string { return filepath.Join(c.dir, fmt.Sprintf("%d.sock", i)) }
+
+func (c *cluster) ctl(args ...string) {
+	c.t.Helper()
+	if out, err := exec.Command(script(c.t), append(args, "-d", c.dir)...).CombinedOutput(); err != nil {
+		c.t.Fatalf("cluster %v: %v\n%s", args, err, out)
+	}
+}
+
+// client is one `lockd run NAME -- witness`.
+type client struct {
+	cmd       *exec.Cmd
+	call, ret int64
+	code      int
+	out       strings.Builder
+}
+
+func (c *cluster) run(daemon int, witnessFile string, hold time.Duration, extra ...string) *client {
+	self, _ := os.Executable()
+	args := append([]string{"run", "--socket", c.sock(daemon), "--kill-grace", "200ms"}, extra...)
+	args = append(args, "L", "--", self)
+	cl := &client{cmd: exec.Command(lockdBin, args...)}
+	cl.cmd.Env = append(os.Environ(), "LOCKD_WITNESS="+witnessFile, "WITNESS_HOLD="+hold.String())
+	cl.cmd.Stderr = &cl.out
+	cl.call = time.Now().UnixNano()
+	if err := cl.cmd.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	return cl
+}
+
+func (cl *client) wait() {
+	err := cl.cmd.Wait()
+	cl.ret = time.Now().UnixNano()
+	cl.code = cl.cmd.ProcessState.ExitCode()
+	if ee, ok := err.(*exec.ExitError); ok && ee.ProcessState.ExitCode() == -1 {
+		cl.code = 128 + int(ee.ProcessState.Sys().(syscall.WaitStatus).Signal())
+	}
+}
+
+// lockModel: a lock with fencing. acquire(c) → token needs the lock free
+// and a token above every earlier one; release(c) needs c to hold it.
+type lockState struct {
+	holder int
+	token  uint64
+}
+
+type lockOp struct {
+	acquire bool
+	client  int
+}
+
+var lockModel = porcupine.Model{
+	Init: func() interface{} { return lockState{holder: -1} },
+	Step: func(state, input, output interface{}) (bool, interface{}) {
+		s, in := state.(lockState), input.(lockOp)
+		if in.acquire {
+			tok := output.(uint64)
+			if s.holder != -1 || tok <= s.token {
+				return false, s
+			}
+			return true, lockState{holder: in.client, token: tok}
+		}
+		if s.holder != in.client {
+			return false, s
+		}
+		return true, lockState{holder: -1, token: s.token}
+	},
+}
+
+func TestEightClientsNoOverlapAndLinearizable(t *testing.T) {
+	c := startDaemons(t, 3)
+	file := filepath.Join(c.dir, "witness")
+	var clients []*client
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		cl := c.run(1+i%3, file, 20*time.Millisecond)
+		clients = append(clients, cl)
+		wg.Add(1)
+		go func() { defer wg.Done(); cl.wait() }()
+	}
+	wg.Wait()
+	for i, cl := range clients {
+		if cl.code != 0 {
+			t.Fatalf("client %d exited %d: %s", i, cl.code, cl.out.String())
+		}
+	}
+	if n := checkWitness(t, file); n != 8 {
+		t.Fatalf("%d critical sections, want 8", n)
+	}
+	// Porcupine: acquire = [client start, witness enter], release =
+	// [witness exit, client exit].
+	byParent := map[int][]entry{}
+	for _, e := range readWitness(t, file) {
+		byParent[e.ppid] = append(byParent[e.ppid], e)
+	}
+	var ops []porcupine.Operation
+	for i, cl := range clients {
+		es := byParent[cl.cmd.Process.Pid]
+		if len(es) < 2 || es[0].what != "enter" || es[len(es)-1].what != "exit" {
+			t.Fatalf("client %d: witness entries %v", i, es)
+		}
+		enter, exit := es[0], es[len(es)-1]
+		ops = append(ops,
+			porcupine.Operation{ClientId: i, Input: lockOp{true, i}, Call: cl.call, Output: enter.token, Return: enter.at},
+			porcupine.Operation{ClientId: i, Input: lockOp{false, i}, Call: exit.at, Output: nil, Return: cl.ret})
+	}
+	if !porcupine.CheckOperations(lockModel, ops) {
+		t.Fatal("porcupine: the acquire/release history is not linearizable as a fenced lock")
+	}
+}
+
+// TestKilledHolder: SIGKILL the `lockd run` holding the lock; its child dies
+// with it (no orphan) and the next client gets the lock.
+func TestKilledHolder(t *testing.T) {
+	c := startDaemons(t, 3)
+	file := filepath.Join(c.dir, "witness")
+	holder := c.run(2, file, time.Hour)
+	waitFor(t, func() bool { return len(readWitnessMaybe(file)) > 0 })
+	childPid := readWitnessMaybe(file)[0].pid
+	next := c.run(3, file, 10*time.Millisecond)
+	holder.cmd.Process.Kill()
+	holder.wait()
+	next.wait()
+	if next.code != 0 {
+		t.Fatalf("next client exited %d: %s", next.code, next.out.String())
+	}
+	waitFor(t, func() bool { return syscall.Kill(childPid, 0) != nil || zombie(childPid) })
+	if n := checkWitness(t, file); n != 2 {
+		t.Fatalf("%d critical sections, want 2", n)
+	}
+}
+
+// TestKilledDaemons: SIGKILL the daemon serving the holder (its client
+// loses the lock: exit 76, child stopped), then the coordinator; the
+// survivors keep granting, and nobody overlaps.
+func TestKilledDaemons(t *testing.T) {
+	c := startDaemons(t, 3)
+	file := filepath.Join(c.dir, "witness")
+	holder := c.run(1, file, time.Hour)
+	waitFor(t, func() bool { return len(readWitnessMaybe(file)) > 0 })
+	c.ctl("kill", "1")
+	holder.wait()
+	if holder.code != 76 {
+		t.Fatalf("holder on a killed daemon exited %d, want 76: %s", holder.code, holder.out.String())
+	}
+	cl := c.run(2, file, 10*time.Millisecond)
+	cl.wait()
+	if cl.code != 0 {
+		t.Fatalf("client after daemon 1 died: exit %d: %s", cl.code, cl.out.String())
+	}
+	c.ctl("kill", "3") // the coordinator (highest ID)
+	cl = c.run(2, file, 10*time.Millisecond, "--timeout", "15s")
+	cl.wait()
+	if cl.code == 0 {
+		t.Fatal("granted with one of three daemons: a minority must not grant")
+	}
+	c.ctl("restart", "3")
+	cl = c.run(2, file, 10*time.Millisecond, "--timeout", "15s")
+	cl.wait()
+	if cl.code != 0 {
+		t.Fatalf("client after the coordinator restarted: exit %d: %s", cl.code, cl.out.String())
+	}
+	checkWitness(t, file)
+}
+
+// TestPausedDaemon: SIGSTOP the daemon serving the holder. Its client
+// notices the lease running out on its own, stops its child and exits 76;
+// another client gets the lock only after that.
+func TestPausedDaemon(t *testing.T) {
+	c := startDaemons(t, 3)
+	file := filepath.Join(c.dir, "witness")
+	holder := c.run(1, file, time.Hour)
+	waitFor(t, func() bool { return len(readWitnessMaybe(file)) > 0 })
+	next := c.run(2, file, 10*time.Millisecond)
+	c.ctl("pause", "1")
+	holder.wait()
+	next.wait()
+	c.ctl("resume", "1")
+	if holder.code != 76 || !strings.Contains(holder.out.String(), "lease ran out") {
+		t.Fatalf("holder under a paused daemon: exit %d: %s", holder.code, holder.out.String())
+	}
+	if next.code != 0 {
+		t.Fatalf("next client: exit %d: %s", next.code, next.out.String())
+	}
+	if n := checkWitness(t, file); n != 2 {
+		t.Fatalf("%d critical sections, want 2", n)
+	}
+}
+
+func TestUsage(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"run", "--socket", "/nonexistent/x.sock", "L", "--", "true"}, 69},
+		{[]string{"run", "--socket", "/nonexistent/x.sock"}, 64},
+		{[]string{"serve", "--id", "1", "--peers", "1=bad"}, 64},
+		{[]string{"serve", "--algo", "paxos", "--id", "1", "--peers", "1=127.0.0.1:1"}, 64},
+		{[]string{"ring-k", "--nodes", "10", "--failures", "20"}, 64},
+	} {
+		err := exec.Command(lockdBin, c.args...).Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		if code != c.code {
+			t.Errorf("lockd %v: exit %d, want %d", c.args, code, c.code)
+		}
+	}
+}
+
+func readWitnessMaybe(file string) []entry {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil
+	}
+	var out []entry
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var e entry
+		if _, err := fmt.Sscanf(line, "%s %d %d %d %d", &e.what, &e.token, &e.pid, &e.at, &e.ppid); err == nil {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached within 20s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func zombie(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	return len(f) > 0 && f[0] == "Z"
+}

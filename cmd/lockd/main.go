@@ -1,0 +1,136 @@
+// Command lockd is distributed mutual exclusion for scripts: a daemon per
+// host ('lockd serve') and short-lived clients ('lockd run', 'hold',
+// 'status', 'watch') that talk to it over a Unix socket. See pkg/mutex.
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/roundtable-go/roundtable/pkg/cli"
+	"github.com/roundtable-go/roundtable/pkg/mutex"
+)
+
+const tool = "lockd"
+
+func defaultSocket() string {
+	dir := os.Getenv("XDG_RUNTIME_DIR")
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	return filepath.Join(dir, "lockd.sock")
+}
+
+var socketFlag = &ucli.StringFlag{Name: "socket", Value: defaultSocket(), Usage: "the daemon's control socket"}
+
+var serveFlags = cli.WithEnv(tool, append(cli.NodeFlags(),
+	&ucli.StringFlag{Name: "algo", Value: "central", Usage: "central (coordinator with failover)"},
+	socketFlag,
+	&ucli.DurationFlag{Name: "lease", Value: mutex.DefaultConfig().Lease, Usage: "grant lease: a partitioned holder loses its lock within 0.9×lease"},
+	&ucli.DurationFlag{Name: "heartbeat", Value: 50 * time.Millisecond, Usage: "coordinator election heartbeat"},
+	&ucli.DurationFlag{Name: "timeout", Value: 200 * time.Millisecond, Usage: "coordinator election timeout"},
+	&ucli.StringFlag{Name: "state-file", Usage: "persist the highest coordinator term here, so tokens keep growing across restarts"},
+))
+
+func clientFlags(extra ...ucli.Flag) []ucli.Flag {
+	return cli.WithEnv(tool, append([]ucli.Flag{
+		&ucli.StringFlag{Name: "socket", Value: defaultSocket(), Usage: "the daemon's control socket"},
+		&ucli.BoolFlag{Name: cli.FlagJSON, Usage: "print JSON lines"},
+	}, extra...))
+}
+
+var waitFlags = []ucli.Flag{
+	&ucli.DurationFlag{Name: "timeout", Usage: "give up waiting after this long (exit 75)"},
+	&ucli.BoolFlag{Name: "nonblock", Aliases: []string{"n"}, Usage: "fail at once if the lock is held (exit 75)"},
+	&ucli.IntFlag{Name: "conflict-exit-code", Aliases: []string{"E"}, Value: cli.ExitBusy, Usage: "exit code when busy or timed out"},
+}
+
+func main() {
+	app := &ucli.App{
+		Name:                 tool,
+		Usage:                "distributed locks for scripts: fencing tokens, leases, no orphaned children",
+		EnableBashCompletion: true,
+		Commands: []*ucli.Command{
+			{
+				Name:  "serve",
+				Usage: "run this host's lock daemon (one per member)",
+				Description: `Runs one member of the lock service and serves local clients on --socket
+(a Unix socket, mode 0600). Every member must use the same --peers.
+
+Examples:
+   lockd serve --id 1 --peers @peers.txt --key-file cluster.key
+   lockd serve --id 2 --peers 1=10.0.0.1:7100,2=10.0.0.2:7100,3=10.0.0.3:7100 --socket /run/lockd.sock`,
+				Flags:  serveFlags,
+				Action: serve,
+			},
+			{
+				Name:      "run",
+				Usage:     "acquire NAME, run a command while holding it, release",
+				ArgsUsage: "NAME -- command args...",
+				Description: `Acquires NAME through the local daemon, runs the command (directly; with
+--shell through /bin/sh -c) with LOCKD_NAME and LOCKD_TOKEN set, and releases
+the lock when it exits. LOCKD_TOKEN is a fencing number that only grows for
+NAME: give it to what the command writes to, and refuse lower ones.
+
+Exit codes: the command's own code, or 128+signal; 75 busy or timed out
+(--conflict-exit-code, like flock -E); 76 the lock was lost while the command
+ran (it gets SIGTERM, then SIGKILL after --kill-grace); 69 no daemon.
+Signals reach the command; if lockd run is killed, so is the command, and
+the lock is released.
+
+Examples:
+   lockd run backup -- /usr/local/bin/backup.sh
+   lockd run --nonblock cron-job -- ./job || echo "someone else is running it"
+   lockd run --timeout 30s deploy -- make deploy`,
+				Flags:  clientFlags(append(waitFlags, &ucli.DurationFlag{Name: "kill-grace", Value: 5 * time.Second, Usage: "after the lock is lost: SIGTERM, then SIGKILL after this long"}, &ucli.BoolFlag{Name: "shell", Usage: "run the command through /bin/sh -c"})...),
+				Action: runCmd,
+			},
+			{
+				Name:      "hold",
+				Usage:     "acquire NAME, print it, hold until stdin closes or a signal",
+				ArgsUsage: "NAME",
+				Description: `Prints 'acquired NAME token T' and holds the lock until stdin closes or a
+signal arrives, for coprocesses in shell scripts:
+
+   coproc LOCK { lockd hold db; }
+   read -r _ _ _ token <&"${LOCK[0]}"   # acquired db token 8589934593
+   ... critical section, fenced by $token ...
+   exec {LOCK[1]}>&-                     # release`,
+				Flags:  clientFlags(waitFlags...),
+				Action: holdCmd,
+			},
+			{
+				Name:   "status",
+				Usage:  "list locks, holders, tokens and queues as the coordinator last reported them",
+				Flags:  clientFlags(),
+				Action: statusCmd,
+			},
+			{
+				Name:   "watch",
+				Usage:  "print this daemon's grant, release and loss events, one per line",
+				Flags:  clientFlags(),
+				Action: watchCmd,
+			},
+			{
+				Name:  "ring-k",
+				Usage: "size the token ring's backups: the smallest k such that f random crashes among N leave at most k consecutive, with probability ≥ P",
+				Description: `Arantes–Sopena: P_k(f, N) = W_k(f, N) / C(N, f), computed exactly.
+
+Examples:
+   lockd ring-k --nodes 10000 --failures 1000 --prob 0.99999   # k = 8
+   lockd ring-k --nodes 10000 --failures 5000 --prob 0.997     # k = 20`,
+				Flags: []ucli.Flag{
+					&ucli.IntFlag{Name: "nodes", Usage: "N, processes on the ring"},
+					&ucli.IntFlag{Name: "failures", Usage: "f, processes that crash"},
+					&ucli.StringFlag{Name: "prob", Value: "0.99", Usage: "P, the probability required"},
+					&ucli.BoolFlag{Name: cli.FlagJSON, Usage: "print JSON"},
+				},
+				Action: ringK,
+			},
+		},
+	}
+	cli.Main(app)
+}

@@ -1,0 +1,280 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/roundtable-go/roundtable/pkg/cli"
+	"github.com/roundtable-go/roundtable/pkg/driver"
+	"github.com/roundtable-go/roundtable/pkg/mutex"
+	"github.com/roundtable-go/roundtable/pkg/node"
+)
+
+// daemon routes events between the machine's driver and the control
+// connections.
+type daemon struct {
+	drv   *driver.Driver[mutex.Msg]
+	m     *mutex.Machine
+	lease time.Duration
+	log   interface {
+		Info(string, ...any)
+		Warn(string, ...any)
+	}
+
+	mu       sync.Mutex
+	nextID   uint64
+	clients  map[uint64]*conn
+	names    map[uint64]map[string]bool // what each client holds or waits for
+	watchers map[*conn]bool
+}
+
+func serve(c *ucli.Context) error {
+	if c.Args().Len() > 0 {
+		return cli.Exitf(cli.ExitUsage, "serve takes no arguments, got %q", c.Args().First())
+	}
+	algo, err := mutex.ParseAlgo(c.String("algo"))
+	if err != nil {
+		return cli.Exitf(cli.ExitUsage, "--algo: %v", err)
+	}
+	lease := c.Duration("lease")
+	if lease < 20*time.Millisecond {
+		return cli.Exitf(cli.ExitUsage, "--lease must be at least 20ms")
+	}
+	stateFile := c.String("state-file")
+	term, err := cli.ReadUint(stateFile)
+	if err != nil {
+		return cli.Exitf(cli.ExitUsage, "--state-file: %v", err)
+	}
+	mb, err := cli.Join(c, tool)
+	if err != nil {
+		return err
+	}
+	m, err := mutex.New(mutex.Config{ID: mb.ID, Peers: cli.IDs(mb.Peers), Algo: algo, Lease: lease, Term: term,
+		Heartbeat: c.Duration("heartbeat"), Timeout: c.Duration("timeout"),
+		Rand: rand.New(rand.NewPCG(mb.Incarnation, uint64(mb.ID)))})
+	if err != nil {
+		mb.Transport.Close()
+		return cli.Exitf(cli.ExitUsage, "%v", err)
+	}
+	sockPath := c.String("socket")
+	ln, err := listenControl(sockPath)
+	if err != nil {
+		mb.Transport.Close()
+		return err
+	}
+	defer os.Remove(sockPath)
+	d := &daemon{m: m, lease: lease, log: mb.Log, clients: map[uint64]*conn{}, names: map[uint64]map[string]bool{},
+		watchers: map[*conn]bool{}}
+	d.drv = driver.New[mutex.Msg](m, mutex.Codec{}, mb.Transport, driver.Config{Framer: mb.Framer, Log: mb.Log})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	events := make(chan node.Event, 1024)
+	done := make(chan error, 1)
+	go func() { done <- d.drv.Run(ctx, func(ev node.Event) { events <- ev }) }()
+	go d.accept(ctx, ln)
+	go d.keepalive(ctx)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	if err := mb.Ready(c); err != nil {
+		return err
+	}
+	mb.Log.Info("serving", "id", mb.ID, "algo", algo, "addr", mb.Transport.Addr(), "socket", sockPath, "lease", lease)
+	lastTerm := term
+	for {
+		select {
+		case ev := <-events:
+			if ce, ok := ev.(mutex.CoordinatorEvent); ok {
+				mb.Out.Event(ev)
+				if ce.Term > lastTerm {
+					lastTerm = ce.Term
+					if err := cli.WriteUint(stateFile, ce.Term); err != nil {
+						mb.Log.Warn("cannot persist term", "err", err)
+					}
+				}
+			}
+			d.dispatch(ev)
+		case err := <-done:
+			ln.Close()
+			return cli.Exitf(cli.ExitUnavailable, "transport failed: %v", err)
+		case s := <-sigs:
+			mb.Log.Info("signal: stopping", "signal", s)
+			ln.Close()
+			cancel()
+			<-done
+			return nil
+		}
+	}
+}
+
+// listenControl opens the Unix control socket with mode 0600, replacing a
+// stale socket file but never a live daemon's.
+func listenControl(path string) (net.Listener, error) {
+	if path == "" {
+		return nil, cli.Exitf(cli.ExitUsage, "--socket must not be empty")
+	}
+	if c, err := net.DialTimeout("unix", path, 200*time.Millisecond); err == nil {
+		c.Close()
+		return nil, cli.Exitf(cli.ExitBusy, "another lockd is serving %s", path)
+	}
+	_ = os.Remove(path)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, cli.Exitf(cli.ExitUsage, "--socket: %v", err)
+	}
+	old := syscall.Umask(0o177)
+	ln, err := net.Listen("unix", path)
+	syscall.Umask(old)
+	if err != nil {
+		return nil, cli.Exitf(cli.ExitUsage, "--socket: %v", err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, cli.Exitf(cli.ExitUsage, "--socket: %v", err)
+	}
+	return ln, nil
+}
+
+func (d *daemon) accept(ctx context.Context, ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go d.session(ctx, newConn(c))
+	}
+}
+
+// session serves one control connection: one client.
+func (d *daemon) session(ctx context.Context, c *conn) {
+	d.mu.Lock()
+	d.nextID++
+	id := d.nextID
+	d.clients[id] = c
+	d.names[id] = map[string]bool{}
+	d.mu.Unlock()
+	defer func() {
+		d.mu.Lock()
+		names := d.names[id]
+		delete(d.clients, id)
+		delete(d.names, id)
+		delete(d.watchers, c)
+		d.mu.Unlock()
+		// The client is gone: release whatever it held or waited for.
+		for name := range names {
+			_ = d.drv.Request(context.Background(), mutex.Msg{Type: mutex.LocalRelease, Name: name, Client: id})
+		}
+		c.c.Close()
+	}()
+	for {
+		var req request
+		if err := c.next(&req); err != nil {
+			return
+		}
+		switch req.Op {
+		case "acquire":
+			d.mu.Lock()
+			d.names[id][req.Name] = true
+			d.mu.Unlock()
+			err := d.drv.Request(ctx, mutex.Msg{Type: mutex.LocalAcquire, Name: req.Name, Client: id, NonBlock: req.NonBlock})
+			if err != nil {
+				c.send(reply{Event: "error", Name: req.Name, Error: err.Error()})
+			}
+		case "release":
+			d.mu.Lock()
+			delete(d.names[id], req.Name)
+			d.mu.Unlock()
+			_ = d.drv.Request(ctx, mutex.Msg{Type: mutex.LocalRelease, Name: req.Name, Client: id})
+		case "status":
+			var st any
+			_ = d.drv.Do(ctx, func() { st = d.m.Status() })
+			b, _ := json.Marshal(st)
+			c.send(reply{Event: "status", Status: b})
+		case "watch":
+			d.mu.Lock()
+			d.watchers[c] = true
+			d.mu.Unlock()
+		default:
+			c.send(reply{Event: "error", Error: fmt.Sprintf("unknown op %q", req.Op)})
+		}
+	}
+}
+
+// dispatch sends a machine event to the client it concerns and to every
+// watcher.
+func (d *daemon) dispatch(ev node.Event) {
+	var r reply
+	var client uint64
+	switch e := ev.(type) {
+	case mutex.GrantEvent:
+		r, client = reply{Event: "acquired", Name: e.Name, Token: e.Token, MS: e.Valid.Milliseconds()}, e.Client
+	case mutex.BusyEvent:
+		r, client = reply{Event: "busy", Name: e.Name}, e.Client
+	case mutex.LostEvent:
+		r, client = reply{Event: "lost", Name: e.Name, Token: e.Token, Reason: e.Reason}, e.Client
+	case mutex.ReleasedEvent:
+		r, client = reply{Event: "released", Name: e.Name, Token: e.Token}, e.Client
+	case mutex.CoordinatorEvent:
+		r = reply{Event: "coordinator", Coordinator: uint32(e.Coordinator), Term: e.Term}
+	default:
+		return
+	}
+	d.mu.Lock()
+	if r.Event == "busy" || r.Event == "lost" {
+		if names := d.names[client]; names != nil {
+			delete(names, r.Name)
+		}
+	}
+	target := d.clients[client]
+	var watchers []*conn
+	for w := range d.watchers {
+		watchers = append(watchers, w)
+	}
+	d.mu.Unlock()
+	if target != nil {
+		r.Client = client
+		target.send(r)
+	}
+	for _, w := range watchers {
+		wr := r
+		wr.Client = client
+		w.send(wr)
+	}
+}
+
+// keepalive tells each holding client how much longer its lease is good
+// for, every quarter lease. A client that stops hearing this (the daemon
+// is paused or dead) gives the lock up on its own when that time is out.
+func (d *daemon) keepalive(ctx context.Context) {
+	t := time.NewTicker(d.lease / 4)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		var holds []mutex.Holding
+		var now time.Time
+		if d.drv.Do(ctx, func() { now = time.Now(); holds = d.m.Holdings(now) }) != nil {
+			return
+		}
+		d.mu.Lock()
+		for _, h := range holds {
+			if c := d.clients[h.Client]; c != nil {
+				go c.send(reply{Event: "valid", Name: h.Name, Token: h.Token, MS: h.Until.Sub(now).Milliseconds()})
+			}
+		}
+		d.mu.Unlock()
+	}
+}
