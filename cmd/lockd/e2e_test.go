@@ -116,17 +116,19 @@ func checkWitness(t *testing.T, file string) int {
 }
 
 type cluster struct {
-	t   *testing.T
+	t   testing.TB
 	dir string
 	n   int
 }
 
-func script(t *testing.T) string {
+func script(t testing.TB) string {
 	p, _ := filepath.Abs("../../scripts/cluster.sh")
 	return p
 }
 
-func startDaemons(t *testing.T, n int, args ...string) *cluster {
+func startDaemonsB(b *testing.B) *cluster { return startDaemons(b, 3) }
+
+func startDaemons(t testing.TB, n int, args ...string) *cluster {
 	t.Helper()
 	c := &cluster{t: t, dir: t.TempDir(), n: n}
 	all := append([]string{"start", "-n", strconv.Itoa(n), "-d", c.dir, lockdBin, "serve", "--no-color",
