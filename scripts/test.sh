@@ -45,8 +45,8 @@ step "go test -race (unit, simulator: $seeds seeds per algorithm, multi-process)
 SIM_SEEDS=$seeds go test -race -timeout 20m -count=1 ./...
 
 step "simulator seed counts"
-SIM_SEEDS=$seeds go test -count=1 -run 'TestSimProperties|Properties$|TooFewRounds' -v ./pkg/election ./pkg/consensus |
-  grep -E 'seeds passed|disagreement found'
+SIM_SEEDS=$seeds go test -count=1 -run 'TestSimProperties|Properties$|TooFewRounds|PlantedBug' -v ./pkg/election ./pkg/consensus ./pkg/mutex |
+  grep -E 'seeds passed|disagreement found|caught'
 
 if [ "$fuzztime" != 0 ]; then
   step "fuzzing every decoder for $fuzztime each"
