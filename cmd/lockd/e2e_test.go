@@ -230,7 +230,13 @@ var lockModel = porcupine.Model{
 }
 
 func TestEightClientsNoOverlapAndLinearizable(t *testing.T) {
-	c := startDaemons(t, 3)
+	for _, algo := range []string{"central", "ricart-agrawala"} {
+		t.Run(algo, func(t *testing.T) { eightClients(t, algo) })
+	}
+}
+
+func eightClients(t *testing.T, algo string) {
+	c := startDaemons(t, 3, "--algo", algo)
 	file := filepath.Join(c.dir, "witness")
 	var clients []*client
 	var wg sync.WaitGroup
@@ -274,7 +280,7 @@ func TestEightClientsNoOverlapAndLinearizable(t *testing.T) {
 // TestKilledHolder: SIGKILL the `lockd run` holding the lock; its child dies
 // with it (no orphan) and the next client gets the lock.
 func TestKilledHolder(t *testing.T) {
-	c := startDaemons(t, 3)
+	c := startDaemons(t, 3, "--algo", "ricart-agrawala")
 	file := filepath.Join(c.dir, "witness")
 	holder := c.run(2, file, time.Hour)
 	waitFor(t, func() bool { return len(readWitnessMaybe(file)) > 0 })
@@ -329,7 +335,13 @@ func TestKilledDaemons(t *testing.T) {
 // notices the lease running out on its own, stops its child and exits 76;
 // another client gets the lock only after that.
 func TestPausedDaemon(t *testing.T) {
-	c := startDaemons(t, 3)
+	for _, algo := range []string{"central", "ricart-agrawala"} {
+		t.Run(algo, func(t *testing.T) { pausedDaemon(t, algo) })
+	}
+}
+
+func pausedDaemon(t *testing.T, algo string) {
+	c := startDaemons(t, 3, "--algo", algo)
 	file := filepath.Join(c.dir, "witness")
 	holder := c.run(1, file, time.Hour)
 	waitFor(t, func() bool { return len(readWitnessMaybe(file)) > 0 })

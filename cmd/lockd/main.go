@@ -27,12 +27,12 @@ func defaultSocket() string {
 var socketFlag = &ucli.StringFlag{Name: "socket", Value: defaultSocket(), Usage: "the daemon's control socket"}
 
 var serveFlags = cli.WithEnv(tool, append(cli.NodeFlags(),
-	&ucli.StringFlag{Name: "algo", Value: "central", Usage: "central (coordinator with failover)"},
+	&ucli.StringFlag{Name: "algo", Value: "central", Usage: "central (coordinator with failover; survives partitions) or ricart-agrawala (no coordinator; crash faults only)"},
 	socketFlag,
 	&ucli.DurationFlag{Name: "lease", Value: mutex.DefaultConfig().Lease, Usage: "grant lease: a partitioned holder loses its lock within 0.9×lease"},
 	&ucli.DurationFlag{Name: "heartbeat", Value: 50 * time.Millisecond, Usage: "coordinator election heartbeat"},
 	&ucli.DurationFlag{Name: "timeout", Value: 200 * time.Millisecond, Usage: "coordinator election timeout"},
-	&ucli.StringFlag{Name: "state-file", Usage: "persist the highest coordinator term here, so tokens keep growing across restarts"},
+	&ucli.StringFlag{Name: "state-file", Usage: "persist the highest coordinator term (central) or Lamport clock (ricart-agrawala) here, so tokens keep growing across restarts"},
 ))
 
 func clientFlags(extra ...ucli.Flag) []ucli.Flag {

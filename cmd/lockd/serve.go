@@ -25,12 +25,15 @@ import (
 // connections.
 type daemon struct {
 	drv   *driver.Driver[mutex.Msg]
-	m     *mutex.Machine
+	m     mutex.Machine
 	lease time.Duration
 	log   interface {
 		Info(string, ...any)
 		Warn(string, ...any)
 	}
+
+	stateFile string
+	persisted uint64
 
 	mu       sync.Mutex
 	nextID   uint64
@@ -74,7 +77,7 @@ func serve(c *ucli.Context) error {
 		return err
 	}
 	defer os.Remove(sockPath)
-	d := &daemon{m: m, lease: lease, log: mb.Log, clients: map[uint64]*conn{}, names: map[uint64]map[string]bool{},
+	d := &daemon{m: m, lease: lease, log: mb.Log, stateFile: stateFile, persisted: term, clients: map[uint64]*conn{}, names: map[uint64]map[string]bool{},
 		watchers: map[*conn]bool{}}
 	d.drv = driver.New[mutex.Msg](m, mutex.Codec{}, mb.Transport, driver.Config{Framer: mb.Framer, Log: mb.Log})
 
@@ -266,8 +269,22 @@ func (d *daemon) keepalive(ctx context.Context) {
 		}
 		var holds []mutex.Holding
 		var now time.Time
-		if d.drv.Do(ctx, func() { now = time.Now(); holds = d.m.Holdings(now) }) != nil {
+		var lamport uint64
+		if d.drv.Do(ctx, func() {
+			now = time.Now()
+			holds = d.m.Holdings(now)
+			if c, ok := d.m.(interface{ Clock() uint64 }); ok {
+				lamport = c.Clock()
+			}
+		}) != nil {
 			return
+		}
+		if lamport > d.persisted {
+			// Ricart–Agrawala: keep the Lamport clock on stable storage
+			// so a restart's tokens come after this life's.
+			if err := cli.WriteUint(d.stateFile, lamport); err == nil {
+				d.persisted = lamport
+			}
 		}
 		d.mu.Lock()
 		for _, h := range holds {

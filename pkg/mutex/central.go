@@ -15,22 +15,28 @@ import (
 type Algo uint8
 
 const (
-	Central Algo = 1
+	Central        Algo = 1
+	RicartAgrawala Algo = 2
 )
 
 func (a Algo) String() string {
-	if a == Central {
+	switch a {
+	case Central:
 		return "central"
+	case RicartAgrawala:
+		return "ricart-agrawala"
 	}
 	return fmt.Sprintf("algo(%d)", uint8(a))
 }
 
 // ParseAlgo parses an --algo value.
 func ParseAlgo(s string) (Algo, error) {
-	if s == "central" {
-		return Central, nil
+	for _, a := range []Algo{Central, RicartAgrawala} {
+		if a.String() == s {
+			return a, nil
+		}
 	}
-	return 0, fmt.Errorf("mutex: unknown or not yet available algorithm %q (available: central)", s)
+	return 0, fmt.Errorf("mutex: unknown or not yet available algorithm %q (available: central, ricart-agrawala)", s)
 }
 
 // safety is the fraction of a lease a holder (or a coordinator counting
@@ -56,6 +62,9 @@ type Config struct {
 	// noTakeoverWait plants a bug: a new coordinator grants unreported
 	// locks at once. Tests only.
 	noTakeoverWait bool
+	// raAlwaysOK plants a bug: Ricart–Agrawala answers OK even when its own
+	// earlier request should win. Tests only.
+	raAlwaysOK bool
 }
 
 // DefaultConfig returns the defaults documented on Config.
@@ -161,8 +170,8 @@ type lock struct {
 	queue  []waiter
 }
 
-// Machine is one lockd daemon's state.
-type Machine struct {
+// central is one lockd daemon's state under the central algorithm.
+type central struct {
 	cfg   Config
 	n     int
 	el    *election.Machine
@@ -197,17 +206,38 @@ type Machine struct {
 	events   []node.Event
 }
 
-// New returns a Machine. The runner must call Tick once at start.
-func New(cfg Config) (*Machine, error) {
+// Machine is one lockd daemon's protocol state, whatever the algorithm.
+type Machine interface {
+	node.Machine[Msg]
+	// Holdings lists the locks local clients hold with a valid lease.
+	Holdings(now time.Time) []Holding
+	// Status describes the daemon and the lock table as far as it knows.
+	Status() any
+}
+
+// New returns the Machine for cfg.Algo. The runner must call Tick once at
+// start.
+func New(cfg Config) (Machine, error) {
+	d := DefaultConfig()
+	if cfg.Algo == 0 {
+		cfg.Algo = d.Algo
+	}
+	switch cfg.Algo {
+	case Central:
+		return newCentral(cfg)
+	case RicartAgrawala:
+		return newRA(cfg)
+	}
+	return nil, fmt.Errorf("mutex: algorithm %v not available", cfg.Algo)
+}
+
+func newCentral(cfg Config) (*central, error) {
 	d := DefaultConfig()
 	if cfg.Algo == 0 {
 		cfg.Algo = d.Algo
 	}
 	if cfg.Lease <= 0 {
 		cfg.Lease = d.Lease
-	}
-	if cfg.Algo != Central {
-		return nil, fmt.Errorf("mutex: algorithm %v not available", cfg.Algo)
 	}
 	el, err := election.New(election.Config{ID: cfg.ID, Peers: cfg.Peers, Algo: election.Bully,
 		Heartbeat: cfg.Heartbeat, Timeout: cfg.Timeout, Term: cfg.Term, Rand: cfg.Rand})
@@ -220,13 +250,13 @@ func New(cfg Config) (*Machine, error) {
 	peers := slices.Clone(cfg.Peers)
 	slices.Sort(peers)
 	cfg.Peers = slices.Compact(peers)
-	return &Machine{cfg: cfg, n: len(cfg.Peers), el: el, reqs: map[reqKey]*request{},
+	return &central{cfg: cfg, n: len(cfg.Peers), el: el, reqs: map[reqKey]*request{},
 		locks: map[string]*lock{}, reported: map[string]bool{}, pingSent: map[uint64]time.Time{},
 		vouchUntil: map[node.ID]time.Time{}}, nil
 }
 
 // Coordinator returns the coordinator this daemon follows and its term.
-func (m *Machine) Coordinator() (node.ID, uint64) { return m.coord, m.term }
+func (m *central) Coordinator() (node.ID, uint64) { return m.coord, m.term }
 
 // Holding is one lock a local client holds.
 type Holding struct {
@@ -240,7 +270,7 @@ type Holding struct {
 // valid at now. A paused daemon cannot report a lost lease, but its
 // holdings stop counting at Until all the same (lockd run enforces Until
 // itself), so this, not the event stream, defines who holds what.
-func (m *Machine) Holdings(now time.Time) []Holding {
+func (m *central) Holdings(now time.Time) []Holding {
 	var out []Holding
 	for _, k := range m.sortedReqs() {
 		if r := m.reqs[k]; r.held && now.Before(r.validUntil) {
@@ -251,7 +281,7 @@ func (m *Machine) Holdings(now time.Time) []Holding {
 }
 
 // Held reports whether the local client holds name with a valid lease.
-func (m *Machine) Held(name string, client uint64) (uint64, bool) {
+func (m *central) Held(name string, client uint64) (uint64, bool) {
 	r := m.reqs[reqKey{name, client}]
 	if r == nil || !r.held {
 		return 0, false
@@ -260,7 +290,7 @@ func (m *Machine) Held(name string, client uint64) (uint64, bool) {
 }
 
 // Status describes the daemon and, as far as it knows, the lock table.
-func (m *Machine) Status() any {
+func (m *central) Status() any {
 	type lk struct {
 		Name   string   `json:"name"`
 		Holder node.ID  `json:"holder,omitempty"`
@@ -291,7 +321,7 @@ func (m *Machine) Status() any {
 		"leading": m.leading, "active": m.active, "locks": locks}
 }
 
-func (m *Machine) send(to node.ID, msg Msg) {
+func (m *central) send(to node.ID, msg Msg) {
 	if to == m.cfg.ID {
 		// The coordinator's own clients: deliver locally, in order.
 		m.loopback = append(m.loopback, msg)
@@ -301,7 +331,7 @@ func (m *Machine) send(to node.ID, msg Msg) {
 }
 
 // Step implements node.Machine.
-func (m *Machine) Step(now time.Time, in node.Envelope[Msg]) error {
+func (m *central) Step(now time.Time, in node.Envelope[Msg]) error {
 	if in.From == m.cfg.ID {
 		return m.local(now, in.Msg)
 	}
@@ -318,7 +348,7 @@ func (m *Machine) Step(now time.Time, in node.Envelope[Msg]) error {
 	return nil
 }
 
-func (m *Machine) drainLoopback(now time.Time) {
+func (m *central) drainLoopback(now time.Time) {
 	for len(m.loopback) > 0 {
 		msg := m.loopback[0]
 		m.loopback = m.loopback[1:]
@@ -326,7 +356,7 @@ func (m *Machine) drainLoopback(now time.Time) {
 	}
 }
 
-func (m *Machine) local(now time.Time, msg Msg) error {
+func (m *central) local(now time.Time, msg Msg) error {
 	k := reqKey{msg.Name, msg.Client}
 	switch msg.Type {
 	case LocalAcquire:
@@ -359,7 +389,7 @@ func (m *Machine) local(now time.Time, msg Msg) error {
 	return nil
 }
 
-func (m *Machine) stamp(now time.Time, r *request) uint64 {
+func (m *central) stamp(now time.Time, r *request) uint64 {
 	r.seq++
 	r.sent[r.seq] = now
 	delete(r.sent, r.seq-8)
@@ -367,14 +397,14 @@ func (m *Machine) stamp(now time.Time, r *request) uint64 {
 	return r.seq
 }
 
-func (m *Machine) sendAcquire(now time.Time, k reqKey, r *request) {
+func (m *central) sendAcquire(now time.Time, k reqKey, r *request) {
 	seq := m.stamp(now, r)
 	if m.coord != node.None {
 		m.send(m.coord, Msg{Type: MsgAcquire, Term: m.term, Seq: seq, Name: k.name, Client: k.client, NonBlock: r.nonBlock, Attempt: r.attempt})
 	}
 }
 
-func (m *Machine) sendRenew(now time.Time, k reqKey, r *request) {
+func (m *central) sendRenew(now time.Time, k reqKey, r *request) {
 	seq := m.stamp(now, r)
 	if m.coord != node.None {
 		m.send(m.coord, Msg{Type: MsgRenew, Term: m.term, Seq: seq, Name: k.name, Client: k.client, Token: r.token})
@@ -382,7 +412,7 @@ func (m *Machine) sendRenew(now time.Time, k reqKey, r *request) {
 }
 
 // afterElection follows leadership changes of the embedded election.
-func (m *Machine) afterElection(now time.Time) {
+func (m *central) afterElection(now time.Time) {
 	rd := m.el.Ready()
 	for _, env := range rd.Msgs {
 		m.out = append(m.out, node.Envelope[Msg]{From: env.From, To: env.To, Msg: Msg{Type: MsgElection, Elect: env.Msg}})
@@ -419,7 +449,7 @@ func (m *Machine) afterElection(now time.Time) {
 	m.drainLoopback(now)
 }
 
-func (m *Machine) sortedReqs() []reqKey {
+func (m *central) sortedReqs() []reqKey {
 	keys := make([]reqKey, 0, len(m.reqs))
 	for k := range m.reqs {
 		keys = append(keys, k)
@@ -436,7 +466,7 @@ func (m *Machine) sortedReqs() []reqKey {
 	return keys
 }
 
-func (m *Machine) startLeading(now time.Time) {
+func (m *central) startLeading(now time.Time) {
 	m.leading, m.active, m.opened, m.openAfter = true, false, false, time.Time{}
 	clear(m.locks)
 	clear(m.reported)
@@ -446,7 +476,7 @@ func (m *Machine) startLeading(now time.Time) {
 	m.nextPing = now
 }
 
-func (m *Machine) stopLeading() {
+func (m *central) stopLeading() {
 	m.leading, m.active = false, false
 	clear(m.locks)
 	m.nextPing = time.Time{}
@@ -454,11 +484,11 @@ func (m *Machine) stopLeading() {
 
 // selfVouch: a coordinator counts itself only once its own promise to
 // another coordinator has run out.
-func (m *Machine) selfVouch(now time.Time) bool {
+func (m *central) selfVouch(now time.Time) bool {
 	return m.promised == m.cfg.ID && m.promisedTerm == m.term || !now.Before(m.promisedUntil)
 }
 
-func (m *Machine) majority(now time.Time) bool {
+func (m *central) majority(now time.Time) bool {
 	count := 0
 	if m.selfVouch(now) {
 		count++
@@ -471,7 +501,7 @@ func (m *Machine) majority(now time.Time) bool {
 	return 2*count > m.n
 }
 
-func (m *Machine) handle(now time.Time, from node.ID, msg Msg) {
+func (m *central) handle(now time.Time, from node.ID, msg Msg) {
 	switch msg.Type {
 	case MsgPing:
 		m.onPing(now, from, msg)
@@ -512,7 +542,7 @@ func (m *Machine) handle(now time.Time, from node.ID, msg Msg) {
 
 // --- follower side
 
-func (m *Machine) onPing(now time.Time, from node.ID, msg Msg) {
+func (m *central) onPing(now time.Time, from node.ID, msg Msg) {
 	if from != m.coord || msg.Term != m.term {
 		return // not the coordinator we follow: no vouch
 	}
@@ -524,7 +554,7 @@ func (m *Machine) onPing(now time.Time, from node.ID, msg Msg) {
 	m.send(from, Msg{Type: MsgVouch, Term: msg.Term, Seq: msg.Seq})
 }
 
-func (m *Machine) report(now time.Time, to node.ID) {
+func (m *central) report(now time.Time, to node.ID) {
 	var recs []LockRec
 	for _, k := range m.sortedReqs() {
 		r := m.reqs[k]
@@ -540,7 +570,7 @@ func (m *Machine) report(now time.Time, to node.ID) {
 	m.send(to, Msg{Type: MsgReport, Term: m.term, Locks: recs})
 }
 
-func (m *Machine) onReply(now time.Time, from node.ID, msg Msg) {
+func (m *central) onReply(now time.Time, from node.ID, msg Msg) {
 	if from != m.coord {
 		return
 	}
@@ -584,14 +614,14 @@ func (m *Machine) onReply(now time.Time, from node.ID, msg Msg) {
 	}
 }
 
-func (m *Machine) lose(k reqKey, r *request, reason string) {
+func (m *central) lose(k reqKey, r *request, reason string) {
 	delete(m.reqs, k)
 	m.events = append(m.events, LostEvent{Event: "lost", Name: k.name, Client: k.client, Token: r.token, Reason: reason})
 }
 
 // --- coordinator side
 
-func (m *Machine) activate(now time.Time) {
+func (m *central) activate(now time.Time) {
 	if m.active || !m.majority(now) {
 		return
 	}
@@ -608,7 +638,7 @@ func (m *Machine) activate(now time.Time) {
 	m.report(now, m.cfg.ID) // our own clients, through the loopback
 }
 
-func (m *Machine) lockOf(name string) *lock {
+func (m *central) lockOf(name string) *lock {
 	l := m.locks[name]
 	if l == nil {
 		l = &lock{}
@@ -617,7 +647,7 @@ func (m *Machine) lockOf(name string) *lock {
 	return l
 }
 
-func (m *Machine) onReport(now time.Time, from node.ID, msg Msg) {
+func (m *central) onReport(now time.Time, from node.ID, msg Msg) {
 	for _, rec := range msg.Locks {
 		if rec.Node != from || rec.Name == "" {
 			continue
@@ -647,11 +677,11 @@ func (l *lock) waiting(n node.ID, c uint64) bool {
 	return slices.ContainsFunc(l.queue, func(w waiter) bool { return w.node == n && w.client == c })
 }
 
-func (m *Machine) grantable(now time.Time, name string) bool {
+func (m *central) grantable(now time.Time, name string) bool {
 	return m.active && m.majority(now) && (m.reported[name] || m.opened)
 }
 
-func (m *Machine) onAcquire(now time.Time, from node.ID, msg Msg) {
+func (m *central) onAcquire(now time.Time, from node.ID, msg Msg) {
 	l := m.lockOf(msg.Name)
 	if l.holds(from, msg.Client) && l.holder.attempt != msg.Attempt {
 		// The client released and asks again; the release was lost.
@@ -694,7 +724,7 @@ func laterOf(a, b time.Time) time.Time {
 }
 
 // grantNext hands a free lock to the first live waiter (FCFS).
-func (m *Machine) grantNext(now time.Time, name string) {
+func (m *central) grantNext(now time.Time, name string) {
 	l := m.locks[name]
 	if l == nil || l.holder != nil || len(l.queue) == 0 || !m.grantable(now, name) {
 		return
@@ -707,7 +737,7 @@ func (m *Machine) grantNext(now time.Time, name string) {
 	m.send(w.node, Msg{Type: MsgGrant, Term: m.term, Seq: w.seq, Name: name, Client: w.client, Token: tok, Attempt: w.attempt})
 }
 
-func (m *Machine) onRenew(now time.Time, from node.ID, msg Msg) {
+func (m *central) onRenew(now time.Time, from node.ID, msg Msg) {
 	l := m.locks[msg.Name]
 	if l == nil || !l.holds(from, msg.Client) || l.holder.token != msg.Token {
 		if m.active && (m.reported[msg.Name] || m.opened) {
@@ -722,7 +752,7 @@ func (m *Machine) onRenew(now time.Time, from node.ID, msg Msg) {
 	m.send(from, Msg{Type: MsgRenewAck, Term: m.term, Seq: msg.Seq, Name: msg.Name, Client: msg.Client, Token: msg.Token})
 }
 
-func (m *Machine) onRelease(now time.Time, from node.ID, msg Msg) {
+func (m *central) onRelease(now time.Time, from node.ID, msg Msg) {
 	l := m.locks[msg.Name]
 	if l == nil {
 		return
@@ -737,7 +767,7 @@ func (m *Machine) onRelease(now time.Time, from node.ID, msg Msg) {
 }
 
 // Tick implements node.Machine.
-func (m *Machine) Tick(now time.Time) {
+func (m *central) Tick(now time.Time) {
 	m.el.Tick(now)
 	m.afterElection(now)
 	for _, k := range m.sortedReqs() {
@@ -760,7 +790,7 @@ func (m *Machine) Tick(now time.Time) {
 	m.drainLoopback(now)
 }
 
-func (m *Machine) coordinatorTick(now time.Time) {
+func (m *central) coordinatorTick(now time.Time) {
 	if !now.Before(m.nextPing) {
 		m.pingSeq++
 		m.pingSent[m.pingSeq] = now
@@ -801,7 +831,7 @@ func (m *Machine) coordinatorTick(now time.Time) {
 	}
 }
 
-func (m *Machine) summary() []LockRec {
+func (m *central) summary() []LockRec {
 	var out []LockRec
 	names := make([]string, 0, len(m.locks))
 	for name := range m.locks {
@@ -824,7 +854,7 @@ func (m *Machine) summary() []LockRec {
 }
 
 // Ready implements node.Machine.
-func (m *Machine) Ready() node.Ready[Msg] {
+func (m *central) Ready() node.Ready[Msg] {
 	r := node.Ready[Msg]{Msgs: m.out, Events: m.events, Wake: m.elWake}
 	m.out, m.events = nil, nil
 	wake := func(t time.Time) {

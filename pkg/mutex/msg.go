@@ -28,6 +28,14 @@ const (
 	MsgRelease  MsgType = 41 // → coordinator: done with Token, or no longer waiting
 	MsgRevoked  MsgType = 42 // → holder: the coordinator does not know this grant any more
 
+	// Ricart–Agrawala.
+	MsgRARequest MsgType = 43 // → all: may I enter Name? (Term: Lamport timestamp, Attempt: request id)
+	MsgRAOK      MsgType = 44 // → requester: yes
+	MsgRADeny    MsgType = 45 // → requester: not yet; an OK follows (the seed's always-reply fix)
+	MsgRAAlive   MsgType = 46 // → all, periodically: failure detection; Term: the sender's Lamport clock
+
+	msgLast = MsgRAAlive
+
 	// Local requests (From == self), never on the wire.
 	LocalAcquire MsgType = 64
 	LocalRelease MsgType = 65
@@ -35,7 +43,8 @@ const (
 
 var msgNames = map[MsgType]string{MsgPing: "ping", MsgVouch: "vouch", MsgCollect: "collect", MsgReport: "report",
 	MsgAcquire: "acquire", MsgGrant: "grant", MsgBusy: "busy", MsgRenew: "renew", MsgRenewAck: "renew-ack",
-	MsgRelease: "release", MsgRevoked: "revoked", LocalAcquire: "local-acquire", LocalRelease: "local-release"}
+	MsgRelease: "release", MsgRevoked: "revoked", MsgRARequest: "ra-request", MsgRAOK: "ra-ok",
+	MsgRADeny: "ra-deny", MsgRAAlive: "ra-alive", LocalAcquire: "local-acquire", LocalRelease: "local-release"}
 
 func (t MsgType) String() string {
 	if s, ok := msgNames[t]; ok {
@@ -81,7 +90,7 @@ func (Codec) Marshal(m Msg) (uint8, []byte, error) {
 	if m.Type == MsgElection {
 		return election.Codec{}.Marshal(m.Elect)
 	}
-	if m.Type < MsgPing || m.Type > MsgRevoked {
+	if m.Type < MsgPing || m.Type > msgLast {
 		return 0, nil, fmt.Errorf("mutex: %v is not a wire message", m.Type)
 	}
 	if len(m.Name) > maxName || len(m.Locks) > maxLocks {
@@ -115,7 +124,7 @@ func (Codec) Unmarshal(typ uint8, p []byte) (Msg, error) {
 		return Msg{Type: MsgElection, Elect: em}, err
 	}
 	m := Msg{Type: MsgType(typ)}
-	if m.Type > MsgRevoked {
+	if m.Type > msgLast {
 		return Msg{}, fmt.Errorf("%w: lockd message type %d", wire.ErrMalformed, typ)
 	}
 	d := wire.NewDec(p)
