@@ -6,6 +6,10 @@
 #   scripts/test.sh            everything (about a minute on 2 cores)
 #   FUZZTIME=0 scripts/test.sh skip the fuzzing pass (seed corpora still run)
 #   SEEDS=200 scripts/test.sh  fewer simulator seeds per algorithm (default 1000)
+#
+# The simulator property runs go twice: with -race over RACE_SEEDS (100)
+# seeds, to catch data races in every code path, and without -race over
+# SEEDS seeds, where their counts are reported.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -41,12 +45,17 @@ if [ -n "$unformatted" ]; then echo "not gofmt'ed:"; echo "$unformatted"; exit 1
 step "go vet"
 go vet ./...
 
-step "go test -race (unit, simulator: $seeds seeds per algorithm, multi-process)"
-SIM_SEEDS=$seeds go test -race -timeout 20m -count=1 ./...
+race_seeds=${RACE_SEEDS:-100}
+step "go test -race (unit, examples, fuzz seed corpora, multi-process; simulator at $race_seeds seeds)"
+SIM_SEEDS=$race_seeds go test -race -timeout 20m -count=1 ./...
 
-step "simulator seed counts"
-SIM_SEEDS=$seeds go test -count=1 -run 'TestSimProperties|Properties$|TooFewRounds|PlantedBug' -v ./pkg/election ./pkg/consensus ./pkg/mutex |
-  grep -E 'seeds passed|disagreement found|caught'
+step "simulator properties, $seeds seeds per algorithm"
+log=$(mktemp)
+if ! SIM_SEEDS=$seeds go test -count=1 -timeout 20m -run 'TestSimProperties|Properties$|TooFewRounds|PlantedBug' -v \
+     ./pkg/election ./pkg/consensus ./pkg/mutex >"$log" 2>&1; then
+  cat "$log"; rm -f "$log"; exit 1
+fi
+grep -E 'seeds passed|disagreement found|caught' "$log"; rm -f "$log"
 
 if [ "$fuzztime" != 0 ]; then
   step "fuzzing every decoder for $fuzztime each"
