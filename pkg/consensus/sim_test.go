@@ -16,18 +16,7 @@ import (
 	"github.com/roundtable-go/roundtable/pkg/sim"
 )
 
-var (
-	seeds    = flag.Int("seeds", envInt("SIM_SEEDS", 1000), "simulator seeds per algorithm (env SIM_SEEDS)")
-	seedOnly = flag.Uint64("seed", 0, "run only this simulator seed (replay)")
-	update   = flag.Bool("update", false, "rewrite golden transcripts in testdata")
-)
-
-func envInt(name string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
-		return v
-	}
-	return def
-}
+var update = flag.Bool("update", false, "rewrite golden transcripts in testdata")
 
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
@@ -150,17 +139,6 @@ func keys(m map[string]bool) []string {
 	return out
 }
 
-func seedList() []uint64 {
-	if *seedOnly != 0 {
-		return []uint64{*seedOnly}
-	}
-	out := make([]uint64, *seeds)
-	for i := range out {
-		out[i] = uint64(i + 1)
-	}
-	return out
-}
-
 // floodRun builds a random FloodSet run: n processes, staggered starts,
 // latency below the round length, and up to f crashes part-way through a
 // broadcast. Half the seeds use random crashes; the other half the worst
@@ -200,7 +178,7 @@ func floodRun(seed uint64, rounds int) (*run, int, sim.Options) {
 }
 
 func TestFloodSetProperties(t *testing.T) {
-	for _, seed := range seedList() {
+	for _, seed := range sim.Seeds() {
 		r, f, opts := floodRun(seed, 0)
 		if _, err := r.execute(seed, opts, time.Duration(f+3)*50*time.Millisecond); err != nil {
 			t.Fatal(err)
@@ -210,7 +188,7 @@ func TestFloodSetProperties(t *testing.T) {
 				seed, err, seed, strings.Join(r.log, "\n"))
 		}
 	}
-	t.Logf("floodset: %d seeds passed (n 3..8, f 1..3, up to f crashes mid-broadcast)", len(seedList()))
+	t.Logf("floodset: %d seeds passed (n 3..8, f 1..3, up to f crashes mid-broadcast)", len(sim.Seeds()))
 }
 
 // TestFloodSetTooFewRoundsIsCaught is the negative control: FloodSet run
@@ -266,7 +244,7 @@ func eigRun(seed uint64, n, f int) (*run, sim.Options) {
 func TestEIGProperties(t *testing.T) {
 	for _, nf := range [][2]int{{4, 1}, {7, 2}} {
 		n, f := nf[0], nf[1]
-		for _, seed := range seedList() {
+		for _, seed := range sim.Seeds() {
 			r, opts := eigRun(seed, n, f)
 			if _, err := r.execute(seed, opts, time.Duration(f+3)*50*time.Millisecond); err != nil {
 				t.Fatal(err)
@@ -276,7 +254,7 @@ func TestEIGProperties(t *testing.T) {
 					seed, n, f, err, seed, strings.Join(r.log, "\n"))
 			}
 		}
-		t.Logf("eig n=%d f=%d: %d seeds passed (up to f traitors: silent, random, two-faced, liar)", n, f, len(seedList()))
+		t.Logf("eig n=%d f=%d: %d seeds passed (up to f traitors: silent, random, two-faced, liar)", n, f, len(sim.Seeds()))
 	}
 }
 

@@ -67,7 +67,10 @@ func New[M any](m node.Machine[M], codec wire.Codec[M], tr transport.Transport, 
 // returns once the machine has processed it and its resulting messages
 // have been sent.
 func (d *Driver[M]) Request(ctx context.Context, msg M) error {
-	r := request[M]{msg: msg, done: make(chan error, 1)}
+	return d.submit(ctx, request[M]{msg: msg, done: make(chan error, 1)})
+}
+
+func (d *Driver[M]) submit(ctx context.Context, r request[M]) error {
 	select {
 	case d.reqs <- r:
 	case <-ctx.Done():
@@ -84,18 +87,7 @@ func (d *Driver[M]) Request(ctx context.Context, msg M) error {
 // Do runs fn on the driver goroutine, where it may read the machine's
 // state, and returns once it has run.
 func (d *Driver[M]) Do(ctx context.Context, fn func()) error {
-	r := request[M]{fn: fn, done: make(chan error, 1)}
-	select {
-	case d.reqs <- r:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	select {
-	case err := <-r.done:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return d.submit(ctx, request[M]{fn: fn, done: make(chan error, 1)})
 }
 
 // Stats returns every counter by name.

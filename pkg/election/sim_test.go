@@ -1,22 +1,14 @@
 package election
 
 import (
-	"flag"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/roundtable-go/roundtable/pkg/node"
 	"github.com/roundtable-go/roundtable/pkg/sim"
-)
-
-var (
-	seeds    = flag.Int("seeds", envInt("SIM_SEEDS", 1000), "simulator seeds per algorithm (env SIM_SEEDS)")
-	seedOnly = flag.Uint64("seed", 0, "run only this simulator seed (replay)")
 )
 
 // livenessBound is how long after the last fault every live, connected
@@ -26,13 +18,6 @@ var (
 // candidate to a late crash (CoordinatorTimeout + n·AnswerTimeout), and a
 // ring circulation with skipped successors.
 const livenessBound = 1500 * time.Millisecond
-
-func envInt(name string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
-		return v
-	}
-	return def
-}
 
 type scenario struct {
 	algo       Algo
@@ -162,7 +147,7 @@ func (sc *scenario) run() (time.Duration, uint64, error) {
 		id := ids[r.IntN(len(ids))]
 		switch r.IntN(7) {
 		case 0:
-			if liveCount(s) > 1 {
+			if s.Live() > 1 {
 				s.Crash(id)
 			}
 		case 1:
@@ -172,17 +157,7 @@ func (sc *scenario) run() (time.Duration, uint64, error) {
 		case 3:
 			s.Resume(id)
 		case 4:
-			perm := r.Perm(len(ids))
-			cut := 1 + r.IntN(len(ids)-1)
-			var a, b []node.ID
-			for i, p := range perm {
-				if i < cut {
-					a = append(a, ids[p])
-				} else {
-					b = append(b, ids[p])
-				}
-			}
-			s.Partition(a, b)
+			s.RandomPartition(r)
 		case 5:
 			s.Isolate(id)
 		case 6:
@@ -225,27 +200,6 @@ func (sc *scenario) run() (time.Duration, uint64, error) {
 	return converged, s.TraceHash(), nil
 }
 
-func liveCount(s *sim.Sim[Msg]) int {
-	n := 0
-	for _, id := range s.IDs() {
-		if s.Alive(id) {
-			n++
-		}
-	}
-	return n
-}
-
-func seedList() []uint64 {
-	if *seedOnly != 0 {
-		return []uint64{*seedOnly}
-	}
-	out := make([]uint64, *seeds)
-	for i := range out {
-		out[i] = uint64(i + 1)
-	}
-	return out
-}
-
 // TestSimProperties runs the safety and liveness properties over many
 // seeds for each algorithm. Replay one with -seed N.
 func TestSimProperties(t *testing.T) {
@@ -254,7 +208,7 @@ func TestSimProperties(t *testing.T) {
 			t.Parallel()
 			var worst time.Duration
 			var worstSeed uint64
-			for _, seed := range seedList() {
+			for _, seed := range sim.Seeds() {
 				conv, _, err := newScenario(algo, seed).run()
 				if err != nil {
 					t.Fatalf("%v\nreplay: go test ./pkg/election -run 'TestSimProperties/%s' -seed %d", err, algo, seed)
@@ -264,7 +218,7 @@ func TestSimProperties(t *testing.T) {
 				}
 			}
 			t.Logf("%s: %d seeds passed; slowest convergence after healing %v (seed %d), bound %v",
-				algo, len(seedList()), worst, worstSeed, livenessBound)
+				algo, len(sim.Seeds()), worst, worstSeed, livenessBound)
 		})
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,18 +12,6 @@ import (
 	"github.com/roundtable-go/roundtable/pkg/node"
 	"github.com/roundtable-go/roundtable/pkg/sim"
 )
-
-var (
-	seeds    = flag.Int("seeds", envInt("SIM_SEEDS", 1000), "simulator seeds per algorithm (env SIM_SEEDS)")
-	seedOnly = flag.Uint64("seed", 0, "run only this simulator seed (replay)")
-)
-
-func envInt(name string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
-		return v
-	}
-	return def
-}
 
 // Checker verifies mutual exclusion. Tokens: every grant of a name carries
 // a larger token than the one before (from the event stream). Holders: at
@@ -178,27 +165,6 @@ func (w *world) later(id node.ID, client uint64, d time.Duration) {
 	})
 }
 
-func liveCount(s *sim.Sim[Msg]) int {
-	n := 0
-	for _, id := range s.IDs() {
-		if s.Alive(id) {
-			n++
-		}
-	}
-	return n
-}
-
-func seedList() []uint64 {
-	if *seedOnly != 0 {
-		return []uint64{*seedOnly}
-	}
-	out := make([]uint64, *seeds)
-	for i := range out {
-		out[i] = uint64(i + 1)
-	}
-	return out
-}
-
 // runCentral: a phase of faults (loss, duplication, reordering, crashes and
 // restarts including the coordinator's, pauses, partitions, skewed clocks),
 // then healing; afterwards every live client must be granted a lock again
@@ -241,7 +207,7 @@ func runWorld(seed uint64, algo Algo, plant bool) (w *world, err error) {
 		}
 		switch action {
 		case 0:
-			if algo == RicartAgrawala && liveCount(s) == 1 {
+			if algo == RicartAgrawala && s.Live() == 1 {
 				break // RA: some process that saw the latest entries stays up
 			}
 			s.Crash(id)
@@ -253,17 +219,7 @@ func runWorld(seed uint64, algo Algo, plant bool) (w *world, err error) {
 		case 3:
 			s.Resume(id)
 		case 4, 5:
-			perm := r.Perm(len(ids))
-			cut := 1 + r.IntN(len(ids)-1)
-			var a, b []node.ID
-			for i, p := range perm {
-				if i < cut {
-					a = append(a, ids[p])
-				} else {
-					b = append(b, ids[p])
-				}
-			}
-			s.Partition(a, b)
+			s.RandomPartition(r)
 		case 6:
 			s.Heal()
 		}
@@ -304,12 +260,12 @@ const (
 )
 
 func TestRicartAgrawalaProperties(t *testing.T) {
-	for _, seed := range seedList() {
+	for _, seed := range sim.Seeds() {
 		if _, err := runWorld(seed, RicartAgrawala, false); err != nil {
 			t.Fatalf("%v\nreplay: go test ./pkg/mutex -run TestRicartAgrawalaProperties -seed %d", err, seed)
 		}
 	}
-	t.Logf("ricart-agrawala: %d seeds passed (3-5 daemons, 2 clients each, loss, duplication, reordering, crashes, restarts, skewed clocks)", len(seedList()))
+	t.Logf("ricart-agrawala: %d seeds passed (3-5 daemons, 2 clients each, loss, duplication, reordering, crashes, restarts, skewed clocks)", len(sim.Seeds()))
 }
 
 func TestRicartAgrawalaCatchesPlantedBug(t *testing.T) {
@@ -329,7 +285,7 @@ func TestRicartAgrawalaCatchesPlantedBug(t *testing.T) {
 
 func TestCentralProperties(t *testing.T) {
 	grants := 0
-	for _, seed := range seedList() {
+	for _, seed := range sim.Seeds() {
 		if err := runCentral(seed, false); err != nil {
 			t.Fatalf("%v\nreplay: go test ./pkg/mutex -run TestCentralProperties -seed %d", err, seed)
 		}
