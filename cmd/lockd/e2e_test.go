@@ -317,7 +317,7 @@ func TestKilledDaemons(t *testing.T) {
 		t.Fatalf("client after daemon 1 died: exit %d: %s", cl.code, cl.out.String())
 	}
 	c.ctl("kill", "3") // the coordinator (highest ID)
-	cl = c.run(2, file, 10*time.Millisecond, "--timeout", "15s")
+	cl = c.run(2, file, 10*time.Millisecond, "--timeout", "4s")
 	cl.wait()
 	if cl.code == 0 {
 		t.Fatal("granted with one of three daemons: a minority must not grant")
