@@ -39,6 +39,12 @@ type Packet struct {
 	Origin    time.Time // T1 as the client sent it (echoed by the server)
 	Receive   time.Time // T2
 	Transmit  time.Time // T3 (a client's own send time in requests)
+
+	// The raw 64-bit wire values of Origin and Transmit. A server echoes
+	// the request's transmit bits exactly (clients match replies on them,
+	// and some send random bits there); converting through time.Time would
+	// lose the lowest bits.
+	OriginRaw, TransmitRaw uint64
 }
 
 // ErrShort is returned for a datagram shorter than PacketSize.
@@ -107,8 +113,14 @@ func (p Packet) Marshal() []byte {
 	copy(b[12:16], p.RefID[:])
 	putTime(b[16:], p.RefTime)
 	putTime(b[24:], p.Origin)
+	if p.OriginRaw != 0 {
+		binary.BigEndian.PutUint64(b[24:], p.OriginRaw)
+	}
 	putTime(b[32:], p.Receive)
 	putTime(b[40:], p.Transmit)
+	if p.TransmitRaw != 0 {
+		binary.BigEndian.PutUint64(b[40:], p.TransmitRaw)
+	}
 	return b
 }
 
@@ -122,6 +134,7 @@ func Unmarshal(b []byte) (Packet, error) {
 		Poll: int8(b[2]), Precision: int8(b[3]), RootDelay: getShort(b[4:]), RootDisp: getShort(b[8:]),
 		RefTime: getTime(b[16:]), Origin: getTime(b[24:]), Receive: getTime(b[32:]), Transmit: getTime(b[40:])}
 	copy(p.RefID[:], b[12:16])
+	p.OriginRaw, p.TransmitRaw = binary.BigEndian.Uint64(b[24:]), binary.BigEndian.Uint64(b[40:])
 	if p.Version < 1 || p.Version > 4 {
 		return p, fmt.Errorf("clocksync: NTP version %d", p.Version)
 	}
@@ -147,7 +160,7 @@ func (s Server) Reply(req Packet, recv, xmit time.Time) (Packet, bool) {
 	}
 	p := Packet{Version: req.Version, Mode: ModeServer, Stratum: s.Stratum, Poll: req.Poll, Precision: s.Precision,
 		RootDelay: s.RootDelay, RootDisp: s.RootDisp, RefID: s.RefID, RefTime: s.RefTime,
-		Origin: req.Transmit, Receive: recv, Transmit: xmit}
+		Origin: req.Transmit, OriginRaw: req.TransmitRaw, Receive: recv, Transmit: xmit}
 	if !s.Synced {
 		p.Leap, p.Stratum = LeapAlarm, 16 // unsynchronised (RFC 5905 §7.3: stratum 16)
 	}

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/beevik/ntp"
+)
+
+var bin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "clocksync-e2e")
+	if err != nil {
+		panic(err)
+	}
+	bin = filepath.Join(dir, "clocksync")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building clocksync: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// startServer runs `clocksync serve` on a free port and returns its address.
+func startServer(t *testing.T, args ...string) string {
+	t.Helper()
+	ready := filepath.Join(t.TempDir(), "ready")
+	cmd := exec.Command(bin, append([]string{"serve", "--bind", "127.0.0.1:0", "--ready-file", ready, "--no-color"}, args...)...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if b, err := os.ReadFile(ready); err == nil && len(b) > 0 {
+			return strings.TrimSpace(string(b))
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("server not ready")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestBeevikAcceptsOurServer: github.com/beevik/ntp, an independent client,
+// queries our server; its Validate passes and the offset against the same
+// host's clock is within the measured round trip.
+func TestBeevikAcceptsOurServer(t *testing.T) {
+	addr := startServer(t, "--stratum", "1")
+	resp, err := ntp.QueryWithOptions(addr, ntp.QueryOptions{Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := resp.Validate(); err != nil {
+		t.Fatalf("beevik/ntp rejects our server: %v (%+v)", err, resp)
+	}
+	if resp.Stratum != 1 || resp.Leap != ntp.LeapNoWarning {
+		t.Fatalf("stratum %d leap %d", resp.Stratum, resp.Leap)
+	}
+	if off := resp.ClockOffset; off > resp.RTT || off < -resp.RTT {
+		t.Fatalf("offset %v on one host exceeds the round trip %v", off, resp.RTT)
+	}
+	t.Logf("beevik/ntp: stratum %d offset %v rtt %v", resp.Stratum, resp.ClockOffset, resp.RTT)
+}
+
+// TestUnsynchronisedServerIsRefused: leap = 3 makes clients refuse us.
+func TestUnsynchronisedServerIsRefused(t *testing.T) {
+	addr := startServer(t)
+	resp, err := ntp.QueryWithOptions(addr, ntp.QueryOptions{Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Validate() == nil {
+		t.Fatalf("beevik/ntp accepted an unsynchronised server: %+v", resp)
+	}
+	out, err := exec.Command(bin, "query", "--samples", "2", addr).CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 75 {
+		t.Fatalf("clocksync query of an unsynchronised server: %v\n%s", err, out)
+	}
+}
+
+// TestQueryAgreesWithBeevik: our client and beevik's, against our server,
+// agree on the offset within the measured delay.
+func TestQueryAgreesWithBeevik(t *testing.T) {
+	addr := startServer(t, "--stratum", "2")
+	out, err := exec.Command(bin, "query", "--json", addr).Output()
+	if err != nil {
+		t.Fatalf("query: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 9 || !strings.Contains(lines[8], `"event":"result"`) || !strings.Contains(lines[8], `"stratum":2`) {
+		t.Fatalf("want 8 samples and a result:\n%s", out)
+	}
+	var ours, delay float64
+	fmt.Sscanf(between(lines[8], `"offset_s":`, ","), "%g", &ours)
+	fmt.Sscanf(between(lines[8], `"delay_s":`, ","), "%g", &delay)
+	resp, err := ntp.QueryWithOptions(addr, ntp.QueryOptions{Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	diff := time.Duration(ours*1e9) - resp.ClockOffset
+	if diff < 0 {
+		diff = -diff
+	}
+	if limit := time.Duration(delay*1e9) + resp.RTT; diff > limit {
+		t.Fatalf("our offset %vs and beevik's %v differ by %v, more than the delays %v", ours, resp.ClockOffset, diff, limit)
+	}
+}
+
+func between(s, a, b string) string {
+	i := strings.Index(s, a)
+	if i < 0 {
+		return ""
+	}
+	s = s[i+len(a):]
+	if j := strings.Index(s, b); j >= 0 {
+		return s[:j]
+	}
+	return strings.TrimSuffix(s, "}")
+}

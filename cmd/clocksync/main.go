@@ -1,0 +1,248 @@
+// Command clocksync serves and queries time over NTPv4 (RFC 5905). See
+// pkg/clocksync.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/roundtable-go/roundtable/pkg/cli"
+	"github.com/roundtable-go/roundtable/pkg/clocksync"
+)
+
+const tool = "clocksync"
+
+func main() {
+	app := &ucli.App{
+		Name:                 tool,
+		Usage:                "NTP-compatible time server and client",
+		EnableBashCompletion: true,
+		Commands: []*ucli.Command{
+			{
+				Name:  "serve",
+				Usage: "answer NTPv4 client requests from this host's clock",
+				Description: `Answers NTP mode-3 requests with mode-4 replies that real clients accept.
+With --stratum N the server declares itself synchronised at stratum N
+(reference ID LOCL); without it, it answers with leap indicator 3 (alarm) so
+clients refuse it, as unsynchronised servers do.
+
+Examples:
+   clocksync serve --bind 127.0.0.1:12300 --stratum 1
+   clocksync serve --bind '{{ GetPrivateIP }}:123' --stratum 2`,
+				Flags: cli.WithEnv(tool, []ucli.Flag{
+					&ucli.StringFlag{Name: "bind", Value: "127.0.0.1:12300", Usage: "address to answer on (go-sockaddr templates allowed)"},
+					&ucli.IntFlag{Name: "stratum", Usage: "declare this clock synchronised at this stratum (1-15)"},
+					&ucli.StringFlag{Name: cli.FlagReadyFile, Usage: "write the listening address here once up"},
+					&ucli.StringFlag{Name: cli.FlagLogLevel, Value: "info", Usage: "debug, info, warn or error"},
+					&ucli.BoolFlag{Name: cli.FlagNoColor, Usage: "never colour logs"},
+				}),
+				Action: serve,
+			},
+			{
+				Name:      "query",
+				Usage:     "query an NTP server: T1-T4, offset θ and delay δ per sample, the minimum-delay pick",
+				ArgsUsage: "HOST:PORT",
+				Description: `Sends --samples requests and prints each exchange's offset θ and delay δ,
+then the sample with the smallest delay (the 8-sample minimum-delay
+filter) in chrony-like fields. Exit 69 when the server does not answer,
+75 when it answers unsynchronised (leap 3).
+
+Examples:
+   clocksync query 127.0.0.1:12300
+   clocksync query --samples 4 --json pool.example:123`,
+				Flags: cli.WithEnv(tool, []ucli.Flag{
+					&ucli.IntFlag{Name: "samples", Value: clocksync.FilterSize, Usage: "requests to send (1-64)"},
+					&ucli.DurationFlag{Name: "timeout", Value: time.Second, Usage: "wait this long for each answer"},
+					&ucli.DurationFlag{Name: "interval", Value: 10 * time.Millisecond, Usage: "pause between requests"},
+					&ucli.BoolFlag{Name: cli.FlagJSON, Usage: "print JSON lines"},
+				}),
+				Action: query,
+			},
+		},
+	}
+	cli.Main(app)
+}
+
+func serve(c *ucli.Context) error {
+	level, err := cli.ParseLevel(c.String(cli.FlagLogLevel))
+	if err != nil {
+		return err
+	}
+	log := cli.NewLogger(os.Stderr, tool, level, cli.UseColor(os.Stderr, c.Bool(cli.FlagNoColor)))
+	bind, err := cli.ResolveBind(c.String("bind"))
+	if err != nil {
+		return cli.Exitf(cli.ExitUsage, "%v", err)
+	}
+	srv := clocksync.Server{Precision: -20}
+	if n := c.Int("stratum"); n != 0 {
+		if n < 1 || n > 15 {
+			return cli.Exitf(cli.ExitUsage, "--stratum must be 1 to 15")
+		}
+		srv.Synced, srv.Stratum, srv.RefID = true, uint8(n), [4]byte{'L', 'O', 'C', 'L'}
+	}
+	addr, err := net.ResolveUDPAddr("udp", bind)
+	if err != nil {
+		return cli.Exitf(cli.ExitUsage, "--bind: %v", err)
+	}
+	conn, err := net.ListenUDP("udp", addr)
+	if err != nil {
+		return cli.Exitf(cli.ExitUnavailable, "%v", err)
+	}
+	defer conn.Close()
+	if err := cli.WriteReadyFile(c.String(cli.FlagReadyFile), conn.LocalAddr().String()); err != nil {
+		return cli.Exitf(cli.ExitUsage, "--ready-file: %v", err)
+	}
+	log.Info("serving NTP", "addr", conn.LocalAddr(), "synced", srv.Synced, "stratum", srv.Stratum)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	go func() { <-sigs; conn.Close() }()
+	buf := make([]byte, 1024)
+	var dropped uint64
+	for {
+		n, from, err := conn.ReadFromUDP(buf)
+		recv := time.Now()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				log.Info("stopped", "dropped", dropped)
+				return nil
+			}
+			continue
+		}
+		req, err := clocksync.Unmarshal(buf[:n])
+		if err != nil {
+			dropped++
+			log.Debug("malformed request dropped", "from", from, "err", err)
+			continue
+		}
+		srv.RefTime = recv.Truncate(time.Second)
+		rep, ok := srv.Reply(req, recv, time.Now())
+		if !ok {
+			dropped++
+			continue
+		}
+		// T3 as late as possible: stamp again right before sending.
+		rep.Transmit, rep.TransmitRaw = time.Now(), 0
+		_, _ = conn.WriteToUDP(rep.Marshal(), from)
+	}
+}
+
+type sampleOut struct {
+	Event  string  `json:"event"`
+	N      int     `json:"n"`
+	T1     string  `json:"t1"`
+	T2     string  `json:"t2"`
+	T3     string  `json:"t3"`
+	T4     string  `json:"t4"`
+	Offset float64 `json:"offset_s"`
+	Delay  float64 `json:"delay_s"`
+}
+
+func query(c *ucli.Context) error {
+	if c.NArg() != 1 {
+		return cli.Exitf(cli.ExitUsage, "query takes one HOST:PORT")
+	}
+	target := c.Args().First()
+	if _, _, err := net.SplitHostPort(target); err != nil {
+		target = net.JoinHostPort(target, "123")
+	}
+	samples := c.Int("samples")
+	if samples < 1 || samples > 64 {
+		return cli.Exitf(cli.ExitUsage, "--samples must be 1 to 64")
+	}
+	conn, err := net.Dial("udp", target)
+	if err != nil {
+		return cli.Exitf(cli.ExitUsage, "%v", err)
+	}
+	defer conn.Close()
+	out := cli.NewOutput(os.Stdout, c.Bool(cli.FlagJSON))
+	var f clocksync.Filter
+	var last clocksync.Packet
+	buf := make([]byte, 1024)
+	for i := 1; i <= samples; i++ {
+		if i > 1 {
+			time.Sleep(c.Duration("interval")) // pacing between requests, not synchronisation
+		}
+		t1 := time.Now()
+		if _, err := conn.Write(clocksync.Packet{Version: 4, Mode: clocksync.ModeClient, Transmit: t1}.Marshal()); err != nil {
+			continue
+		}
+		_ = conn.SetReadDeadline(time.Now().Add(c.Duration("timeout")))
+		var rep clocksync.Packet
+		var t4 time.Time
+		for {
+			n, err := conn.Read(buf)
+			t4 = time.Now()
+			if err != nil {
+				break
+			}
+			p, err := clocksync.Unmarshal(buf[:n])
+			// Only the answer to this request: mode 4 echoing our T1.
+			if err == nil && p.Mode == clocksync.ModeServer && absDur(p.Origin.Sub(t1)) < time.Microsecond {
+				rep = p
+				break
+			}
+		}
+		if rep.Mode != clocksync.ModeServer {
+			continue
+		}
+		last = rep
+		s := clocksync.Sample{T1: t1, T2: rep.Receive, T3: rep.Transmit, T4: t4}
+		f.Add(s)
+		so := sampleOut{Event: "sample", N: i, T1: t1.Format(time.RFC3339Nano), T2: rep.Receive.Format(time.RFC3339Nano),
+			T3: rep.Transmit.Format(time.RFC3339Nano), T4: t4.Format(time.RFC3339Nano),
+			Offset: s.Offset().Seconds(), Delay: s.Delay().Seconds()}
+		if c.Bool(cli.FlagJSON) {
+			out.JSON(so)
+		} else {
+			out.Line(fmt.Sprintf("sample %d offset %+.6fs delay %.6fs", i, so.Offset, so.Delay))
+		}
+	}
+	best, ok := f.Best()
+	if !ok {
+		return cli.Exitf(cli.ExitUnavailable, "no answer from %s", target)
+	}
+	// Root distance as chrony reports it: root delay/2 + root dispersion
+	// + this path's delay/2.
+	dist := last.RootDelay/2 + last.RootDisp + best.Delay()/2
+	res := map[string]any{"event": "result", "server": target, "offset_s": best.Offset().Seconds(),
+		"delay_s": best.Delay().Seconds(), "stratum": last.Stratum, "leap": last.Leap,
+		"root_distance_s": dist.Seconds(), "refid": refid(last), "samples": samples}
+	if c.Bool(cli.FlagJSON) {
+		out.JSON(res)
+	} else {
+		out.Line(fmt.Sprintf("server %s stratum %d refid %s leap %d offset %+.6fs delay %.6fs root-distance %.6fs",
+			target, last.Stratum, refid(last), last.Leap, best.Offset().Seconds(), best.Delay().Seconds(), dist.Seconds()))
+	}
+	if last.Leap == clocksync.LeapAlarm {
+		return cli.Exitf(cli.ExitBusy, "%s is not synchronised (leap indicator 3)", target)
+	}
+	return nil
+}
+
+func absDur(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
+}
+
+func refid(p clocksync.Packet) string {
+	if p.Stratum <= 1 || p.Stratum >= 16 {
+		b := p.RefID[:]
+		for i, ch := range b {
+			if ch == 0 {
+				b = b[:i]
+				break
+			}
+		}
+		return string(b)
+	}
+	return net.IP(p.RefID[:]).String()
+}
