@@ -21,8 +21,10 @@ step() { printf '\n== %s\n' "$*"; }
 
 apt_install() { # packages...: install with apt-get when root and apt are available
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    # RUNLEVEL=1: packages such as chrony must not start their services
+    # (a system chronyd would try to discipline this machine's clock).
     DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+    RUNLEVEL=1 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
   else
     echo "test.sh: please install: $*" >&2
     return 1
@@ -34,9 +36,14 @@ command -v go >/dev/null 2>&1 || { echo "test.sh: Go 1.26 is required (https://g
 missing=()
 command -v ps >/dev/null 2>&1 || missing+=(procps)
 command -v ss >/dev/null 2>&1 || missing+=(iproute2)
+# chronyd for the clocksync interoperability tests (run with -Q or -x only)
+command -v chronyd >/dev/null 2>&1 || [ -x /usr/sbin/chronyd ] || missing+=(chrony)
 if [ ${#missing[@]} -gt 0 ]; then apt_install "${missing[@]}"; fi
 go version
 go mod download
+if command -v chronyd >/dev/null 2>&1 || [ -x /usr/sbin/chronyd ]; then
+  export CLOCKSYNC_REQUIRE_CHRONY=1
+fi
 
 step "gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))

@@ -121,6 +121,7 @@ func serve(c *ucli.Context) error {
 			log.Debug("malformed request dropped", "from", from, "err", err)
 			continue
 		}
+		log.Debug("request", "from", from, "mode", req.Mode, "version", req.Version)
 		srv.RefTime = recv.Truncate(time.Second)
 		rep, ok := srv.Reply(req, recv, time.Now())
 		if !ok {
