@@ -59,7 +59,7 @@ SIM_SEEDS=$race_seeds go test -race -timeout 20m -count=1 ./...
 step "simulator properties, $seeds seeds per algorithm"
 log=$(mktemp)
 if ! SIM_SEEDS=$seeds go test -count=1 -timeout 20m -run 'TestSimProperties|Properties$|TooFewRounds|PlantedBug' -v \
-     ./pkg/election ./pkg/consensus ./pkg/mutex >"$log" 2>&1; then
+     ./pkg/election ./pkg/consensus ./pkg/mutex ./pkg/clocksync >"$log" 2>&1; then
   cat "$log"; rm -f "$log"; exit 1
 fi
 grep -E 'seeds passed|disagreement found|caught' "$log"; rm -f "$log"
