@@ -41,10 +41,10 @@ func chronyd(t *testing.T) string {
 // reports an offset (exit 0); against an unsynchronised server it never
 // gets a usable sample.
 func TestChronydAcceptsOurServer(t *testing.T) {
-	bin := chronyd(t)
+	chrony := chronyd(t)
 	addr := startServer(t, "--stratum", "1")
 	_, port, _ := net.SplitHostPort(addr)
-	out, err := exec.Command(bin, "-Q", "-t", "10", "-u", "root",
+	out, err := exec.Command(chrony, "-Q", "-t", "10", "-u", "root",
 		fmt.Sprintf("server 127.0.0.1 port %s iburst minpoll -2 maxpoll 0", port)).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "System clock wrong by") {
 		t.Fatalf("chronyd -Q against our server: %v\n%s", err, out)
@@ -53,7 +53,7 @@ func TestChronydAcceptsOurServer(t *testing.T) {
 
 	unsynced := startServer(t)
 	_, port, _ = net.SplitHostPort(unsynced)
-	out, err = exec.Command(bin, "-Q", "-t", "3", "-u", "root",
+	out, err = exec.Command(chrony, "-Q", "-t", "3", "-u", "root",
 		fmt.Sprintf("server 127.0.0.1 port %s iburst minpoll -2 maxpoll 0", port)).CombinedOutput()
 	if err == nil || strings.Contains(string(out), "System clock wrong by") {
 		t.Fatalf("chronyd accepted an unsynchronised server:\n%s", out)
@@ -63,7 +63,7 @@ func TestChronydAcceptsOurServer(t *testing.T) {
 // TestQueryAgainstChronyd: our client against a local chronyd server
 // agrees with beevik/ntp's offset within the measured delay.
 func TestQueryAgainstChronyd(t *testing.T) {
-	bin := chronyd(t)
+	chrony := chronyd(t)
 	dir := t.TempDir()
 	l, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
@@ -80,7 +80,7 @@ cmdport 0
 pidfile %s/chronyd.pid
 driftfile %s/drift
 `, port, dir, dir)), 0o644)
-	cmd := exec.Command(bin, "-x", "-d", "-u", "root", "-f", conf)
+	cmd := exec.Command(chrony, "-x", "-d", "-u", "root", "-f", conf)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
