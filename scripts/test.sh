@@ -3,7 +3,7 @@
 # suite: formatting, vet, unit/simulator/multi-process tests with -race,
 # and a short fuzzing pass over every decoder.
 #
-#   scripts/test.sh            everything (about a minute on 2 cores)
+#   scripts/test.sh            everything (about 4 minutes on 2 cores)
 #   FUZZTIME=0 scripts/test.sh skip the fuzzing pass (seed corpora still run)
 #   SEEDS=200 scripts/test.sh  fewer simulator seeds per algorithm (default 1000)
 #
