@@ -10,24 +10,13 @@ import (
 	"time"
 
 	"github.com/beevik/ntp"
+
+	"github.com/roundtable-go/roundtable/pkg/cli/clitest"
 )
 
 var bin string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "clocksync-e2e")
-	if err != nil {
-		panic(err)
-	}
-	bin = filepath.Join(dir, "clocksync")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building clocksync: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { clitest.Main(m, "clocksync", &bin) }
 
 // startServer runs `clocksync serve` on a free port and returns its address.
 func startServer(t *testing.T, args ...string) string {

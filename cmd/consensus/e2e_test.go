@@ -12,24 +12,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/roundtable-go/roundtable/pkg/cli/clitest"
 )
 
 var bin string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "consensus-e2e")
-	if err != nil {
-		panic(err)
-	}
-	bin = filepath.Join(dir, "consensus")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building consensus: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { clitest.Main(m, "consensus", &bin) }
 
 type result struct {
 	out  map[string]any

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/roundtable-go/roundtable/pkg/cli"
+	"github.com/roundtable-go/roundtable/pkg/cli/clitest"
 	"github.com/roundtable-go/roundtable/pkg/driver"
 	"github.com/roundtable-go/roundtable/pkg/election"
 	"github.com/roundtable-go/roundtable/pkg/node"
@@ -33,20 +34,7 @@ func transportFor(peers map[node.ID]string) (transport.Transport, error) {
 
 var electBin string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "elect-e2e")
-	if err != nil {
-		panic(err)
-	}
-	electBin = filepath.Join(dir, "elect")
-	if out, err := exec.Command("go", "build", "-o", electBin, ".").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building elect: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { clitest.Main(m, "elect", &electBin) }
 
 // waitLimit bounds every wait for an event; it is a failure deadline, not
 // a synchronisation device.

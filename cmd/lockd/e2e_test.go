@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+
+	"github.com/roundtable-go/roundtable/pkg/cli/clitest"
 )
 
 var lockdBin string
@@ -31,18 +33,7 @@ func TestMain(m *testing.M) {
 		witness(file)
 		return
 	}
-	dir, err := os.MkdirTemp("", "lockd-e2e")
-	if err != nil {
-		panic(err)
-	}
-	lockdBin = filepath.Join(dir, "lockd")
-	if out, err := exec.Command("go", "build", "-o", lockdBin, ".").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building lockd: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	clitest.Main(m, "lockd", &lockdBin)
 }
 
 func witness(file string) {
