@@ -115,3 +115,32 @@ func between(s, a, b string) string {
 	}
 	return strings.TrimSuffix(s, "}")
 }
+
+// TestUpstreamChain: strata 1 → 2 → 3 on loopback, the lower two with
+// deliberately wrong clocks (+250 ms and 200 ppm fast; −300 ms and 150 ppm
+// slow). Each disciplines itself from its upstream; stratum 3 converges to
+// within 2 ms of stratum 1's clock, and beevik/ntp accepts it.
+func TestUpstreamChain(t *testing.T) {
+	s1 := startServer(t, "--stratum", "1")
+	s2 := startServer(t, "--upstream", s1, "--skew", "250ms", "--drift-ppm", "200", "--poll", "100ms")
+	s3 := startServer(t, "--upstream", s2, "--skew", "-300ms", "--drift-ppm", "-150", "--poll", "100ms")
+	deadline := time.Now().Add(30 * time.Second)
+	start := time.Now()
+	for {
+		resp, err := ntp.QueryWithOptions(s3, ntp.QueryOptions{Timeout: time.Second})
+		if err == nil && resp.Stratum == 3 && resp.Validate() == nil {
+			off := resp.ClockOffset
+			if off < 0 {
+				off = -off
+			}
+			if off < 2*time.Millisecond {
+				t.Logf("stratum 3 within %v of the host clock after %v", resp.ClockOffset, time.Since(start).Round(time.Millisecond))
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stratum 3 did not converge within 30s: %+v %v", resp, err)
+		}
+		time.Sleep(50 * time.Millisecond) // polling a remote clock's state; the deadline above is the failure bound
+	}
+}

@@ -8,12 +8,14 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/roundtable-go/roundtable/pkg/cli"
+	"github.com/roundtable-go/roundtable/pkg/clock"
 	"github.com/roundtable-go/roundtable/pkg/clocksync"
 )
 
@@ -31,14 +33,25 @@ func main() {
 				Description: `Answers NTP mode-3 requests with mode-4 replies that real clients accept.
 With --stratum N the server declares itself synchronised at stratum N
 (reference ID LOCL); without it, it answers with leap indicator 3 (alarm) so
-clients refuse it, as unsynchronised servers do.
+clients refuse it, as unsynchronised servers do. With --upstream it
+disciplines its own clock from that server (slewing, never stepping back)
+and serves at the upstream's stratum + 1 once it has a good sample.
+--skew and --drift-ppm give the server a deliberately wrong virtual clock;
+the system clock is never changed.
 
 Examples:
    clocksync serve --bind 127.0.0.1:12300 --stratum 1
+   clocksync serve --bind 127.0.0.1:12301 --upstream 127.0.0.1:12300 --skew 250ms --drift-ppm 200
    clocksync serve --bind '{{ GetPrivateIP }}:123' --stratum 2`,
 				Flags: cli.WithEnv(tool, []ucli.Flag{
 					&ucli.StringFlag{Name: "bind", Value: "127.0.0.1:12300", Usage: "address to answer on (go-sockaddr templates allowed)"},
 					&ucli.IntFlag{Name: "stratum", Usage: "declare this clock synchronised at this stratum (1-15)"},
+					&ucli.StringFlag{Name: "upstream", Usage: "discipline this server's clock from HOST:PORT and serve at its stratum + 1"},
+					&ucli.DurationFlag{Name: "poll", Value: time.Second, Usage: "with --upstream: query it this often"},
+					&ucli.DurationFlag{Name: "skew", Usage: "start this server's (virtual) clock off by this much, for demonstrations"},
+					&ucli.Float64Flag{Name: "drift-ppm", Usage: "make this server's (virtual) clock run fast (+) or slow (-) by this many ppm"},
+					&ucli.Float64Flag{Name: "max-slew", Value: 83333, Usage: "fastest correction, in ppm; the clock is slewed, never stepped back"},
+					&ucli.DurationFlag{Name: "makestep", Value: time.Second, Usage: "when behind by more than this, step forward at once"},
 					&ucli.StringFlag{Name: cli.FlagReadyFile, Usage: "write the listening address here once up"},
 					&ucli.StringFlag{Name: cli.FlagLogLevel, Value: "info", Usage: "debug, info, warn or error"},
 					&ucli.BoolFlag{Name: cli.FlagNoColor, Usage: "never colour logs"},
@@ -70,6 +83,21 @@ Examples:
 	cli.Main(app)
 }
 
+// node is a server's clock: a (possibly deliberately wrong) local clock
+// disciplined towards its upstream, and what it says about itself.
+type node struct {
+	mu  sync.Mutex
+	raw clock.Skewed
+	d   clocksync.Discipline
+	srv clocksync.Server
+}
+
+func (n *node) now() time.Time {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.d.Now(n.raw.Now())
+}
+
 func serve(c *ucli.Context) error {
 	level, err := cli.ParseLevel(c.String(cli.FlagLogLevel))
 	if err != nil {
@@ -80,12 +108,19 @@ func serve(c *ucli.Context) error {
 	if err != nil {
 		return cli.Exitf(cli.ExitUsage, "%v", err)
 	}
-	srv := clocksync.Server{Precision: -20}
-	if n := c.Int("stratum"); n != 0 {
-		if n < 1 || n > 15 {
-			return cli.Exitf(cli.ExitUsage, "--stratum must be 1 to 15")
+	start := time.Now()
+	n := &node{raw: clock.Skewed{Base: clock.System{}, Offset: c.Duration("skew"), DriftPPM: c.Float64("drift-ppm"), Epoch: start},
+		d:   clocksync.Discipline{MaxSlewPPM: c.Float64("max-slew"), MakeStep: c.Duration("makestep")},
+		srv: clocksync.Server{Precision: -20}}
+	upstream := c.String("upstream")
+	if st := c.Int("stratum"); st != 0 {
+		if st < 1 || st > 15 || upstream != "" {
+			return cli.Exitf(cli.ExitUsage, "--stratum must be 1 to 15, and not combined with --upstream")
 		}
-		srv.Synced, srv.Stratum, srv.RefID = true, uint8(n), [4]byte{'L', 'O', 'C', 'L'}
+		n.srv.Synced, n.srv.Stratum, n.srv.RefID = true, uint8(st), [4]byte{'L', 'O', 'C', 'L'}
+	}
+	if d := c.Float64("drift-ppm"); d < -100000 || d > 100000 {
+		return cli.Exitf(cli.ExitUsage, "--drift-ppm must be within ±100000")
 	}
 	addr, err := net.ResolveUDPAddr("udp", bind)
 	if err != nil {
@@ -99,15 +134,19 @@ func serve(c *ucli.Context) error {
 	if err := cli.WriteReadyFile(c.String(cli.FlagReadyFile), conn.LocalAddr().String()); err != nil {
 		return cli.Exitf(cli.ExitUsage, "--ready-file: %v", err)
 	}
-	log.Info("serving NTP", "addr", conn.LocalAddr(), "synced", srv.Synced, "stratum", srv.Stratum)
+	log.Info("serving NTP", "addr", conn.LocalAddr(), "synced", n.srv.Synced, "stratum", n.srv.Stratum, "upstream", upstream)
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	go func() { <-sigs; conn.Close() }()
+	done := make(chan struct{})
+	go func() { <-sigs; close(done); conn.Close() }()
+	if upstream != "" {
+		go n.follow(upstream, c.Duration("poll"), done, log)
+	}
 	buf := make([]byte, 1024)
 	var dropped uint64
 	for {
-		n, from, err := conn.ReadFromUDP(buf)
-		recv := time.Now()
+		k, from, err := conn.ReadFromUDP(buf)
+		recv := n.now()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				log.Info("stopped", "dropped", dropped)
@@ -115,22 +154,101 @@ func serve(c *ucli.Context) error {
 			}
 			continue
 		}
-		req, err := clocksync.Unmarshal(buf[:n])
+		req, err := clocksync.Unmarshal(buf[:k])
 		if err != nil {
 			dropped++
 			log.Debug("malformed request dropped", "from", from, "err", err)
 			continue
 		}
 		log.Debug("request", "from", from, "mode", req.Mode, "version", req.Version)
-		srv.RefTime = recv.Truncate(time.Second)
-		rep, ok := srv.Reply(req, recv, time.Now())
+		n.mu.Lock()
+		srv := n.srv
+		n.mu.Unlock()
+		if srv.RefTime.IsZero() {
+			srv.RefTime = recv.Truncate(time.Second)
+		}
+		rep, ok := srv.Reply(req, recv, recv)
 		if !ok {
 			dropped++
 			continue
 		}
 		// T3 as late as possible: stamp again right before sending.
-		rep.Transmit, rep.TransmitRaw = time.Now(), 0
+		rep.Transmit, rep.TransmitRaw = n.now(), 0
 		_, _ = conn.WriteToUDP(rep.Marshal(), from)
+	}
+}
+
+// follow polls the upstream and disciplines the node's clock; after eight
+// polls without a usable answer the node declares itself unsynchronised.
+func (n *node) follow(upstream string, poll time.Duration, done <-chan struct{}, log interface {
+	Info(string, ...any)
+	Warn(string, ...any)
+}) {
+	if poll < 10*time.Millisecond {
+		poll = 10 * time.Millisecond
+	}
+	conn, err := net.Dial("udp", upstream)
+	if err != nil {
+		log.Warn("upstream unreachable", "upstream", upstream, "err", err)
+		return
+	}
+	defer conn.Close()
+	misses := 0
+	t := time.NewTicker(poll)
+	defer t.Stop()
+	for {
+		rep, s, ok := exchange(conn, n.now, poll)
+		n.mu.Lock()
+		if ok && rep.Leap != clocksync.LeapAlarm && rep.Stratum >= 1 && rep.Stratum < 15 {
+			misses = 0
+			n.d.Update(n.raw.Now(), s.Offset())
+			first := !n.srv.Synced
+			n.srv.Synced, n.srv.Stratum = true, rep.Stratum+1
+			if ip, _, err := net.SplitHostPort(upstream); err == nil {
+				if v4 := net.ParseIP(ip).To4(); v4 != nil {
+					copy(n.srv.RefID[:], v4)
+				}
+			}
+			n.srv.RefTime = s.T4
+			n.srv.RootDelay = rep.RootDelay + s.Delay()
+			// What is still being slewed away counts as dispersion, plus
+			// 1000 ppm of the poll interval as a growth bound.
+			n.srv.RootDisp = rep.RootDisp + absDur(s.Offset()) + poll/1000
+			if first {
+				log.Info("synchronised", "upstream", upstream, "stratum", n.srv.Stratum, "offset", s.Offset())
+			}
+		} else if misses++; misses >= 8 && n.srv.Synced {
+			n.srv.Synced = false
+			log.Warn("lost the upstream: unsynchronised", "upstream", upstream)
+		}
+		n.mu.Unlock()
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// exchange sends one request and waits up to timeout for its answer.
+func exchange(conn net.Conn, now func() time.Time, timeout time.Duration) (clocksync.Packet, clocksync.Sample, bool) {
+	buf := make([]byte, 1024)
+	t1 := now()
+	if _, err := conn.Write(clocksync.Packet{Version: 4, Mode: clocksync.ModeClient, Transmit: t1}.Marshal()); err != nil {
+		return clocksync.Packet{}, clocksync.Sample{}, false
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(timeout))
+	for {
+		k, err := conn.Read(buf)
+		t4 := now()
+		if err != nil {
+			return clocksync.Packet{}, clocksync.Sample{}, false
+		}
+		p, err := clocksync.Unmarshal(buf[:k])
+		// Only the answer to this request: mode 4 echoing our T1.
+		if err == nil && p.Mode == clocksync.ModeServer && absDur(p.Origin.Sub(t1)) < time.Microsecond {
+			return p, clocksync.Sample{T1: t1, T2: p.Receive, T3: p.Transmit, T4: t4}, true
+		}
 	}
 }
 
@@ -165,39 +283,18 @@ func query(c *ucli.Context) error {
 	out := cli.NewOutput(os.Stdout, c.Bool(cli.FlagJSON))
 	var f clocksync.Filter
 	var last clocksync.Packet
-	buf := make([]byte, 1024)
 	for i := 1; i <= samples; i++ {
 		if i > 1 {
 			time.Sleep(c.Duration("interval")) // pacing between requests, not synchronisation
 		}
-		t1 := time.Now()
-		if _, err := conn.Write(clocksync.Packet{Version: 4, Mode: clocksync.ModeClient, Transmit: t1}.Marshal()); err != nil {
-			continue
-		}
-		_ = conn.SetReadDeadline(time.Now().Add(c.Duration("timeout")))
-		var rep clocksync.Packet
-		var t4 time.Time
-		for {
-			n, err := conn.Read(buf)
-			t4 = time.Now()
-			if err != nil {
-				break
-			}
-			p, err := clocksync.Unmarshal(buf[:n])
-			// Only the answer to this request: mode 4 echoing our T1.
-			if err == nil && p.Mode == clocksync.ModeServer && absDur(p.Origin.Sub(t1)) < time.Microsecond {
-				rep = p
-				break
-			}
-		}
-		if rep.Mode != clocksync.ModeServer {
+		rep, s, ok := exchange(conn, time.Now, c.Duration("timeout"))
+		if !ok {
 			continue
 		}
 		last = rep
-		s := clocksync.Sample{T1: t1, T2: rep.Receive, T3: rep.Transmit, T4: t4}
 		f.Add(s)
-		so := sampleOut{Event: "sample", N: i, T1: t1.Format(time.RFC3339Nano), T2: rep.Receive.Format(time.RFC3339Nano),
-			T3: rep.Transmit.Format(time.RFC3339Nano), T4: t4.Format(time.RFC3339Nano),
+		so := sampleOut{Event: "sample", N: i, T1: s.T1.Format(time.RFC3339Nano), T2: s.T2.Format(time.RFC3339Nano),
+			T3: s.T3.Format(time.RFC3339Nano), T4: s.T4.Format(time.RFC3339Nano),
 			Offset: s.Offset().Seconds(), Delay: s.Delay().Seconds()}
 		if c.Bool(cli.FlagJSON) {
 			out.JSON(so)
