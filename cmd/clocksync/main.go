@@ -3,6 +3,7 @@
 package main
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -92,10 +93,13 @@ type node struct {
 	srv clocksync.Server
 }
 
-func (n *node) now() time.Time {
+func (n *node) now() time.Time { return n.at(time.Now()) }
+
+// at maps a system clock reading to this node's disciplined time.
+func (n *node) at(sys time.Time) time.Time {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return n.d.Now(n.raw.Now())
+	return n.d.Now(n.raw.At(sys))
 }
 
 func serve(c *ucli.Context) error {
@@ -142,11 +146,21 @@ func serve(c *ucli.Context) error {
 	if upstream != "" {
 		go n.follow(upstream, c.Duration("poll"), done, log)
 	}
+	// The kernel stamps each datagram on arrival (SO_TIMESTAMPNS): T2 is
+	// then the arrival time, not when this goroutine got to run.
+	stamped := enableRxTimestamps(conn) == nil
 	buf := make([]byte, 1024)
+	oob := make([]byte, 128)
 	var dropped uint64
 	for {
-		k, from, err := conn.ReadFromUDP(buf)
-		recv := n.now()
+		k, oobn, _, from, err := conn.ReadMsgUDP(buf, oob)
+		arrival := time.Now()
+		if stamped {
+			if t, ok := rxTimestamp(oob[:oobn]); ok {
+				arrival = t
+			}
+		}
+		recv := n.at(arrival)
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				log.Info("stopped", "dropped", dropped)
@@ -343,4 +357,35 @@ func refid(p clocksync.Packet) string {
 		return string(b)
 	}
 	return net.IP(p.RefID[:]).String()
+}
+
+func enableRxTimestamps(conn *net.UDPConn) error {
+	raw, err := conn.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := raw.Control(func(fd uintptr) {
+		serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_TIMESTAMPNS, 1)
+	}); err != nil {
+		return err
+	}
+	return serr
+}
+
+// rxTimestamp extracts the kernel's SCM_TIMESTAMPNS from a datagram's
+// control messages.
+func rxTimestamp(oob []byte) (time.Time, bool) {
+	msgs, err := syscall.ParseSocketControlMessage(oob)
+	if err != nil {
+		return time.Time{}, false
+	}
+	for _, m := range msgs {
+		if m.Header.Level == syscall.SOL_SOCKET && m.Header.Type == syscall.SCM_TIMESTAMPNS && len(m.Data) >= 16 {
+			sec := int64(binary.NativeEndian.Uint64(m.Data[0:8]))
+			nsec := int64(binary.NativeEndian.Uint64(m.Data[8:16]))
+			return time.Unix(sec, nsec), true
+		}
+	}
+	return time.Time{}, false
 }
