@@ -70,6 +70,20 @@ func (d *Discipline) Now(raw time.Time) time.Time {
 	return d.base.Add(time.Duration(float64(e)*(1+d.freq)) + corr)
 }
 
+// Pending is the correction still to be slewed at raw.
+func (d *Discipline) Pending(raw time.Time) time.Duration {
+	d.defaults()
+	if !d.started {
+		return 0
+	}
+	e := raw.Sub(d.baseRaw)
+	if e < 0 {
+		e = 0
+	}
+	lim := time.Duration(float64(e) * d.MaxSlewPPM / 1e6)
+	return d.remaining - max(-lim, min(lim, d.remaining))
+}
+
 // Update takes a measured offset at raw: how far the reference is ahead of
 // this disciplined clock (θ measured against Now).
 func (d *Discipline) Update(raw time.Time, offset time.Duration) {
@@ -80,8 +94,12 @@ func (d *Discipline) Update(raw time.Time, offset time.Duration) {
 		// error: fold a share of it into the frequency correction.
 		if dt := raw.Sub(d.lastRaw).Seconds(); dt > 0 {
 			lim := raw.Sub(d.baseRaw).Seconds() * d.MaxSlewPPM / 1e6
-			if abs(d.remaining.Seconds()) <= lim { // the old offset was fully absorbed
-				d.freq += d.Gain * offset.Seconds() / dt
+			rate := offset.Seconds() / dt
+			// Only an offset the old one left behind, and small enough to
+			// be a rate error (within twice the ±500 ppm we correct), says
+			// anything about frequency; bigger ones are phase to slew.
+			if abs(d.remaining.Seconds()) <= lim && abs(rate) <= 1e-3 {
+				d.freq += d.Gain * rate
 				d.freq = max(-500e-6, min(500e-6, d.freq))
 			}
 		}
