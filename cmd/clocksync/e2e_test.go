@@ -144,3 +144,55 @@ func TestUpstreamChain(t *testing.T) {
 		time.Sleep(50 * time.Millisecond) // polling a remote clock's state; the deadline above is the failure bound
 	}
 }
+
+// TestBerkeleyCluster: five real members with virtual clocks 100–500 ms
+// ahead (10–50 ppm fast) converge on the average (300 ms) within a few
+// milliseconds; when the elected master is SIGKILLed, the others elect a
+// new one and stay together.
+func TestBerkeleyCluster(t *testing.T) {
+	dir := t.TempDir()
+	script, _ := filepath.Abs("../../scripts/cluster.sh")
+	out, err := exec.Command(script, "start", "-n", "5", "-d", dir, bin, "berkeley", "--skew", "{id}00ms",
+		"--drift-ppm", "{id}0", "--interval", "200ms", "--max-deviation", "1s", "--no-color").CombinedOutput()
+	if err != nil {
+		t.Fatalf("cluster: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { exec.Command(script, "stop", "-d", dir).Run() })
+	peers := "@" + filepath.Join(dir, "peers")
+	converged := func(want int, center time.Duration) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			out, _ := exec.Command(bin, "now", "--peers", peers).Output()
+			var offs []float64
+			var spread float64 = -1
+			for _, l := range strings.Split(string(out), "\n") {
+				var id, m int
+				var off float64
+				if n, _ := fmt.Sscanf(l, "member %d master %d offset %fs", &id, &m, &off); n == 3 {
+					offs = append(offs, off)
+				}
+				fmt.Sscanf(l, "spread %fs", &spread)
+			}
+			ok := len(offs) == want && spread >= 0 && spread < 0.005
+			for _, o := range offs {
+				if d := time.Duration(o*1e9) - center; d > 30*time.Millisecond || d < -30*time.Millisecond {
+					ok = false
+				}
+			}
+			if ok {
+				t.Logf("%d members within %.3f ms of each other around %v", want, spread*1000, center)
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no convergence within 30s:\n%s", out)
+			}
+			time.Sleep(100 * time.Millisecond) // polling the members' state
+		}
+	}
+	converged(5, 300*time.Millisecond)
+	if out, err := exec.Command(script, "kill", "5", "-d", dir).CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	converged(4, 300*time.Millisecond)
+}

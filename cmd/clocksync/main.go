@@ -3,9 +3,12 @@
 package main
 
 import (
+	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/signal"
@@ -18,6 +21,9 @@ import (
 	"github.com/roundtable-go/roundtable/pkg/cli"
 	"github.com/roundtable-go/roundtable/pkg/clock"
 	"github.com/roundtable-go/roundtable/pkg/clocksync"
+	"github.com/roundtable-go/roundtable/pkg/driver"
+	"github.com/roundtable-go/roundtable/pkg/node"
+	"github.com/roundtable-go/roundtable/pkg/wire"
 )
 
 const tool = "clocksync"
@@ -60,6 +66,38 @@ Examples:
 				Action: serve,
 			},
 			{
+				Name:  "berkeley",
+				Usage: "run one member of a Berkeley time daemon group",
+				Description: `The master polls every member (itself included), corrects each reading for
+half the round trip, averages those within --max-deviation of the median,
+and tells each member its adjustment; members slew their (virtual) clock,
+never backwards. Without --master the master is elected (bully) and
+re-elected when it fails. Prints 'adjust <seconds> master <id>' per round.
+The system clock is never changed: --skew and --drift-ppm make a member's
+clock deliberately wrong, and 'clocksync now' shows where each one is.
+
+Examples:
+   clocksync berkeley --id 1 --peers @peers.txt --skew 200ms --drift-ppm 50
+   clocksync berkeley --id 2 --peers @peers.txt --master 1 --interval 500ms`,
+				Flags: cli.WithEnv(tool, append(cli.NodeFlags(),
+					&ucli.StringFlag{Name: "master", Usage: "the fixed time daemon (default: elected)"},
+					&ucli.DurationFlag{Name: "interval", Value: time.Second, Usage: "polling interval"},
+					&ucli.DurationFlag{Name: "max-deviation", Value: 100 * time.Millisecond, Usage: "leave out readings this far from the median"},
+					&ucli.DurationFlag{Name: "skew", Usage: "start this member's virtual clock off by this much"},
+					&ucli.Float64Flag{Name: "drift-ppm", Usage: "make this member's virtual clock run fast (+) or slow (-)"},
+				)),
+				Action: berkeley,
+			},
+			{
+				Name:  "now",
+				Usage: "ask Berkeley members where their clocks are, relative to this host's",
+				Flags: cli.WithEnv(tool, append(cli.ClientFlags(),
+					&ucli.DurationFlag{Name: "wait", Value: time.Second, Usage: "how long to wait for answers"},
+					&ucli.StringFlag{Name: cli.FlagTransport, Value: "udp", Usage: "udp or tcp"},
+				)),
+				Action: nowCmd,
+			},
+			{
 				Name:      "query",
 				Usage:     "query an NTP server: T1-T4, offset θ and delay δ per sample, the minimum-delay pick",
 				ArgsUsage: "HOST:PORT",
@@ -86,17 +124,17 @@ Examples:
 
 // node is a server's clock: a (possibly deliberately wrong) local clock
 // disciplined towards its upstream, and what it says about itself.
-type node struct {
+type server struct {
 	mu  sync.Mutex
 	raw clock.Skewed
 	d   clocksync.Discipline
 	srv clocksync.Server
 }
 
-func (n *node) now() time.Time { return n.at(time.Now()) }
+func (n *server) now() time.Time { return n.at(time.Now()) }
 
 // at maps a system clock reading to this node's disciplined time.
-func (n *node) at(sys time.Time) time.Time {
+func (n *server) at(sys time.Time) time.Time {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.d.Now(n.raw.At(sys))
@@ -113,7 +151,7 @@ func serve(c *ucli.Context) error {
 		return cli.Exitf(cli.ExitUsage, "%v", err)
 	}
 	start := time.Now()
-	n := &node{raw: clock.Skewed{Base: clock.System{}, Offset: c.Duration("skew"), DriftPPM: c.Float64("drift-ppm"), Epoch: start},
+	n := &server{raw: clock.Skewed{Base: clock.System{}, Offset: c.Duration("skew"), DriftPPM: c.Float64("drift-ppm"), Epoch: start},
 		d:   clocksync.Discipline{MaxSlewPPM: c.Float64("max-slew"), MakeStep: c.Duration("makestep")},
 		srv: clocksync.Server{Precision: -20}}
 	upstream := c.String("upstream")
@@ -194,7 +232,7 @@ func serve(c *ucli.Context) error {
 
 // follow polls the upstream and disciplines the node's clock; after eight
 // polls without a usable answer the node declares itself unsynchronised.
-func (n *node) follow(upstream string, poll time.Duration, done <-chan struct{}, log interface {
+func (n *server) follow(upstream string, poll time.Duration, done <-chan struct{}, log interface {
 	Info(string, ...any)
 	Warn(string, ...any)
 }) {
@@ -388,4 +426,93 @@ func rxTimestamp(oob []byte) (time.Time, bool) {
 		}
 	}
 	return time.Time{}, false
+}
+
+func berkeley(c *ucli.Context) error {
+	mb, err := cli.Join(c, tool)
+	if err != nil {
+		return err
+	}
+	var master node.ID
+	if m := c.String("master"); m != "" {
+		if master, err = node.ParseID(m); err != nil {
+			mb.Transport.Close()
+			return cli.Exitf(cli.ExitUsage, "--master: %v", err)
+		}
+	}
+	b, err := clocksync.NewBerkeley(clocksync.BerkeleyConfig{ID: mb.ID, Peers: cli.IDs(mb.Peers), Master: master,
+		Interval: c.Duration("interval"), MaxDeviation: c.Duration("max-deviation"),
+		Skew: c.Duration("skew"), DriftPPM: c.Float64("drift-ppm"), Epoch: time.Now(),
+		Rand: rand.New(rand.NewPCG(mb.Incarnation, uint64(mb.ID)))})
+	if err != nil {
+		mb.Transport.Close()
+		return cli.Exitf(cli.ExitUsage, "%v", err)
+	}
+	drv := driver.New[clocksync.BerkeleyMsg](b, clocksync.BerkeleyCodec{}, mb.Transport, driver.Config{Framer: mb.Framer, Log: mb.Log})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	go func() { <-sigs; cancel() }()
+	if err := mb.Ready(c); err != nil {
+		return err
+	}
+	mb.Log.Info("berkeley member", "id", mb.ID, "master", master, "addr", mb.Transport.Addr())
+	if err := drv.Run(ctx, mb.Out.Event); err != nil {
+		return cli.Exitf(cli.ExitUnavailable, "%v", err)
+	}
+	return nil
+}
+
+func nowCmd(c *ucli.Context) error {
+	cm, err := cli.Setup(c, tool)
+	if err != nil {
+		return err
+	}
+	f, err := wire.NewFramer(cli.ClusterKey(c.String(cli.FlagCluster), cm.Peers), node.ID(0xF0000000|rand.Uint32N(0x0FFFFFFF)),
+		uint64(time.Now().UnixNano()), cm.Key)
+	if err != nil {
+		return cli.Exitf(cli.ExitUsage, "%v", err)
+	}
+	tr, err := cli.ClientTransport(c, cm.Peers)
+	if err != nil {
+		return cli.Exitf(cli.ExitUnavailable, "%v", err)
+	}
+	replies, err := driver.Query(context.Background(), f, tr, cli.IDs(cm.Peers), c.Duration("wait"))
+	if err != nil || len(replies) == 0 {
+		return cli.Exitf(cli.ExitUnavailable, "no member answered")
+	}
+	var lo, hi time.Duration
+	first := true
+	for _, id := range cli.IDs(cm.Peers) {
+		r, ok := replies[id]
+		if !ok {
+			cm.Out.Line(fmt.Sprintf("member %d silent", id))
+			continue
+		}
+		var st struct {
+			Master uint32 `json:"master"`
+			Offset int64  `json:"offset_ns"`
+		}
+		_ = json.Unmarshal(r.Status, &st)
+		off := time.Duration(st.Offset)
+		if first || off < lo {
+			lo = off
+		}
+		if first || off > hi {
+			hi = off
+		}
+		first = false
+		if c.Bool(cli.FlagJSON) {
+			cm.Out.JSON(map[string]any{"event": "member", "id": id, "master": st.Master, "offset_ns": st.Offset})
+		} else {
+			cm.Out.Line(fmt.Sprintf("member %d master %d offset %+.6fs", id, st.Master, off.Seconds()))
+		}
+	}
+	if c.Bool(cli.FlagJSON) {
+		cm.Out.JSON(map[string]any{"event": "spread", "spread_ns": (hi - lo).Nanoseconds()})
+	} else {
+		cm.Out.Line(fmt.Sprintf("spread %.6fs", (hi - lo).Seconds()))
+	}
+	return nil
 }

@@ -128,6 +128,8 @@ type Berkeley struct {
 	nextPoll time.Time
 	collect  time.Time
 
+	seen time.Time // the latest system time seen, for Status
+
 	out    []node.Envelope[BerkeleyMsg]
 	events []node.Event
 }
@@ -182,7 +184,8 @@ func (b *Berkeley) Master() node.ID { return b.master }
 // Status implements node.Statuser: the node's clock relative to the
 // system clock of its host.
 func (b *Berkeley) Status() any {
-	return map[string]any{"id": b.cfg.ID, "master": b.master, "freq_ppm": b.d.FrequencyPPM()}
+	return map[string]any{"id": b.cfg.ID, "master": b.master, "freq_ppm": b.d.FrequencyPPM(),
+		"offset_ns": b.Local(b.seen).Sub(b.seen).Nanoseconds(), "at": b.seen}
 }
 
 func (b *Berkeley) send(to node.ID, m BerkeleyMsg) {
@@ -191,6 +194,7 @@ func (b *Berkeley) send(to node.ID, m BerkeleyMsg) {
 
 // Step implements node.Machine.
 func (b *Berkeley) Step(now time.Time, in node.Envelope[BerkeleyMsg]) error {
+	b.seen = now
 	if !slices.Contains(b.others, in.From) {
 		return fmt.Errorf("clocksync: message from %d, not a peer", in.From)
 	}
@@ -293,6 +297,7 @@ func (b *Berkeley) average(now time.Time) {
 
 // Tick implements node.Machine.
 func (b *Berkeley) Tick(now time.Time) {
+	b.seen = now
 	if b.el != nil {
 		b.el.Tick(now)
 		b.afterElection(now)
