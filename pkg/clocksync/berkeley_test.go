@@ -9,6 +9,7 @@ import (
 
 	"github.com/roundtable-go/roundtable/pkg/node"
 	"github.com/roundtable-go/roundtable/pkg/sim"
+	"github.com/roundtable-go/roundtable/pkg/wire"
 )
 
 // berkeleyRun: 5 nodes whose clocks start up to ±500 ms off (drift up to
@@ -126,4 +127,15 @@ func TestBerkeleyCodec(t *testing.T) {
 	if _, err := (BerkeleyCodec{}).Unmarshal(99, p); err == nil || !strings.Contains(err.Error(), "type") {
 		t.Fatal("bad type accepted")
 	}
+}
+
+func FuzzBerkeleyCodec(f *testing.F) {
+	_, p, _ := BerkeleyCodec{}.Marshal(BerkeleyMsg{Type: BerkeleyAdjust, Delta: -5 * time.Millisecond})
+	f.Add(BerkeleyAdjust, p)
+	f.Add(uint8(1), []byte{1, 2, 3})
+	f.Fuzz(func(t *testing.T, typ uint8, p []byte) {
+		if err := wire.RoundTrip[BerkeleyMsg](BerkeleyCodec{}, typ, p); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
