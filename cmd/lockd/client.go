@@ -14,6 +14,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/roundtable-go/roundtable/pkg/cli"
+	"github.com/roundtable-go/roundtable/pkg/mutex"
 )
 
 // dial connects to the local daemon; exit 69 when nobody serves the socket.
@@ -84,6 +85,37 @@ func acquire(c *ucli.Context, cn *conn, name string, sigs <-chan os.Signal) (rep
 	}
 }
 
+// session is a client connection that holds NAME: the daemon connection,
+// the signals caught meanwhile, the grant and the stream of later replies.
+type session struct {
+	cn      *conn
+	sigs    chan os.Signal
+	got     reply
+	replies <-chan reply
+}
+
+// openSession catches signals (they must not kill us before the lock is
+// released), connects to the daemon and acquires name.
+func openSession(c *ucli.Context, name string) (*session, error) {
+	s := &session{sigs: make(chan os.Signal, 4)}
+	signal.Notify(s.sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	var err error
+	if s.cn, err = dial(c); err != nil {
+		signal.Stop(s.sigs)
+		return nil, err
+	}
+	if s.got, s.replies, err = acquire(c, s.cn, name, s.sigs); err != nil {
+		s.close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *session) close() {
+	signal.Stop(s.sigs)
+	s.cn.c.Close()
+}
+
 func validName(c *ucli.Context) (string, error) {
 	if c.NArg() < 1 || c.Args().First() == "" {
 		return "", cli.Exitf(cli.ExitUsage, "a lock NAME is required")
@@ -110,18 +142,12 @@ func runCmd(c *ucli.Context) error {
 	if c.Bool("shell") {
 		args = []string{"/bin/sh", "-c", joinArgs(args)}
 	}
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
-	cn, err := dial(c)
+	sess, err := openSession(c, name)
 	if err != nil {
 		return err
 	}
-	defer cn.c.Close()
-	got, replies, err := acquire(c, cn, name, sigs)
-	if err != nil {
-		return err
-	}
+	defer sess.close()
+	cn, sigs, got, replies := sess.cn, sess.sigs, sess.got, sess.replies
 	ls := &lease{}
 	ls.extend(got.MS)
 	kid, err := cli.StartChild(args, []string{"LOCKD_NAME=" + name, "LOCKD_TOKEN=" + strconv.FormatUint(got.Token, 10)})
@@ -178,18 +204,12 @@ func holdCmd(c *ucli.Context) error {
 		return err
 	}
 	out := cli.NewOutput(os.Stdout, c.Bool(cli.FlagJSON))
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
-	cn, err := dial(c)
+	sess, err := openSession(c, name)
 	if err != nil {
 		return err
 	}
-	defer cn.c.Close()
-	got, replies, err := acquire(c, cn, name, sigs)
-	if err != nil {
-		return err
-	}
+	defer sess.close()
+	cn, sigs, got, replies := sess.cn, sess.sigs, sess.got, sess.replies
 	emit(out, c.Bool(cli.FlagJSON), got)
 	ls := &lease{}
 	ls.extend(got.MS)
@@ -255,18 +275,12 @@ func statusCmd(c *ucli.Context) error {
 		return nil
 	}
 	var st struct {
-		ID          uint32 `json:"id"`
-		Coordinator uint32 `json:"coordinator"`
-		Term        uint64 `json:"term"`
-		Active      bool   `json:"active"`
-		Leading     bool   `json:"leading"`
-		Locks       []struct {
-			Name   string   `json:"name"`
-			Holder uint32   `json:"holder"`
-			Client uint64   `json:"client"`
-			Token  uint64   `json:"token"`
-			Queue  []string `json:"queue"`
-		} `json:"locks"`
+		ID          uint32             `json:"id"`
+		Coordinator uint32             `json:"coordinator"`
+		Term        uint64             `json:"term"`
+		Active      bool               `json:"active"`
+		Leading     bool               `json:"leading"`
+		Locks       []mutex.LockStatus `json:"locks"`
 	}
 	if err := json.Unmarshal(r.Status, &st); err != nil {
 		return cli.Exitf(cli.ExitUnavailable, "bad status from the daemon: %v", err)

@@ -289,21 +289,23 @@ func (m *central) Held(name string, client uint64) (uint64, bool) {
 	return r.token, true
 }
 
+// LockStatus is one row of a daemon's lock table in Status.
+type LockStatus struct {
+	Name   string   `json:"name"`
+	Holder node.ID  `json:"holder,omitempty"`
+	Client uint64   `json:"client,omitempty"`
+	Token  uint64   `json:"token,omitempty"`
+	Queue  []string `json:"queue,omitempty"`
+}
+
 // Status describes the daemon and, as far as it knows, the lock table.
 func (m *central) Status() any {
-	type lk struct {
-		Name   string   `json:"name"`
-		Holder node.ID  `json:"holder,omitempty"`
-		Client uint64   `json:"client,omitempty"`
-		Token  uint64   `json:"token,omitempty"`
-		Queue  []string `json:"queue,omitempty"`
-	}
-	byName := map[string]*lk{}
+	byName := map[string]*LockStatus{}
 	var order []string
 	for _, r := range m.table {
 		l := byName[r.Name]
 		if l == nil {
-			l = &lk{Name: r.Name}
+			l = &LockStatus{Name: r.Name}
 			byName[r.Name] = l
 			order = append(order, r.Name)
 		}
@@ -313,7 +315,7 @@ func (m *central) Status() any {
 			l.Queue = append(l.Queue, fmt.Sprintf("%d/%d", r.Node, r.Client))
 		}
 	}
-	locks := []*lk{}
+	locks := []*LockStatus{}
 	for _, n := range order {
 		locks = append(locks, byName[n])
 	}

@@ -331,16 +331,9 @@ func (m *ra) Clock() uint64 { return m.lc.Now() }
 
 // Status implements Machine.
 func (m *ra) Status() any {
-	type lk struct {
-		Name   string   `json:"name"`
-		Holder node.ID  `json:"holder,omitempty"`
-		Client uint64   `json:"client,omitempty"`
-		Token  uint64   `json:"token,omitempty"`
-		Queue  []string `json:"queue,omitempty"`
-	}
-	locks := []lk{}
+	locks := []LockStatus{}
 	for _, h := range m.Holdings(time.Time{}) {
-		locks = append(locks, lk{Name: h.Name, Holder: m.cfg.ID, Client: h.Client, Token: h.Token})
+		locks = append(locks, LockStatus{Name: h.Name, Holder: m.cfg.ID, Client: h.Client, Token: h.Token})
 	}
 	return map[string]any{"id": m.cfg.ID, "algo": m.cfg.Algo.String(), "clock": m.lc.Now(), "locks": locks}
 }
