@@ -4,8 +4,6 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
@@ -16,15 +14,7 @@ import (
 
 const tool = "lockd"
 
-func defaultSocket() string {
-	dir := os.Getenv("XDG_RUNTIME_DIR")
-	if dir == "" {
-		dir = os.TempDir()
-	}
-	return filepath.Join(dir, "lockd.sock")
-}
-
-var socketFlag = &ucli.StringFlag{Name: "socket", Value: defaultSocket(), Usage: "the daemon's control socket"}
+var socketFlag = &ucli.StringFlag{Name: "socket", Value: cli.DefaultSocket(tool), Usage: "the daemon's control socket"}
 
 var serveFlags = cli.WithEnv(tool, append(cli.NodeFlags(),
 	&ucli.StringFlag{Name: "algo", Value: "central", Usage: "central (coordinator with failover; survives partitions) or ricart-agrawala (no coordinator; crash faults only)"},
@@ -37,7 +27,7 @@ var serveFlags = cli.WithEnv(tool, append(cli.NodeFlags(),
 
 func clientFlags(extra ...ucli.Flag) []ucli.Flag {
 	return cli.WithEnv(tool, append([]ucli.Flag{
-		&ucli.StringFlag{Name: "socket", Value: defaultSocket(), Usage: "the daemon's control socket"},
+		&ucli.StringFlag{Name: "socket", Value: cli.DefaultSocket(tool), Usage: "the daemon's control socket"},
 		&ucli.BoolFlag{Name: cli.FlagJSON, Usage: "print JSON lines"},
 	}, extra...))
 }

@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -71,7 +70,7 @@ func serve(c *ucli.Context) error {
 		return cli.Exitf(cli.ExitUsage, "%v", err)
 	}
 	sockPath := c.String("socket")
-	ln, err := listenControl(sockPath)
+	ln, err := cli.ListenControl(tool, sockPath)
 	if err != nil {
 		mb.Transport.Close()
 		return err
@@ -119,33 +118,6 @@ func serve(c *ucli.Context) error {
 			return nil
 		}
 	}
-}
-
-// listenControl opens the Unix control socket with mode 0600, replacing a
-// stale socket file but never a live daemon's.
-func listenControl(path string) (net.Listener, error) {
-	if path == "" {
-		return nil, cli.Exitf(cli.ExitUsage, "--socket must not be empty")
-	}
-	if c, err := net.DialTimeout("unix", path, 200*time.Millisecond); err == nil {
-		c.Close()
-		return nil, cli.Exitf(cli.ExitBusy, "another lockd is serving %s", path)
-	}
-	_ = os.Remove(path)
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, cli.Exitf(cli.ExitUsage, "--socket: %v", err)
-	}
-	old := syscall.Umask(0o177)
-	ln, err := net.Listen("unix", path)
-	syscall.Umask(old)
-	if err != nil {
-		return nil, cli.Exitf(cli.ExitUsage, "--socket: %v", err)
-	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		ln.Close()
-		return nil, cli.Exitf(cli.ExitUsage, "--socket: %v", err)
-	}
-	return ln, nil
 }
 
 func (d *daemon) accept(ctx context.Context, ln net.Listener) {
