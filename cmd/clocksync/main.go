@@ -43,13 +43,18 @@ With --stratum N the server declares itself synchronised at stratum N
 clients refuse it, as unsynchronised servers do. With --upstream it
 disciplines its own clock from that server (slewing, never stepping back)
 and serves at the upstream's stratum + 1 once it has a good sample.
---skew and --drift-ppm give the server a deliberately wrong virtual clock;
-the system clock is never changed.
+--skew and --drift-ppm give the server a deliberately wrong virtual clock.
+The system clock is never changed unless --apply is given: then (as root,
+with --upstream) the kernel slews the system clock with adjtimex at up to
+500 ppm, steps it only forward (past --makestep), and corrects its
+frequency; a slew in progress ends by itself if the server dies.
+With --socket PATH, 'clocksync now --socket PATH' shows the disciplined time.
 
 Examples:
    clocksync serve --bind 127.0.0.1:12300 --stratum 1
    clocksync serve --bind 127.0.0.1:12301 --upstream 127.0.0.1:12300 --skew 250ms --drift-ppm 200
-   clocksync serve --bind '{{ GetPrivateIP }}:123' --stratum 2`,
+   clocksync serve --bind '{{ GetPrivateIP }}:123' --stratum 2
+   sudo clocksync serve --bind 127.0.0.1:12302 --upstream ntp.example:123 --apply --socket /run/clocksync.sock`,
 				Flags: cli.WithEnv(tool, []ucli.Flag{
 					&ucli.StringFlag{Name: "bind", Value: "127.0.0.1:12300", Usage: "address to answer on (go-sockaddr templates allowed)"},
 					&ucli.IntFlag{Name: "stratum", Usage: "declare this clock synchronised at this stratum (1-15)"},
@@ -59,6 +64,8 @@ Examples:
 					&ucli.Float64Flag{Name: "drift-ppm", Usage: "make this server's (virtual) clock run fast (+) or slow (-) by this many ppm"},
 					&ucli.Float64Flag{Name: "max-slew", Value: 83333, Usage: "fastest correction, in ppm; the clock is slewed, never stepped back"},
 					&ucli.DurationFlag{Name: "makestep", Value: time.Second, Usage: "when behind by more than this, step forward at once"},
+					&ucli.BoolFlag{Name: "apply", Usage: "slew the real system clock (adjtimex; needs root) instead of a virtual one; off by default"},
+					&ucli.StringFlag{Name: "socket", Usage: "answer 'clocksync now --socket PATH' on this Unix socket (mode 0600)"},
 					&ucli.StringFlag{Name: cli.FlagReadyFile, Usage: "write the listening address here once up"},
 					&ucli.StringFlag{Name: cli.FlagLogLevel, Value: "info", Usage: "debug, info, warn or error"},
 					&ucli.BoolFlag{Name: cli.FlagNoColor, Usage: "never colour logs"},
@@ -90,8 +97,18 @@ Examples:
 			},
 			{
 				Name:  "now",
-				Usage: "ask Berkeley members where their clocks are, relative to this host's",
+				Usage: "print a running node's disciplined time (--socket) or each Berkeley member's offset (--peers)",
+				Description: `With --socket PATH, asks the 'clocksync serve --socket PATH' on this host
+for its time: the disciplined time, how far it is from the system clock,
+the frequency correction and the part of the last offset still being
+slewed. With --peers, asks every Berkeley member where its clock is
+relative to this host's, and prints the spread.
+
+Examples:
+   clocksync now --socket /run/clocksync.sock
+   clocksync now --peers @peers.txt --json`,
 				Flags: cli.WithEnv(tool, append(cli.ClientFlags(),
+					&ucli.StringFlag{Name: "socket", Usage: "a serve node's control socket"},
 					&ucli.DurationFlag{Name: "wait", Value: time.Second, Usage: "how long to wait for answers"},
 					&ucli.StringFlag{Name: cli.FlagTransport, Value: "udp", Usage: "udp or tcp"},
 				)),
@@ -125,10 +142,11 @@ Examples:
 // node is a server's clock: a (possibly deliberately wrong) local clock
 // disciplined towards its upstream, and what it says about itself.
 type server struct {
-	mu  sync.Mutex
-	raw clock.Skewed
-	d   clocksync.Discipline
-	srv clocksync.Server
+	mu       sync.Mutex
+	clk      localClock
+	srv      clocksync.Server
+	upstream string
+	fatal    error // why following the upstream had to stop the server
 }
 
 func (n *server) now() time.Time { return n.at(time.Now()) }
@@ -137,7 +155,7 @@ func (n *server) now() time.Time { return n.at(time.Now()) }
 func (n *server) at(sys time.Time) time.Time {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return n.d.Now(n.raw.At(sys))
+	return n.clk.At(sys)
 }
 
 func serve(c *ucli.Context) error {
@@ -150,11 +168,22 @@ func serve(c *ucli.Context) error {
 	if err != nil {
 		return cli.Exitf(cli.ExitUsage, "%v", err)
 	}
-	start := time.Now()
-	n := &server{raw: clock.Skewed{Base: clock.System{}, Offset: c.Duration("skew"), DriftPPM: c.Float64("drift-ppm"), Epoch: start},
-		d:   clocksync.Discipline{MaxSlewPPM: c.Float64("max-slew"), MakeStep: c.Duration("makestep")},
-		srv: clocksync.Server{Precision: -20}}
 	upstream := c.String("upstream")
+	n := &server{srv: clocksync.Server{Precision: -20}, upstream: upstream}
+	if c.Bool("apply") {
+		if c.Duration("skew") != 0 || c.Float64("drift-ppm") != 0 || upstream == "" {
+			return cli.Exitf(cli.ExitUsage, "--apply disciplines the system clock from --upstream; it cannot be combined with --skew or --drift-ppm")
+		}
+		kc, err := newKernelClock(c.Duration("makestep"))
+		if err != nil {
+			return cli.Exitf(cli.ExitNoPerm, "%v", err)
+		}
+		n.clk = kc
+		log.Warn("--apply: this server will slew the system clock", "upstream", upstream)
+	} else {
+		n.clk = &virtualClock{raw: clock.Skewed{Base: clock.System{}, Offset: c.Duration("skew"), DriftPPM: c.Float64("drift-ppm"), Epoch: time.Now()},
+			d: clocksync.Discipline{MaxSlewPPM: c.Float64("max-slew"), MakeStep: c.Duration("makestep")}}
+	}
 	if st := c.Int("stratum"); st != 0 {
 		if st < 1 || st > 15 || upstream != "" {
 			return cli.Exitf(cli.ExitUsage, "--stratum must be 1 to 15, and not combined with --upstream")
@@ -173,6 +202,14 @@ func serve(c *ucli.Context) error {
 		return cli.Exitf(cli.ExitUnavailable, "%v", err)
 	}
 	defer conn.Close()
+	if path := c.String("socket"); path != "" {
+		ln, err := cli.ListenControl(tool, path)
+		if err != nil {
+			return err
+		}
+		defer ln.Close()
+		go n.control(ln)
+	}
 	if err := cli.WriteReadyFile(c.String(cli.FlagReadyFile), conn.LocalAddr().String()); err != nil {
 		return cli.Exitf(cli.ExitUsage, "--ready-file: %v", err)
 	}
@@ -182,7 +219,14 @@ func serve(c *ucli.Context) error {
 	done := make(chan struct{})
 	go func() { <-sigs; close(done); conn.Close() }()
 	if upstream != "" {
-		go n.follow(upstream, c.Duration("poll"), done, log)
+		go func() {
+			if err := n.follow(upstream, c.Duration("poll"), done, log); err != nil {
+				n.mu.Lock()
+				n.fatal = err
+				n.mu.Unlock()
+				conn.Close()
+			}
+		}()
 	}
 	// The kernel stamps each datagram on arrival (SO_TIMESTAMPNS): T2 is
 	// then the arrival time, not when this goroutine got to run.
@@ -202,6 +246,11 @@ func serve(c *ucli.Context) error {
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				log.Info("stopped", "dropped", dropped)
+				n.mu.Lock()
+				defer n.mu.Unlock()
+				if n.fatal != nil {
+					return cli.Exitf(cli.ExitNoPerm, "%v", n.fatal)
+				}
 				return nil
 			}
 			continue
@@ -235,14 +284,14 @@ func serve(c *ucli.Context) error {
 func (n *server) follow(upstream string, poll time.Duration, done <-chan struct{}, log interface {
 	Info(string, ...any)
 	Warn(string, ...any)
-}) {
+}) error {
 	if poll < 10*time.Millisecond {
 		poll = 10 * time.Millisecond
 	}
 	conn, err := net.Dial("udp", upstream)
 	if err != nil {
 		log.Warn("upstream unreachable", "upstream", upstream, "err", err)
-		return
+		return nil
 	}
 	defer conn.Close()
 	misses := 0
@@ -253,7 +302,10 @@ func (n *server) follow(upstream string, poll time.Duration, done <-chan struct{
 		n.mu.Lock()
 		if ok && rep.Leap != clocksync.LeapAlarm && rep.Stratum >= 1 && rep.Stratum < 15 {
 			misses = 0
-			n.d.Update(n.raw.Now(), s.Offset())
+			if err := n.clk.Update(time.Now(), s.Offset()); err != nil {
+				n.mu.Unlock()
+				return err
+			}
 			first := !n.srv.Synced
 			n.srv.Synced, n.srv.Stratum = true, rep.Stratum+1
 			if ip, _, err := net.SplitHostPort(upstream); err == nil {
@@ -276,7 +328,7 @@ func (n *server) follow(upstream string, poll time.Duration, done <-chan struct{
 		n.mu.Unlock()
 		select {
 		case <-done:
-			return
+			return nil
 		case <-t.C:
 		}
 	}
@@ -465,6 +517,9 @@ func berkeley(c *ucli.Context) error {
 }
 
 func nowCmd(c *ucli.Context) error {
+	if path := c.String("socket"); path != "" {
+		return nowSocket(c, path)
+	}
 	cm, err := cli.Setup(c, tool)
 	if err != nil {
 		return err
@@ -513,6 +568,36 @@ func nowCmd(c *ucli.Context) error {
 		cm.Out.JSON(map[string]any{"event": "spread", "spread_ns": (hi - lo).Nanoseconds()})
 	} else {
 		cm.Out.Line(fmt.Sprintf("spread %.6fs", (hi - lo).Seconds()))
+	}
+	return nil
+}
+
+// nowSocket prints a serve node's report.
+func nowSocket(c *ucli.Context, path string) error {
+	conn, err := net.DialTimeout("unix", path, c.Duration("wait"))
+	if err != nil {
+		return cli.Exitf(cli.ExitUnavailable, "no clocksync serve on %s: %v", path, err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(c.Duration("wait")))
+	var r nowReport
+	if err := json.NewDecoder(conn).Decode(&r); err != nil {
+		return cli.Exitf(cli.ExitUnavailable, "%s: %v", path, err)
+	}
+	out := cli.NewOutput(os.Stdout, c.Bool(cli.FlagJSON))
+	if c.Bool(cli.FlagJSON) {
+		out.JSON(r)
+	} else {
+		state := "synced"
+		if !r.Synced {
+			state = "unsynced"
+		}
+		clk := "virtual"
+		if r.SystemClock {
+			clk = "system"
+		}
+		out.Line(fmt.Sprintf("now %s offset %+.6fs %s stratum %d freq %+.3fppm pending %+.6fs clock %s",
+			r.Time, r.Offset, state, r.Stratum, r.FreqPPM, r.Pending, clk))
 	}
 	return nil
 }

@@ -12,6 +12,7 @@
 //	69       peers unreachable, no quorum, cannot bind
 //	75       busy or timed out (overridable where documented)
 //	76       lock, leadership or ticket lost while the child ran
+//	77       not permitted (clocksync serve --apply without CAP_SYS_TIME)
 //	126      the child cannot be executed
 //	127      the child was not found
 package cli

@@ -16,6 +16,7 @@ const (
 	ExitUnavailable = 69
 	ExitBusy        = 75
 	ExitLost        = 76
+	ExitNoPerm      = 77
 	ExitCannotExec  = 126
 	ExitNotFound    = 127
 )

@@ -152,11 +152,6 @@ func NewBerkeley(cfg BerkeleyConfig) (*Berkeley, error) {
 		// The master's adjustment is already an average: apply it whole.
 		cfg.Discipline.PhaseGain = 1
 	}
-	if cfg.Discipline.Gain == 0 {
-		// Adjustments carry the master's measurement noise (half the
-		// path asymmetry): learn frequency from them slowly.
-		cfg.Discipline.Gain = 0.02
-	}
 	b := &Berkeley{cfg: cfg, master: cfg.Master, d: cfg.Discipline,
 		raw: clock.Skewed{Offset: cfg.Skew, DriftPPM: cfg.DriftPPM, Epoch: cfg.Epoch}}
 	for _, p := range cfg.Peers {

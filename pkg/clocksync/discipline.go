@@ -24,10 +24,9 @@ type Discipline struct {
 	// MakeStep: behind by more than this, step forward (default 1s; zero
 	// or negative: use the default; use a huge value to never step).
 	MakeStep time.Duration
-	// Gain of the frequency estimate per update (default 0.1), and the
-	// share of each measured offset that is slewed away (default 0.5):
-	// below 1, single noisy measurements move the clock less.
-	Gain, PhaseGain float64
+	// PhaseGain is the share of each measured offset that is slewed away
+	// (default 0.5): below 1, single noisy measurements move the clock less.
+	PhaseGain float64
 
 	stepBack bool // planted bug for tests: step backwards when ahead
 
@@ -36,8 +35,7 @@ type Discipline struct {
 	base      time.Time
 	remaining time.Duration
 	freq      float64 // fractional frequency correction (ppm / 1e6)
-	lastRaw   time.Time
-	updates   int
+	fll       freqLoop
 }
 
 func (d *Discipline) defaults() {
@@ -46,9 +44,6 @@ func (d *Discipline) defaults() {
 	}
 	if d.MakeStep <= 0 {
 		d.MakeStep = time.Second
-	}
-	if d.Gain <= 0 {
-		d.Gain = 0.1
 	}
 	if d.PhaseGain <= 0 || d.PhaseGain > 1 {
 		d.PhaseGain = 0.5
@@ -89,28 +84,16 @@ func (d *Discipline) Pending(raw time.Time) time.Duration {
 func (d *Discipline) Update(raw time.Time, offset time.Duration) {
 	d.defaults()
 	now := d.Now(raw)
-	if d.started && d.updates > 0 {
-		// What is still off after the slew had its chance is frequency
-		// error: fold a share of it into the frequency correction.
-		if dt := raw.Sub(d.lastRaw).Seconds(); dt > 0 {
-			lim := raw.Sub(d.baseRaw).Seconds() * d.MaxSlewPPM / 1e6
-			rate := offset.Seconds() / dt
-			// Only an offset the old one left behind, and small enough to
-			// be a rate error (within twice the ±500 ppm we correct), says
-			// anything about frequency; bigger ones are phase to slew.
-			if abs(d.remaining.Seconds()) <= lim && abs(rate) <= 1e-3 {
-				d.freq += d.Gain * rate
-				d.freq = max(-500e-6, min(500e-6, d.freq))
-			}
-		}
-	}
+	d.freq = d.fll.update(raw, offset, d.Pending(raw))
 	d.started = true
-	d.updates++
-	d.baseRaw, d.base, d.lastRaw = raw, now, raw
+	d.baseRaw, d.base = raw, now
 	d.remaining = time.Duration(float64(offset) * d.PhaseGain)
 	if offset > d.MakeStep || d.stepBack && -offset > d.MakeStep/10 {
 		d.base = d.base.Add(offset) // behind by a lot: step forward
+		d.fll.fixed(offset)
 		d.remaining = 0
+	} else {
+		d.fll.fixed(d.remaining)
 	}
 }
 
@@ -123,3 +106,47 @@ func abs(x float64) float64 {
 	}
 	return x
 }
+
+// freqLoop is the frequency-locked loop both disciplines share. Between
+// two updates the offset should change by exactly the correction applied
+// in between; what else changed is frequency error. Summed over a window,
+// the measurement noise of the offsets cancels but for its two ends, so the
+// rate is read off FLLWindow of them, not off one noisy poll, and half of
+// it joins the frequency correction, which stays within ±MaxFreq.
+type freqLoop struct {
+	started    bool
+	last       time.Time
+	lastOffset time.Duration // measured at the last update
+	lastFix    time.Duration // the correction started then
+	resid      time.Duration // unexplained change of offset in this window
+	span       time.Duration // the window's length so far
+	freq       float64
+}
+
+// FLLWindow is how long the frequency-locked loop sums before it corrects
+// the frequency: with ±1 ms of path asymmetry per sample, a 16 s window
+// reads the rate to about ±125 ppm, and half of that is taken.
+const FLLWindow = 16 * time.Second
+
+// update takes, at local time now, the measured offset and what is still
+// pending of the last correction, and returns the frequency correction.
+func (f *freqLoop) update(now time.Time, offset, pending time.Duration) float64 {
+	if f.started {
+		f.resid += offset - (f.lastOffset - (f.lastFix - pending))
+		f.span += now.Sub(f.last)
+		if f.span >= FLLWindow {
+			if rate := f.resid.Seconds() / f.span.Seconds(); abs(rate) <= 2*MaxFreq {
+				f.freq = max(-MaxFreq, min(MaxFreq, f.freq+0.5*rate))
+			}
+			f.resid, f.span = 0, 0
+		}
+	}
+	f.started, f.last, f.lastOffset = true, now, offset
+	return f.freq
+}
+
+// fixed records the correction started at the last update.
+func (f *freqLoop) fixed(fix time.Duration) { f.lastFix = fix }
+
+// MaxFreq bounds every frequency correction: 500 ppm.
+const MaxFreq = 500e-6

@@ -100,3 +100,79 @@ func TestDisciplineCatchesPlantedBug(t *testing.T) {
 	}
 	t.Logf("planted bug (step back when ahead) caught in %d/50 seeds", caught)
 }
+
+// chainBound: in a chain of strata each node inherits its upstream's error
+// and adds its own path asymmetry; after 90 s the last of three stays
+// within this of true time.
+const chainBound = 8 * time.Millisecond
+
+// TestDisciplineChain: strata 2, 3 and 4, each with its own skew (±500 ms)
+// and drift (±200 ppm), each polling the one above over its own lossy,
+// asymmetric path, stratum 2 polling true time. Every node's time is
+// monotonic, and the chain converges.
+func TestDisciplineChain(t *testing.T) {
+	var worst time.Duration
+	for _, seed := range sim.Seeds() {
+		w, err := runChain(seed, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		worst = max(worst, w)
+	}
+	t.Logf("chain of 3 strata: %d seeds passed; never backwards; worst error of the last after 90s: %v (bound %v)", len(sim.Seeds()), worst, chainBound)
+}
+
+func runChain(seed uint64, n int) (time.Duration, error) {
+	r := rand.New(rand.NewPCG(seed, 13))
+	epoch := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	type member struct {
+		raw              clock.Skewed
+		d                Discipline
+		prev, t1         time.Time
+		answerAt, server time.Time
+	}
+	ms := make([]member, n)
+	for i := range ms {
+		ms[i].raw = clock.Skewed{Offset: time.Duration(r.Int64N(int64(time.Second))) - 500*time.Millisecond,
+			DriftPPM: r.Float64()*400 - 200, Epoch: epoch}
+	}
+	// timeOf is member i's disciplined time at true time tn; -1 is the
+	// stratum-1 reference.
+	timeOf := func(i int, tn time.Time) time.Time {
+		if i < 0 {
+			return tn
+		}
+		return ms[i].d.Now(ms[i].raw.At(tn))
+	}
+	var worst time.Duration
+	for step := 0; step <= 150_000; step++ {
+		tn := epoch.Add(time.Duration(step) * time.Millisecond)
+		for i := range ms {
+			m := &ms[i]
+			switch {
+			case !m.answerAt.IsZero() && !tn.Before(m.answerAt):
+				s := Sample{T1: m.t1, T2: m.server, T3: m.server, T4: timeOf(i, tn)}
+				m.d.Update(m.raw.At(tn), s.Offset())
+				m.answerAt = time.Time{}
+			case step%1000 == 100*i && m.answerAt.IsZero() && r.Float64() >= 0.2:
+				up := time.Duration(1+r.IntN(5)) * time.Millisecond
+				down := time.Duration(1+r.IntN(5)) * time.Millisecond
+				m.t1 = timeOf(i, tn)
+				m.server, m.answerAt = timeOf(i-1, tn.Add(up)), tn.Add(up+down)
+			}
+			now := timeOf(i, tn)
+			if !m.prev.IsZero() && now.Before(m.prev) {
+				return 0, errAt(seed, step, "stratum %d went backwards by %v", i+2, m.prev.Sub(now))
+			}
+			m.prev = now
+		}
+		if step >= 90_000 {
+			off := timeOf(n-1, tn).Sub(tn)
+			worst = max(worst, max(off, -off))
+		}
+	}
+	if worst > chainBound {
+		return worst, errAt(seed, 0, "after 90 s stratum %d still %v from true time", n+1, worst)
+	}
+	return worst, nil
+}
