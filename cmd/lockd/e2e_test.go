@@ -221,7 +221,7 @@ var lockModel = porcupine.Model{
 }
 
 func TestEightClientsNoOverlapAndLinearizable(t *testing.T) {
-	for _, algo := range []string{"central", "ricart-agrawala"} {
+	for _, algo := range []string{"central", "ricart-agrawala", "token-ring"} {
 		t.Run(algo, func(t *testing.T) { eightClients(t, algo) })
 	}
 }
@@ -326,7 +326,7 @@ func TestKilledDaemons(t *testing.T) {
 // notices the lease running out on its own, stops its child and exits 76;
 // another client gets the lock only after that.
 func TestPausedDaemon(t *testing.T) {
-	for _, algo := range []string{"central", "ricart-agrawala"} {
+	for _, algo := range []string{"central", "ricart-agrawala", "token-ring"} {
 		t.Run(algo, func(t *testing.T) { pausedDaemon(t, algo) })
 	}
 }
@@ -408,4 +408,29 @@ func zombie(pid int) bool {
 	s := string(b)
 	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
 	return len(f) > 0 && f[0] == "Z"
+}
+
+// TestTokenRingKilledDaemon: SIGKILL the daemon whose client is inside,
+// which holds the token: its client exits 76 with its child stopped, a
+// backup copy on the next daemon becomes the token (seed 003's UseBackup),
+// and a client waiting on another daemon gets in, with a higher fencing
+// token.
+func TestTokenRingKilledDaemon(t *testing.T) {
+	c := startDaemons(t, 3, "--algo", "token-ring")
+	file := filepath.Join(c.dir, "witness")
+	holder := c.run(1, file, time.Hour)
+	waitFor(t, func() bool { return len(readWitnessMaybe(file)) > 0 })
+	next := c.run(3, file, 10*time.Millisecond)
+	c.ctl("kill", "1")
+	holder.wait()
+	if holder.code != 76 {
+		t.Fatalf("holder on a killed daemon exited %d, want 76: %s", holder.code, holder.out.String())
+	}
+	next.wait()
+	if next.code != 0 {
+		t.Fatalf("client waiting on daemon 3: exit %d: %s", next.code, next.out.String())
+	}
+	if n := checkWitness(t, file); n != 2 {
+		t.Fatalf("%d critical sections, want 2", n)
+	}
 }

@@ -62,7 +62,19 @@ func serve(c *ucli.Context) error {
 	if err != nil {
 		return err
 	}
+	// --k: -1 (default) is every other member; 0 is none (Config: -1).
+	backups := c.Int("k")
+	switch {
+	case backups == 0:
+		backups = -1
+	case backups < 0:
+		backups = 0
+	case backups > len(mb.Peers)-1:
+		mb.Transport.Close()
+		return cli.Exitf(cli.ExitUsage, "--k must be at most n-1 = %d", len(mb.Peers)-1)
+	}
 	m, err := mutex.New(mutex.Config{ID: mb.ID, Peers: cli.IDs(mb.Peers), Algo: algo, Lease: lease, Term: term,
+		Boot: mb.Incarnation, Backups: backups,
 		Heartbeat: c.Duration("heartbeat"), Timeout: c.Duration("timeout"),
 		Rand: rand.New(rand.NewPCG(mb.Incarnation, uint64(mb.ID)))})
 	if err != nil {

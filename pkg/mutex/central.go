@@ -17,6 +17,8 @@ type Algo uint8
 const (
 	Central        Algo = 1
 	RicartAgrawala Algo = 2
+	TokenRing      Algo = 3
+	Voting         Algo = 4
 )
 
 func (a Algo) String() string {
@@ -25,18 +27,22 @@ func (a Algo) String() string {
 		return "central"
 	case RicartAgrawala:
 		return "ricart-agrawala"
+	case TokenRing:
+		return "token-ring"
+	case Voting:
+		return "voting"
 	}
 	return fmt.Sprintf("algo(%d)", uint8(a))
 }
 
 // ParseAlgo parses an --algo value.
 func ParseAlgo(s string) (Algo, error) {
-	for _, a := range []Algo{Central, RicartAgrawala} {
+	for _, a := range []Algo{Central, RicartAgrawala, TokenRing} {
 		if a.String() == s {
 			return a, nil
 		}
 	}
-	return 0, fmt.Errorf("mutex: unknown or not yet available algorithm %q (available: central, ricart-agrawala)", s)
+	return 0, fmt.Errorf("mutex: unknown or not yet available algorithm %q (available: central, ricart-agrawala, token-ring)", s)
 }
 
 // safety is the fraction of a lease a holder (or a coordinator counting
@@ -59,12 +65,30 @@ type Config struct {
 	Term               uint64 // highest election term known at start
 	Rand               *rand.Rand
 
+	// Boot numbers this life of the daemon; it must grow with every
+	// restart (token ring: a later life proves an earlier one crashed).
+	Boot uint64
+	// Backups is the token ring's k: copies kept on the next k successors
+	// (seed 003). 0 (or more than n−1): every other daemon, n−1;
+	// negative: none, Le Lann's plain ring.
+	Backups int
+	// RingHold is how long an idle token ring holder keeps the token
+	// before passing it on (default 1ms; negative: not at all, as in
+	// tests that count hops).
+	RingHold time.Duration
+
 	// noTakeoverWait plants a bug: a new coordinator grants unreported
 	// locks at once. Tests only.
 	noTakeoverWait bool
 	// raAlwaysOK plants a bug: Ricart–Agrawala answers OK even when its own
 	// earlier request should win. Tests only.
 	raAlwaysOK bool
+	// ringRegrant plants a bug: the token ring grants a name again on the
+	// visit that freed it, even to this daemon. Tests only (fairness).
+	ringRegrant bool
+	// ringNoBump plants a bug: UseBackup keeps the count, so a late copy
+	// of the crashed holder's token is taken for a newer one. Tests only.
+	ringNoBump bool
 }
 
 // DefaultConfig returns the defaults documented on Config.
@@ -227,6 +251,8 @@ func New(cfg Config) (Machine, error) {
 		return newCentral(cfg)
 	case RicartAgrawala:
 		return newRA(cfg)
+	case TokenRing:
+		return newRing(cfg)
 	}
 	return nil, fmt.Errorf("mutex: algorithm %v not available", cfg.Algo)
 }

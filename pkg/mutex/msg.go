@@ -34,7 +34,12 @@ const (
 	MsgRADeny    MsgType = 45 // → requester: not yet; an OK follows (the seed's always-reply fix)
 	MsgRAAlive   MsgType = 46 // → all, periodically: failure detection; Term: the sender's Lamport clock
 
-	msgLast = MsgRAAlive
+	// Token ring (seed 003).
+	MsgTRToken MsgType = 47 // → next k+1 live successors: Term count, Members the recipients (S_T first) with boot numbers, Locks the table
+	MsgTRAck   MsgType = 48 // → token sender: copy Term received
+	MsgTRAlive MsgType = 49 // → all, periodically: Term count, Seq boot number, Token copy held (0 none, 1 backup, 2 real)
+
+	msgLast = MsgTRAlive
 
 	// Local requests (From == self), never on the wire.
 	LocalAcquire MsgType = 64
@@ -44,7 +49,8 @@ const (
 var msgNames = map[MsgType]string{MsgPing: "ping", MsgVouch: "vouch", MsgCollect: "collect", MsgReport: "report",
 	MsgAcquire: "acquire", MsgGrant: "grant", MsgBusy: "busy", MsgRenew: "renew", MsgRenewAck: "renew-ack",
 	MsgRelease: "release", MsgRevoked: "revoked", MsgRARequest: "ra-request", MsgRAOK: "ra-ok",
-	MsgRADeny: "ra-deny", MsgRAAlive: "ra-alive", LocalAcquire: "local-acquire", LocalRelease: "local-release"}
+	MsgRADeny: "ra-deny", MsgRAAlive: "ra-alive", MsgTRToken: "tr-token", MsgTRAck: "tr-ack", MsgTRAlive: "tr-alive",
+	LocalAcquire: "local-acquire", LocalRelease: "local-release"}
 
 func (t MsgType) String() string {
 	if s, ok := msgNames[t]; ok {
@@ -74,11 +80,20 @@ type Msg struct {
 	NonBlock bool
 	Attempt  uint64 // Acquire/Grant: which acquisition of Name by Client (grows per daemon)
 	Locks    []LockRec
+	Members  []Member // token ring: the copy's recipients, S_T first
+}
+
+// Member is a daemon and its boot number (token ring).
+type Member struct {
+	ID   node.ID
+	Boot uint64
 }
 
 const (
 	maxName  = 255
 	maxLocks = 512
+	// maxMembers bounds a token's recipient list (k+1 ≤ n).
+	maxMembers = 1024
 )
 
 // Codec encodes lockd messages.
@@ -93,7 +108,7 @@ func (Codec) Marshal(m Msg) (uint8, []byte, error) {
 	if m.Type < MsgPing || m.Type > msgLast {
 		return 0, nil, fmt.Errorf("mutex: %v is not a wire message", m.Type)
 	}
-	if len(m.Name) > maxName || len(m.Locks) > maxLocks {
+	if len(m.Name) > maxName || len(m.Locks) > maxLocks || len(m.Members) > maxMembers {
 		return 0, nil, fmt.Errorf("mutex: name or lock list too long")
 	}
 	var e wire.Enc
@@ -114,6 +129,11 @@ func (Codec) Marshal(m Msg) (uint8, []byte, error) {
 		e.Uvarint(l.Client)
 		e.Uvarint(l.Token)
 		e.Uvarint(l.Attempt)
+	}
+	e.Uvarint(uint64(len(m.Members)))
+	for _, mb := range m.Members {
+		e.Uvarint(uint64(mb.ID))
+		e.Uvarint(mb.Boot)
 	}
 	return uint8(m.Type), e.B, nil
 }
@@ -145,6 +165,16 @@ func (Codec) Unmarshal(typ uint8, p []byte) (Msg, error) {
 			}
 			l.Node, l.Client, l.Token, l.Attempt = node.ID(id), d.Uvarint(), d.Uvarint(), d.Uvarint()
 			m.Locks = append(m.Locks, l)
+		}
+	}
+	if n := d.Count(maxMembers, 2); n > 0 {
+		m.Members = make([]Member, 0, n)
+		for i := 0; i < n && d.Err() == nil; i++ {
+			id := d.Uvarint()
+			if id > 1<<32-1 {
+				d.Fail("process id")
+			}
+			m.Members = append(m.Members, Member{ID: node.ID(id), Boot: d.Uvarint()})
 		}
 	}
 	if err := d.Done(); err != nil {

@@ -13,6 +13,7 @@ func TestCodecRoundTrip(t *testing.T) {
 		{Type: MsgElection, Elect: election.Msg{Type: election.MsgHeartbeat, Term: 9, Prio: 3, Leader: 3}},
 		{Type: MsgAcquire, Term: 4, Seq: 9, Name: "db", Client: 12, NonBlock: true, Attempt: 3},
 		{Type: MsgPing, Term: 4, Seq: 1, Locks: []LockRec{{Name: "db", Node: 2, Client: 1, Token: 77, Attempt: 5}}},
+		{Type: MsgTRToken, Term: 41, Members: []Member{{ID: 3, Boot: 1 << 60}, {ID: 1, Boot: 7}}},
 	} {
 		typ, p, err := Codec{}.Marshal(m)
 		if err != nil {
@@ -33,6 +34,8 @@ func FuzzCodec(f *testing.F) {
 	f.Add(uint8(MsgReport), p)
 	_, p, _ = Codec{}.Marshal(Msg{Type: MsgElection, Elect: election.Msg{Type: election.MsgElection, Term: 1}})
 	f.Add(uint8(election.MsgElection), p)
+	_, p, _ = Codec{}.Marshal(Msg{Type: MsgTRToken, Term: 9, Members: []Member{{ID: 2, Boot: 5}}})
+	f.Add(uint8(MsgTRToken), p)
 	f.Fuzz(func(t *testing.T, typ uint8, p []byte) {
 		if err := wire.RoundTrip[Msg](Codec{}, typ, p); err != nil {
 			t.Fatal(err)

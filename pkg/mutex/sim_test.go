@@ -56,26 +56,32 @@ func Exclusive(s *sim.Sim[Msg]) error {
 }
 
 type world struct {
-	s       *sim.Sim[Msg]
-	chk     *Checker
-	rng     *rand.Rand
-	clients int
-	names   []string
-	lastWin map[string]time.Time // client key → time of its last grant
-	wanting map[string]time.Time // client key → when it asked
-	stopped bool
-	inc     map[node.ID]int
-	persist map[node.ID]uint64 // stable storage: the highest term each daemon saw
-	pending []func()           // client starts requested before the simulator existed
-	log     []string           // every event, for reading a failing seed
+	s        *sim.Sim[Msg]
+	chk      *Checker
+	rng      *rand.Rand
+	clients  int
+	names    []string
+	lastWin  map[string]time.Time // client key → time of its last grant
+	wanting  map[string]time.Time // client key → when it asked
+	stopped  bool
+	inc      map[node.ID]int
+	persist  map[node.ID]uint64   // stable storage: the highest term each daemon saw
+	pending  []func()             // client starts requested before the simulator existed
+	regrant  bool                 // token ring: plant the fairness bug
+	fairFrom time.Time            // ring order is checked for waits that start after this
+	wantName map[string]string    // client key → the name it waits for
+	grantsOf map[string][]node.ID // name → daemons granted it, in order, since fairFrom
+	waitFrom map[string]int       // client key → len(grantsOf[name]) when it began waiting
+	log      []string             // every event, for reading a failing seed
 }
 
 func clientKey(id node.ID, c uint64) string { return fmt.Sprintf("%d/%d", id, c) }
 
-func newWorld(seed uint64, n int, opts sim.Options, algo Algo, plant bool) *world {
+func newWorld(seed uint64, n int, opts sim.Options, algo Algo, plant, regrant bool) *world {
 	w := &world{rng: rand.New(rand.NewPCG(seed, 3)), clients: 2, names: []string{"a", "b"},
 		lastWin: map[string]time.Time{}, wanting: map[string]time.Time{}, chk: NewChecker(),
-		inc: map[node.ID]int{}, persist: map[node.ID]uint64{}}
+		inc: map[node.ID]int{}, persist: map[node.ID]uint64{}, wantName: map[string]string{},
+		grantsOf: map[string][]node.ID{}, waitFrom: map[string]int{}, regrant: regrant}
 	var ids []node.ID
 	for i := 1; i <= n; i++ {
 		ids = append(ids, node.ID(i))
@@ -85,8 +91,10 @@ func newWorld(seed uint64, n int, opts sim.Options, algo Algo, plant bool) *worl
 	incarnation := w.inc
 	w.s = sim.New[Msg](opts, Codec{}, func(id node.ID, inc int, rng *rand.Rand) node.Machine[Msg] {
 		incarnation[id] = inc
-		m, err := New(Config{ID: id, Peers: ids, Algo: algo, Lease: 400 * time.Millisecond, Rand: rng,
-			Term: w.persist[id], noTakeoverWait: plant && algo == Central, raAlwaysOK: plant && algo == RicartAgrawala})
+		m, err := New(Config{ID: id, Peers: ids, Algo: algo, Lease: 400 * time.Millisecond, Rand: rng, Boot: uint64(inc) + 1,
+			Term: w.persist[id], noTakeoverWait: plant && algo == Central, raAlwaysOK: plant && algo == RicartAgrawala,
+			ringNoBump: plant && algo == TokenRing, ringRegrant: w.regrant,
+			RingHold: 10 * time.Millisecond}) // idle circulation is most of the simulator's events
 		if err != nil {
 			panic(err)
 		}
@@ -107,6 +115,9 @@ func newWorld(seed uint64, n int, opts sim.Options, algo Algo, plant bool) *worl
 			w.persist[id] = max(w.persist[id], e.Term)
 		case GrantEvent:
 			k := clientKey(id, e.Client)
+			if err := w.ringOrder(at, id, k, e.Name); err != nil {
+				return err
+			}
 			w.lastWin[k] = at
 			delete(w.wanting, k)
 			hold := time.Duration(5+w.rng.IntN(60)) * time.Millisecond
@@ -129,7 +140,7 @@ func newWorld(seed uint64, n int, opts sim.Options, algo Algo, plant bool) *worl
 	w.s.Invariant = func() error {
 		// Stable storage for Ricart–Agrawala: the Lamport clock.
 		for _, id := range w.s.IDs() {
-			if m, ok := w.s.Machine(id).(*ra); ok {
+			if m, ok := w.s.Machine(id).(interface{ Clock() uint64 }); ok {
 				w.persist[id] = max(w.persist[id], m.Clock())
 			}
 		}
@@ -140,6 +151,45 @@ func newWorld(seed uint64, n int, opts sim.Options, algo Algo, plant bool) *worl
 	}
 	w.pending = nil
 	return w
+}
+
+// ringOrder checks the token ring's fairness (seed 002: the token visits
+// in ring order): while a client waits for a name, no other daemon is
+// granted it twice unless the waiter's daemon was granted it in between.
+// Checked once faults have stopped (fairFrom).
+func (w *world) ringOrder(at time.Time, id node.ID, key, name string) error {
+	if w.fairFrom.IsZero() || at.Before(w.fairFrom) {
+		return nil
+	}
+	w.grantsOf[name] = append(w.grantsOf[name], id)
+	for k, from := range w.waitFrom {
+		if w.wantName[k] != name || k == key {
+			continue
+		}
+		if _, waiting := w.wanting[k]; !waiting {
+			continue
+		}
+		// The waiter's own daemon may serve its other clients in
+		// between: each time it does, the others start afresh.
+		seen := map[node.ID]bool{}
+		for _, g := range w.grantsOf[name][from:] {
+			if g == idOf(k) {
+				clear(seen)
+				continue
+			}
+			if seen[g] {
+				return fmt.Errorf("ring order: daemon %d was granted %q twice while client %s waited", g, name, k)
+			}
+			seen[g] = true
+		}
+	}
+	delete(w.waitFrom, key)
+	return nil
+}
+
+func idOf(key string) node.ID {
+	v, _ := strconv.ParseUint(key[:strings.IndexByte(key, '/')], 10, 32)
+	return node.ID(v)
 }
 
 // later makes a client ask for a random lock after d.
@@ -161,6 +211,10 @@ func (w *world) later(id node.ID, client uint64, d time.Duration) {
 			return // a client of an earlier life of this daemon
 		}
 		w.wanting[clientKey(id, client)] = w.s.Now()
+		w.wantName[clientKey(id, client)] = name
+		if !w.fairFrom.IsZero() {
+			w.waitFrom[clientKey(id, client)] = len(w.grantsOf[name])
+		}
 		w.s.Inject(id, Msg{Type: LocalAcquire, Name: name, Client: client, NonBlock: nonBlock})
 	})
 }
@@ -180,6 +234,10 @@ var verbose = flag.Bool("events", false, "print every event of a failing seed")
 // client must be served within livenessWait. Partitions and pauses only
 // for algorithms whose fault model includes them (central).
 func runWorld(seed uint64, algo Algo, plant bool) (w *world, err error) {
+	return runWorldOpts(seed, algo, plant, false)
+}
+
+func runWorldOpts(seed uint64, algo Algo, plant, regrant bool) (w *world, err error) {
 	defer func() {
 		if err != nil && *verbose && w != nil {
 			fmt.Println(strings.Join(w.log, "\n"))
@@ -189,8 +247,9 @@ func runWorld(seed uint64, algo Algo, plant bool) (w *world, err error) {
 	n := 3 + r.IntN(3)
 	opts := sim.Options{MinLatency: time.Millisecond, MaxLatency: time.Duration(2+r.IntN(10)) * time.Millisecond,
 		Drop: r.Float64() * 0.1, Dup: r.Float64() * 0.05, Start: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	w = newWorld(seed, n, opts, algo, plant)
+	w = newWorld(seed, n, opts, algo, plant, regrant)
 	partitions := algo == Central
+	fair := algo == TokenRing
 	s := w.s
 	ids := s.IDs()
 	for _, id := range ids {
@@ -207,8 +266,8 @@ func runWorld(seed uint64, algo Algo, plant bool) (w *world, err error) {
 		}
 		switch action {
 		case 0:
-			if algo == RicartAgrawala && s.Live() == 1 {
-				break // RA: some process that saw the latest entries stays up
+			if algo != Central && s.Live() == 1 {
+				break // RA, token ring: some process that saw the latest entries stays up
 			}
 			s.Crash(id)
 			w.log = append(w.log, fmt.Sprintf("+%v crash %d", s.Now().Sub(opts.Start), id))
@@ -234,6 +293,14 @@ func runWorld(seed uint64, algo Algo, plant bool) (w *world, err error) {
 		s.Restart(id)
 	}
 	healed := s.Now()
+	if fair {
+		// Ring order once the restarted daemons have rejoined and the
+		// names held before healing were freed.
+		if err := s.RunFor(livenessWindow / 2); err != nil {
+			return w, err
+		}
+		w.fairFrom = s.Now()
+	}
 	if err := s.RunFor(livenessWindow); err != nil {
 		return w, err
 	}
@@ -380,4 +447,119 @@ func measureEntry(t *testing.T, algo Algo, types []MsgType) (int, time.Duration)
 	s.Inject(1, Msg{Type: LocalRelease, Name: "x", Client: 7})
 	s.RunFor(100 * time.Millisecond)
 	return count() - before, granted.Sub(asked)
+}
+
+func TestTokenRingProperties(t *testing.T) {
+	for _, seed := range sim.Seeds() {
+		if _, err := runWorld(seed, TokenRing, false); err != nil {
+			t.Fatalf("%v\nreplay: go test ./pkg/mutex -run TestTokenRingProperties -seed %d", err, seed)
+		}
+	}
+	t.Logf("token-ring: %d seeds passed (3-5 daemons, k = n-1, 2 clients each, loss, duplication, reordering, crashes, restarts, skewed clocks; ring order after healing)", len(sim.Seeds()))
+}
+
+// TestTokenRingCatchesPlantedBugs: UseBackup without the count bump lets a
+// late copy of a crashed holder's token through (two holders, or a fencing
+// token going back); granting a name again on the visit that freed it
+// breaks ring order.
+func TestTokenRingCatchesPlantedBugs(t *testing.T) {
+	caught, fair := 0, 0
+	var example, fairExample error
+	for seed := uint64(1); seed <= 200; seed++ {
+		if _, err := runWorld(seed, TokenRing, true); err != nil && (strings.Contains(err.Error(), "two holders") || strings.Contains(err.Error(), "went from")) {
+			caught++
+			example = err
+		}
+	}
+	for seed := uint64(1); seed <= 50; seed++ {
+		if _, err := runWorldOpts(seed, TokenRing, false, true); err != nil && strings.Contains(err.Error(), "ring order") {
+			fair++
+			fairExample = err
+		}
+	}
+	if caught == 0 || fair == 0 {
+		t.Fatalf("planted bugs caught: no count bump %d/200, regrant %d/50", caught, fair)
+	}
+	t.Logf("no count bump caught in %d/200 seeds, e.g. %v", caught, example)
+	t.Logf("regrant on the freeing visit caught in %d/50 seeds, e.g. %v", fair, fairExample)
+}
+
+// TestTokenRingTable reproduces seed 002's row for the token ring on five
+// daemons with a fixed 1ms latency and no backups (Le Lann's ring; k
+// backups add k messages per pass, seed 003): 1 to ∞ messages per entry —
+// one when every daemon wants the lock all the time, without bound when
+// none does — and 0 to n−1 message times before entry.
+func TestTokenRingTable(t *testing.T) {
+	ids := []node.ID{1, 2, 3, 4, 5}
+	n := len(ids)
+	s := sim.New[Msg](sim.Options{Seed: 1, MinLatency: time.Millisecond, MaxLatency: time.Millisecond}, Codec{},
+		func(id node.ID, inc int, rng *rand.Rand) node.Machine[Msg] {
+			m, err := New(Config{ID: id, Peers: ids, Algo: TokenRing, Lease: 10 * time.Second, Rand: rng,
+				Boot: uint64(inc) + 1, Backups: -1, RingHold: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m
+		}, ids...)
+	var asked, granted time.Time
+	grants := 0
+	saturated := false
+	s.OnEvent = func(at time.Time, id node.ID, ev node.Event) error {
+		if e, ok := ev.(GrantEvent); ok {
+			grants++
+			granted = at
+			if saturated {
+				// Leave at once and ask again: every daemon always wants it.
+				s.Inject(id, Msg{Type: LocalRelease, Name: "x", Client: e.Client})
+				s.Inject(id, Msg{Type: LocalAcquire, Name: "x", Client: e.Client})
+			}
+		}
+		return nil
+	}
+	tokens := func() int { return s.Stats.Delivered[uint8(MsgTRToken)] }
+	if err := s.RunFor(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	// Idle: the token keeps going round with nobody to serve.
+	before := tokens()
+	s.RunFor(time.Second)
+	idle := tokens() - before
+	// Delay before entry: one daemon asks at 200 random instants.
+	r := rand.New(rand.NewPCG(7, 7))
+	var lo, hi time.Duration = time.Hour, 0
+	for i := 0; i < 200; i++ {
+		s.RunFor(time.Duration(r.IntN(10_000)) * time.Microsecond)
+		asked, granted = s.Now(), time.Time{}
+		s.Inject(1, Msg{Type: LocalAcquire, Name: "x", Client: 1})
+		s.RunFor(time.Duration(n+1) * time.Millisecond)
+		if granted.IsZero() {
+			t.Fatal("no grant within n+1 message times")
+		}
+		d := granted.Sub(asked)
+		lo, hi = min(lo, d), max(hi, d)
+		s.Inject(1, Msg{Type: LocalRelease, Name: "x", Client: 1})
+		s.RunFor(time.Duration(n) * time.Millisecond) // the release travels with the token
+	}
+	// Saturated: every daemon wants it all the time.
+	saturated = true
+	for _, id := range ids {
+		s.Inject(id, Msg{Type: LocalAcquire, Name: "x", Client: 9})
+	}
+	s.RunFor(100 * time.Millisecond)
+	before, g0 := tokens(), grants
+	s.RunFor(time.Second)
+	perEntry := float64(tokens()-before) / float64(grants-g0)
+	t.Logf("token-ring: %.3f messages per entry saturated (seed: 1), %d in 1 s idle (seed: ∞); delay before entry %v to %v (seed: 0 to n-1 = %d message times)",
+		perEntry, idle, lo, hi, n-1)
+	if perEntry < 1 || perEntry > 1.01 {
+		t.Fatalf("saturated: %.3f token messages per entry, want 1", perEntry)
+	}
+	if idle < 900 {
+		t.Fatalf("idle: only %d token messages in 1 s", idle)
+	}
+	// A request may land just after the token left: up to n−1 further hops
+	// and the rest of the current one.
+	if lo > time.Millisecond || hi > time.Duration(n)*time.Millisecond || hi <= time.Duration(n-2)*time.Millisecond {
+		t.Fatalf("delay before entry %v to %v, want 0 to n-1 = %d message times", lo, hi, n-1)
+	}
 }
