@@ -221,7 +221,7 @@ var lockModel = porcupine.Model{
 }
 
 func TestEightClientsNoOverlapAndLinearizable(t *testing.T) {
-	for _, algo := range []string{"central", "ricart-agrawala", "token-ring"} {
+	for _, algo := range []string{"central", "ricart-agrawala", "token-ring", "voting"} {
 		t.Run(algo, func(t *testing.T) { eightClients(t, algo) })
 	}
 }
@@ -326,7 +326,7 @@ func TestKilledDaemons(t *testing.T) {
 // notices the lease running out on its own, stops its child and exits 76;
 // another client gets the lock only after that.
 func TestPausedDaemon(t *testing.T) {
-	for _, algo := range []string{"central", "ricart-agrawala", "token-ring"} {
+	for _, algo := range []string{"central", "ricart-agrawala", "token-ring", "voting"} {
 		t.Run(algo, func(t *testing.T) { pausedDaemon(t, algo) })
 	}
 }
@@ -432,5 +432,28 @@ func TestTokenRingKilledDaemon(t *testing.T) {
 	}
 	if n := checkWitness(t, file); n != 2 {
 		t.Fatalf("%d critical sections, want 2", n)
+	}
+}
+
+// TestVotingMinority: with two of three daemons SIGKILLed, the last one
+// cannot gather m = 2 votes and never grants; with one back, it does.
+func TestVotingMinority(t *testing.T) {
+	c := startDaemons(t, 3, "--algo", "voting")
+	file := filepath.Join(c.dir, "witness")
+	c.ctl("kill", "1")
+	c.ctl("kill", "2")
+	cl := c.run(3, file, 10*time.Millisecond, "--timeout", "3s")
+	cl.wait()
+	if cl.code == 0 {
+		t.Fatal("granted with one of three daemons: one vote is not a majority")
+	}
+	c.ctl("restart", "2")
+	cl = c.run(3, file, 10*time.Millisecond, "--timeout", "15s")
+	cl.wait()
+	if cl.code != 0 {
+		t.Fatalf("client with two of three daemons up: exit %d: %s", cl.code, cl.out.String())
+	}
+	if n := checkWitness(t, file); n != 1 {
+		t.Fatalf("%d critical sections, want 1", n)
 	}
 }

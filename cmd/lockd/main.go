@@ -17,13 +17,14 @@ const tool = "lockd"
 var socketFlag = &ucli.StringFlag{Name: "socket", Value: cli.DefaultSocket(tool), Usage: "the daemon's control socket"}
 
 var serveFlags = cli.WithEnv(tool, append(cli.NodeFlags(),
-	&ucli.StringFlag{Name: "algo", Value: "central", Usage: "central (coordinator with failover; survives partitions), ricart-agrawala (no coordinator; crash faults only) or token-ring (Le Lann's ring with k backup tokens; crash faults only)"},
+	&ucli.StringFlag{Name: "algo", Value: "central", Usage: "central (coordinator with failover; survives partitions), ricart-agrawala (no coordinator; crash faults only) token-ring (Le Lann's ring with k backup tokens; crash faults only) or voting (m of n coordinator votes; survives partitions)"},
+	&ucli.IntFlag{Name: "m", Usage: "voting: votes needed, more than n/2 (default n/2+1)"},
 	&ucli.IntFlag{Name: "k", Value: -1, Usage: "token-ring: backup copies of the token, kept on the next k members; survives k consecutive crashes (default n-1; 'lockd ring-k' sizes it for big rings)"},
 	socketFlag,
 	&ucli.DurationFlag{Name: "lease", Value: mutex.DefaultConfig().Lease, Usage: "grant lease: a partitioned holder loses its lock within 0.9×lease"},
 	&ucli.DurationFlag{Name: "heartbeat", Value: 50 * time.Millisecond, Usage: "coordinator election heartbeat"},
 	&ucli.DurationFlag{Name: "timeout", Value: 200 * time.Millisecond, Usage: "coordinator election timeout"},
-	&ucli.StringFlag{Name: "state-file", Usage: "persist the highest coordinator term (central), Lamport clock (ricart-agrawala) or token count (token-ring) here, so tokens keep growing across restarts"},
+	&ucli.StringFlag{Name: "state-file", Usage: "persist the highest coordinator term (central), Lamport clock (ricart-agrawala), token count (token-ring) or vote counter (voting) here, so tokens keep growing across restarts"},
 ))
 
 func clientFlags(extra ...ucli.Flag) []ucli.Flag {

@@ -74,7 +74,7 @@ func serve(c *ucli.Context) error {
 		return cli.Exitf(cli.ExitUsage, "--k must be at most n-1 = %d", len(mb.Peers)-1)
 	}
 	m, err := mutex.New(mutex.Config{ID: mb.ID, Peers: cli.IDs(mb.Peers), Algo: algo, Lease: lease, Term: term,
-		Boot: mb.Incarnation, Backups: backups,
+		Boot: mb.Incarnation, Backups: backups, Quorum: c.Int("m"),
 		Heartbeat: c.Duration("heartbeat"), Timeout: c.Duration("timeout"),
 		Rand: rand.New(rand.NewPCG(mb.Incarnation, uint64(mb.ID)))})
 	if err != nil {

@@ -37,12 +37,12 @@ func (a Algo) String() string {
 
 // ParseAlgo parses an --algo value.
 func ParseAlgo(s string) (Algo, error) {
-	for _, a := range []Algo{Central, RicartAgrawala, TokenRing} {
+	for _, a := range []Algo{Central, RicartAgrawala, TokenRing, Voting} {
 		if a.String() == s {
 			return a, nil
 		}
 	}
-	return 0, fmt.Errorf("mutex: unknown or not yet available algorithm %q (available: central, ricart-agrawala, token-ring)", s)
+	return 0, fmt.Errorf("mutex: unknown algorithm %q (available: central, ricart-agrawala, token-ring, voting)", s)
 }
 
 // safety is the fraction of a lease a holder (or a coordinator counting
@@ -65,6 +65,9 @@ type Config struct {
 	Term               uint64 // highest election term known at start
 	Rand               *rand.Rand
 
+	// Quorum is voting's m, the votes needed out of n (default ⌊n/2⌋+1;
+	// must exceed n/2).
+	Quorum int
 	// Boot numbers this life of the daemon; it must grow with every
 	// restart (token ring: a later life proves an earlier one crashed).
 	Boot uint64
@@ -89,6 +92,9 @@ type Config struct {
 	// ringNoBump plants a bug: UseBackup keeps the count, so a late copy
 	// of the crashed holder's token is taken for a newer one. Tests only.
 	ringNoBump bool
+	// voteEarlyExpiry plants a bug: a voting coordinator counts a vote
+	// as given back three quarters of a lease early. Tests only.
+	voteEarlyExpiry bool
 }
 
 // DefaultConfig returns the defaults documented on Config.
@@ -253,6 +259,8 @@ func New(cfg Config) (Machine, error) {
 		return newRA(cfg)
 	case TokenRing:
 		return newRing(cfg)
+	case Voting:
+		return newVoting(cfg)
 	}
 	return nil, fmt.Errorf("mutex: algorithm %v not available", cfg.Algo)
 }

@@ -39,7 +39,16 @@ const (
 	MsgTRAck   MsgType = 48 // → token sender: copy Term received
 	MsgTRAlive MsgType = 49 // → all, periodically: Term count, Seq boot number, Token copy held (0 none, 1 backup, 2 real)
 
-	msgLast = MsgTRAlive
+	// Decentralised voting (Lin et al.).
+	MsgVRequest MsgType = 50 // → m coordinators: your vote for Name (Attempt), Token: highest counter known
+	MsgVGrant   MsgType = 51 // → requester: my vote, Token: its stamp
+	MsgVDeny    MsgType = 52 // → requester: no (voted for another, restarting, or the vote is gone)
+	MsgVConfirm MsgType = 53 // → the quorum: entering (or renewing) with Token; Seq: which round
+	MsgVAck     MsgType = 54 // → holder: vote kept for another lease (Seq echoed)
+	MsgVRelease MsgType = 55 // → coordinators: give the vote back
+	MsgVAlive   MsgType = 56 // → all, periodically: failure detection
+
+	msgLast = MsgVAlive
 
 	// Local requests (From == self), never on the wire.
 	LocalAcquire MsgType = 64
@@ -50,6 +59,8 @@ var msgNames = map[MsgType]string{MsgPing: "ping", MsgVouch: "vouch", MsgCollect
 	MsgAcquire: "acquire", MsgGrant: "grant", MsgBusy: "busy", MsgRenew: "renew", MsgRenewAck: "renew-ack",
 	MsgRelease: "release", MsgRevoked: "revoked", MsgRARequest: "ra-request", MsgRAOK: "ra-ok",
 	MsgRADeny: "ra-deny", MsgRAAlive: "ra-alive", MsgTRToken: "tr-token", MsgTRAck: "tr-ack", MsgTRAlive: "tr-alive",
+	MsgVRequest: "v-request", MsgVGrant: "v-grant", MsgVDeny: "v-deny", MsgVConfirm: "v-confirm", MsgVAck: "v-ack",
+	MsgVRelease: "v-release", MsgVAlive: "v-alive",
 	LocalAcquire: "local-acquire", LocalRelease: "local-release"}
 
 func (t MsgType) String() string {
