@@ -34,9 +34,9 @@ if ! command -v etcd >/dev/null 2>&1 || ! command -v etcdctl >/dev/null 2>&1; th
   fi
 fi
 
-# Release build: no man-page generator linked in, no symbol tables (smaller
-# binary, faster start-up: every `lockd run` is a fresh process).
-go build -tags urfave_cli_no_docs -ldflags "-s -w" -o "$work/lockd" ./cmd/lockd
+# Release build: static (no dynamic loader at start-up: about 0.6 ms of
+# each `lockd run`), no man-page generator linked in, no symbol tables.
+CGO_ENABLED=0 go build -tags urfave_cli_no_docs -ldflags "-s -w" -o "$work/lockd" ./cmd/lockd
 
 # etcd on loopback, non-default ports
 cport=$((20000 + RANDOM % 20000)); pport=$((cport + 1))

@@ -13,7 +13,7 @@ say() { printf '\n\033[1m%s\033[0m\n' "$*" 2>/dev/null || printf '\n%s\n' "$*"; 
 
 say "building ./bin"
 mkdir -p bin
-go build -tags urfave_cli_no_docs -ldflags "-s -w" -o bin/ ./cmd/...
+CGO_ENABLED=0 go build -tags urfave_cli_no_docs -ldflags "-s -w" -o bin/ ./cmd/...
 ls bin
 
 dir=$(mktemp -d)
