@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"sort"
 	"strconv"
 	"syscall"
 	"time"
@@ -25,6 +26,25 @@ func dial(c *ucli.Context) (*conn, error) {
 		return nil, cli.Exitf(cli.ExitUnavailable, "no lockd daemon at %s (start one with 'lockd serve'): %v", path, err)
 	}
 	return newConn(nc), nil
+}
+
+// noQuorum asks the daemon, on a second connection, whether it can grant
+// at all (central: it follows a coordinator with a majority; voting: m
+// members are alive): a timeout without a quorum is exit 69, not 75.
+func noQuorum(c *ucli.Context) bool {
+	cn, err := dial(c)
+	if err != nil {
+		return true
+	}
+	defer cn.c.Close()
+	var r reply
+	if cn.send(request{Op: "status"}) != nil || cn.next(&r) != nil {
+		return true
+	}
+	var st struct {
+		Quorum *bool `json:"quorum"`
+	}
+	return json.Unmarshal(r.Status, &st) == nil && st.Quorum != nil && !*st.Quorum
 }
 
 // lease tracks how long a held lock is good for on the client's own clock.
@@ -78,6 +98,9 @@ func acquire(c *ucli.Context, cn *conn, name string, sigs <-chan os.Signal) (rep
 				return reply{}, nil, cli.Exitf(cli.ExitUsage, "%s", r.Error)
 			}
 		case <-timeout:
+			if noQuorum(c) {
+				return reply{}, nil, cli.Exitf(cli.ExitUnavailable, "timed out waiting for %s: the daemon has no quorum", name)
+			}
 			return reply{}, nil, cli.Exitf(conflict, "timed out waiting for %s", name)
 		case s := <-sigs:
 			return reply{}, nil, &cli.ExitError{Code: 128 + int(s.(syscall.Signal))}
@@ -276,16 +299,42 @@ func statusCmd(c *ucli.Context) error {
 	}
 	var st struct {
 		ID          uint32             `json:"id"`
+		Algo        string             `json:"algo"`
 		Coordinator uint32             `json:"coordinator"`
 		Term        uint64             `json:"term"`
-		Active      bool               `json:"active"`
-		Leading     bool               `json:"leading"`
+		Clock       uint64             `json:"clock"`
+		Token       string             `json:"token"`
+		Count       uint64             `json:"count"`
+		Holder      uint32             `json:"holder"`
+		K           int                `json:"k"`
+		M           int                `json:"m"`
+		Counter     uint64             `json:"counter"`
+		Votes       map[string]uint32  `json:"votes"`
 		Locks       []mutex.LockStatus `json:"locks"`
 	}
 	if err := json.Unmarshal(r.Status, &st); err != nil {
 		return cli.Exitf(cli.ExitUnavailable, "bad status from the daemon: %v", err)
 	}
-	out.Line(fmt.Sprintf("daemon %d coordinator %d term %d", st.ID, st.Coordinator, st.Term))
+	head := fmt.Sprintf("daemon %d algo %s", st.ID, st.Algo)
+	switch st.Algo {
+	case "central":
+		head += fmt.Sprintf(" coordinator %d term %d", st.Coordinator, st.Term)
+	case "ricart-agrawala":
+		head += fmt.Sprintf(" clock %d", st.Clock)
+	case "token-ring":
+		head += fmt.Sprintf(" copy %s count %d holder %d k %d", st.Token, st.Count, st.Holder, st.K)
+	case "voting":
+		head += fmt.Sprintf(" m %d counter %d", st.M, st.Counter)
+		names := make([]string, 0, len(st.Votes))
+		for n := range st.Votes {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			head += fmt.Sprintf(" vote %s→%d", n, st.Votes[n])
+		}
+	}
+	out.Line(head)
 	for _, l := range st.Locks {
 		line := fmt.Sprintf("lock %s", l.Name)
 		if l.Holder != 0 {
@@ -298,7 +347,7 @@ func statusCmd(c *ucli.Context) error {
 		}
 		out.Line(line)
 	}
-	if st.Coordinator == 0 {
+	if st.Algo == "central" && st.Coordinator == 0 {
 		return cli.Exitf(cli.ExitUnavailable, "no coordinator yet")
 	}
 	return nil

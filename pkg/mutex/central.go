@@ -354,7 +354,10 @@ func (m *central) Status() any {
 		locks = append(locks, byName[n])
 	}
 	return map[string]any{"id": m.cfg.ID, "algo": m.cfg.Algo.String(), "coordinator": m.coord, "term": m.term,
-		"leading": m.leading, "active": m.active, "locks": locks}
+		"leading": m.leading, "active": m.active, "locks": locks,
+		// A coordinator without a majority, or a member following none,
+		// cannot grant: clients that time out say "no quorum".
+		"quorum": m.coord != node.None && (!m.leading || m.active)}
 }
 
 func (m *central) send(to node.ID, msg Msg) {

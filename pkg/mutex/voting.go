@@ -452,6 +452,12 @@ func (v *voting) Status() any {
 			votes[name] = r.node
 		}
 	}
+	live := 0
+	for _, id := range v.ids {
+		if v.live(id, v.now) {
+			live++
+		}
+	}
 	return map[string]any{"id": v.cfg.ID, "algo": v.cfg.Algo.String(), "m": v.m, "counter": v.high,
-		"votes": votes, "locks": locks}
+		"votes": votes, "locks": locks, "quorum": live >= v.m}
 }
