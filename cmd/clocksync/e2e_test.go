@@ -116,32 +116,40 @@ func between(s, a, b string) string {
 	return strings.TrimSuffix(s, "}")
 }
 
-// TestUpstreamChain: strata 1 → 2 → 3 on loopback, the lower two with
-// deliberately wrong clocks (+250 ms and 200 ppm fast; −300 ms and 150 ppm
-// slow). Each disciplines itself from its upstream; stratum 3 converges to
-// within 2 ms of stratum 1's clock, and beevik/ntp accepts it.
+// TestUpstreamChain: five servers on loopback, strata 1 → 2 → 3 in two
+// branches, the four below stratum 1 with deliberately wrong clocks (up to
+// ±400 ms off, −150 to +200 ppm). Each disciplines itself from its
+// upstream; all converge to within 2 ms of stratum 1's clock, and
+// beevik/ntp accepts them at the right strata.
 func TestUpstreamChain(t *testing.T) {
 	s1 := startServer(t, "--stratum", "1")
-	s2 := startServer(t, "--upstream", s1, "--skew", "250ms", "--drift-ppm", "200", "--poll", "100ms")
-	s3 := startServer(t, "--upstream", s2, "--skew", "-300ms", "--drift-ppm", "-150", "--poll", "100ms")
-	deadline := time.Now().Add(30 * time.Second)
+	s2a := startServer(t, "--upstream", s1, "--skew", "250ms", "--drift-ppm", "200", "--poll", "100ms")
+	s2b := startServer(t, "--upstream", s1, "--skew", "-150ms", "--drift-ppm", "-100", "--poll", "100ms")
+	s3a := startServer(t, "--upstream", s2a, "--skew", "-300ms", "--drift-ppm", "-150", "--poll", "100ms")
+	s3b := startServer(t, "--upstream", s2b, "--skew", "400ms", "--drift-ppm", "50", "--poll", "100ms")
 	start := time.Now()
-	for {
-		resp, err := ntp.QueryWithOptions(s3, ntp.QueryOptions{Timeout: time.Second})
-		if err == nil && resp.Stratum == 3 && resp.Validate() == nil {
-			off := resp.ClockOffset
-			if off < 0 {
-				off = -off
+	deadline := start.Add(30 * time.Second)
+	for _, c := range []struct {
+		addr    string
+		stratum uint8
+	}{{s2a, 2}, {s2b, 2}, {s3a, 3}, {s3b, 3}} {
+		for {
+			resp, err := ntp.QueryWithOptions(c.addr, ntp.QueryOptions{Timeout: time.Second})
+			if err == nil && resp.Stratum == c.stratum && resp.Validate() == nil {
+				off := resp.ClockOffset
+				if off < 0 {
+					off = -off
+				}
+				if off < 2*time.Millisecond {
+					t.Logf("stratum %d %s within %v of the host clock after %v", c.stratum, c.addr, resp.ClockOffset, time.Since(start).Round(time.Millisecond))
+					break
+				}
 			}
-			if off < 2*time.Millisecond {
-				t.Logf("stratum 3 within %v of the host clock after %v", resp.ClockOffset, time.Since(start).Round(time.Millisecond))
-				return
+			if time.Now().After(deadline) {
+				t.Fatalf("stratum %d %s did not converge within 30s: %+v %v", c.stratum, c.addr, resp, err)
 			}
+			time.Sleep(50 * time.Millisecond) // polling a remote clock's state; the deadline above is the failure bound
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("stratum 3 did not converge within 30s: %+v %v", resp, err)
-		}
-		time.Sleep(50 * time.Millisecond) // polling a remote clock's state; the deadline above is the failure bound
 	}
 }
 

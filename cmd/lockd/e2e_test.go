@@ -457,3 +457,41 @@ func TestVotingMinority(t *testing.T) {
 		t.Fatalf("%d critical sections, want 1", n)
 	}
 }
+
+// TestStoppedHolder: SIGSTOP the `lockd run` holding the lock (its child
+// keeps running in its own process group, inside the critical section).
+// The lock stays held: a client waiting meanwhile does not get in while the
+// holder is stopped; after SIGCONT the holder finishes and the waiter
+// follows, with no overlap.
+func TestStoppedHolder(t *testing.T) {
+	c := startDaemons(t, 3)
+	file := filepath.Join(c.dir, "witness")
+	holder := c.run(1, file, 1500*time.Millisecond)
+	waitFor(t, func() bool { return len(readWitnessMaybe(file)) > 0 })
+	if err := holder.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	next := c.run(2, file, 10*time.Millisecond)
+	// The holder's child exits after 1.5 s; until the holder is resumed,
+	// nobody else may enter: the witness shows only the holder's section.
+	waitFor(t, func() bool {
+		es := readWitnessMaybe(file)
+		return len(es) > 0 && es[len(es)-1].what == "exit"
+	})
+	for _, e := range readWitnessMaybe(file) {
+		if e.what == "enter" && e.ppid != holder.cmd.Process.Pid {
+			t.Fatal("a client entered while the holder was stopped")
+		}
+	}
+	if err := holder.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	holder.wait()
+	next.wait()
+	if holder.code != 0 || next.code != 0 {
+		t.Fatalf("holder exit %d (%s), next exit %d (%s)", holder.code, holder.out.String(), next.code, next.out.String())
+	}
+	if n := checkWitness(t, file); n != 2 {
+		t.Fatalf("%d critical sections, want 2", n)
+	}
+}
