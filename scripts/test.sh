@@ -52,7 +52,7 @@ if [ -n "$unformatted" ]; then echo "not gofmt'ed:"; echo "$unformatted"; exit 1
 step "go vet"
 go vet ./...
 
-race_seeds=${RACE_SEEDS:-100}
+race_seeds=${RACE_SEEDS:-20}
 step "go test -race (unit, examples, fuzz seed corpora, multi-process; simulator at $race_seeds seeds)"
 SIM_SEEDS=$race_seeds go test -race -timeout 20m -count=1 ./...
 

@@ -106,11 +106,11 @@ func TestDisciplineCatchesPlantedBug(t *testing.T) {
 // within this of true time.
 const chainBound = 8 * time.Millisecond
 
-// TestDisciplineChain: strata 2, 3 and 4, each with its own skew (±500 ms)
+// TestDisciplineChainProperties: strata 2, 3 and 4, each with its own skew (±500 ms)
 // and drift (±200 ppm), each polling the one above over its own lossy,
 // asymmetric path, stratum 2 polling true time. Every node's time is
 // monotonic, and the chain converges.
-func TestDisciplineChain(t *testing.T) {
+func TestDisciplineChainProperties(t *testing.T) {
 	var worst time.Duration
 	for _, seed := range sim.Seeds() {
 		w, err := runChain(seed, 3)

@@ -1,6 +1,9 @@
 // Package mutex implements distributed mutual exclusion for lockd as pure
 // state machines. One Machine runs in each daemon and serves many named
-// locks for the daemon's local clients.
+// locks for the daemon's local clients. Four algorithms (Config.Algo):
+// central (below), Ricart–Agrawala (ra.go), the crash-tolerant token ring
+// (ring.go) and decentralised voting (voting.go); each file states its
+// fault model.
 //
 // # Central coordinator (seed 002 "Centralized", seed 001)
 //
