@@ -3,6 +3,7 @@ package mutex
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -852,11 +853,7 @@ func (m *central) coordinatorTick(now time.Time) {
 			delete(m.vouchUntil, p)
 		}
 	}
-	names := make([]string, 0, len(m.locks))
-	for name := range m.locks {
-		names = append(names, name)
-	}
-	slices.Sort(names)
+	names := slices.Sorted(maps.Keys(m.locks))
 	for _, name := range names {
 		l := m.locks[name]
 		if l.holder != nil && !now.Before(l.holder.expires) {
@@ -872,11 +869,7 @@ func (m *central) coordinatorTick(now time.Time) {
 
 func (m *central) summary() []LockRec {
 	var out []LockRec
-	names := make([]string, 0, len(m.locks))
-	for name := range m.locks {
-		names = append(names, name)
-	}
-	slices.Sort(names)
+	names := slices.Sorted(maps.Keys(m.locks))
 	for _, name := range names {
 		l := m.locks[name]
 		if l.holder != nil {

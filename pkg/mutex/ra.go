@@ -2,6 +2,7 @@ package mutex
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -251,11 +252,7 @@ func (m *ra) Tick(now time.Time) {
 		}
 		m.beat = now.Add(m.cfg.Lease / 4)
 	}
-	names := make([]string, 0, len(m.locks))
-	for n := range m.locks {
-		names = append(names, n)
-	}
-	slices.Sort(names)
+	names := slices.Sorted(maps.Keys(m.locks))
 	for _, name := range names {
 		l := m.locks[name]
 		if l.ts == 0 {
@@ -312,11 +309,7 @@ func (m *ra) Ready() node.Ready[Msg] {
 // the peers (two leases) declare the daemon dead.
 func (m *ra) Holdings(now time.Time) []Holding {
 	var out []Holding
-	names := make([]string, 0, len(m.locks))
-	for n := range m.locks {
-		names = append(names, n)
-	}
-	slices.Sort(names)
+	names := slices.Sorted(maps.Keys(m.locks))
 	for _, n := range names {
 		if l := m.locks[n]; l.held {
 			out = append(out, Holding{Name: n, Client: l.queue[0].client, Token: l.token, Until: now.Add(m.cfg.Lease)})

@@ -2,6 +2,7 @@ package mutex
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -360,11 +361,7 @@ func (m *ring) check(now time.Time) {
 // is entered at most once per visit and goes round in ring order.
 func (m *ring) visit(now time.Time) {
 	m.forwardAt = time.Time{}
-	names := make([]string, 0, len(m.wants))
-	for n := range m.wants {
-		names = append(names, n)
-	}
-	slices.Sort(names)
+	names := slices.Sorted(maps.Keys(m.wants))
 	entered := false
 	for _, name := range names {
 		q := m.wants[name]
@@ -590,11 +587,7 @@ func (m *ring) Ready() node.Ready[Msg] {
 // for one more lease while this daemon runs.
 func (m *ring) Holdings(now time.Time) []Holding {
 	var out []Holding
-	names := make([]string, 0, len(m.wants))
-	for n := range m.wants {
-		names = append(names, n)
-	}
-	slices.Sort(names)
+	names := slices.Sorted(maps.Keys(m.wants))
 	for _, n := range names {
 		for _, w := range m.wants[n] {
 			if w.held {

@@ -2,6 +2,7 @@ package mutex
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -373,11 +374,7 @@ func (v *voting) Tick(now time.Time) {
 		}
 		v.beat = now.Add(v.cfg.Lease / 4)
 	}
-	names := make([]string, 0, len(v.wants))
-	for n := range v.wants {
-		names = append(names, n)
-	}
-	slices.Sort(names)
+	names := slices.Sorted(maps.Keys(v.wants))
 	for _, name := range names {
 		w := v.head(name)
 		if w.phase == voteHeld && !now.Before(w.valid) {
@@ -423,11 +420,7 @@ func (v *voting) Ready() node.Ready[Msg] {
 // Holdings implements Machine.
 func (v *voting) Holdings(now time.Time) []Holding {
 	var out []Holding
-	names := make([]string, 0, len(v.wants))
-	for n := range v.wants {
-		names = append(names, n)
-	}
-	slices.Sort(names)
+	names := slices.Sorted(maps.Keys(v.wants))
 	for _, n := range names {
 		if w := v.head(n); w.phase == voteHeld && now.Before(w.valid) {
 			out = append(out, Holding{Name: n, Client: w.client, Token: w.token, Until: w.valid})
