@@ -51,12 +51,30 @@ func noQuorum(c *ucli.Context) bool {
 // It is extended by the daemon's "valid" messages; if they stop (the daemon
 // is paused or dead) the client gives up when the time is out, without
 // waiting to be told.
-type lease struct{ until time.Time }
+type lease struct{ until, tick, settle time.Time }
 
-func (l *lease) extend(ms int64) {
-	if u := time.Now().Add(time.Duration(ms) * time.Millisecond); u.After(l.until) {
+// extend takes a grant or "valid" message: the daemon, on the same host,
+// says until when (its clock is this clock); older daemons say how long.
+func (l *lease) extend(r reply) {
+	u := time.Now().Add(time.Duration(r.MS) * time.Millisecond)
+	if r.UntilNS > 0 {
+		u = time.Unix(0, r.UntilNS)
+	}
+	if u.After(l.until) {
 		l.until = u
 	}
+}
+
+// overdue is the periodic check. A check that comes late means this
+// process was itself stopped (SIGSTOP) or starved: the daemon's queued
+// extensions are read first, for 50 ms, before the checks decide again.
+func (l *lease) overdue() bool {
+	now := time.Now()
+	if !l.tick.IsZero() && now.Sub(l.tick) > 100*time.Millisecond {
+		l.settle = now.Add(50 * time.Millisecond)
+	}
+	l.tick = now
+	return !now.Before(l.settle) && now.After(l.until)
 }
 
 // acquire asks for name and waits for the answer. It returns the grant,
@@ -172,7 +190,7 @@ func runCmd(c *ucli.Context) error {
 	defer sess.close()
 	cn, sigs, got, replies := sess.cn, sess.sigs, sess.got, sess.replies
 	ls := &lease{}
-	ls.extend(got.MS)
+	ls.extend(got)
 	kid, err := cli.StartChild(args, []string{"LOCKD_NAME=" + name, "LOCKD_TOKEN=" + strconv.FormatUint(got.Token, 10)})
 	if err != nil {
 		return err
@@ -197,12 +215,12 @@ func runCmd(c *ucli.Context) error {
 			case !ok:
 				return lost("the daemon went away")
 			case r.Event == "valid" && r.Name == name:
-				ls.extend(r.MS)
+				ls.extend(r)
 			case r.Event == "lost" && r.Name == name:
 				return lost(r.Reason)
 			}
 		case <-check.C:
-			if time.Now().After(ls.until) {
+			if ls.overdue() && len(replies) == 0 {
 				return lost("lease ran out without renewal")
 			}
 		}
@@ -235,7 +253,7 @@ func holdCmd(c *ucli.Context) error {
 	cn, sigs, got, replies := sess.cn, sess.sigs, sess.got, sess.replies
 	emit(out, c.Bool(cli.FlagJSON), got)
 	ls := &lease{}
-	ls.extend(got.MS)
+	ls.extend(got)
 	eof := make(chan struct{})
 	go func() { io.Copy(io.Discard, os.Stdin); close(eof) }()
 	check := time.NewTicker(10 * time.Millisecond)
@@ -259,12 +277,12 @@ func holdCmd(c *ucli.Context) error {
 			case !ok:
 				return lost(reply{Event: "lost", Name: name, Token: got.Token, Reason: "the daemon went away"})
 			case r.Event == "valid":
-				ls.extend(r.MS)
+				ls.extend(r)
 			case r.Event == "lost":
 				return lost(r)
 			}
 		case <-check.C:
-			if time.Now().After(ls.until) {
+			if ls.overdue() && len(replies) == 0 {
 				return lost(reply{Event: "lost", Name: name, Token: got.Token, Reason: "lease ran out without renewal"})
 			}
 		}

@@ -32,6 +32,7 @@ type reply struct {
 	Client      uint64          `json:"client,omitempty"`
 	Node        uint32          `json:"node,omitempty"`
 	MS          int64           `json:"ms,omitempty"`
+	UntilNS     int64           `json:"until_ns,omitempty"` // lease end, Unix ns: daemon and client share the host's clock
 	Reason      string          `json:"reason,omitempty"`
 	Error       string          `json:"error,omitempty"`
 	Coordinator uint32          `json:"coordinator,omitempty"`

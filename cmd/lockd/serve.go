@@ -273,7 +273,7 @@ func (d *daemon) keepalive(ctx context.Context) {
 		d.mu.Lock()
 		for _, h := range holds {
 			if c := d.clients[h.Client]; c != nil {
-				go c.send(reply{Event: "valid", Name: h.Name, Token: h.Token, MS: h.Until.Sub(now).Milliseconds()})
+				go c.send(reply{Event: "valid", Name: h.Name, Token: h.Token, MS: h.Until.Sub(now).Milliseconds(), UntilNS: h.Until.UnixNano()})
 			}
 		}
 		d.mu.Unlock()
