@@ -17,7 +17,7 @@ const tool = "lockd"
 var socketFlag = &ucli.StringFlag{Name: "socket", Value: cli.DefaultSocket(tool), Usage: "the daemon's control socket"}
 
 var serveFlags = cli.WithEnv(tool, append(cli.NodeFlags(),
-	&ucli.StringFlag{Name: "algo", Value: "central", Usage: "central (coordinator with failover; survives partitions), ricart-agrawala (no coordinator; crash faults only) token-ring (Le Lann's ring with k backup tokens; crash faults only) or voting (m of n coordinator votes; survives partitions)"},
+	&ucli.StringFlag{Name: "algo", Value: "central", Usage: "central (coordinator with failover; survives partitions), ricart-agrawala (no coordinator; crash faults only), token-ring (Le Lann's ring with k backup tokens; crash faults only) or voting (m of n coordinator votes; survives partitions)"},
 	&ucli.IntFlag{Name: "m", Usage: "voting: votes needed, more than n/2 (default n/2+1)"},
 	&ucli.IntFlag{Name: "k", Value: -1, Usage: "token-ring: backup copies of the token, kept on the next k members; survives k consecutive crashes (default n-1; 'lockd ring-k' sizes it for big rings)"},
 	socketFlag,
@@ -54,7 +54,9 @@ func main() {
 
 Examples:
    lockd serve --id 1 --peers @peers.txt --key-file cluster.key
-   lockd serve --id 2 --peers 1=10.0.0.1:7100,2=10.0.0.2:7100,3=10.0.0.3:7100 --socket /run/lockd.sock`,
+   lockd serve --id 2 --peers 1=10.0.0.1:7100,2=10.0.0.2:7100,3=10.0.0.3:7100 --socket /run/lockd.sock
+   lockd serve --id 3 --peers @peers.txt --algo token-ring --k 2 --state-file /var/lib/lockd/count
+   lockd serve --id 4 --peers @peers.txt --algo voting --m 4`,
 				Flags:  serveFlags,
 				Action: serve,
 			},
