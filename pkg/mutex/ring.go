@@ -389,8 +389,16 @@ func (m *ring) inside() bool {
 // passOn forwards the token unless a local client is inside; an idle token
 // waits RingHold first, so an idle ring does not spin.
 func (m *ring) passOn(now time.Time, busy bool) {
+	alone := !slices.ContainsFunc(m.others, func(id node.ID) bool { return m.live(id, now) })
 	switch {
 	case m.inside():
+	case alone:
+		// Nobody to pass to: keep it, and look again now and then (a
+		// token sent to oneself would come straight back). The count
+		// still grows per visit, for the fencing tokens.
+		m.count++
+		m.seen(now, m.count)
+		m.forwardAt = now.Add(max(m.cfg.RingHold, m.cfg.Lease/4))
 	case busy || m.cfg.RingHold < 0:
 		m.forward(now)
 	default:
@@ -401,13 +409,6 @@ func (m *ring) passOn(now time.Time, busy bool) {
 // forward is SafeSendToken (lines 16–22): count + 1 to the next k+1 live
 // successors, the first of which becomes the holder.
 func (m *ring) forward(now time.Time) {
-	if len(m.others) == 0 {
-		// Alone: the token stays; the count still grows per visit.
-		m.count++
-		m.seen(now, m.count)
-		m.forwardAt = now.Add(max(m.cfg.RingHold, m.cfg.Lease/4))
-		return
-	}
 	var to []node.ID
 	i := slices.Index(m.ring, m.cfg.ID)
 	for j := 1; j <= len(m.ring) && len(to) < m.k+1; j++ {
