@@ -3,11 +3,11 @@
 # suite: formatting, vet, unit/simulator/multi-process tests with -race,
 # and a short fuzzing pass over every decoder.
 #
-#   scripts/test.sh            everything (about 4 minutes on 2 cores)
+#   scripts/test.sh            everything (about 9 minutes on 2 cores)
 #   FUZZTIME=0 scripts/test.sh skip the fuzzing pass (seed corpora still run)
 #   SEEDS=200 scripts/test.sh  fewer simulator seeds per algorithm (default 1000)
 #
-# The simulator property runs go twice: with -race over RACE_SEEDS (100)
+# The simulator property runs go twice: with -race over RACE_SEEDS (20)
 # seeds, to catch data races in every code path, and without -race over
 # SEEDS seeds, where their counts are reported.
 set -euo pipefail
@@ -66,12 +66,17 @@ grep -E 'seeds passed|disagreement found|caught' "$log"; rm -f "$log"
 
 if [ "$fuzztime" != 0 ]; then
   step "fuzzing every decoder for $fuzztime each"
+  log=$(mktemp)
   grep -rHoE '^func Fuzz[A-Za-z0-9_]+' --include='*_test.go' pkg cmd | sort -u |
   while IFS=: read -r file decl; do
     target=${decl#func }
     pkg=$(dirname "$file")
     echo "$target ($pkg)"
-    go test -run '^$' -fuzz "^$target\$" -fuzztime "$fuzztime" "./$pkg" >/dev/null
+    if ! go test -run '^$' -fuzz "^$target\$" -fuzztime "$fuzztime" "./$pkg" >"$log" 2>&1; then
+      tail -n 40 "$log"
+      echo "fuzzing $target failed; a failing input is kept under $pkg/testdata/fuzz/$target/" >&2
+      exit 1
+    fi
   done
 fi
 
