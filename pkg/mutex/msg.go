@@ -2,6 +2,7 @@ package mutex
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/roundtable-go/roundtable/pkg/election"
 	"github.com/roundtable-go/roundtable/pkg/node"
@@ -192,4 +193,23 @@ func (Codec) Unmarshal(typ uint8, p []byte) (Msg, error) {
 		return Msg{}, err
 	}
 	return m, nil
+}
+
+// admit checks a local acquire against the name's queue of local clients
+// (its head holds the name or has the daemon's request out), the same for
+// every algorithm without a coordinator: a valid name, a client not already
+// queued, and a non-blocking request only when nobody here holds or waits
+// (else it is answered busy, as an event, and not admitted).
+func admit[W any](msg Msg, queue []W, client func(W) uint64, events *[]node.Event) (bool, error) {
+	if msg.Name == "" || len(msg.Name) > maxName {
+		return false, fmt.Errorf("mutex: lock name must be 1 to %d bytes", maxName)
+	}
+	if slices.ContainsFunc(queue, func(w W) bool { return client(w) == msg.Client }) {
+		return false, fmt.Errorf("mutex: client %d already holds or waits for %q", msg.Client, msg.Name)
+	}
+	if msg.NonBlock && len(queue) > 0 {
+		*events = append(*events, BusyEvent{Event: "busy", Name: msg.Name, Client: msg.Client})
+		return false, nil
+	}
+	return true, nil
 }

@@ -155,20 +155,17 @@ func (m *ra) begin(now time.Time) {
 func (m *ra) local(now time.Time, msg Msg) error {
 	switch msg.Type {
 	case LocalAcquire:
-		if msg.Name == "" || len(msg.Name) > maxName {
-			return fmt.Errorf("mutex: lock name must be 1 to %d bytes", maxName)
+		var queue []raWant
+		if l := m.locks[msg.Name]; l != nil {
+			queue = l.queue // the head holds the name when held
+		}
+		if ok, err := admit(msg, queue, func(w raWant) uint64 { return w.client }, &m.events); !ok {
+			return err
 		}
 		l := m.locks[msg.Name]
 		if l == nil {
 			l = &raLock{}
 			m.locks[msg.Name] = l
-		}
-		if slices.ContainsFunc(l.queue, func(w raWant) bool { return w.client == msg.Client }) {
-			return fmt.Errorf("mutex: client %d already holds or waits for %q", msg.Client, msg.Name)
-		}
-		if msg.NonBlock && (l.held || len(l.queue) > 0) {
-			m.events = append(m.events, BusyEvent{Event: "busy", Name: msg.Name, Client: msg.Client})
-			return nil
 		}
 		m.seq++
 		l.queue = append(l.queue, raWant{client: msg.Client, attempt: m.seq})

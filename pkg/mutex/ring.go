@@ -444,16 +444,9 @@ func (m *ring) forward(now time.Time) {
 func (m *ring) local(now time.Time, msg Msg) error {
 	switch msg.Type {
 	case LocalAcquire:
-		if msg.Name == "" || len(msg.Name) > maxName {
-			return fmt.Errorf("mutex: lock name must be 1 to %d bytes", maxName)
-		}
 		q := m.wants[msg.Name]
-		if slices.ContainsFunc(q, func(w *ringWant) bool { return w.client == msg.Client }) {
-			return fmt.Errorf("mutex: client %d already holds or waits for %q", msg.Client, msg.Name)
-		}
-		if msg.NonBlock && len(q) > 0 {
-			m.events = append(m.events, BusyEvent{Event: "busy", Name: msg.Name, Client: msg.Client})
-			return nil
+		if ok, err := admit(msg, q, func(w *ringWant) uint64 { return w.client }, &m.events); !ok {
+			return err
 		}
 		w := &ringWant{client: msg.Client}
 		if msg.NonBlock {

@@ -324,16 +324,9 @@ func (v *voting) pop(now time.Time, name string) {
 func (v *voting) request(now time.Time, msg Msg) error {
 	switch msg.Type {
 	case LocalAcquire:
-		if msg.Name == "" || len(msg.Name) > maxName {
-			return fmt.Errorf("mutex: lock name must be 1 to %d bytes", maxName)
-		}
 		q := v.wants[msg.Name]
-		if slices.ContainsFunc(q, func(w *voteWant) bool { return w.client == msg.Client }) {
-			return fmt.Errorf("mutex: client %d already holds or waits for %q", msg.Client, msg.Name)
-		}
-		if msg.NonBlock && len(q) > 0 {
-			v.events = append(v.events, BusyEvent{Event: "busy", Name: msg.Name, Client: msg.Client})
-			return nil
+		if ok, err := admit(msg, q, func(w *voteWant) uint64 { return w.client }, &v.events); !ok {
+			return err
 		}
 		w := &voteWant{client: msg.Client, nonBlock: msg.NonBlock}
 		v.wants[msg.Name] = append(q, w)
