@@ -19,8 +19,9 @@ import (
 )
 
 // dial connects to the local daemon; exit 69 when nobody serves the socket.
-func dial(c *ucli.Context) (*conn, error) {
-	path := c.String("socket")
+func dial(c *ucli.Context) (*conn, error) { return dialPath(c.String("socket")) }
+
+func dialPath(path string) (*conn, error) {
 	nc, err := net.DialTimeout("unix", path, 2*time.Second)
 	if err != nil {
 		return nil, cli.Exitf(cli.ExitUnavailable, "no lockd daemon at %s (start one with 'lockd serve'): %v", path, err)
@@ -31,8 +32,8 @@ func dial(c *ucli.Context) (*conn, error) {
 // noQuorum asks the daemon, on a second connection, whether it can grant
 // at all (central: it follows a coordinator with a majority; voting: m
 // members are alive): a timeout without a quorum is exit 69, not 75.
-func noQuorum(c *ucli.Context) bool {
-	cn, err := dial(c)
+func noQuorum(socket string) bool {
+	cn, err := dialPath(socket)
 	if err != nil {
 		return true
 	}
@@ -80,8 +81,8 @@ func (l *lease) overdue() bool {
 // acquire asks for name and waits for the answer. It returns the grant,
 // or an exit error: 75 (busy or timed out; code from --conflict-exit-code)
 // or 128+signal.
-func acquire(c *ucli.Context, cn *conn, name string, sigs <-chan os.Signal) (reply, <-chan reply, error) {
-	nonBlock := c.Bool("nonblock")
+func acquire(o waitOpts, cn *conn, name string, sigs <-chan os.Signal) (reply, <-chan reply, error) {
+	nonBlock := o.nonblock
 	if err := cn.send(request{Op: "acquire", Name: name, NonBlock: nonBlock}); err != nil {
 		return reply{}, nil, cli.Exitf(cli.ExitUnavailable, "lost the daemon: %v", err)
 	}
@@ -97,10 +98,10 @@ func acquire(c *ucli.Context, cn *conn, name string, sigs <-chan os.Signal) (rep
 		}
 	}()
 	var timeout <-chan time.Time
-	if d := c.Duration("timeout"); d > 0 {
-		timeout = time.After(d)
+	if o.timeout > 0 {
+		timeout = time.After(o.timeout)
 	}
-	conflict := c.Int("conflict-exit-code")
+	conflict := o.conflict
 	for {
 		select {
 		case r, ok := <-replies:
@@ -116,7 +117,7 @@ func acquire(c *ucli.Context, cn *conn, name string, sigs <-chan os.Signal) (rep
 				return reply{}, nil, cli.Exitf(cli.ExitUsage, "%s", r.Error)
 			}
 		case <-timeout:
-			if noQuorum(c) {
+			if noQuorum(o.socket) {
 				return reply{}, nil, cli.Exitf(cli.ExitUnavailable, "timed out waiting for %s: the daemon has no quorum", name)
 			}
 			return reply{}, nil, cli.Exitf(conflict, "timed out waiting for %s", name)
@@ -137,15 +138,15 @@ type session struct {
 
 // openSession catches signals (they must not kill us before the lock is
 // released), connects to the daemon and acquires name.
-func openSession(c *ucli.Context, name string) (*session, error) {
+func openSession(o waitOpts, name string) (*session, error) {
 	s := &session{sigs: make(chan os.Signal, 4)}
 	signal.Notify(s.sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	var err error
-	if s.cn, err = dial(c); err != nil {
+	if s.cn, err = dialPath(o.socket); err != nil {
 		signal.Stop(s.sigs)
 		return nil, err
 	}
-	if s.got, s.replies, err = acquire(c, s.cn, name, s.sigs); err != nil {
+	if s.got, s.replies, err = acquire(o, s.cn, name, s.sigs); err != nil {
 		s.close()
 		return nil, err
 	}
@@ -157,33 +158,61 @@ func (s *session) close() {
 	s.cn.c.Close()
 }
 
-func validName(c *ucli.Context) (string, error) {
-	if c.NArg() < 1 || c.Args().First() == "" {
-		return "", cli.Exitf(cli.ExitUsage, "a lock NAME is required")
-	}
-	name := c.Args().First()
-	if len(name) > 255 {
-		return "", cli.Exitf(cli.ExitUsage, "lock names are at most 255 bytes")
-	}
-	return name, nil
+// waitOpts are the flags of the commands that wait for a lock.
+type waitOpts struct {
+	socket   string
+	timeout  time.Duration
+	nonblock bool
+	conflict int
 }
 
+func waitOptsFrom(c *ucli.Context) waitOpts {
+	return waitOpts{socket: c.String("socket"), timeout: c.Duration("timeout"), nonblock: c.Bool("nonblock"), conflict: c.Int("conflict-exit-code")}
+}
+
+// runOpts is a parsed 'lockd run': from urfave/cli (runCmd) or from the
+// quick parser of the common forms (fastRunArgs).
+type runOpts struct {
+	waitOpts
+	killGrace time.Duration
+	shell     bool
+	args      []string // NAME [--] command args...
+}
+
+const defaultKillGrace = 5 * time.Second
+
+func checkName(args []string) (string, error) {
+	if len(args) < 1 || args[0] == "" {
+		return "", cli.Exitf(cli.ExitUsage, "a lock NAME is required")
+	}
+	if len(args[0]) > 255 {
+		return "", cli.Exitf(cli.ExitUsage, "lock names are at most 255 bytes")
+	}
+	return args[0], nil
+}
+
+func validName(c *ucli.Context) (string, error) { return checkName(c.Args().Slice()) }
+
 func runCmd(c *ucli.Context) error {
-	name, err := validName(c)
+	return runWith(runOpts{waitOpts: waitOptsFrom(c), killGrace: c.Duration("kill-grace"), shell: c.Bool("shell"), args: c.Args().Slice()})
+}
+
+func runWith(o runOpts) error {
+	name, err := checkName(o.args)
 	if err != nil {
 		return err
 	}
-	args := c.Args().Slice()[1:]
+	args := o.args[1:]
 	if len(args) > 0 && args[0] == "--" {
 		args = args[1:]
 	}
 	if len(args) == 0 {
 		return cli.Exitf(cli.ExitUsage, "no command: lockd run NAME -- command args...")
 	}
-	if c.Bool("shell") {
+	if o.shell {
 		args = []string{"/bin/sh", "-c", joinArgs(args)}
 	}
-	sess, err := openSession(c, name)
+	sess, err := openSession(o.waitOpts, name)
 	if err != nil {
 		return err
 	}
@@ -195,7 +224,7 @@ func runCmd(c *ucli.Context) error {
 	if err != nil {
 		return err
 	}
-	grace := c.Duration("kill-grace")
+	grace := o.killGrace
 	lost := func(why string) error {
 		fmt.Fprintf(os.Stderr, "lockd: lock %s lost (%s): stopping the command\n", name, why)
 		kid.Stop(grace)
@@ -245,7 +274,7 @@ func holdCmd(c *ucli.Context) error {
 		return err
 	}
 	out := cli.NewOutput(os.Stdout, c.Bool(cli.FlagJSON))
-	sess, err := openSession(c, name)
+	sess, err := openSession(waitOptsFrom(c), name)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@
 package main
 
 import (
+	"os"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
@@ -14,18 +15,22 @@ import (
 
 const tool = "lockd"
 
-var socketFlag = &ucli.StringFlag{Name: "socket", Value: cli.DefaultSocket(tool), Usage: "the daemon's control socket"}
+// The flags are built when the command line goes through urfave/cli, not
+// at package initialisation: `lockd run`'s own parser (fastrun.go) never
+// needs them.
 
-var serveFlags = cli.WithEnv(tool, append(cli.NodeFlags(),
-	&ucli.StringFlag{Name: "algo", Value: "central", Usage: "central (coordinator with failover; survives partitions), ricart-agrawala (no coordinator; crash faults only), token-ring (Le Lann's ring with k backup tokens; crash faults only) or voting (m of n coordinator votes; survives partitions)"},
-	&ucli.IntFlag{Name: "m", Usage: "voting: votes needed, more than n/2 (default n/2+1)"},
-	&ucli.IntFlag{Name: "k", Value: -1, Usage: "token-ring: backup copies of the token, kept on the next k members; survives k consecutive crashes (default n-1; 'lockd ring-k' sizes it for big rings)"},
-	socketFlag,
-	&ucli.DurationFlag{Name: "lease", Value: mutex.DefaultConfig().Lease, Usage: "grant lease: a partitioned holder loses its lock within 0.9×lease"},
-	&ucli.DurationFlag{Name: "heartbeat", Value: 50 * time.Millisecond, Usage: "coordinator election heartbeat"},
-	&ucli.DurationFlag{Name: "timeout", Value: 200 * time.Millisecond, Usage: "coordinator election timeout"},
-	&ucli.StringFlag{Name: "state-file", Usage: "persist the highest coordinator term (central), Lamport clock (ricart-agrawala), token count (token-ring) or vote counter (voting) here, so tokens keep growing across restarts"},
-))
+func serveFlags() []ucli.Flag {
+	return cli.WithEnv(tool, append(cli.NodeFlags(),
+		&ucli.StringFlag{Name: "algo", Value: "central", Usage: "central (coordinator with failover; survives partitions), ricart-agrawala (no coordinator; crash faults only), token-ring (Le Lann's ring with k backup tokens; crash faults only) or voting (m of n coordinator votes; survives partitions)"},
+		&ucli.IntFlag{Name: "m", Usage: "voting: votes needed, more than n/2 (default n/2+1)"},
+		&ucli.IntFlag{Name: "k", Value: -1, Usage: "token-ring: backup copies of the token, kept on the next k members; survives k consecutive crashes (default n-1; 'lockd ring-k' sizes it for big rings)"},
+		&ucli.StringFlag{Name: "socket", Value: cli.DefaultSocket(tool), Usage: "the daemon's control socket"},
+		&ucli.DurationFlag{Name: "lease", Value: mutex.DefaultConfig().Lease, Usage: "grant lease: a partitioned holder loses its lock within 0.9×lease"},
+		&ucli.DurationFlag{Name: "heartbeat", Value: 50 * time.Millisecond, Usage: "coordinator election heartbeat"},
+		&ucli.DurationFlag{Name: "timeout", Value: 200 * time.Millisecond, Usage: "coordinator election timeout"},
+		&ucli.StringFlag{Name: "state-file", Usage: "persist the highest coordinator term (central), Lamport clock (ricart-agrawala), token count (token-ring) or vote counter (voting) here, so tokens keep growing across restarts"},
+	))
+}
 
 func clientFlags(extra ...ucli.Flag) []ucli.Flag {
 	return cli.WithEnv(tool, append([]ucli.Flag{
@@ -34,14 +39,25 @@ func clientFlags(extra ...ucli.Flag) []ucli.Flag {
 	}, extra...))
 }
 
-var waitFlags = []ucli.Flag{
-	&ucli.DurationFlag{Name: "timeout", Usage: "give up waiting after this long (exit 75)"},
-	&ucli.BoolFlag{Name: "nonblock", Aliases: []string{"n"}, Usage: "fail at once if the lock is held (exit 75)"},
-	&ucli.IntFlag{Name: "conflict-exit-code", Aliases: []string{"E"}, Value: cli.ExitBusy, Usage: "exit code when busy or timed out"},
+func waitFlags(extra ...ucli.Flag) []ucli.Flag {
+	return append([]ucli.Flag{
+		&ucli.DurationFlag{Name: "timeout", Usage: "give up waiting after this long (exit 75)"},
+		&ucli.BoolFlag{Name: "nonblock", Aliases: []string{"n"}, Usage: "fail at once if the lock is held (exit 75)"},
+		&ucli.IntFlag{Name: "conflict-exit-code", Aliases: []string{"E"}, Value: cli.ExitBusy, Usage: "exit code when busy or timed out"},
+	}, extra...)
 }
 
 func main() {
-	app := &ucli.App{
+	if o, ok := fastRunArgs(os.Args[1:]); ok {
+		cli.Exit(tool, runWith(o))
+	}
+	cli.Main(newApp(runCmd))
+}
+
+// newApp is lockd's command line; run is the action of 'lockd run' (tests
+// put their own there to compare the two parsers).
+func newApp(run ucli.ActionFunc) *ucli.App {
+	return &ucli.App{
 		Name:                 tool,
 		Usage:                "distributed locks for scripts: fencing tokens, leases, no orphaned children",
 		EnableBashCompletion: true,
@@ -57,7 +73,7 @@ Examples:
    lockd serve --id 2 --peers 1=10.0.0.1:7100,2=10.0.0.2:7100,3=10.0.0.3:7100 --socket /run/lockd.sock
    lockd serve --id 3 --peers @peers.txt --algo token-ring --k 2 --state-file /var/lib/lockd/count
    lockd serve --id 4 --peers @peers.txt --algo voting --m 4`,
-				Flags:  serveFlags,
+				Flags:  serveFlags(),
 				Action: serve,
 			},
 			{
@@ -79,8 +95,8 @@ Examples:
    lockd run backup -- /usr/local/bin/backup.sh
    lockd run --nonblock cron-job -- ./job || echo "someone else is running it"
    lockd run --timeout 30s deploy -- make deploy`,
-				Flags:  clientFlags(append(waitFlags, &ucli.DurationFlag{Name: "kill-grace", Value: 5 * time.Second, Usage: "after the lock is lost: SIGTERM, then SIGKILL after this long"}, &ucli.BoolFlag{Name: "shell", Usage: "run the command through /bin/sh -c"})...),
-				Action: runCmd,
+				Flags:  clientFlags(waitFlags(&ucli.DurationFlag{Name: "kill-grace", Value: defaultKillGrace, Usage: "after the lock is lost: SIGTERM, then SIGKILL after this long"}, &ucli.BoolFlag{Name: "shell", Usage: "run the command through /bin/sh -c"})...),
+				Action: run,
 			},
 			{
 				Name:      "hold",
@@ -93,7 +109,7 @@ signal arrives, for coprocesses in shell scripts:
    read -r _ _ _ token <&"${LOCK[0]}"   # acquired db token 8589934593
    ... critical section, fenced by $token ...
    exec {LOCK[1]}>&-                     # release`,
-				Flags:  clientFlags(waitFlags...),
+				Flags:  clientFlags(waitFlags()...),
 				Action: holdCmd,
 			},
 			{
@@ -126,5 +142,4 @@ Examples:
 			},
 		},
 	}
-	cli.Main(app)
 }

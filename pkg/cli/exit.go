@@ -58,7 +58,11 @@ func Code(err error) int {
 // the tool's name once.
 func Main(app *ucli.App) {
 	app.ExitErrHandler = func(*ucli.Context, error) {}
-	err := app.Run(os.Args)
+	Exit(app.Name, app.Run(os.Args))
+}
+
+// Exit ends the process as Main does for an action's result err.
+func Exit(tool string, err error) {
 	if err == nil {
 		os.Exit(ExitOK)
 	}
@@ -69,8 +73,8 @@ func Main(app *ucli.App) {
 	var ee *ExitError
 	if !errors.As(err, &ee) || ee.Err != nil {
 		msg := err.Error()
-		if !strings.HasPrefix(msg, app.Name+":") {
-			msg = app.Name + ": " + msg
+		if !strings.HasPrefix(msg, tool+":") {
+			msg = tool + ": " + msg
 		}
 		fmt.Fprintln(os.Stderr, msg)
 	}
