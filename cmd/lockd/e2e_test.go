@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -46,6 +47,17 @@ func witness(file string) {
 		fmt.Fprintf(f, "%s %s %d %d %d\n", what, tok, pid, time.Now().UnixNano(), os.Getppid())
 	}
 	hold, _ := time.ParseDuration(os.Getenv("WITNESS_HOLD"))
+	if os.Getenv("WITNESS_TRAP") != "" {
+		// Record SIGTERM and exit 7: proof the signal reached the command
+		// (had lockd run died instead, the command would get SIGKILL).
+		sigs := make(chan os.Signal, 1)
+		signal.Notify(sigs, syscall.SIGTERM)
+		go func() {
+			<-sigs
+			write("signal")
+			os.Exit(7)
+		}()
+	}
 	write("enter")
 	for end := time.Now().Add(hold); time.Now().Before(end); {
 		time.Sleep(time.Millisecond)
@@ -168,11 +180,15 @@ type client struct {
 }
 
 func (c *cluster) run(daemon int, witnessFile string, hold time.Duration, extra ...string) *client {
+	return c.runEnv(daemon, witnessFile, hold, nil, extra...)
+}
+
+func (c *cluster) runEnv(daemon int, witnessFile string, hold time.Duration, env []string, extra ...string) *client {
 	self, _ := os.Executable()
 	args := append([]string{"run", "--socket", c.sock(daemon), "--kill-grace", "200ms"}, extra...)
 	args = append(args, "L", "--", self)
 	cl := &client{cmd: exec.Command(lockdBin, args...)}
-	cl.cmd.Env = append(os.Environ(), "LOCKD_WITNESS="+witnessFile, "WITNESS_HOLD="+hold.String())
+	cl.cmd.Env = append(append(os.Environ(), "LOCKD_WITNESS="+witnessFile, "WITNESS_HOLD="+hold.String()), env...)
 	cl.cmd.Stderr = &cl.out
 	cl.call = time.Now().UnixNano()
 	if err := cl.cmd.Start(); err != nil {
@@ -493,5 +509,47 @@ func TestStoppedHolder(t *testing.T) {
 	}
 	if n := checkWitness(t, file); n != 2 {
 		t.Fatalf("%d critical sections, want 2", n)
+	}
+}
+
+// TestSignals: SIGTERM to a `lockd run` reaches its command, whose exit
+// code lockd run returns; SIGTERM to one still waiting ends it with
+// 128+15 and takes it out of the queue (the lock is free for a new
+// client once the holder is gone), and its command never starts.
+func TestSignals(t *testing.T) {
+	c := startDaemons(t, 3)
+	file := filepath.Join(t.TempDir(), "witness")
+	holder := c.runEnv(1, file, time.Minute, []string{"WITNESS_TRAP=1"})
+	waitFor(t, func() bool { return len(readWitnessMaybe(file)) > 0 })
+	waiter := c.run(2, file, time.Minute)
+	waitFor(t, func() bool {
+		out, _ := exec.Command(lockdBin, "status", "--socket", c.sock(2)).Output()
+		return strings.Contains(string(out), "queue [")
+	})
+	if err := waiter.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waiter.wait()
+	if waiter.code != 128+int(syscall.SIGTERM) {
+		t.Fatalf("waiting lockd run exited %d after SIGTERM, want 143\n%s", waiter.code, waiter.out.String())
+	}
+	if err := holder.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	holder.wait()
+	if holder.code != 7 {
+		t.Fatalf("holding lockd run exited %d after SIGTERM, want the command's 7\n%s", holder.code, holder.out.String())
+	}
+	var whats []string
+	for _, e := range readWitness(t, file) {
+		if e.what != "tick" {
+			whats = append(whats, e.what)
+		}
+	}
+	if strings.Join(whats, " ") != "enter signal" {
+		t.Fatalf("witness saw %v, want the holder's enter and signal only", whats)
+	}
+	if out, err := exec.Command(lockdBin, "run", "--socket", c.sock(3), "--nonblock", "L", "--", "true").CombinedOutput(); err != nil {
+		t.Fatalf("lock not free after both clients ended: %v\n%s", err, out)
 	}
 }
