@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"strconv"
 	"sync"
 )
@@ -62,13 +61,13 @@ func (r reply) String() string {
 
 // conn wraps one control connection with line framing on both sides.
 type conn struct {
-	c   net.Conn
+	c   io.ReadWriteCloser
 	r   *bufio.Scanner
 	mu  sync.Mutex
 	enc *json.Encoder
 }
 
-func newConn(c net.Conn) *conn {
+func newConn(c io.ReadWriteCloser) *conn {
 	sc := bufio.NewScanner(c)
 	// Lines are short; the buffer grows (up to 1 MiB, for status) only when
 	// one is not. A 64 KiB buffer up front was 16 fresh pages to fault in
@@ -136,6 +135,10 @@ func (c *conn) next(v any) error {
 // reflecting over the struct's fields on first use (about 3% of a `lockd
 // run`). Keys match exactly; unknown keys are skipped.
 func (r *reply) parse(line []byte) error {
+	*r = reply{}
+	if r.parsePlain(line) {
+		return nil
+	}
 	*r = reply{}
 	dec := json.NewDecoder(bytes.NewReader(line))
 	if t, err := dec.Token(); err != nil {
@@ -215,4 +218,86 @@ func (r *reply) setNumber(key, n string) error {
 		return fmt.Errorf("reply field %s: %w", key, err)
 	}
 	return nil
+}
+
+// parsePlain reads the lines the daemon writes for grants and the like —
+// one flat object, no spaces, ASCII strings without escapes, decimal
+// integers — in one pass, and reports false for anything else (parse then
+// reads it with encoding/json, which decides what it means).
+func (r *reply) parsePlain(b []byte) bool {
+	if len(b) < 2 || b[0] != '{' || b[len(b)-1] != '}' {
+		return false
+	}
+	b = b[1 : len(b)-1]
+	for len(b) > 0 {
+		key, rest, ok := plainString(b)
+		if !ok || len(rest) == 0 || rest[0] != ':' {
+			return false
+		}
+		b = rest[1:]
+		var val []byte
+		if len(b) > 0 && b[0] == '"' {
+			var s []byte
+			if s, b, ok = plainString(b); !ok {
+				return false
+			}
+			switch string(key) {
+			case "event":
+				r.Event = string(s)
+			case "name":
+				r.Name = string(s)
+			case "reason":
+				r.Reason = string(s)
+			case "error":
+				r.Error = string(s)
+			default:
+				return false
+			}
+		} else {
+			i := 0
+			if i < len(b) && b[i] == '-' {
+				i++
+			}
+			start := i
+			for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+				i++
+			}
+			if i == start || (b[start] == '0' && i > start+1) {
+				return false
+			}
+			val, b = b[:i], b[i:]
+			switch string(key) {
+			case "token", "client", "node", "ms", "until_ns", "coordinator", "term":
+				if r.setNumber(string(key), string(val)) != nil {
+					return false
+				}
+			default:
+				return false
+			}
+		}
+		if len(b) > 0 {
+			if b[0] != ',' || len(b) == 1 {
+				return false
+			}
+			b = b[1:]
+		}
+	}
+	return true
+}
+
+// plainString takes a JSON string of printable ASCII without escapes off
+// the front of b.
+func plainString(b []byte) (s, rest []byte, ok bool) {
+	if len(b) == 0 || b[0] != '"' {
+		return nil, b, false
+	}
+	for i := 1; i < len(b); i++ {
+		switch c := b[i]; {
+		case c == '"':
+			return b[1:i], b[i+1:], true
+		case c < 0x20 || c > 0x7e || c == '\\':
+			return nil, b, false
+		}
+	}
+	return nil, b, false
 }

@@ -67,3 +67,20 @@ func FuzzRequestJSON(f *testing.F) {
 		}
 	})
 }
+
+// TestPlainReplies: the daemon's grant, busy, valid and lost lines take
+// the one-pass path (parsePlain), not only encoding/json's.
+func TestPlainReplies(t *testing.T) {
+	for _, r := range []reply{
+		{Event: "acquired", Name: "db", Token: 8589934593, Client: 4, MS: 2000},
+		{Event: "valid", Name: "db", Token: 8589934593, MS: 499, UntilNS: 1795344837553558000},
+		{Event: "busy", Name: "cron-job"},
+		{Event: "lost", Name: "L", Token: 3, Reason: "lease ran out"},
+	} {
+		b, _ := json.Marshal(r)
+		var got reply
+		if !got.parsePlain(b) || !reflect.DeepEqual(got, r) {
+			t.Errorf("%s: plain path gave %+v", b, got)
+		}
+	}
+}
