@@ -57,6 +57,15 @@ func noQuorum(socket string) bool {
 // waiting to be told.
 type lease struct{ until, tick, settle time.Time }
 
+// newLease starts the lease of a grant. The checks' clock starts now too:
+// a process stopped before its first check must still find its first
+// check late, and read what the daemon sent meanwhile before deciding.
+func newLease(grant reply) *lease {
+	l := &lease{tick: time.Now()}
+	l.extend(grant)
+	return l
+}
+
 // extend takes a grant or "valid" message: the daemon, on the same host,
 // says until when (its clock is this clock); older daemons say how long.
 func (l *lease) extend(r reply) {
@@ -222,8 +231,7 @@ func runWith(o runOpts) error {
 	}
 	defer sess.close()
 	cn, sigs, got, replies := sess.cn, sess.sigs, sess.got, sess.replies
-	ls := &lease{}
-	ls.extend(got)
+	ls := newLease(got)
 	kid, err := cli.StartChild(args, []string{"LOCKD_NAME=" + name, "LOCKD_TOKEN=" + strconv.FormatUint(got.Token, 10)})
 	if err != nil {
 		return err
@@ -285,8 +293,7 @@ func holdCmd(c *ucli.Context) error {
 	defer sess.close()
 	cn, sigs, got, replies := sess.cn, sess.sigs, sess.got, sess.replies
 	emit(out, c.Bool(cli.FlagJSON), got)
-	ls := &lease{}
-	ls.extend(got)
+	ls := newLease(got)
 	eof := make(chan struct{})
 	go func() { io.Copy(io.Discard, os.Stdin); close(eof) }()
 	check := time.NewTicker(10 * time.Millisecond)
