@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -44,6 +45,15 @@ type daemon struct {
 func serve(c *ucli.Context) error {
 	if c.Args().Len() > 0 {
 		return cli.Exitf(cli.ExitUsage, "serve takes no arguments, got %q", c.Args().First())
+	}
+	// One P unless GOMAXPROCS says otherwise: the daemon's work is one
+	// state machine on one goroutine, and with more Ps every hand-off
+	// between the socket, session and driver goroutines wakes another
+	// thread (a futex wake and a context switch, dearer than the work in a
+	// VM). Measured on 2 vCPUs: daemon CPU per acquire+release 68 -> 45 µs,
+	// one client's rate 11,900 -> 16,000 per second.
+	if os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(1)
 	}
 	algo, err := mutex.ParseAlgo(c.String("algo"))
 	if err != nil {
