@@ -79,9 +79,15 @@ func newConn(c io.ReadWriteCloser) *conn {
 func (c *conn) send(v any) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if req, ok := v.(request); ok {
-		_, err := c.c.Write(req.appendJSON(nil))
+	switch v := v.(type) {
+	case request:
+		_, err := c.c.Write(v.appendJSON(nil))
 		return err
+	case reply:
+		if len(v.Status) == 0 {
+			_, err := c.c.Write(v.appendJSON(nil))
+			return err
+		}
 	}
 	return c.enc.Encode(v)
 }
@@ -98,6 +104,44 @@ func (r request) appendJSON(b []byte) []byte {
 	}
 	if r.NonBlock {
 		b = append(b, `,"nonblock":true`...)
+	}
+	return append(b, "}\n"...)
+}
+
+// appendJSON is json.Marshal(r) plus a newline for a reply without
+// Status (encoding/json compacts that raw text; it writes those itself).
+func (r reply) appendJSON(b []byte) []byte {
+	b = append(b, `{"event":`...)
+	b = appendString(b, r.Event)
+	if r.Name != "" {
+		b = appendString(append(b, `,"name":`...), r.Name)
+	}
+	if r.Token != 0 {
+		b = strconv.AppendUint(append(b, `,"token":`...), r.Token, 10)
+	}
+	if r.Client != 0 {
+		b = strconv.AppendUint(append(b, `,"client":`...), r.Client, 10)
+	}
+	if r.Node != 0 {
+		b = strconv.AppendUint(append(b, `,"node":`...), uint64(r.Node), 10)
+	}
+	if r.MS != 0 {
+		b = strconv.AppendInt(append(b, `,"ms":`...), r.MS, 10)
+	}
+	if r.UntilNS != 0 {
+		b = strconv.AppendInt(append(b, `,"until_ns":`...), r.UntilNS, 10)
+	}
+	if r.Reason != "" {
+		b = appendString(append(b, `,"reason":`...), r.Reason)
+	}
+	if r.Error != "" {
+		b = appendString(append(b, `,"error":`...), r.Error)
+	}
+	if r.Coordinator != 0 {
+		b = strconv.AppendUint(append(b, `,"coordinator":`...), uint64(r.Coordinator), 10)
+	}
+	if r.Term != 0 {
+		b = strconv.AppendUint(append(b, `,"term":`...), r.Term, 10)
 	}
 	return append(b, "}\n"...)
 }
@@ -124,8 +168,14 @@ func (c *conn) next(v any) error {
 		}
 		return fmt.Errorf("connection closed")
 	}
-	if r, ok := v.(*reply); ok {
-		return r.parse(c.r.Bytes())
+	switch v := v.(type) {
+	case *reply:
+		return v.parse(c.r.Bytes())
+	case *request:
+		if *v = (request{}); v.parsePlain(c.r.Bytes()) {
+			return nil
+		}
+		*v = request{}
 	}
 	return json.Unmarshal(c.r.Bytes(), v)
 }
@@ -225,6 +275,53 @@ func (r *reply) setNumber(key, n string) error {
 // integers — in one pass, and reports false for anything else (parse then
 // reads it with encoding/json, which decides what it means).
 func (r *reply) parsePlain(b []byte) bool {
+	return plainObject(b, func(key, val []byte, str bool) bool {
+		if str {
+			switch string(key) {
+			case "event":
+				r.Event = string(val)
+			case "name":
+				r.Name = string(val)
+			case "reason":
+				r.Reason = string(val)
+			case "error":
+				r.Error = string(val)
+			default:
+				return false
+			}
+			return true
+		}
+		switch string(key) {
+		case "token", "client", "node", "ms", "until_ns", "coordinator", "term":
+			return plainInt(val) && r.setNumber(string(key), string(val)) == nil
+		}
+		return false
+	})
+}
+
+// parsePlain is reply.parsePlain for what clients send.
+func (q *request) parsePlain(b []byte) bool {
+	return plainObject(b, func(key, val []byte, str bool) bool {
+		switch {
+		case str && string(key) == "op":
+			q.Op = string(val)
+		case str && string(key) == "name":
+			q.Name = string(val)
+		case !str && string(key) == "nonblock" && (string(val) == "true" || string(val) == "false"):
+			q.NonBlock = string(val) == "true"
+		default:
+			return false
+		}
+		return true
+	})
+}
+
+// plainObject walks a flat JSON object with no spaces, calling field for
+// each key and value: str is true for a string (val without its quotes,
+// printable ASCII, no escapes), false for a literal (val as written, up
+// to the next ',' or the end). It reports false when field does or the
+// text is not of that form.
+func plainObject(b []byte, field func(key, val []byte, str bool) bool) bool {
 	if len(b) < 2 || b[0] != '{' || b[len(b)-1] != '}' {
 		return false
 	}
@@ -236,50 +333,42 @@ func (r *reply) parsePlain(b []byte) bool {
 		}
 		b = rest[1:]
 		var val []byte
-		if len(b) > 0 && b[0] == '"' {
-			var s []byte
-			if s, b, ok = plainString(b); !ok {
-				return false
-			}
-			switch string(key) {
-			case "event":
-				r.Event = string(s)
-			case "name":
-				r.Name = string(s)
-			case "reason":
-				r.Reason = string(s)
-			case "error":
-				r.Error = string(s)
-			default:
+		str := len(b) > 0 && b[0] == '"'
+		if str {
+			if val, b, ok = plainString(b); !ok {
 				return false
 			}
 		} else {
 			i := 0
-			if i < len(b) && b[i] == '-' {
+			for i < len(b) && b[i] != ',' && b[i] != '"' {
 				i++
-			}
-			start := i
-			for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-				i++
-			}
-			if i == start || (b[start] == '0' && i > start+1) {
-				return false
 			}
 			val, b = b[:i], b[i:]
-			switch string(key) {
-			case "token", "client", "node", "ms", "until_ns", "coordinator", "term":
-				if r.setNumber(string(key), string(val)) != nil {
-					return false
-				}
-			default:
-				return false
-			}
+		}
+		if !field(key, val, str) {
+			return false
 		}
 		if len(b) > 0 {
 			if b[0] != ',' || len(b) == 1 {
 				return false
 			}
 			b = b[1:]
+		}
+	}
+	return true
+}
+
+// plainInt: an optional minus sign and decimal digits, no leading zero.
+func plainInt(b []byte) bool {
+	if len(b) > 0 && b[0] == '-' {
+		b = b[1:]
+	}
+	if len(b) == 0 || (b[0] == '0' && len(b) > 1) {
+		return false
+	}
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
 		}
 	}
 	return true

@@ -83,4 +83,60 @@ func TestPlainReplies(t *testing.T) {
 			t.Errorf("%s: plain path gave %+v", b, got)
 		}
 	}
+	for _, q := range []request{{Op: "acquire", Name: "db", NonBlock: true}, {Op: "release", Name: "db"}} {
+		var got request
+		if b := q.appendJSON(nil); !got.parsePlain(b[:len(b)-1]) || got != q {
+			t.Errorf("%s: plain path gave %+v", b, got)
+		}
+	}
+}
+
+// FuzzRequestParse: the daemon's request reader agrees with
+// json.Unmarshal (keys differing only in case left out, as for replies).
+func FuzzRequestParse(f *testing.F) {
+	for _, q := range []request{{Op: "acquire", Name: "db", NonBlock: true}, {Op: "release", Name: "x y"}, {Op: "status"}} {
+		b, _ := json.Marshal(q)
+		f.Add(b)
+	}
+	f.Add([]byte(`{"op":"acquire","nonblock":1}`))
+	f.Add([]byte(`{"op":"acquire","nonblock":null,"name":"\u00e9"}`))
+	f.Add([]byte(`{"OP":"watch"}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		var keys map[string]json.RawMessage
+		if json.Unmarshal(line, &keys) == nil {
+			for k := range keys {
+				for _, known := range []string{"op", "name", "nonblock"} {
+					if k != known && strings.EqualFold(k, known) {
+						return
+					}
+				}
+			}
+		}
+		var want request
+		werr := json.Unmarshal(line, &want)
+		var got request
+		if !got.parsePlain(line) {
+			return // read by json.Unmarshal itself
+		}
+		if werr != nil || got != want {
+			t.Fatalf("%q: json.Unmarshal %+v (error %v), plain %+v", line, want, werr, got)
+		}
+	})
+}
+
+// FuzzReplyJSON: a reply written without reflection is byte for byte
+// what encoding/json's Encoder writes.
+func FuzzReplyJSON(f *testing.F) {
+	f.Add("acquired", "db", uint64(8589934593), uint64(2), uint32(0), int64(1000), int64(1795344837553558000), "", "", uint32(0), uint64(0))
+	f.Add("lost", "a<b>&\"c\"\xff", uint64(3), uint64(0), uint32(4), int64(-5), int64(0), "lease ran out", "", uint32(1), uint64(7))
+	f.Fuzz(func(t *testing.T, event, name string, token, client uint64, node uint32, ms, until int64, reason, errText string, coord uint32, term uint64) {
+		r := reply{Event: event, Name: name, Token: token, Client: client, Node: node, MS: ms, UntilNS: until, Reason: reason, Error: errText, Coordinator: coord, Term: term}
+		var want strings.Builder
+		if err := json.NewEncoder(&want).Encode(r); err != nil {
+			t.Fatal(err)
+		}
+		if got := r.appendJSON(nil); string(got) != want.String() {
+			t.Fatalf("%+v: wrote %q, encoding/json writes %q", r, got, want.String())
+		}
+	})
 }
