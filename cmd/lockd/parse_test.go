@@ -1,0 +1,105 @@
+package main
+
+import (
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/roundtable-go/roundtable/cmd/lockd/internal/ctl"
+)
+
+// TestFastRunMatchesCLI: wherever the quick parser takes a 'lockd run'
+// command line, urfave/cli reads the same options from it; and the common
+// forms are taken (otherwise the quick path would be dead code).
+func TestFastRunMatchesCLI(t *testing.T) {
+	cases := []struct {
+		args []string
+		env  map[string]string
+		fast bool // must the quick parser take it?
+	}{
+		{[]string{"run", "L", "--", "true"}, nil, true},
+		{[]string{"run", "L", "true"}, nil, true},
+		{[]string{"run", "--", "L", "--", "true"}, nil, true},
+		{[]string{"run", "--socket", "/s", "L", "--", "cmd", "-x", "--y"}, nil, true},
+		{[]string{"run", "--socket=/s", "-n", "L", "--", "cmd"}, nil, true},
+		{[]string{"run", "-socket", "/s", "--nonblock", "-E", "3", "L", "--", "cmd"}, nil, true},
+		{[]string{"run", "--nonblock=false", "--conflict-exit-code=0x10", "L", "--", "cmd"}, nil, true},
+		{[]string{"run", "--timeout", "1.5s", "--kill-grace=200ms", "--shell", "L", "--", "echo", "$x"}, nil, true},
+		{[]string{"run", "--json", "--timeout=0", "L", "cmd"}, nil, true},
+		{[]string{"run", "-n", "-n=false", "-n", "L", "--", "cmd"}, nil, true},
+		{[]string{"run", "--socket", "/a", "--socket", "/b", "L", "--", "cmd"}, nil, true},
+		{[]string{"run", "L", "--", "cmd", "--help"}, nil, true},
+		{[]string{"run", "L", "--nonblock", "--", "cmd"}, nil, true},
+		{[]string{"run", "-", "--", "cmd"}, nil, true},
+		{[]string{"run"}, nil, true},
+		{[]string{"run", "L"}, nil, true},
+		{[]string{"run", "L", "--", "true"}, map[string]string{"LOCKD_SOCKET": "/env.sock"}, true},
+		{[]string{"run", "--socket", "/flag", "L", "--", "true"}, map[string]string{"LOCKD_SOCKET": "/env.sock"}, true},
+		{[]string{"run", "L", "--", "true"}, map[string]string{"XDG_RUNTIME_DIR": "/run/user/7"}, true},
+		// Left to urfave/cli:
+		{[]string{"run", "L", "--", "true"}, map[string]string{"LOCKD_TIMEOUT": "2s"}, false},
+		{[]string{"run", "L", "--", "true"}, map[string]string{"LOCKD_NONBLOCK": ""}, false},
+		{[]string{"run", "--help", "L"}, nil, false},
+		{[]string{"run", "-h"}, nil, false},
+		{[]string{"run", "--bogus", "L", "--", "true"}, nil, false},
+		{[]string{"run", "--timeout", "soon", "L", "--", "true"}, nil, false},
+		{[]string{"run", "-E", "x", "L", "--", "true"}, nil, false},
+		{[]string{"run", "--nonblock=maybe", "L", "--", "true"}, nil, false},
+		{[]string{"run", "--socket"}, nil, false},
+		{[]string{"run", "---socket", "/s", "L"}, nil, false},
+		{[]string{"run", "-=x", "L"}, nil, false},
+		{[]string{"run", "L", "--", "true", "--generate-bash-completion"}, nil, false},
+		{[]string{"hold", "L"}, nil, false},
+		{[]string{"status"}, nil, false},
+		{nil, nil, false},
+	}
+	for _, c := range cases {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			for _, k := range []string{"LOCKD_SOCKET", "LOCKD_TIMEOUT", "LOCKD_NONBLOCK", "XDG_RUNTIME_DIR"} {
+				t.Setenv(k, "")
+				unsetenv(t, k)
+			}
+			for k, v := range c.env {
+				t.Setenv(k, v)
+			}
+			fast, ok := ctl.ParseRun(c.args)
+			if ok != c.fast {
+				t.Fatalf("quick parser took it: %v, want %v", ok, c.fast)
+			}
+			if !ok {
+				return
+			}
+			var slow ctl.RunOpts
+			called := false
+			app := newApp(func(ctx *ucli.Context) error {
+				called = true
+				slow = ctl.RunOpts{WaitOpts: waitOptsFrom(ctx), KillGrace: ctx.Duration("kill-grace"), Shell: ctx.Bool("shell"), Args: ctx.Args().Slice()}
+				return nil
+			})
+			app.ExitErrHandler = func(*ucli.Context, error) {}
+			if err := app.Run(append([]string{"lockd"}, c.args...)); err != nil || !called {
+				t.Fatalf("urfave/cli: error %v, action called %v", err, called)
+			}
+			if len(fast.Args) == 0 {
+				fast.Args = nil
+			}
+			if len(slow.Args) == 0 {
+				slow.Args = nil
+			}
+			if !reflect.DeepEqual(fast, slow) {
+				t.Fatalf("quick parser %+v, urfave/cli %+v", fast, slow)
+			}
+		})
+	}
+}
+
+// unsetenv removes k for the rest of the test (t.Setenv restores it).
+func unsetenv(t *testing.T, k string) {
+	t.Helper()
+	if err := os.Unsetenv(k); err != nil {
+		t.Fatal(err)
+	}
+}
