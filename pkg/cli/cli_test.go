@@ -4,9 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 )
 
 func TestParsePeers(t *testing.T) {
@@ -45,51 +43,6 @@ func TestResolveBind(t *testing.T) {
 	}
 	if _, err := ResolveBind("{{ nonsense }}"); err == nil {
 		t.Fatal("bad template accepted")
-	}
-}
-
-func TestChildExitCodes(t *testing.T) {
-	c, err := StartChild([]string{"sh", "-c", "exit 3"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	<-c.Done()
-	if c.ExitCode() != 3 {
-		t.Fatalf("exit code %d", c.ExitCode())
-	}
-	if _, err := StartChild([]string{"no-such-command-xyz"}, nil); Code(err) != ExitNotFound {
-		t.Fatalf("missing command: %v (code %d)", err, Code(err))
-	}
-	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "noexec"), []byte("#!/bin/sh\n"), 0o644)
-	if _, err := StartChild([]string{filepath.Join(dir, "noexec")}, nil); Code(err) != ExitCannotExec {
-		t.Fatalf("non-executable: %v (code %d)", err, Code(err))
-	}
-}
-
-func TestChildStopEscalates(t *testing.T) {
-	// A child that ignores SIGTERM is killed after the grace period.
-	ready := filepath.Join(t.TempDir(), "ready")
-	c, err := StartChild([]string{"sh", "-c", "trap '' TERM; touch " + ready + "; while :; do sleep 0.05; done"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, err := os.Stat(ready); err != nil; _, err = os.Stat(ready) {
-		time.Sleep(5 * time.Millisecond) // polling for the child's own signal, not a timing guess
-	}
-	start := time.Now()
-	c.Stop(200 * time.Millisecond)
-	if c.ExitCode() != 128+int(syscall.SIGKILL) {
-		t.Fatalf("exit code %d, want %d", c.ExitCode(), 128+int(syscall.SIGKILL))
-	}
-	if time.Since(start) < 200*time.Millisecond {
-		t.Fatal("SIGKILL before the grace period")
-	}
-	// A cooperative child exits on SIGTERM with 128+15.
-	c, _ = StartChild([]string{"sleep", "10"}, []string{"X=1"})
-	c.Stop(5 * time.Second)
-	if c.ExitCode() != 128+int(syscall.SIGTERM) {
-		t.Fatalf("exit code %d", c.ExitCode())
 	}
 }
 

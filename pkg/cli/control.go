@@ -6,17 +6,13 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/roundtable-go/roundtable/pkg/proc"
 )
 
 // DefaultSocket is where a tool's daemon listens for local clients unless
-// told otherwise: $XDG_RUNTIME_DIR/<tool>.sock, else in the temp directory.
-func DefaultSocket(tool string) string {
-	dir := os.Getenv("XDG_RUNTIME_DIR")
-	if dir == "" {
-		dir = os.TempDir()
-	}
-	return filepath.Join(dir, tool+".sock")
-}
+// told otherwise (see proc.DefaultSocket).
+func DefaultSocket(tool string) string { return proc.DefaultSocket(tool) }
 
 // ListenControl opens a daemon's Unix control socket with mode 0600 (only
 // the owner may talk to it), replacing a stale socket file but never a live

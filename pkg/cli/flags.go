@@ -13,14 +13,13 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/roundtable-go/roundtable/pkg/node"
+	"github.com/roundtable-go/roundtable/pkg/proc"
 	"github.com/roundtable-go/roundtable/pkg/transport"
 )
 
 // Env is the environment variable for a flag of a tool: ("elect",
 // "key-file") → ELECT_KEY_FILE.
-func Env(tool, flag string) string {
-	return strings.ToUpper(tool + "_" + strings.ReplaceAll(flag, "-", "_"))
-}
+func Env(tool, flag string) string { return proc.Env(tool, flag) }
 
 // WithEnv sets each flag's environment variable from its name. Flags that
 // already name one keep it.
