@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/roundtable-go/roundtable/cmd/lockd/internal/ctl"
 )
 
 // BenchmarkAcquireRelease measures acquire+release through a daemon's
@@ -21,14 +23,14 @@ func BenchmarkAcquireRelease(b *testing.B) {
 		clients int
 	}{{"coordinator", 3, 1}, {"remote", 1, 1}, {"remote-8", 1, 8}, {"coordinator-8", 3, 8}} {
 		b.Run(bc.name, func(b *testing.B) {
-			var conns []*conn
+			var conns []*ctl.Conn
 			for i := 0; i < bc.clients; i++ {
 				nc, err := net.Dial("unix", c.sock(bc.daemon))
 				if err != nil {
 					b.Fatal(err)
 				}
 				defer nc.Close()
-				conns = append(conns, newConn(nc))
+				conns = append(conns, ctl.NewConn(nc))
 			}
 			b.ResetTimer()
 			start := time.Now()
@@ -36,14 +38,14 @@ func BenchmarkAcquireRelease(b *testing.B) {
 			per := b.N / bc.clients
 			for i, cn := range conns {
 				wg.Add(1)
-				go func(i int, cn *conn) {
+				go func(i int, cn *ctl.Conn) {
 					defer wg.Done()
 					name := fmt.Sprintf("bench-%s-%d", bc.name, i)
 					for j := 0; j < per; j++ {
-						cn.send(request{Op: "acquire", Name: name})
+						cn.Send(ctl.Request{Op: "acquire", Name: name})
 						for {
-							var r reply
-							if err := cn.next(&r); err != nil {
+							var r ctl.Reply
+							if err := cn.Next(&r); err != nil {
 								b.Error(err)
 								return
 							}
@@ -51,7 +53,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 								break
 							}
 						}
-						cn.send(request{Op: "release", Name: name})
+						cn.Send(ctl.Request{Op: "release", Name: name})
 					}
 				}(i, cn)
 			}

@@ -553,3 +553,39 @@ func TestSignals(t *testing.T) {
 		t.Fatalf("lock not free after both clients ended: %v\n%s", err, out)
 	}
 }
+
+// TestQuickRunSkipsHeavyInit: `lockd run` runs from package quick's
+// initialisation, before the daemon's heavy packages initialise (see
+// package quick); GODEBUG=inittrace=1 lists every package initialised.
+// The control: a command line that goes through urfave/cli initialises
+// them all.
+func TestQuickRunSkipsHeavyInit(t *testing.T) {
+	// (Packages with nothing to initialise are not in the trace.)
+	heavy := []string{"github.com/urfave/cli/v2", "github.com/hashicorp/go-sockaddr", "github.com/hashicorp/go-sockaddr/template",
+		"net", "net/netip", "text/template", "regexp"}
+	inits := func(args ...string) map[string]bool {
+		cmd := exec.Command(lockdBin, args...)
+		cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
+		out, _ := cmd.CombinedOutput()
+		seen := map[string]bool{}
+		for _, line := range strings.Split(string(out), "\n") {
+			if f := strings.Fields(line); len(f) > 2 && f[0] == "init" {
+				seen[f[1]] = true
+			}
+		}
+		return seen
+	}
+	quick := inits("run", "--socket", "/nonexistent/x.sock", "L", "--", "true")
+	if !quick["os"] {
+		t.Fatalf("no init trace read: %v", quick)
+	}
+	full := inits("run", "--socket", "/nonexistent/x.sock", "--help")
+	for _, p := range heavy {
+		if quick[p] {
+			t.Errorf("lockd run initialised %s", p)
+		}
+		if !full[p] {
+			t.Errorf("control: lockd run --help did not initialise %s", p)
+		}
+	}
+}

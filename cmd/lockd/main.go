@@ -4,19 +4,20 @@
 package main
 
 import (
-	"os"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/roundtable-go/roundtable/cmd/lockd/internal/ctl"
+	_ "github.com/roundtable-go/roundtable/cmd/lockd/internal/quick" // lockd run, before the rest initialises
 	"github.com/roundtable-go/roundtable/pkg/cli"
 	"github.com/roundtable-go/roundtable/pkg/mutex"
 )
 
-const tool = "lockd"
+const tool = ctl.Tool
 
 // The flags are built when the command line goes through urfave/cli, not
-// at package initialisation: `lockd run`'s own parser (fastrun.go) never
+// at package initialisation: `lockd run`'s own parser (ctl.ParseRun) never
 // needs them.
 
 func serveFlags() []ucli.Flag {
@@ -48,9 +49,8 @@ func waitFlags(extra ...ucli.Flag) []ucli.Flag {
 }
 
 func main() {
-	if o, ok := fastRunArgs(os.Args[1:]); ok {
-		cli.Exit(tool, runWith(o))
-	}
+	// The common forms of 'lockd run' never get here: package quick runs
+	// them during initialisation.
 	cli.Main(newApp(runCmd))
 }
 
@@ -95,7 +95,7 @@ Examples:
    lockd run backup -- /usr/local/bin/backup.sh
    lockd run --nonblock cron-job -- ./job || echo "someone else is running it"
    lockd run --timeout 30s deploy -- make deploy`,
-				Flags:  clientFlags(waitFlags(&ucli.DurationFlag{Name: "kill-grace", Value: defaultKillGrace, Usage: "after the lock is lost: SIGTERM, then SIGKILL after this long"}, &ucli.BoolFlag{Name: "shell", Usage: "run the command through /bin/sh -c"})...),
+				Flags:  clientFlags(waitFlags(&ucli.DurationFlag{Name: "kill-grace", Value: ctl.DefaultKillGrace, Usage: "after the lock is lost: SIGTERM, then SIGKILL after this long"}, &ucli.BoolFlag{Name: "shell", Usage: "run the command through /bin/sh -c"})...),
 				Action: run,
 			},
 			{

@@ -15,6 +15,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/roundtable-go/roundtable/cmd/lockd/internal/ctl"
 	"github.com/roundtable-go/roundtable/pkg/cli"
 	"github.com/roundtable-go/roundtable/pkg/driver"
 	"github.com/roundtable-go/roundtable/pkg/mutex"
@@ -37,9 +38,9 @@ type daemon struct {
 
 	mu       sync.Mutex
 	nextID   uint64
-	clients  map[uint64]*conn
+	clients  map[uint64]*ctl.Conn
 	names    map[uint64]map[string]bool // what each client holds or waits for
-	watchers map[*conn]bool
+	watchers map[*ctl.Conn]bool
 }
 
 func serve(c *ucli.Context) error {
@@ -98,8 +99,8 @@ func serve(c *ucli.Context) error {
 		return err
 	}
 	defer os.Remove(sockPath)
-	d := &daemon{m: m, lease: lease, log: mb.Log, stateFile: stateFile, persisted: term, clients: map[uint64]*conn{}, names: map[uint64]map[string]bool{},
-		watchers: map[*conn]bool{}}
+	d := &daemon{m: m, lease: lease, log: mb.Log, stateFile: stateFile, persisted: term, clients: map[uint64]*ctl.Conn{}, names: map[uint64]map[string]bool{},
+		watchers: map[*ctl.Conn]bool{}}
 	d.drv = driver.New[mutex.Msg](m, mutex.Codec{}, mb.Transport, driver.Config{Framer: mb.Framer, Log: mb.Log})
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -148,12 +149,12 @@ func (d *daemon) accept(ctx context.Context, ln net.Listener) {
 		if err != nil {
 			return
 		}
-		go d.session(ctx, newConn(c))
+		go d.session(ctx, ctl.NewConn(c))
 	}
 }
 
 // session serves one control connection: one client.
-func (d *daemon) session(ctx context.Context, c *conn) {
+func (d *daemon) session(ctx context.Context, c *ctl.Conn) {
 	d.mu.Lock()
 	d.nextID++
 	id := d.nextID
@@ -171,11 +172,11 @@ func (d *daemon) session(ctx context.Context, c *conn) {
 		for name := range names {
 			_ = d.drv.Request(context.Background(), mutex.Msg{Type: mutex.LocalRelease, Name: name, Client: id})
 		}
-		c.c.Close()
+		c.Close()
 	}()
 	for {
-		var req request
-		if err := c.next(&req); err != nil {
+		var req ctl.Request
+		if err := c.Next(&req); err != nil {
 			return
 		}
 		switch req.Op {
@@ -185,7 +186,7 @@ func (d *daemon) session(ctx context.Context, c *conn) {
 			d.mu.Unlock()
 			err := d.drv.Request(ctx, mutex.Msg{Type: mutex.LocalAcquire, Name: req.Name, Client: id, NonBlock: req.NonBlock})
 			if err != nil {
-				c.send(reply{Event: "error", Name: req.Name, Error: err.Error()})
+				c.Send(ctl.Reply{Event: "error", Name: req.Name, Error: err.Error()})
 			}
 		case "release":
 			d.mu.Lock()
@@ -196,13 +197,13 @@ func (d *daemon) session(ctx context.Context, c *conn) {
 			var st any
 			_ = d.drv.Do(ctx, func() { st = d.m.Status() })
 			b, _ := json.Marshal(st)
-			c.send(reply{Event: "status", Status: b})
+			c.Send(ctl.Reply{Event: "status", Status: b})
 		case "watch":
 			d.mu.Lock()
 			d.watchers[c] = true
 			d.mu.Unlock()
 		default:
-			c.send(reply{Event: "error", Error: fmt.Sprintf("unknown op %q", req.Op)})
+			c.Send(ctl.Reply{Event: "error", Error: fmt.Sprintf("unknown op %q", req.Op)})
 		}
 	}
 }
@@ -210,19 +211,19 @@ func (d *daemon) session(ctx context.Context, c *conn) {
 // dispatch sends a machine event to the client it concerns and to every
 // watcher.
 func (d *daemon) dispatch(ev node.Event) {
-	var r reply
+	var r ctl.Reply
 	var client uint64
 	switch e := ev.(type) {
 	case mutex.GrantEvent:
-		r, client = reply{Event: "acquired", Name: e.Name, Token: e.Token, MS: e.Valid.Milliseconds()}, e.Client
+		r, client = ctl.Reply{Event: "acquired", Name: e.Name, Token: e.Token, MS: e.Valid.Milliseconds()}, e.Client
 	case mutex.BusyEvent:
-		r, client = reply{Event: "busy", Name: e.Name}, e.Client
+		r, client = ctl.Reply{Event: "busy", Name: e.Name}, e.Client
 	case mutex.LostEvent:
-		r, client = reply{Event: "lost", Name: e.Name, Token: e.Token, Reason: e.Reason}, e.Client
+		r, client = ctl.Reply{Event: "lost", Name: e.Name, Token: e.Token, Reason: e.Reason}, e.Client
 	case mutex.ReleasedEvent:
-		r, client = reply{Event: "released", Name: e.Name, Token: e.Token}, e.Client
+		r, client = ctl.Reply{Event: "released", Name: e.Name, Token: e.Token}, e.Client
 	case mutex.CoordinatorEvent:
-		r = reply{Event: "coordinator", Coordinator: uint32(e.Coordinator), Term: e.Term}
+		r = ctl.Reply{Event: "coordinator", Coordinator: uint32(e.Coordinator), Term: e.Term}
 	default:
 		return
 	}
@@ -233,19 +234,19 @@ func (d *daemon) dispatch(ev node.Event) {
 		}
 	}
 	target := d.clients[client]
-	var watchers []*conn
+	var watchers []*ctl.Conn
 	for w := range d.watchers {
 		watchers = append(watchers, w)
 	}
 	d.mu.Unlock()
 	if target != nil {
 		r.Client = client
-		target.send(r)
+		target.Send(r)
 	}
 	for _, w := range watchers {
 		wr := r
 		wr.Client = client
-		w.send(wr)
+		w.Send(wr)
 	}
 }
 
@@ -283,7 +284,7 @@ func (d *daemon) keepalive(ctx context.Context) {
 		d.mu.Lock()
 		for _, h := range holds {
 			if c := d.clients[h.Client]; c != nil {
-				go c.send(reply{Event: "valid", Name: h.Name, Token: h.Token, MS: h.Until.Sub(now).Milliseconds(), UntilNS: h.Until.UnixNano()})
+				go c.Send(ctl.Reply{Event: "valid", Name: h.Name, Token: h.Token, MS: h.Until.Sub(now).Milliseconds(), UntilNS: h.Until.UnixNano()})
 			}
 		}
 		d.mu.Unlock()

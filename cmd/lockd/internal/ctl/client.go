@@ -1,0 +1,292 @@
+package ctl
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/roundtable-go/roundtable/pkg/proc"
+)
+
+// Dial connects to the daemon's control socket at path; exit 69 when
+// nobody serves it.
+func Dial(path string) (*Conn, error) {
+	f, err := connectUnix(path)
+	if err != nil {
+		return nil, proc.Exitf(proc.ExitUnavailable, "no lockd daemon at %s (start one with 'lockd serve'): %v", path, err)
+	}
+	return NewConn(f), nil
+}
+
+// noQuorum asks the daemon, on a second connection, whether it can grant
+// at all (central: it follows a coordinator with a majority; voting: m
+// members are alive): a timeout without a quorum is exit 69, not 75.
+func noQuorum(socket string) bool {
+	cn, err := Dial(socket)
+	if err != nil {
+		return true
+	}
+	defer cn.Close()
+	var r Reply
+	if cn.Send(Request{Op: "status"}) != nil || cn.Next(&r) != nil {
+		return true
+	}
+	var st struct {
+		Quorum *bool `json:"quorum"`
+	}
+	return json.Unmarshal(r.Status, &st) == nil && st.Quorum != nil && !*st.Quorum
+}
+
+// Lease tracks how long a held lock is good for on the client's own clock.
+// It is extended by the daemon's "valid" messages; if they stop (the daemon
+// is paused or dead) the client gives up when the time is out, without
+// waiting to be told.
+type Lease struct{ until, tick, settle time.Time }
+
+// NewLease starts the Lease of a grant. The checks' clock starts now too:
+// a process stopped before its first check must still find its first
+// check late, and read what the daemon sent meanwhile before deciding.
+func NewLease(grant Reply) *Lease {
+	l := &Lease{tick: time.Now()}
+	l.Extend(grant)
+	return l
+}
+
+// extend takes a grant or "valid" message: the daemon, on the same host,
+// says until when (its clock is this clock); older daemons say how long.
+func (l *Lease) Extend(r Reply) {
+	u := time.Now().Add(time.Duration(r.MS) * time.Millisecond)
+	if r.UntilNS > 0 {
+		u = time.Unix(0, r.UntilNS)
+	}
+	if u.After(l.until) {
+		l.until = u
+	}
+}
+
+// overdue is the periodic check. A check that comes late means this
+// process was itself stopped (SIGSTOP) or starved: the daemon's queued
+// extensions are read first, for 50 ms, before the checks decide again.
+func (l *Lease) Overdue() bool {
+	now := time.Now()
+	if !l.tick.IsZero() && now.Sub(l.tick) > 100*time.Millisecond {
+		l.settle = now.Add(50 * time.Millisecond)
+	}
+	l.tick = now
+	return !now.Before(l.settle) && now.After(l.until)
+}
+
+// acquire asks for name and waits for the answer. It returns the grant,
+// or an exit error: 75 (busy or timed out; code from --conflict-exit-code)
+// or 128+signal.
+func acquire(o WaitOpts, cn *Conn, name string, sigs <-chan os.Signal) (Reply, <-chan Reply, error) {
+	nonBlock := o.NonBlock
+	if err := cn.Send(Request{Op: "acquire", Name: name, NonBlock: nonBlock}); err != nil {
+		return Reply{}, nil, proc.Exitf(proc.ExitUnavailable, "lost the daemon: %v", err)
+	}
+	replies := make(chan Reply, 16)
+	go func() {
+		defer close(replies)
+		for {
+			var r Reply
+			if err := cn.Next(&r); err != nil {
+				return
+			}
+			replies <- r
+		}
+	}()
+	var timeout <-chan time.Time
+	if o.Timeout > 0 {
+		timeout = time.After(o.Timeout)
+	}
+	conflict := o.Conflict
+	for {
+		select {
+		case r, ok := <-replies:
+			if !ok {
+				return Reply{}, nil, proc.Exitf(proc.ExitUnavailable, "the daemon closed the connection")
+			}
+			switch r.Event {
+			case "acquired":
+				return r, replies, nil
+			case "busy":
+				return Reply{}, nil, proc.Exitf(conflict, "%s is held by another process", name)
+			case "error":
+				return Reply{}, nil, proc.Exitf(proc.ExitUsage, "%s", r.Error)
+			}
+		case <-timeout:
+			if noQuorum(o.Socket) {
+				return Reply{}, nil, proc.Exitf(proc.ExitUnavailable, "timed out waiting for %s: the daemon has no quorum", name)
+			}
+			return Reply{}, nil, proc.Exitf(conflict, "timed out waiting for %s", name)
+		case s := <-sigs:
+			return Reply{}, nil, &proc.ExitError{Code: 128 + int(s.(syscall.Signal))}
+		}
+	}
+}
+
+// Session is a client connection that holds NAME: the daemon connection,
+// the signals caught meanwhile, the grant and the stream of later replies.
+type Session struct {
+	Conn    *Conn
+	Sigs    chan os.Signal
+	Got     Reply        // the grant
+	Replies <-chan Reply // what the daemon sends after it
+}
+
+// OpenSession catches signals (they must not kill us before the lock is
+// released), connects to the daemon and acquires name.
+func OpenSession(o WaitOpts, name string) (*Session, error) {
+	s := &Session{Sigs: make(chan os.Signal, 4)}
+	signal.Notify(s.Sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	var err error
+	if s.Conn, err = Dial(o.Socket); err != nil {
+		return nil, err
+	}
+	if s.Got, s.Replies, err = acquire(o, s.Conn, name, s.Sigs); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// close ends the connection. The signals stay caught: the process exits
+// next with the code it chose, and undoing Notify costs a round trip to
+// the runtime's signal thread per signal (about 0.1 ms of a `lockd run`).
+func (s *Session) Close() {
+	s.Conn.Close()
+}
+
+// WaitOpts are the flags of the commands that wait for a lock.
+type WaitOpts struct {
+	Socket   string        // the daemon's control socket
+	Timeout  time.Duration // give up after this long (0: wait for ever)
+	NonBlock bool          // give up at once if the lock is held
+	Conflict int           // exit code when busy or timed out
+}
+
+// RunOpts is a parsed 'lockd run': from urfave/cli (runCmd) or from the
+// quick parser of the common forms (fastRunArgs).
+type RunOpts struct {
+	WaitOpts
+	KillGrace time.Duration // after the lock is lost: SIGTERM, then SIGKILL after this long
+	Shell     bool          // run the command through /bin/sh -c
+	Args      []string      // NAME [--] command args...
+}
+
+// DefaultKillGrace is --kill-grace's default.
+const DefaultKillGrace = 5 * time.Second
+
+// Tool is the program's name, in messages and environment variables.
+const Tool = "lockd"
+
+func CheckName(args []string) (string, error) {
+	if len(args) < 1 || args[0] == "" {
+		return "", proc.Exitf(proc.ExitUsage, "a lock NAME is required")
+	}
+	if len(args[0]) > 255 {
+		return "", proc.Exitf(proc.ExitUsage, "lock names are at most 255 bytes")
+	}
+	return args[0], nil
+}
+
+func Run(o RunOpts) error {
+	name, err := CheckName(o.Args)
+	if err != nil {
+		return err
+	}
+	args := o.Args[1:]
+	if len(args) > 0 && args[0] == "--" {
+		args = args[1:]
+	}
+	if len(args) == 0 {
+		return proc.Exitf(proc.ExitUsage, "no command: lockd run NAME -- command args...")
+	}
+	if o.Shell {
+		args = []string{"/bin/sh", "-c", joinArgs(args)}
+	}
+	sess, err := OpenSession(o.WaitOpts, name)
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	cn, sigs, got, replies := sess.Conn, sess.Sigs, sess.Got, sess.Replies
+	ls := NewLease(got)
+	kid, err := proc.StartChild(args, []string{"LOCKD_NAME=" + name, "LOCKD_TOKEN=" + strconv.FormatUint(got.Token, 10)})
+	if err != nil {
+		return err
+	}
+	grace := o.KillGrace
+	lost := func(why string) error {
+		fmt.Fprintf(os.Stderr, "lockd: lock %s lost (%s): stopping the command\n", name, why)
+		kid.Stop(grace)
+		return proc.Exitf(proc.ExitLost, "lock %s lost while the command ran", name)
+	}
+	check := time.NewTicker(10 * time.Millisecond)
+	defer check.Stop()
+	for {
+		select {
+		case <-kid.Done():
+			_ = cn.Send(Request{Op: "release", Name: name})
+			return &proc.ExitError{Code: kid.ExitCode()}
+		case s := <-sigs:
+			kid.Signal(s.(syscall.Signal))
+		case r, ok := <-replies:
+			switch {
+			case !ok:
+				return lost("the daemon went away")
+			case r.Event == "valid" && r.Name == name:
+				ls.Extend(r)
+			case r.Event == "lost" && r.Name == name:
+				return lost(r.Reason)
+			}
+		case <-check.C:
+			if ls.Overdue() && len(replies) == 0 {
+				return lost("lease ran out without renewal")
+			}
+		}
+	}
+}
+
+func joinArgs(args []string) string {
+	s := ""
+	for i, a := range args {
+		if i > 0 {
+			s += " "
+		}
+		s += a
+	}
+	return s
+}
+
+// connectUnix connects to a Unix stream socket with the system calls
+// themselves and reads and writes it through the runtime's poller as an
+// *os.File: what net.Dial does less its address resolution, deadline
+// timer and bookkeeping — and without package net, whose initialisation
+// alone cost a `lockd run` more than this whole function. The connect
+// blocks (a Unix socket's connect waits only while the daemon's backlog is
+// full); the descriptor goes non-blocking afterwards, for the poller.
+func connectUnix(path string) (*os.File, error) {
+	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, os.NewSyscallError("socket", err)
+	}
+	for {
+		err = syscall.Connect(fd, &syscall.SockaddrUnix{Name: path})
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	if err == nil {
+		err = syscall.SetNonblock(fd, true)
+	}
+	if err != nil {
+		syscall.Close(fd)
+		return nil, os.NewSyscallError("connect", err)
+	}
+	return os.NewFile(uintptr(fd), path), nil
+}
