@@ -47,7 +47,7 @@ func noQuorum(socket string) bool {
 // waiting to be told.
 type Lease struct{ until, tick, settle time.Time }
 
-// NewLease starts the Lease of a grant. The checks' clock starts now too:
+// NewLease starts the lease of a grant. The checks' clock starts now too:
 // a process stopped before its first check must still find its first
 // check late, and read what the daemon sent meanwhile before deciding.
 func NewLease(grant Reply) *Lease {
@@ -170,7 +170,7 @@ type WaitOpts struct {
 }
 
 // RunOpts is a parsed 'lockd run': from urfave/cli (runCmd) or from the
-// quick parser of the common forms (fastRunArgs).
+// quick parser of the common forms (ParseRun).
 type RunOpts struct {
 	WaitOpts
 	KillGrace time.Duration // after the lock is lost: SIGTERM, then SIGKILL after this long
@@ -184,6 +184,7 @@ const DefaultKillGrace = 5 * time.Second
 // Tool is the program's name, in messages and environment variables.
 const Tool = "lockd"
 
+// CheckName takes the lock NAME off the front of a command's arguments.
 func CheckName(args []string) (string, error) {
 	if len(args) < 1 || args[0] == "" {
 		return "", proc.Exitf(proc.ExitUsage, "a lock NAME is required")
@@ -194,6 +195,10 @@ func CheckName(args []string) (string, error) {
 	return args[0], nil
 }
 
+// Run is 'lockd run': acquire the lock, run the command with LOCKD_NAME
+// and LOCKD_TOKEN while holding it, release it when the command exits.
+// The result carries the exit code (see proc): the command's own, 75
+// busy or timed out, 76 lost, 69 no daemon or no quorum.
 func Run(o RunOpts) error {
 	name, err := CheckName(o.Args)
 	if err != nil {
