@@ -113,6 +113,34 @@ signal arrives, for coprocesses in shell scripts:
 				Action: holdCmd,
 			},
 			{
+				Name:  "session",
+				Usage: "take and give back locks by commands on stdin, many times over one connection",
+				Description: `Reads commands on stdin and answers each with one line on stdout:
+
+   acquire NAME   wait for NAME: 'acquired NAME token T'
+   try NAME       do not wait: 'acquired NAME token T' or 'busy NAME'
+   release NAME   'released NAME token T'
+
+For scripts that take locks in a loop: the session is one process and one
+connection, so each acquisition costs a round trip to the daemon, not a
+process start. A held lock whose lease runs out (the daemon is paused or
+gone) or that the daemon revokes is reported on its own line,
+'lost NAME token T (reason)': nothing is stopped for you, so fence what
+the critical section writes with the token. End of input releases
+everything and exits 0; a signal releases everything and exits 128+signal.
+
+Example:
+   coproc LOCK { lockd session; }
+   for job in jobs/*; do
+     echo "acquire queue" >&"${LOCK[1]}"; read -r _ _ _ token <&"${LOCK[0]}"
+     process "$job" "$token"              # critical section, fenced by $token
+     echo "release queue" >&"${LOCK[1]}"; read -r _ <&"${LOCK[0]}"
+   done
+   exec {LOCK[1]}>&-                      # end the session`,
+				Flags:  clientFlags(),
+				Action: sessionCmd,
+			},
+			{
 				Name:   "status",
 				Usage:  "list locks, holders, tokens and queues as the coordinator last reported them",
 				Flags:  clientFlags(),
