@@ -233,7 +233,13 @@ func (d *daemon) dispatch(ev node.Event) {
 			delete(names, r.Name)
 		}
 	}
+	// A release is not answered: the client's requests are taken in
+	// order, so nothing it sends later can overtake it, and the write
+	// (a system call per release) bought nothing. Watchers see it.
 	target := d.clients[client]
+	if r.Event == "released" {
+		target = nil
+	}
 	var watchers []*ctl.Conn
 	for w := range d.watchers {
 		watchers = append(watchers, w)

@@ -21,10 +21,11 @@ import (
 //	{"op":"status"}
 //	{"op":"watch"}
 //
-// and receives events: acquired, busy, lost, released, valid (the lease on
-// a held lock is good for ms more), status, coordinator, error. A
-// connection is one client: when it closes, every lock it holds or waits
-// for is released.
+// and receives events: acquired, busy, lost, valid (the lease on a held
+// lock is good for ms more), status, error; a watcher also receives
+// released and coordinator. A release is not answered: the daemon takes a
+// connection's requests in order. A connection is one client: when it
+// closes, every lock it holds or waits for is released.
 // Request is one line a client sends.
 type Request struct {
 	Op       string `json:"op"`
