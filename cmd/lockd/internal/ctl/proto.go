@@ -117,7 +117,7 @@ func (r Request) appendJSON(b []byte) []byte {
 	return append(b, "}\n"...)
 }
 
-// appendJSON is json.Marshal(r) plus a newline for a Reply without
+// appendJSON is json.Marshal(r) plus a newline for a reply without
 // Status (encoding/json compacts that raw text; it writes those itself).
 func (r Reply) appendJSON(b []byte) []byte {
 	b = append(b, `{"event":`...)
@@ -192,7 +192,7 @@ func (c *Conn) Next(v any) error {
 	return json.Unmarshal(c.r.Bytes(), v)
 }
 
-// parse reads one Reply line: json.Unmarshal's result for every line the
+// parse reads one reply line: json.Unmarshal's result for every line the
 // daemon writes, key by key with the decoder's token stream instead of
 // reflecting over the struct's fields on first use (about 3% of a `lockd
 // run`). Keys match exactly; unknown keys are skipped.
@@ -205,8 +205,14 @@ func (r *Reply) parse(line []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(line))
 	if t, err := dec.Token(); err != nil {
 		return err
+	} else if t == nil {
+		// null: json.Unmarshal leaves the reply as it is.
+		if _, err := dec.Token(); err != io.EOF {
+			return fmt.Errorf("data after the reply")
+		}
+		return nil
 	} else if t != json.Delim('{') {
-		return fmt.Errorf("Reply is not a JSON object")
+		return fmt.Errorf("reply is not a JSON object")
 	}
 	for dec.More() {
 		t, err := dec.Token()
@@ -249,7 +255,7 @@ func (r *Reply) parse(line []byte) error {
 		return err
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return fmt.Errorf("data after the Reply")
+		return fmt.Errorf("data after the reply")
 	}
 	return nil
 }
@@ -277,7 +283,7 @@ func (r *Reply) setNumber(key, n string) error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("Reply field %s: %w", key, err)
+		return fmt.Errorf("reply field %s: %w", key, err)
 	}
 	return nil
 }

@@ -7,8 +7,8 @@ import (
 	"testing"
 )
 
-// FuzzReplyParse: the client's Reply parser agrees with json.Unmarshal on
-// every input: both fail, or both give the same Reply. (json.Unmarshal
+// FuzzReplyParse: the client's reply parser agrees with json.Unmarshal on
+// every input: both fail, or both give the same reply. (json.Unmarshal
 // also matches keys case-insensitively; inputs with such keys are left
 // out, since the daemon writes its keys exactly.)
 func FuzzReplyParse(f *testing.F) {
@@ -45,7 +45,7 @@ func FuzzReplyParse(f *testing.F) {
 	})
 }
 
-// FuzzRequestJSON: a Request written without reflection is byte for byte
+// FuzzRequestJSON: a request written without reflection is byte for byte
 // what encoding/json writes.
 func FuzzRequestJSON(f *testing.F) {
 	f.Add("acquire", "db", true)
@@ -84,7 +84,7 @@ func TestPlainReplies(t *testing.T) {
 	}
 }
 
-// FuzzRequestParse: the daemon's Request reader agrees with
+// FuzzRequestParse: the daemon's request reader agrees with
 // json.Unmarshal (keys differing only in case left out, as for replies).
 func FuzzRequestParse(f *testing.F) {
 	for _, q := range []Request{{Op: "acquire", Name: "db", NonBlock: true}, {Op: "release", Name: "x y"}, {Op: "status"}} {
@@ -110,7 +110,7 @@ func FuzzRequestParse(f *testing.F) {
 	})
 }
 
-// FuzzReplyJSON: a Reply written without reflection is byte for byte
+// FuzzReplyJSON: a reply written without reflection is byte for byte
 // what encoding/json's Encoder writes.
 func FuzzReplyJSON(f *testing.F) {
 	f.Add("acquired", "db", uint64(8589934593), uint64(2), uint32(0), int64(1000), int64(1795344837553558000), "", "", uint32(0), uint64(0))
