@@ -117,9 +117,10 @@ signal arrives, for coprocesses in shell scripts:
 				Usage: "take and give back locks by commands on stdin, many times over one connection",
 				Description: `Reads commands on stdin and answers each with one line on stdout:
 
-   acquire NAME   wait for NAME: 'acquired NAME token T'
-   try NAME       do not wait: 'acquired NAME token T' or 'busy NAME'
-   release NAME   'released NAME token T'
+   acquire NAME [D]   wait for NAME, at most D (5s, 500ms) if given:
+                      'acquired NAME token T', or 'timeout NAME'
+   try NAME           do not wait: 'acquired NAME token T' or 'busy NAME'
+   release NAME       'released NAME token T'
 
 For scripts that take locks in a loop: the session is one process and one
 connection, so each acquisition costs a round trip to the daemon, not a

@@ -22,9 +22,10 @@ import (
 // "lost" lines come on their own when a held lock's lease runs out or the
 // daemon revokes it.
 //
-//	acquire NAME   wait for NAME: "acquired NAME token T"
-//	try NAME       do not wait: "acquired NAME token T" or "busy NAME"
-//	release NAME   "released NAME token T"
+//	acquire NAME [D]  wait for NAME (at most D, a duration such as 5s):
+//	                  "acquired NAME token T", or "timeout NAME"
+//	try NAME          do not wait: "acquired NAME token T" or "busy NAME"
+//	release NAME      "released NAME token T"
 //
 // End of input releases everything and exits 0; a signal releases
 // everything and exits 128+signal; if the daemon goes away the session
@@ -43,17 +44,7 @@ func sessionCmd(c *ucli.Context) error {
 		return err
 	}
 	defer cn.Close()
-	replies := make(chan ctl.Reply, 16)
-	go func() {
-		defer close(replies)
-		for {
-			var r ctl.Reply
-			if cn.Next(&r) != nil {
-				return
-			}
-			replies <- r
-		}
-	}()
+	replies := cn.Replies()
 	lines := make(chan string)
 	go func() {
 		defer close(lines)
@@ -68,8 +59,9 @@ func sessionCmd(c *ucli.Context) error {
 		lease *ctl.Lease
 	}
 	holding := map[string]*held{}
-	pending := "" // the lock an acquire or try waits for
-	in := lines   // nil while a command waits for its answer
+	pending := ""               // the lock an acquire or try waits for
+	in := lines                 // nil while a command waits for its answer
+	var expire <-chan time.Time // an acquire's timeout
 	releaseAll := func() {
 		for name := range holding {
 			_ = cn.Send(ctl.Request{Op: "release", Name: name})
@@ -84,9 +76,23 @@ func sessionCmd(c *ucli.Context) error {
 				releaseAll()
 				return nil
 			}
-			op, name, _ := strings.Cut(strings.TrimSpace(line), " ")
-			name = strings.TrimSpace(name)
-			if op == "" {
+			words := strings.Fields(line)
+			if len(words) == 0 {
+				continue
+			}
+			op, name, wait := words[0], "", time.Duration(0)
+			if len(words) > 1 {
+				name = words[1]
+			}
+			if op == "acquire" && len(words) == 3 {
+				d, err := time.ParseDuration(words[2])
+				if err != nil || d <= 0 {
+					say(ctl.Reply{Event: "error", Name: name, Error: "bad timeout " + words[2] + " (a duration such as 500ms or 5s)"})
+					continue
+				}
+				wait = d
+			} else if len(words) > 2 {
+				say(ctl.Reply{Event: "error", Name: name, Error: "too many words: " + line})
 				continue
 			}
 			if _, err := ctl.CheckName([]string{name}); err != nil {
@@ -103,6 +109,9 @@ func sessionCmd(c *ucli.Context) error {
 					return cli.Exitf(cli.ExitUnavailable, "lost the daemon: %v", err)
 				}
 				pending, in = name, nil
+				if wait > 0 {
+					expire = time.After(wait)
+				}
 			case "release":
 				h := holding[name]
 				if h == nil {
@@ -130,13 +139,13 @@ func sessionCmd(c *ucli.Context) error {
 			switch r.Event {
 			case "acquired":
 				if r.Name == pending {
-					pending, in = "", lines
+					pending, in, expire = "", lines, nil
 					holding[r.Name] = &held{token: r.Token, lease: ctl.NewLease(r)}
 					say(r)
 				}
 			case "busy", "error":
 				if pending != "" && (r.Name == pending || r.Event == "error") {
-					pending, in = "", lines
+					pending, in, expire = "", lines, nil
 					say(r)
 				}
 			case "valid":
@@ -149,6 +158,12 @@ func sessionCmd(c *ucli.Context) error {
 					say(r)
 				}
 			}
+		case <-expire:
+			// Withdraw the request: a grant already on its way is released
+			// by this as well, and its answer, no longer awaited, ignored.
+			_ = cn.Send(ctl.Request{Op: "release", Name: pending})
+			say(ctl.Reply{Event: "timeout", Name: pending})
+			pending, in, expire = "", lines, nil
 		case <-check.C:
 			if len(replies) > 0 {
 				continue // read the daemon's renewals first

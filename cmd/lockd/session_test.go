@@ -99,6 +99,10 @@ func TestSession(t *testing.T) {
 	a.expect("error this session already holds L")
 	b.send("try L")
 	b.expect("busy L")
+	b.send("acquire L 300ms") // gives up, and its request is withdrawn
+	b.expect("timeout L")
+	b.send("acquire L 1x")
+	b.expect("error bad timeout 1x")
 	b.send("acquire L") // waits
 	a.send("release L")
 	a.expect(fmt.Sprintf("released L token %d", t1))

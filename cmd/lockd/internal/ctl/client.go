@@ -88,17 +88,7 @@ func acquire(o WaitOpts, cn *Conn, name string, sigs <-chan os.Signal) (Reply, <
 	if err := cn.Send(Request{Op: "acquire", Name: name, NonBlock: nonBlock}); err != nil {
 		return Reply{}, nil, proc.Exitf(proc.ExitUnavailable, "lost the daemon: %v", err)
 	}
-	replies := make(chan Reply, 16)
-	go func() {
-		defer close(replies)
-		for {
-			var r Reply
-			if err := cn.Next(&r); err != nil {
-				return
-			}
-			replies <- r
-		}
-	}()
+	replies := cn.Replies()
 	var timeout <-chan time.Time
 	if o.Timeout > 0 {
 		timeout = time.After(o.Timeout)

@@ -55,8 +55,8 @@ func (r Reply) String() string {
 		return fmt.Sprintf("%s %s token %d", r.Event, r.Name, r.Token)
 	case "lost":
 		return fmt.Sprintf("lost %s token %d (%s)", r.Name, r.Token, r.Reason)
-	case "busy":
-		return "busy " + r.Name
+	case "busy", "timeout":
+		return r.Event + " " + r.Name
 	case "coordinator":
 		return fmt.Sprintf("coordinator %d term %d", r.Coordinator, r.Term)
 	case "error":
@@ -167,6 +167,23 @@ func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	b = append(b, s...)
 	return append(b, '"')
+}
+
+// Replies reads the daemon's lines from now on into a channel, closed when
+// the connection ends or a line does not parse.
+func (c *Conn) Replies() <-chan Reply {
+	ch := make(chan Reply, 16)
+	go func() {
+		defer close(ch)
+		for {
+			var r Reply
+			if c.Next(&r) != nil {
+				return
+			}
+			ch <- r
+		}
+	}()
+	return ch
 }
 
 // Close closes the connection.
