@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -65,6 +66,17 @@ func (s *sessionProc) answer() string {
 		s.t.Fatal("no answer within 10s")
 	}
 	return ""
+}
+
+// next is the next line, or "" if none comes within 10 s (for goroutines
+// other than the test's, which must not call Fatal).
+func (s *sessionProc) next() string {
+	select {
+	case l := <-s.lines:
+		return l
+	case <-time.After(10 * time.Second):
+		return ""
+	}
 }
 
 // acquired: the answer is "acquired NAME token T"; it returns T.
@@ -136,4 +148,60 @@ func TestSession(t *testing.T) {
 	e := startSession(t, c.sock(1))
 	e.send("acquire L")
 	e.acquired("L")
+}
+
+// TestSessionsContend: eight sessions spread over three daemons take one
+// lock 15 times each. The test is the critical section: it counts who is
+// inside between an "acquired" answer and the "release" it sends, so two
+// sessions inside at once, or a token that does not grow, fail the test.
+func TestSessionsContend(t *testing.T) {
+	c := startDaemons(t, 3)
+	var (
+		mu     sync.Mutex
+		inside int
+		last   uint64
+		grants int
+	)
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		s := startSession(t, c.sock(1+i%3))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := 0; j < 15; j++ {
+				fmt.Fprintln(s.in, "acquire C")
+				l := s.next()
+				f := strings.Fields(l)
+				if len(f) != 4 || f[0] != "acquired" {
+					t.Errorf("session: %q", l)
+					return
+				}
+				tok, _ := strconv.ParseUint(f[3], 10, 64)
+				mu.Lock()
+				inside++
+				if inside > 1 {
+					t.Errorf("two sessions inside at once (token %d)", tok)
+				}
+				if tok <= last {
+					t.Errorf("token %d after %d", tok, last)
+				}
+				last = tok
+				grants++
+				mu.Unlock()
+				time.Sleep(time.Millisecond) // inside: give an overlap a chance to show
+				mu.Lock()
+				inside--
+				mu.Unlock()
+				fmt.Fprintln(s.in, "release C")
+				if l := s.next(); !strings.HasPrefix(l, "released C") {
+					t.Errorf("session: %q", l)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if grants != 8*15 {
+		t.Fatalf("%d grants, want %d", grants, 8*15)
+	}
 }
