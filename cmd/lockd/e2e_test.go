@@ -562,7 +562,11 @@ func TestSignals(t *testing.T) {
 func TestQuickRunSkipsHeavyInit(t *testing.T) {
 	// (Packages with nothing to initialise are not in the trace.)
 	heavy := []string{"github.com/urfave/cli/v2", "github.com/hashicorp/go-sockaddr", "github.com/hashicorp/go-sockaddr/template",
-		"net", "net/netip", "text/template", "regexp"}
+		"net", "net/netip", "text/template", "regexp",
+		// what used to initialise first because quick waited for
+		// path/filepath (through os/exec)
+		"path/filepath", "golang.org/x/sys/unix", "github.com/fatih/color", "log/slog", "math/big", "crypto/rand",
+		"github.com/roundtable-go/roundtable/pkg/mutex"}
 	inits := func(args ...string) map[string]bool {
 		cmd := exec.Command(lockdBin, args...)
 		cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")

@@ -2,7 +2,6 @@ package proc
 
 import (
 	"os"
-	"path/filepath"
 	"strings"
 )
 
@@ -15,9 +14,11 @@ func Env(tool, flag string) string {
 // DefaultSocket is where a tool's daemon listens for local clients unless
 // told otherwise: $XDG_RUNTIME_DIR/<tool>.sock, else in the temp directory.
 func DefaultSocket(tool string) string {
+	// (Joined by hand: path/filepath would cost quick clients its place in
+	// the initialisation order; see lookPath.)
 	dir := os.Getenv("XDG_RUNTIME_DIR")
 	if dir == "" {
 		dir = os.TempDir()
 	}
-	return filepath.Join(dir, tool+".sock")
+	return strings.TrimRight(dir, "/") + "/" + tool + ".sock"
 }

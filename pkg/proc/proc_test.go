@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -61,4 +62,44 @@ func ExampleCode() {
 	// Output:
 	// 75 db is held by another process
 	// 0 1
+}
+
+// TestLookPath: the search StartChild does, as exec.LookPath does it.
+func TestLookPath(t *testing.T) {
+	dir := t.TempDir()
+	bin, sub := filepath.Join(dir, "bin"), filepath.Join(dir, "bin", "tool") // a directory named like the command
+	os.MkdirAll(sub, 0o755)
+	other := filepath.Join(dir, "other")
+	os.MkdirAll(other, 0o755)
+	os.WriteFile(filepath.Join(other, "tool"), []byte("#!/bin/sh\n"), 0o755)
+	os.WriteFile(filepath.Join(bin, "plain"), []byte("x"), 0o644)
+	t.Setenv("PATH", bin+":"+other)
+	if p, err := lookPath("tool"); err != nil || p != filepath.Join(other, "tool") {
+		t.Fatalf("tool: %q %v (a directory of that name must be passed over)", p, err)
+	}
+	if _, err := lookPath("plain"); !errors.Is(err, errNotFound) {
+		t.Fatalf("a file without execute bits: %v", err)
+	}
+	if _, err := lookPath("nothing-here"); !errors.Is(err, errNotFound) {
+		t.Fatalf("missing: %v", err)
+	}
+	if p, err := lookPath(filepath.Join(other, "tool")); err != nil || p != filepath.Join(other, "tool") {
+		t.Fatalf("a path is taken as it is: %q %v", p, err)
+	}
+	if _, err := lookPath(filepath.Join(bin, "plain")); err == nil {
+		t.Fatal("a path without execute bits accepted")
+	}
+	// Relative entries are refused, not followed (exec.ErrDot).
+	t.Chdir(other)
+	t.Setenv("PATH", bin+"::/nonexistent")
+	if _, err := lookPath("tool"); err == nil || errors.Is(err, errNotFound) {
+		t.Fatalf("found through an empty PATH entry: %v", err)
+	}
+	if _, err := StartChild([]string{"tool"}, nil); Code(err) != ExitCannotExec {
+		t.Fatalf("StartChild through a relative entry: %v", err)
+	}
+	t.Setenv("PATH", "")
+	if _, err := lookPath("sh"); !errors.Is(err, errNotFound) {
+		t.Fatalf("empty PATH: %v", err)
+	}
 }
