@@ -56,7 +56,7 @@ func NewLease(grant Reply) *Lease {
 	return l
 }
 
-// extend takes a grant or "valid" message: the daemon, on the same host,
+// Extend takes a grant or "valid" message: the daemon, on the same host,
 // says until when (its clock is this clock); older daemons say how long.
 func (l *Lease) Extend(r Reply) {
 	u := time.Now().Add(time.Duration(r.MS) * time.Millisecond)
@@ -68,7 +68,7 @@ func (l *Lease) Extend(r Reply) {
 	}
 }
 
-// overdue is the periodic check. A check that comes late means this
+// Overdue is the periodic check. A check that comes late means this
 // process was itself stopped (SIGSTOP) or starved: the daemon's queued
 // extensions are read first, for 50 ms, before the checks decide again.
 func (l *Lease) Overdue() bool {
@@ -144,7 +144,7 @@ func OpenSession(o WaitOpts, name string) (*Session, error) {
 	return s, nil
 }
 
-// close ends the connection. The signals stay caught: the process exits
+// Close ends the connection. The signals stay caught: the process exits
 // next with the code it chose, and undoing Notify costs a round trip to
 // the runtime's signal thread per signal (about 0.1 ms of a `lockd run`).
 func (s *Session) Close() {
