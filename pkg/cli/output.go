@@ -48,14 +48,15 @@ func (o *Output) Event(ev node.Event) {
 	o.Line(stamp + string(b[1:]))
 }
 
-// Line prints one text line.
+// Line prints one text line, in one write: a reader sees it at once. It is
+// not fsync'ed: with stdout on a file that cost a disk flush per event
+// (2,000 acquisitions through 'lockd session > file': 2.8 s, against
+// 0.58 s through a pipe), and an event stream needs no durability.
 func (o *Output) Line(s string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	fmt.Fprintln(o.w, s)
-	if f, ok := o.w.(*os.File); ok {
-		f.Sync()
-	}
+	b := make([]byte, 0, len(s)+1)
+	o.w.Write(append(append(b, s...), '\n'))
 }
 
 // JSON prints v as one JSON line.
