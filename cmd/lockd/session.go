@@ -95,6 +95,10 @@ func sessionCmd(c *ucli.Context) error {
 				say(ctl.Reply{Event: "error", Name: name, Error: "too many words: " + line})
 				continue
 			}
+			if op != "acquire" && op != "try" && op != "release" {
+				say(ctl.Reply{Event: "error", Error: "unknown command " + op + " (acquire, try or release NAME)"})
+				continue
+			}
 			if _, err := ctl.CheckName([]string{name}); err != nil {
 				say(ctl.Reply{Event: "error", Error: err.Error()})
 				continue
@@ -123,8 +127,6 @@ func sessionCmd(c *ucli.Context) error {
 				_ = cn.Send(ctl.Request{Op: "release", Name: name})
 				delete(holding, name)
 				say(ctl.Reply{Event: "released", Name: name, Token: h.token})
-			default:
-				say(ctl.Reply{Event: "error", Error: "unknown command " + op + " (acquire, try or release NAME)"})
 			}
 		case r, ok := <-replies:
 			if !ok {

@@ -125,6 +125,8 @@ func TestSession(t *testing.T) {
 	a.expect("error this session does not hold L")
 	a.send("frobnicate L")
 	a.expect("error unknown command")
+	a.send("frobnicate")
+	a.expect("error unknown command")
 	// End of input: b releases and exits 0; a gets the lock at once.
 	b.in.Close()
 	if err := b.cmd.Wait(); err != nil {
