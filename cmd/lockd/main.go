@@ -1,5 +1,5 @@
 // Command lockd is distributed mutual exclusion for scripts: a daemon per
-// host ('lockd serve') and short-lived clients ('lockd run', 'hold',
+// host ('lockd serve') and clients ('lockd run', 'hold', 'session',
 // 'status', 'watch') that talk to it over a Unix socket. See pkg/mutex.
 package main
 
