@@ -69,6 +69,7 @@ func (r Reply) String() string {
 // Conn wraps one control connection with line framing on both sides.
 type Conn struct {
 	c   io.ReadWriteCloser
+	rw  io.ReadWriter // c, or raw I/O on c's descriptor
 	r   *bufio.Scanner
 	mu  sync.Mutex
 	enc *json.Encoder
@@ -76,12 +77,16 @@ type Conn struct {
 
 // NewConn frames c.
 func NewConn(c io.ReadWriteCloser) *Conn {
-	sc := bufio.NewScanner(c)
+	var rw io.ReadWriter = c
+	if r := newRawIO(c); r != nil {
+		rw = r
+	}
+	sc := bufio.NewScanner(rw)
 	// Lines are short; the buffer grows (up to 1 MiB, for status) only when
 	// one is not. A 64 KiB buffer up front was 16 fresh pages to fault in
 	// for every `lockd run`.
 	sc.Buffer(make([]byte, 0, 4096), 1<<20)
-	return &Conn{c: c, r: sc, enc: json.NewEncoder(c)}
+	return &Conn{c: c, rw: rw, r: sc, enc: json.NewEncoder(rw)}
 }
 
 // Send writes v, a Request or a Reply, as one JSON line.
@@ -90,11 +95,11 @@ func (c *Conn) Send(v any) error {
 	defer c.mu.Unlock()
 	switch v := v.(type) {
 	case Request:
-		_, err := c.c.Write(v.appendJSON(nil))
+		_, err := c.rw.Write(v.appendJSON(nil))
 		return err
 	case Reply:
 		if len(v.Status) == 0 {
-			_, err := c.c.Write(v.appendJSON(nil))
+			_, err := c.rw.Write(v.appendJSON(nil))
 			return err
 		}
 	}

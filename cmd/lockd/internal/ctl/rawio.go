@@ -1,0 +1,102 @@
+package ctl
+
+import (
+	"io"
+	"syscall"
+	"unsafe"
+)
+
+// rawIO reads and writes a non-blocking socket through the runtime's
+// poller, issuing read(2) and write(2) with syscall.RawSyscall.
+//
+// Why: a Go system call made with syscall.Syscall (what net and os do)
+// first tells the scheduler it may block. When every P had been idle —
+// which is how a daemon or a client spends the time between two control
+// messages — that bookkeeping wakes the runtime's monitor thread (sysmon)
+// from its deep sleep with a futex, and the monitor then polls every 20 µs
+// until it sees the process idle again. So one message exchanged meant a
+// thread wake-up and a burst of timer sleeps on the other CPU, on both
+// ends. On a non-blocking socket read and write return at once (data or
+// EAGAIN), so the P never needs handing off and RawSyscall is safe: the
+// waiting is still the poller's, through RawConn.
+//
+// Measured on the 2-vCPU VM with a Go echo pair over a Unix socket
+// (request, answer, one-way message): 52 µs per exchange and 33 µs of
+// server CPU with net.Conn, 32 µs and 22 µs with raw I/O on both ends.
+type rawIO struct{ rc syscall.RawConn }
+
+// newRawIO returns raw I/O for c when c is a socket (or file) whose
+// descriptor is non-blocking, and nil otherwise: a blocking descriptor
+// would stall the whole P inside RawSyscall.
+func newRawIO(c any) *rawIO {
+	sc, ok := c.(interface {
+		SyscallConn() (syscall.RawConn, error)
+	})
+	if !ok {
+		return nil
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	nonblock := false
+	_ = rc.Control(func(fd uintptr) {
+		fl, _, e := syscall.RawSyscall(syscall.SYS_FCNTL, fd, syscall.F_GETFL, 0)
+		nonblock = e == 0 && fl&syscall.O_NONBLOCK != 0
+	})
+	if !nonblock {
+		return nil
+	}
+	return &rawIO{rc: rc}
+}
+
+func (r *rawIO) Read(b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	var n uintptr
+	var errno syscall.Errno
+	err := r.rc.Read(func(fd uintptr) bool {
+		for {
+			n, _, errno = syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+			if errno != syscall.EINTR {
+				return errno != syscall.EAGAIN
+			}
+		}
+	})
+	switch {
+	case err != nil:
+		return 0, err
+	case errno != 0:
+		return 0, errno
+	case n == 0:
+		return 0, io.EOF
+	}
+	return int(n), nil
+}
+
+// Write writes all of b (a stream socket may take it in parts), waiting
+// in the poller while the socket's buffer is full.
+func (r *rawIO) Write(b []byte) (int, error) {
+	done := 0
+	for done < len(b) {
+		var n uintptr
+		var errno syscall.Errno
+		err := r.rc.Write(func(fd uintptr) bool {
+			for {
+				n, _, errno = syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&b[done])), uintptr(len(b)-done))
+				if errno != syscall.EINTR {
+					return errno != syscall.EAGAIN
+				}
+			}
+		})
+		if err != nil {
+			return done, err
+		}
+		if errno != 0 {
+			return done, errno
+		}
+		done += int(n)
+	}
+	return done, nil
+}
