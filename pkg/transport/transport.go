@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"sync"
 
 	"github.com/roundtable-go/roundtable/pkg/node"
@@ -36,7 +37,10 @@ var ErrUnknownPeer = errors.New("transport: unknown peer")
 // UDP is a Transport over one UDP socket. Each frame is one datagram.
 type UDP struct {
 	conn  *net.UDPConn
-	peers map[node.ID]*net.UDPAddr
+	peers map[node.ID]netip.AddrPort
+
+	rmu  sync.Mutex // Recv's buffer, reused from datagram to datagram
+	rbuf []byte
 }
 
 // ListenUDP binds addr and resolves every peer address.
@@ -45,13 +49,13 @@ func ListenUDP(addr string, peers map[node.ID]string) (*UDP, error) {
 	if err != nil {
 		return nil, fmt.Errorf("transport: bind %q: %w", addr, err)
 	}
-	t := &UDP{peers: map[node.ID]*net.UDPAddr{}}
+	t := &UDP{peers: map[node.ID]netip.AddrPort{}}
 	for id, a := range peers {
 		ra, err := net.ResolveUDPAddr("udp", a)
 		if err != nil {
 			return nil, fmt.Errorf("transport: peer %d address %q: %w", id, a, err)
 		}
-		t.peers[id] = ra
+		t.peers[id] = ra.AddrPort()
 	}
 	if t.conn, err = net.ListenUDP("udp", la); err != nil {
 		return nil, fmt.Errorf("transport: %w", err)
@@ -67,14 +71,22 @@ func (t *UDP) Send(to node.ID, frame []byte) error {
 	if !ok {
 		return fmt.Errorf("%w %d", ErrUnknownPeer, to)
 	}
-	_, err := t.conn.WriteToUDP(frame, a)
+	_, err := t.conn.WriteToUDPAddrPort(frame, a)
 	return err
 }
 
+// Recv reads into one buffer kept for the transport's life and returns a
+// copy of the datagram: a fresh 64 KiB buffer per datagram was 64 KiB to
+// zero and collect for every frame of a few dozen bytes.
 func (t *UDP) Recv() (Packet, error) {
-	buf := make([]byte, 64*1024)
+	t.rmu.Lock()
+	defer t.rmu.Unlock()
+	if t.rbuf == nil {
+		t.rbuf = make([]byte, 64*1024)
+	}
+	buf := t.rbuf
 	for {
-		n, from, err := t.conn.ReadFromUDP(buf)
+		n, from, err := t.conn.ReadFromUDPAddrPort(buf)
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return Packet{}, net.ErrClosed
@@ -85,7 +97,7 @@ func (t *UDP) Recv() (Packet, error) {
 		}
 		data := append([]byte(nil), buf[:n]...)
 		return Packet{Data: data, Reply: func(f []byte) error {
-			_, err := t.conn.WriteToUDP(f, from)
+			_, err := t.conn.WriteToUDPAddrPort(f, from)
 			return err
 		}}, nil
 	}
