@@ -39,6 +39,7 @@ type UDP struct {
 	conn  *net.UDPConn
 	peers map[node.ID]netip.AddrPort
 
+	raw  *rawUDP    // nil: through conn
 	rmu  sync.Mutex // Recv's buffer, reused from datagram to datagram
 	rbuf []byte
 }
@@ -63,7 +64,22 @@ func ListenUDP(addr string, peers map[node.ID]string) (*UDP, error) {
 	// Bursts of heartbeats and status answers must not be lost to a small
 	// default socket buffer.
 	_ = t.conn.SetReadBuffer(1 << 20)
+	if rc, err := t.conn.SyscallConn(); err == nil {
+		t.raw = newRawUDP(rc)
+	}
 	return t, nil
+}
+
+// sendTo sends raw where it can, and through net for what raw does not
+// encode (scoped IPv6 peers).
+func (t *UDP) sendTo(frame []byte, to netip.AddrPort) error {
+	if t.raw != nil {
+		if err := t.raw.sendTo(frame, to); err != errAddrFamily {
+			return err
+		}
+	}
+	_, err := t.conn.WriteToUDPAddrPort(frame, to)
+	return err
 }
 
 func (t *UDP) Send(to node.ID, frame []byte) error {
@@ -71,8 +87,7 @@ func (t *UDP) Send(to node.ID, frame []byte) error {
 	if !ok {
 		return fmt.Errorf("%w %d", ErrUnknownPeer, to)
 	}
-	_, err := t.conn.WriteToUDPAddrPort(frame, a)
-	return err
+	return t.sendTo(frame, a)
 }
 
 // Recv reads into one buffer kept for the transport's life and returns a
@@ -86,7 +101,14 @@ func (t *UDP) Recv() (Packet, error) {
 	}
 	buf := t.rbuf
 	for {
-		n, from, err := t.conn.ReadFromUDPAddrPort(buf)
+		var n int
+		var from netip.AddrPort
+		var err error
+		if t.raw != nil {
+			n, from, err = t.raw.recvFrom(buf)
+		} else {
+			n, from, err = t.conn.ReadFromUDPAddrPort(buf)
+		}
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return Packet{}, net.ErrClosed
@@ -97,8 +119,7 @@ func (t *UDP) Recv() (Packet, error) {
 		}
 		data := append([]byte(nil), buf[:n]...)
 		return Packet{Data: data, Reply: func(f []byte) error {
-			_, err := t.conn.WriteToUDPAddrPort(f, from)
-			return err
+			return t.sendTo(f, from)
 		}}, nil
 	}
 }
