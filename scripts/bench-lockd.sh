@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # bench-lockd.sh — lockd against etcd, in one run, as ratios:
 #   1. whole-process latency: `lockd run L -- true` vs `etcdctl lock L -- true`
-#      (median and p99 over ITER runs, uncontended);
+#      (median and p99 over ITER runs, uncontended), started from bash and
+#      (1b) without a shell by hyperfine -N; 1c: one acquire+release
+#      through a `lockd session`;
 #   2. 8 processes contending for one lock for SECS seconds: acquisitions/s,
 #      each acquisition a `lockd run` (as each is an `etcdctl lock`), with
 #      the machine's bound for a process per acquisition measured alongside;
@@ -9,7 +11,8 @@
 #      /bin/true or staying in the shell;
 #   3. in-daemon acquire+release per second (central, 3 daemons), without
 #      process start-up (go test -bench).
-# Installs etcd-server and etcd-client with apt-get when missing (as root).
+# Installs etcd-server, etcd-client and hyperfine with apt-get when missing
+# (as root); without hyperfine, 1b is skipped.
 #
 #   scripts/bench-lockd.sh [ITER] [SECS]     (defaults 200 and 5)
 set -euo pipefail
@@ -26,13 +29,21 @@ cleanup() {
 }
 trap cleanup EXIT
 
-if ! command -v etcd >/dev/null 2>&1 || ! command -v etcdctl >/dev/null 2>&1; then
+missing=()
+command -v etcd >/dev/null 2>&1 || missing+=(etcd-server)
+command -v etcdctl >/dev/null 2>&1 || missing+=(etcd-client)
+command -v hyperfine >/dev/null 2>&1 || missing+=(hyperfine)
+if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "installing etcd-server and etcd-client..."
+    echo "installing ${missing[*]}..."
     DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server etcd-client >/dev/null
-    systemctl stop etcd >/dev/null 2>&1 || pkill -x etcd || true
-  else
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    # the package starts a system etcd; this run starts its own
+    if [[ " ${missing[*]} " == *" etcd-server "* ]]; then
+      systemctl stop etcd >/dev/null 2>&1 || pkill -x etcd || true
+    fi
+  fi
+  if ! command -v etcd >/dev/null 2>&1 || ! command -v etcdctl >/dev/null 2>&1; then
     echo "bench-lockd: etcd and etcdctl are needed (apt-get install etcd-server etcd-client)" >&2
     exit 69
   fi
@@ -79,7 +90,40 @@ echo "etcdctl lock: median $(ms "$e_med"), p99 $(ms "$e_p99")"
 awk -v a="$l_med" -v b="$e_med" -v c="$l_p99" -v d="$e_p99" \
   'BEGIN { printf "ratio lockd/etcd: median %.2f (target ≤ 0.25), p99 %.2f\n", a / b, c / d }'
 
-echo "== 1b. a script's acquire+release through one lockd session (coprocess), $iter rounds"
+# The same two commands spawned without a shell: bash forks itself for
+# every command (a page-table copy of bash, 1.6 ms more than hyperfine's
+# spawn for /bin/true on a 2-vCPU VM), a cost of the harness that falls on
+# both tools alike. hyperfine -N starts each command directly; four
+# rounds, alternating which tool goes first.
+echo "== 1b. whole process, spawned without a shell (hyperfine -N), $iter runs each"
+if command -v hyperfine >/dev/null 2>&1; then
+  hf_times() { # json tool-path: that command's times, in µs, one per line
+    awk -v want="$2" '
+      /"command":/ { cmd = $0; sub(/.*"command": "/, "", cmd) }
+      /"times": \[/ { in_t = (index(cmd, want) == 1); next }
+      in_t && /\]/ { in_t = 0; next }
+      in_t { v = $1; sub(/,$/, "", v); printf "%d\n", v * 1000000 }' "$1"
+  }
+  : >"$work/hl.us"; : >"$work/he.us"
+  per=$(( (iter + 3) / 4 ))
+  for round in 1 2 3 4; do
+    l="${lockd_cmd[*]}"; e="${etcd_cmd[*]}"
+    if [ $((round % 2)) = 1 ]; then set -- "$l" "$e"; else set -- "$e" "$l"; fi
+    hyperfine -N -w 5 -r "$per" --export-json "$work/hf.json" "$@" >/dev/null 2>&1
+    hf_times "$work/hf.json" "$work/lockd" >>"$work/hl.us"
+    hf_times "$work/hf.json" etcdctl >>"$work/he.us"
+  done
+  read -r hl_med hl_p99 <<<"$(stats "$work/hl.us")"
+  read -r he_med he_p99 <<<"$(stats "$work/he.us")"
+  echo "lockd run   : median $(ms "$hl_med"), p99 $(ms "$hl_p99")"
+  echo "etcdctl lock: median $(ms "$he_med"), p99 $(ms "$he_p99")"
+  awk -v a="$hl_med" -v b="$he_med" -v c="$hl_p99" -v d="$he_p99" \
+    'BEGIN { printf "ratio lockd/etcd: median %.3f (target ≤ 0.25), p99 %.2f\n", a / b, c / d }'
+else
+  echo "(skipped: hyperfine is not installed)"
+fi
+
+echo "== 1c. a script's acquire+release through one lockd session (coprocess), $iter rounds"
 coproc S { "$work/lockd" session --socket "$sock"; }
 : >"$work/s.us"
 for ((i = 0; i < iter; i++)); do
