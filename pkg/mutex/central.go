@@ -333,11 +333,17 @@ type LockStatus struct {
 	Queue  []string `json:"queue,omitempty"`
 }
 
-// Status describes the daemon and, as far as it knows, the lock table.
+// Status describes the daemon and, as far as it knows, the lock table: a
+// follower's is the one the coordinator last sent (at most a quarter
+// lease old); the coordinator's own is current.
 func (m *central) Status() any {
+	rows := m.table
+	if m.leading {
+		rows = m.summary()
+	}
 	byName := map[string]*LockStatus{}
 	var order []string
-	for _, r := range m.table {
+	for _, r := range rows {
 		l := byName[r.Name]
 		if l == nil {
 			l = &LockStatus{Name: r.Name}

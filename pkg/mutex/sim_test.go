@@ -631,3 +631,50 @@ func TestVotingTable(t *testing.T) {
 			seedKind, total, delay, 3*m, 5*m, 2*m+2)
 	}
 }
+
+// TestCentralStatusOnCoordinatorIsCurrent: right after a grant, before the
+// coordinator's next ping, its own status shows the holder and the queue;
+// a follower's shows them once that ping has reached it.
+func TestCentralStatusOnCoordinatorIsCurrent(t *testing.T) {
+	ids := []node.ID{1, 2, 3}
+	s := sim.New[Msg](sim.Options{Seed: 1, MinLatency: time.Millisecond, MaxLatency: time.Millisecond}, Codec{},
+		func(id node.ID, _ int, rng *rand.Rand) node.Machine[Msg] {
+			m, err := New(Config{ID: id, Peers: ids, Algo: Central, Lease: 10 * time.Second, Rand: rng})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m
+		}, ids...)
+	if err := s.RunFor(11 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	rows := func(id node.ID) string {
+		st := s.Machine(id).(Machine).Status().(map[string]any)
+		out := ""
+		for _, l := range st["locks"].([]*LockStatus) {
+			out += fmt.Sprintf("%s %d/%d %v;", l.Name, l.Holder, l.Client, l.Queue)
+		}
+		return out
+	}
+	var coord node.ID
+	for _, id := range ids {
+		if s.Machine(id).(Machine).Status().(map[string]any)["leading"] == true {
+			coord = id
+		}
+	}
+	if coord == node.None {
+		t.Fatal("no coordinator after start-up")
+	}
+	s.Inject(1, Msg{Type: LocalAcquire, Name: "x", Client: 7})
+	s.Inject(2, Msg{Type: LocalAcquire, Name: "x", Client: 8})
+	s.RunFor(20 * time.Millisecond)
+	if got, want := rows(coord), "x 1/7 [2/8];"; got != want {
+		t.Fatalf("coordinator %d's status right after the grant: %q, want %q", coord, got, want)
+	}
+	s.RunFor(3 * time.Second) // a ping (every quarter lease) reaches the followers
+	for _, id := range ids {
+		if got, want := rows(id), "x 1/7 [2/8];"; got != want {
+			t.Fatalf("member %d's status a ping later: %q, want %q", id, got, want)
+		}
+	}
+}
