@@ -120,6 +120,7 @@ func statusCmd(c *ucli.Context) error {
 		Counter     uint64             `json:"counter"`
 		Votes       map[string]uint32  `json:"votes"`
 		Locks       []mutex.LockStatus `json:"locks"`
+		LocksFrom   string             `json:"locks_from"`
 	}
 	if err := json.Unmarshal(r.Status, &st); err != nil {
 		return cli.Exitf(cli.ExitUnavailable, "bad status from the daemon: %v", err)
@@ -128,6 +129,10 @@ func statusCmd(c *ucli.Context) error {
 	switch st.Algo {
 	case "central":
 		head += fmt.Sprintf(" coordinator %d term %d", st.Coordinator, st.Term)
+		if st.LocksFrom == "last ping" {
+			// The coordinator did not answer in time.
+			head += " (locks as of its last ping)"
+		}
 	case "ricart-agrawala":
 		head += fmt.Sprintf(" clock %d", st.Clock)
 	case "token-ring":

@@ -10,6 +10,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -25,6 +26,8 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/roundtable-go/roundtable/pkg/cli/clitest"
+	"github.com/roundtable-go/roundtable/pkg/mutex"
+	"github.com/roundtable-go/roundtable/pkg/node"
 )
 
 var lockdBin string
@@ -591,5 +594,65 @@ func TestQuickRunSkipsHeavyInit(t *testing.T) {
 		if !full[p] {
 			t.Errorf("control: lockd run --help did not initialise %s", p)
 		}
+	}
+}
+
+// TestStatusIsCurrentOnFollowers: with the central algorithm, `lockd
+// status` on a member that is not the coordinator shows the lock table as
+// the coordinator has it now — held right after a grant, free right after
+// the release — not as of the last ping. The lease is 4 s, so pings are a
+// second apart and the pinged copy would almost surely be stale at both
+// instants. When the coordinator is gone, status still answers, from the
+// last ping, and says so.
+func TestStatusIsCurrentOnFollowers(t *testing.T) {
+	c := startDaemons(t, 3, "--lease", "4s")
+	type status struct {
+		Coord     int                `json:"coordinator"`
+		Leading   bool               `json:"leading"`
+		Locks     []mutex.LockStatus `json:"locks"`
+		LocksFrom string             `json:"locks_from"`
+	}
+	get := func(i int) status {
+		out, err := exec.Command(lockdBin, "status", "--json", "--socket", c.sock(i)).Output()
+		var st status
+		if err != nil || json.Unmarshal(out, &st) != nil {
+			t.Fatalf("status of member %d: %v\n%s", i, err, out)
+		}
+		return st
+	}
+	coord, follower := 0, 0
+	for i := 1; i <= 3; i++ {
+		if get(i).Leading {
+			coord = i
+		} else {
+			follower = i
+		}
+	}
+	if coord == 0 || follower == 0 {
+		t.Fatal("no coordinator and follower found")
+	}
+	// Inside the critical section, ask the follower at once.
+	out, err := exec.Command(lockdBin, "run", "--socket", c.sock(follower), "db", "--",
+		lockdBin, "status", "--json", "--socket", c.sock(follower)).Output()
+	var inside status
+	if err != nil || json.Unmarshal(out, &inside) != nil {
+		t.Fatalf("status inside the critical section: %v\n%s", err, out)
+	}
+	if len(inside.Locks) != 1 || inside.Locks[0].Name != "db" || inside.Locks[0].Holder != node.ID(follower) || inside.LocksFrom != "coordinator" {
+		t.Fatalf("member %d's status right after its grant: %+v", follower, inside)
+	}
+	if after := get(follower); len(after.Locks) != 0 {
+		t.Fatalf("member %d's status right after the release: %+v", follower, after)
+	}
+	// The coordinator dies: until the follower notices, its status names
+	// the dead coordinator and must say the table is the pinged copy.
+	c.ctl("kill", strconv.Itoa(coord))
+	out, _ = exec.Command(lockdBin, "status", "--json", "--socket", c.sock(follower)).Output()
+	var st status
+	if err := json.Unmarshal(out, &st); err != nil {
+		t.Fatalf("status with the coordinator dead: %v\n%s", err, out)
+	}
+	if st.Coord == coord && st.LocksFrom != "last ping" {
+		t.Fatalf("member %d's status with coordinator %d dead: %+v", follower, coord, st)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/roundtable-go/roundtable/pkg/driver"
 	"github.com/roundtable-go/roundtable/pkg/mutex"
 	"github.com/roundtable-go/roundtable/pkg/node"
+	"github.com/roundtable-go/roundtable/pkg/wire"
 )
 
 // daemon routes events between the machine's driver and the control
@@ -35,6 +36,13 @@ type daemon struct {
 
 	stateFile string
 	persisted uint64
+
+	// For a central follower's status: ask the coordinator for its table.
+	peers     map[node.ID]string
+	cluster   string
+	key       []byte
+	transport string // --transport
+	askFor    time.Duration
 
 	mu       sync.Mutex
 	nextID   uint64
@@ -100,7 +108,9 @@ func serve(c *ucli.Context) error {
 	}
 	defer os.Remove(sockPath)
 	d := &daemon{m: m, lease: lease, log: mb.Log, stateFile: stateFile, persisted: term, clients: map[uint64]*ctl.Conn{}, names: map[uint64]map[string]bool{},
-		watchers: map[*ctl.Conn]bool{}}
+		watchers: map[*ctl.Conn]bool{},
+		peers:    mb.Peers, cluster: cli.ClusterKey(c.String(cli.FlagCluster), mb.Peers), key: mb.Key,
+		transport: c.String(cli.FlagTransport), askFor: min(lease/4, 250*time.Millisecond)}
 	d.drv = driver.New[mutex.Msg](m, mutex.Codec{}, mb.Transport, driver.Config{Framer: mb.Framer, Log: mb.Log})
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -194,10 +204,7 @@ func (d *daemon) session(ctx context.Context, c *ctl.Conn) {
 			d.mu.Unlock()
 			_ = d.drv.Request(ctx, mutex.Msg{Type: mutex.LocalRelease, Name: req.Name, Client: id})
 		case "status":
-			var st any
-			_ = d.drv.Do(ctx, func() { st = d.m.Status() })
-			b, _ := json.Marshal(st)
-			c.Send(ctl.Reply{Event: "status", Status: b})
+			c.Send(ctl.Reply{Event: "status", Status: d.status(ctx)})
 		case "watch":
 			d.mu.Lock()
 			d.watchers[c] = true
@@ -206,6 +213,56 @@ func (d *daemon) session(ctx context.Context, c *ctl.Conn) {
 			c.Send(ctl.Reply{Event: "error", Error: fmt.Sprintf("unknown op %q", req.Op)})
 		}
 	}
+}
+
+// status is the member's Status. A central follower knows the lock table
+// only from the coordinator's pings, a quarter lease apart, so a script
+// that ran `lockd status` right after its own `lockd run` could be shown
+// the lock still held. It asks the coordinator for its table instead — the
+// control-family status query `elect status` uses, from a throw-away
+// client ID — and keeps the pinged copy when no answer comes within a
+// quarter lease (250 ms at most). "locks_from" says which it printed.
+func (d *daemon) status(ctx context.Context) json.RawMessage {
+	var st any
+	_ = d.drv.Do(ctx, func() { st = d.m.Status() })
+	if m, ok := st.(map[string]any); ok && m["algo"] == mutex.Central.String() {
+		coord, _ := m["coordinator"].(node.ID)
+		if m["leading"] == false && coord != node.None {
+			m["locks_from"] = "last ping"
+			if locks := d.askCoordinator(ctx, coord); locks != nil {
+				m["locks"], m["locks_from"] = locks, "coordinator"
+			}
+		} else if m["leading"] == true {
+			m["locks_from"] = "coordinator"
+		}
+	}
+	b, _ := json.Marshal(st)
+	return b
+}
+
+// askCoordinator returns the coordinator's "locks", or nil.
+func (d *daemon) askCoordinator(ctx context.Context, coord node.ID) json.RawMessage {
+	id := node.ID(0xF0000000 | rand.Uint32N(0x0FFFFFFF))
+	f, err := wire.NewFramer(d.cluster, id, uint64(time.Now().UnixNano()), d.key)
+	if err != nil {
+		return nil
+	}
+	tr, err := cli.OpenClientTransport(d.transport, map[node.ID]string{coord: d.peers[coord]})
+	if err != nil {
+		return nil
+	}
+	replies, err := driver.Query(ctx, f, tr, []node.ID{coord}, d.askFor)
+	if err != nil {
+		return nil
+	}
+	var st struct {
+		Leading bool            `json:"leading"`
+		Locks   json.RawMessage `json:"locks"`
+	}
+	if r, ok := replies[coord]; !ok || json.Unmarshal(r.Status, &st) != nil || !st.Leading || len(st.Locks) == 0 {
+		return nil
+	}
+	return st.Locks
 }
 
 // dispatch sends a machine event to the client it concerns and to every

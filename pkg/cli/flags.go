@@ -215,6 +215,12 @@ func Listen(c *ucli.Context, addr string, peers map[node.ID]string) (transport.T
 // ClientTransport opens an ephemeral transport for a short-lived client
 // that talks to peers (status queries).
 func ClientTransport(c *ucli.Context, peers map[node.ID]string) (transport.Transport, error) {
+	return OpenClientTransport(c.String(FlagTransport), peers)
+}
+
+// OpenClientTransport is ClientTransport for a --transport value ("udp"
+// or "tcp") known already: a daemon asking another member, for one.
+func OpenClientTransport(kind string, peers map[node.ID]string) (transport.Transport, error) {
 	host := "127.0.0.1"
 	for _, a := range peers {
 		if h, _, err := net.SplitHostPort(a); err == nil && h != "127.0.0.1" && h != "localhost" {
@@ -222,7 +228,7 @@ func ClientTransport(c *ucli.Context, peers map[node.ID]string) (transport.Trans
 		}
 	}
 	addr := net.JoinHostPort(host, "0")
-	switch c.String(FlagTransport) {
+	switch kind {
 	case "tcp":
 		return transport.ListenTCP(addr, peers)
 	default:
