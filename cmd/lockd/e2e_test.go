@@ -631,23 +631,40 @@ func TestStatusIsCurrentOnFollowers(t *testing.T) {
 	if coord == 0 || follower == 0 {
 		t.Fatal("no coordinator and follower found")
 	}
-	// Inside the critical section, ask the follower at once.
-	out, err := exec.Command(lockdBin, "run", "--socket", c.sock(follower), "db", "--",
-		lockdBin, "status", "--json", "--socket", c.sock(follower)).Output()
-	var inside status
-	if err != nil || json.Unmarshal(out, &inside) != nil {
-		t.Fatalf("status inside the critical section: %v\n%s", err, out)
+	// Inside the critical section, ask the follower at once; then again
+	// right after. An answer from the pinged copy says so ("last ping": the
+	// coordinator did not answer in time, as can happen on a loaded
+	// machine) and is retried; a table said to be the coordinator's must
+	// be exact.
+	answered := 0
+	for try := 0; try < 5 && answered < 2; try++ {
+		answered = 0
+		out, err := exec.Command(lockdBin, "run", "--socket", c.sock(follower), "db", "--",
+			lockdBin, "status", "--json", "--socket", c.sock(follower)).Output()
+		var inside status
+		if err != nil || json.Unmarshal(out, &inside) != nil {
+			t.Fatalf("status inside the critical section: %v\n%s", err, out)
+		}
+		if inside.LocksFrom == "coordinator" {
+			answered++
+			if len(inside.Locks) != 1 || inside.Locks[0].Name != "db" || inside.Locks[0].Holder != node.ID(follower) {
+				t.Fatalf("member %d's status right after its grant: %+v", follower, inside)
+			}
+		}
+		if after := get(follower); after.LocksFrom == "coordinator" {
+			answered++
+			if len(after.Locks) != 0 {
+				t.Fatalf("member %d's status right after the release: %+v", follower, after)
+			}
+		}
 	}
-	if len(inside.Locks) != 1 || inside.Locks[0].Name != "db" || inside.Locks[0].Holder != node.ID(follower) || inside.LocksFrom != "coordinator" {
-		t.Fatalf("member %d's status right after its grant: %+v", follower, inside)
-	}
-	if after := get(follower); len(after.Locks) != 0 {
-		t.Fatalf("member %d's status right after the release: %+v", follower, after)
+	if answered < 2 {
+		t.Fatal("the coordinator never answered a follower's status query")
 	}
 	// The coordinator dies: until the follower notices, its status names
 	// the dead coordinator and must say the table is the pinged copy.
 	c.ctl("kill", strconv.Itoa(coord))
-	out, _ = exec.Command(lockdBin, "status", "--json", "--socket", c.sock(follower)).Output()
+	out, _ := exec.Command(lockdBin, "status", "--json", "--socket", c.sock(follower)).Output()
 	var st status
 	if err := json.Unmarshal(out, &st); err != nil {
 		t.Fatalf("status with the coordinator dead: %v\n%s", err, out)
