@@ -7,19 +7,18 @@ import (
 	"strconv"
 	"syscall"
 	"unsafe"
+
+	"github.com/roundtable-go/roundtable/pkg/rawio"
 )
 
 // rawUDP sends and receives on the UDP socket's descriptor with
 // syscall.RawSyscall, waiting for readiness in the runtime's poller
 // through RawConn — what net.UDPConn does, less the entry into a
-// blocking system call. That entry wakes the runtime's monitor thread
-// (sysmon) from its deep sleep whenever the process had been idle, which a
-// daemon is between two datagrams: a futex wake-up and a burst of 20 µs
-// sleeps on the other CPU per message, dearer in a VM than the message. A
-// datagram socket's descriptor is non-blocking (the net package makes it
-// so), so recvfrom and sendto return at once and the P is never needed
-// elsewhere meanwhile. The same change on lockd's control socket took a
-// Unix-socket exchange from 52 to 32 µs on a 2-vCPU VM.
+// blocking system call, for the reason package rawio gives (that entry
+// wakes the runtime's monitor thread whenever the process had been idle,
+// which a daemon is between two datagrams). A datagram socket's
+// descriptor is non-blocking (the net package makes it so), so recvfrom
+// and sendto return at once.
 type rawUDP struct {
 	rc  syscall.RawConn
 	v6  bool // the socket is AF_INET6 (IPv4 peers go as v4-mapped)
@@ -30,10 +29,8 @@ type rawUDP struct {
 // socket, or nil (and the caller keeps to net.UDPConn).
 func newRawUDP(rc syscall.RawConn) *rawUDP {
 	var fam uint16
-	nonblock := false
+	nonblock := rawio.NonBlocking(rc)
 	_ = rc.Control(func(fd uintptr) {
-		fl, _, e := syscall.RawSyscall(syscall.SYS_FCNTL, fd, syscall.F_GETFL, 0)
-		nonblock = e == 0 && fl&syscall.O_NONBLOCK != 0
 		var sa syscall.RawSockaddrAny
 		l := uint32(syscall.SizeofSockaddrAny)
 		if _, _, e := syscall.RawSyscall(syscall.SYS_GETSOCKNAME, fd, uintptr(unsafe.Pointer(&sa)), uintptr(unsafe.Pointer(&l))); e == 0 {

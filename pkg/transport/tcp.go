@@ -1,13 +1,16 @@
 package transport
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 	"time"
 
 	"github.com/roundtable-go/roundtable/pkg/node"
+	"github.com/roundtable-go/roundtable/pkg/rawio"
 	"github.com/roundtable-go/roundtable/pkg/wire"
 )
 
@@ -30,13 +33,22 @@ type TCP struct {
 type tcpConn struct {
 	mu sync.Mutex
 	c  net.Conn
+	rw io.ReadWriter // c, or raw I/O on c's descriptor (package rawio)
+}
+
+func newTCPConn(c net.Conn) *tcpConn {
+	tc := &tcpConn{c: c, rw: c}
+	if r := rawio.NewStream(c); r != nil {
+		tc.rw = r
+	}
+	return tc
 }
 
 func (c *tcpConn) write(frame []byte) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	_ = c.c.SetWriteDeadline(time.Now().Add(2 * time.Second))
-	return wire.WriteFrame(c.c, frame)
+	return wire.WriteFrame(c.rw, frame)
 }
 
 // ListenTCP listens on addr; peers maps IDs to dialable addresses.
@@ -81,7 +93,7 @@ func (t *TCP) accept() {
 		if err != nil {
 			return
 		}
-		tc := &tcpConn{c: c}
+		tc := newTCPConn(c)
 		if !t.track(tc) {
 			c.Close()
 			return
@@ -92,8 +104,11 @@ func (t *TCP) accept() {
 
 func (t *TCP) read(c *tcpConn) {
 	defer t.forget(c)
+	// Buffered: a frame's length and body (and often the next frames)
+	// come in one read instead of two or more.
+	br := bufio.NewReader(c.rw)
 	for {
-		f, err := wire.ReadFrame(c.c)
+		f, err := wire.ReadFrame(br)
 		if err != nil {
 			return
 		}
@@ -122,7 +137,7 @@ func (t *TCP) Send(to node.ID, frame []byte) error {
 		if err != nil {
 			return err
 		}
-		c = &tcpConn{c: nc}
+		c = newTCPConn(nc)
 		if !t.track(c) {
 			nc.Close()
 			return net.ErrClosed

@@ -12,6 +12,8 @@ import (
 	"io"
 	"strconv"
 	"sync"
+
+	"github.com/roundtable-go/roundtable/pkg/rawio"
 )
 
 // The control socket speaks JSON lines. A client sends requests:
@@ -78,8 +80,8 @@ type Conn struct {
 // NewConn frames c.
 func NewConn(c io.ReadWriteCloser) *Conn {
 	var rw io.ReadWriter = c
-	if r := newRawIO(c); r != nil {
-		rw = r
+	if r := rawio.NewStream(c); r != nil {
+		rw = r // see package rawio: a system-call entry per message woke sysmon
 	}
 	sc := bufio.NewScanner(rw)
 	// Lines are short; the buffer grows (up to 1 MiB, for status) only when
