@@ -524,7 +524,7 @@ func nowCmd(c *ucli.Context) error {
 	if err != nil {
 		return err
 	}
-	f, err := wire.NewFramer(cli.ClusterKey(c.String(cli.FlagCluster), cm.Peers), node.ID(0xF0000000|rand.Uint32N(0x0FFFFFFF)),
+	f, err := wire.NewFramer(cli.ClusterKey(c.String(cli.FlagCluster), cm.Peers), wire.ClientIDBase|node.ID(rand.Uint32N(0x0FFFFFFF)),
 		uint64(time.Now().UnixNano()), cm.Key)
 	if err != nil {
 		return cli.Exitf(cli.ExitUsage, "%v", err)

@@ -235,7 +235,7 @@ func status(c *ucli.Context) error {
 	}
 	// A client ID outside any sane member range, random so two
 	// concurrent status calls do not look like replays of each other.
-	clientID := node.ID(0xF0000000 | rand.Uint32N(0x0FFFFFFF))
+	clientID := wire.ClientIDBase | node.ID(rand.Uint32N(0x0FFFFFFF))
 	framer, err := wire.NewFramer(cli.ClusterKey(c.String(cli.FlagCluster), cm.Peers), clientID, uint64(time.Now().UnixNano()), cm.Key)
 	if err != nil {
 		return cli.Exitf(cli.ExitUsage, "%v", err)

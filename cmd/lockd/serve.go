@@ -242,7 +242,7 @@ func (d *daemon) status(ctx context.Context) json.RawMessage {
 
 // askCoordinator returns the coordinator's "locks", or nil.
 func (d *daemon) askCoordinator(ctx context.Context, coord node.ID) json.RawMessage {
-	id := node.ID(0xF0000000 | rand.Uint32N(0x0FFFFFFF))
+	id := wire.ClientIDBase | node.ID(rand.Uint32N(0x0FFFFFFF))
 	f, err := wire.NewFramer(d.cluster, id, uint64(time.Now().UnixNano()), d.key)
 	if err != nil {
 		return nil

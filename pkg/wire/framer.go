@@ -95,9 +95,22 @@ type Framer struct {
 	seq atomic.Uint64
 	Counters
 
-	mu    sync.Mutex
-	peers map[node.ID]*replayState
+	mu      sync.Mutex
+	peers   map[node.ID]*replayState
+	clients int // entries in peers with a client ID
 }
+
+// ClientIDBase starts the IDs that short-lived clients (status queries)
+// draw at random for themselves: member IDs stay below it.
+const ClientIDBase node.ID = 0xF0000000
+
+// maxClients bounds the replay state kept for client IDs. Each status
+// query comes from a fresh random ID, so without a bound a long-lived
+// member would keep one entry per query it ever answered. When the bound
+// is reached an arbitrary client's entry is forgotten: a replay of that
+// client's old query would then be answered again, which costs one status
+// reply; members' entries are never forgotten.
+const maxClients = 1024
 
 type replayState struct {
 	incarnation uint64
@@ -205,6 +218,18 @@ func (f *Framer) admit(h Header) error {
 	st := f.peers[h.From]
 	switch {
 	case st == nil || h.Incarnation > st.incarnation:
+		if st == nil && h.From >= ClientIDBase {
+			if f.clients >= maxClients {
+				for id := range f.peers {
+					if id >= ClientIDBase {
+						delete(f.peers, id)
+						f.clients--
+						break
+					}
+				}
+			}
+			f.clients++
+		}
 		f.peers[h.From] = &replayState{incarnation: h.Incarnation, top: h.Seq, window: 1}
 		return nil
 	case h.Incarnation < st.incarnation:

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+
+	"github.com/roundtable-go/roundtable/pkg/node"
 )
 
 var testKey = bytes.Repeat([]byte{7}, KeySize)
@@ -176,4 +178,44 @@ func ExampleFramer() {
 	// Output:
 	// 1 hi <nil>
 	// wire: replayed sequence number
+}
+
+// TestClientReplayStateBounded: every status query comes from a fresh
+// client ID; a member answering many keeps at most maxClients entries for
+// them, never forgets a member, and still drops a replay of a member's
+// frame and of a recent client's.
+func TestClientReplayStateBounded(t *testing.T) {
+	_, b := pair(t, testKey)
+	member, err := NewFramer("c", 1, 100, testKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mf, _ := member.Seal(FamilyElection, 1, nil)
+	if _, _, err := b.Open(mf); err != nil {
+		t.Fatal(err)
+	}
+	var last []byte
+	for i := 0; i < 3*maxClients; i++ {
+		c, err := NewFramer("c", ClientIDBase|node.ID(i), uint64(i+1), testKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last, _ = c.Seal(FamilyControl, 1, nil)
+		if _, _, err := b.Open(last); err != nil {
+			t.Fatalf("query %d: %v", i, err)
+		}
+	}
+	b.mu.Lock()
+	n, clients := len(b.peers), b.clients
+	_, keptMember := b.peers[1]
+	b.mu.Unlock()
+	if clients != maxClients || n != maxClients+1 || !keptMember {
+		t.Fatalf("%d entries, %d of them clients, member kept: %v; want %d clients and the member", n, clients, keptMember, maxClients)
+	}
+	if _, _, err := b.Open(mf); !errors.Is(err, ErrReplay) {
+		t.Fatalf("member frame replayed: %v", err)
+	}
+	if _, _, err := b.Open(last); !errors.Is(err, ErrReplay) {
+		t.Fatalf("latest client's frame replayed: %v", err)
+	}
 }
