@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -121,6 +123,7 @@ func statusCmd(c *ucli.Context) error {
 		Votes       map[string]uint32  `json:"votes"`
 		Locks       []mutex.LockStatus `json:"locks"`
 		LocksFrom   string             `json:"locks_from"`
+		Unanswered  []uint32           `json:"unanswered"`
 	}
 	if err := json.Unmarshal(r.Status, &st); err != nil {
 		return cli.Exitf(cli.ExitUnavailable, "bad status from the daemon: %v", err)
@@ -147,6 +150,14 @@ func statusCmd(c *ucli.Context) error {
 		for _, n := range names {
 			head += fmt.Sprintf(" vote %s→%d", n, st.Votes[n])
 		}
+	}
+	if len(st.Unanswered) > 0 {
+		// Their clients' holdings are missing from the list below.
+		ids := make([]string, len(st.Unanswered))
+		for i, id := range st.Unanswered {
+			ids[i] = strconv.FormatUint(uint64(id), 10)
+		}
+		head += " (no answer from member " + strings.Join(ids, ", ") + ")"
 	}
 	out.Line(head)
 	for _, l := range st.Locks {

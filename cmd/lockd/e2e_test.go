@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -671,5 +672,50 @@ func TestStatusIsCurrentOnFollowers(t *testing.T) {
 	}
 	if st.Coord == coord && st.LocksFrom != "last ping" {
 		t.Fatalf("member %d's status with coordinator %d dead: %+v", follower, coord, st)
+	}
+}
+
+// TestStatusListsEveryMembersHolders: with Ricart–Agrawala, the token ring
+// and voting each member knows only its own clients' locks; `lockd status`
+// on another member lists them too, and names a member that does not
+// answer.
+func TestStatusListsEveryMembersHolders(t *testing.T) {
+	for _, algo := range []string{"ricart-agrawala", "token-ring", "voting"} {
+		t.Run(algo, func(t *testing.T) {
+			c := startDaemons(t, 3, "--algo", algo)
+			type status struct {
+				Locks      []mutex.LockStatus `json:"locks"`
+				Answered   []node.ID          `json:"answered"`
+				Unanswered []node.ID          `json:"unanswered"`
+			}
+			// A member slow to answer (a loaded machine) is listed as
+			// unanswered; retry those rounds, judge the complete ones.
+			complete := false
+			for try := 0; try < 5 && !complete; try++ {
+				out, err := exec.Command(lockdBin, "run", "--socket", c.sock(1), "db", "--",
+					lockdBin, "status", "--json", "--socket", c.sock(2)).Output()
+				var st status
+				if err != nil || json.Unmarshal(out, &st) != nil {
+					t.Fatalf("status inside the critical section: %v\n%s", err, out)
+				}
+				if complete = len(st.Answered) == 3; complete &&
+					(len(st.Locks) != 1 || st.Locks[0].Name != "db" || st.Locks[0].Holder != 1) {
+					t.Fatalf("member 2's status while member 1's client holds db: %s", out)
+				}
+			}
+			if !complete {
+				t.Fatal("members 1 and 3 never both answered member 2's status query")
+			}
+			c.ctl("kill", "1")
+			out, _ := exec.Command(lockdBin, "status", "--json", "--socket", c.sock(2)).Output()
+			var st status
+			if json.Unmarshal(out, &st) != nil || !slices.Contains(st.Unanswered, 1) || slices.Contains(st.Answered, 1) {
+				t.Fatalf("member 2's status with member 1 dead: %s", out)
+			}
+			text, _ := exec.Command(lockdBin, "status", "--socket", c.sock(2)).Output()
+			if !strings.Contains(string(text), "no answer from member 1") {
+				t.Fatalf("text status does not name the silent member:\n%s", text)
+			}
+		})
 	}
 }

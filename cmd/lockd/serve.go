@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -215,54 +216,107 @@ func (d *daemon) session(ctx context.Context, c *ctl.Conn) {
 	}
 }
 
-// status is the member's Status. A central follower knows the lock table
-// only from the coordinator's pings, a quarter lease apart, so a script
-// that ran `lockd status` right after its own `lockd run` could be shown
-// the lock still held. It asks the coordinator for its table instead — the
-// control-family status query `elect status` uses, from a throw-away
-// client ID — and keeps the pinged copy when no answer comes within a
-// quarter lease (250 ms at most). "locks_from" says which it printed.
+// status is the member's Status, with the lock table of the whole
+// cluster where the member's own would be partial or old:
+//
+//   - central: a follower knows the table only from the coordinator's
+//     pings, a quarter lease apart, so a script that ran `lockd status`
+//     right after its own `lockd run` could be shown the lock still held.
+//     It asks the coordinator for its table instead, and keeps the pinged
+//     copy when no answer comes ("locks_from": "last ping").
+//   - the other algorithms: each member knows only the locks its own
+//     clients hold, so the member asks every other member and lists all
+//     their holdings ("answered": the members whose holdings are listed,
+//     itself included; "unanswered": those that did not answer).
+//
+// The asking is the control-family status query `elect status` uses, from
+// a throw-away client ID, and waits a quarter lease at most (250 ms).
 func (d *daemon) status(ctx context.Context) json.RawMessage {
 	var st any
+	var self node.ID
 	_ = d.drv.Do(ctx, func() { st = d.m.Status() })
-	if m, ok := st.(map[string]any); ok && m["algo"] == mutex.Central.String() {
+	m, ok := st.(map[string]any)
+	if !ok {
+		b, _ := json.Marshal(st)
+		return b
+	}
+	self, _ = m["id"].(node.ID)
+	if m["algo"] == mutex.Central.String() {
 		coord, _ := m["coordinator"].(node.ID)
 		if m["leading"] == false && coord != node.None {
 			m["locks_from"] = "last ping"
-			if locks := d.askCoordinator(ctx, coord); locks != nil {
-				m["locks"], m["locks_from"] = locks, "coordinator"
+			var cs struct {
+				Leading bool            `json:"leading"`
+				Locks   json.RawMessage `json:"locks"`
+			}
+			if r, ok := d.askMembers(ctx, []node.ID{coord})[coord]; ok && json.Unmarshal(r, &cs) == nil && cs.Leading && len(cs.Locks) > 0 {
+				m["locks"], m["locks_from"] = cs.Locks, "coordinator"
 			}
 		} else if m["leading"] == true {
 			m["locks_from"] = "coordinator"
 		}
+	} else {
+		var others []node.ID
+		for id := range d.peers {
+			if id != self {
+				others = append(others, id)
+			}
+		}
+		slices.Sort(others)
+		answers := d.askMembers(ctx, others)
+		locks, _ := json.Marshal(m["locks"])
+		var all []json.RawMessage
+		_ = json.Unmarshal(locks, &all)
+		from, unanswered := []node.ID{self}, []node.ID{}
+		for _, id := range others {
+			var ms struct {
+				Locks []json.RawMessage `json:"locks"`
+			}
+			if r, ok := answers[id]; ok && json.Unmarshal(r, &ms) == nil {
+				all = append(all, ms.Locks...)
+				from = append(from, id)
+			} else {
+				unanswered = append(unanswered, id)
+			}
+		}
+		if all == nil {
+			all = []json.RawMessage{}
+		}
+		slices.Sort(from)
+		m["locks"], m["answered"], m["unanswered"] = all, from, unanswered
 	}
 	b, _ := json.Marshal(st)
 	return b
 }
 
-// askCoordinator returns the coordinator's "locks", or nil.
-func (d *daemon) askCoordinator(ctx context.Context, coord node.ID) json.RawMessage {
+// askMembers asks the members ids for their machines' status and returns
+// the answers that came within d.askFor.
+func (d *daemon) askMembers(ctx context.Context, ids []node.ID) map[node.ID]json.RawMessage {
+	out := map[node.ID]json.RawMessage{}
+	if len(ids) == 0 {
+		return out
+	}
 	id := wire.ClientIDBase | node.ID(rand.Uint32N(0x0FFFFFFF))
 	f, err := wire.NewFramer(d.cluster, id, uint64(time.Now().UnixNano()), d.key)
 	if err != nil {
-		return nil
+		return out
 	}
-	tr, err := cli.OpenClientTransport(d.transport, map[node.ID]string{coord: d.peers[coord]})
+	peers := map[node.ID]string{}
+	for _, m := range ids {
+		peers[m] = d.peers[m]
+	}
+	tr, err := cli.OpenClientTransport(d.transport, peers)
 	if err != nil {
-		return nil
+		return out
 	}
-	replies, err := driver.Query(ctx, f, tr, []node.ID{coord}, d.askFor)
+	replies, err := driver.Query(ctx, f, tr, ids, d.askFor)
 	if err != nil {
-		return nil
+		return out
 	}
-	var st struct {
-		Leading bool            `json:"leading"`
-		Locks   json.RawMessage `json:"locks"`
+	for m, r := range replies {
+		out[m] = r.Status
 	}
-	if r, ok := replies[coord]; !ok || json.Unmarshal(r.Status, &st) != nil || !st.Leading || len(st.Locks) == 0 {
-		return nil
-	}
-	return st.Locks
+	return out
 }
 
 // dispatch sends a machine event to the client it concerns and to every
