@@ -82,13 +82,19 @@ done
 stats() { sort -n "$1" | awk '{ a[NR] = $1 } END { printf "%d %d", a[int((NR + 1) / 2)], a[int(NR * 0.99 + 0.999)] }'; }
 ms() { awk -v us="$1" 'BEGIN { printf "%.2f ms", us / 1000 }'; }
 
+compare() { # lockd-times etcd-times: medians, p99s and their ratios
+  local l_med l_p99 e_med e_p99
+  read -r l_med l_p99 <<<"$(stats "$1")"
+  read -r e_med e_p99 <<<"$(stats "$2")"
+  echo "lockd run   : median $(ms "$l_med"), p99 $(ms "$l_p99")"
+  echo "etcdctl lock: median $(ms "$e_med"), p99 $(ms "$e_p99")"
+  awk -v a="$l_med" -v b="$e_med" -v c="$l_p99" -v d="$e_p99" \
+    'BEGIN { printf "ratio lockd/etcd: median %.3f (target ≤ 0.25), p99 %.2f\n", a / b, c / d }'
+}
+
 echo "== 1. whole process, uncontended, $iter runs each (alternating)"
-read -r l_med l_p99 <<<"$(stats "$work/l.us")"
-read -r e_med e_p99 <<<"$(stats "$work/e.us")"
-echo "lockd run   : median $(ms "$l_med"), p99 $(ms "$l_p99")"
-echo "etcdctl lock: median $(ms "$e_med"), p99 $(ms "$e_p99")"
-awk -v a="$l_med" -v b="$e_med" -v c="$l_p99" -v d="$e_p99" \
-  'BEGIN { printf "ratio lockd/etcd: median %.2f (target ≤ 0.25), p99 %.2f\n", a / b, c / d }'
+compare "$work/l.us" "$work/e.us"
+read -r e_med _ <<<"$(stats "$work/e.us")"   # etcdctl from bash, for 1c
 
 # The same two commands spawned without a shell: bash forks itself for
 # every command (a page-table copy of bash, 1.6 ms more than hyperfine's
@@ -113,12 +119,7 @@ if command -v hyperfine >/dev/null 2>&1; then
     hf_times "$work/hf.json" "$work/lockd" >>"$work/hl.us"
     hf_times "$work/hf.json" etcdctl >>"$work/he.us"
   done
-  read -r hl_med hl_p99 <<<"$(stats "$work/hl.us")"
-  read -r he_med he_p99 <<<"$(stats "$work/he.us")"
-  echo "lockd run   : median $(ms "$hl_med"), p99 $(ms "$hl_p99")"
-  echo "etcdctl lock: median $(ms "$he_med"), p99 $(ms "$he_p99")"
-  awk -v a="$hl_med" -v b="$he_med" -v c="$hl_p99" -v d="$he_p99" \
-    'BEGIN { printf "ratio lockd/etcd: median %.3f (target ≤ 0.25), p99 %.2f\n", a / b, c / d }'
+  compare "$work/hl.us" "$work/he.us"
 else
   echo "(skipped: hyperfine is not installed)"
 fi

@@ -429,10 +429,10 @@ func measureEntry(t *testing.T, algo Algo, types []MsgType) (int, time.Duration)
 	return measureEntryAt(t, algo, types, 1)
 }
 
-// measureEntryAt is measureEntry with the client on member from.
-func measureEntryAt(t *testing.T, algo Algo, types []MsgType, from node.ID) (int, time.Duration) {
-	ids := []node.ID{1, 2, 3, 4, 5}
-	s := sim.New[Msg](sim.Options{Seed: 1, MinLatency: time.Millisecond, MaxLatency: time.Millisecond}, Codec{},
+// fixedSim is a fault-free simulation of members ids running algo, every
+// message taking 1 ms, with a 10 s lease.
+func fixedSim(t *testing.T, algo Algo, ids ...node.ID) *sim.Sim[Msg] {
+	return sim.New[Msg](sim.Options{Seed: 1, MinLatency: time.Millisecond, MaxLatency: time.Millisecond}, Codec{},
 		func(id node.ID, _ int, rng *rand.Rand) node.Machine[Msg] {
 			m, err := New(Config{ID: id, Peers: ids, Algo: algo, Lease: 10 * time.Second, Rand: rng})
 			if err != nil {
@@ -440,6 +440,11 @@ func measureEntryAt(t *testing.T, algo Algo, types []MsgType, from node.ID) (int
 			}
 			return m
 		}, ids...)
+}
+
+// measureEntryAt is measureEntry with the client on member from.
+func measureEntryAt(t *testing.T, algo Algo, types []MsgType, from node.ID) (int, time.Duration) {
+	s := fixedSim(t, algo, 1, 2, 3, 4, 5)
 	var granted time.Time
 	s.OnEvent = func(at time.Time, _ node.ID, ev node.Event) error {
 		if _, ok := ev.(GrantEvent); ok {
@@ -637,14 +642,7 @@ func TestVotingTable(t *testing.T) {
 // a follower's shows them once that ping has reached it.
 func TestCentralStatusOnCoordinatorIsCurrent(t *testing.T) {
 	ids := []node.ID{1, 2, 3}
-	s := sim.New[Msg](sim.Options{Seed: 1, MinLatency: time.Millisecond, MaxLatency: time.Millisecond}, Codec{},
-		func(id node.ID, _ int, rng *rand.Rand) node.Machine[Msg] {
-			m, err := New(Config{ID: id, Peers: ids, Algo: Central, Lease: 10 * time.Second, Rand: rng})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return m
-		}, ids...)
+	s := fixedSim(t, Central, ids...)
 	if err := s.RunFor(11 * time.Second); err != nil {
 		t.Fatal(err)
 	}

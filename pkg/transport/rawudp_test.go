@@ -37,19 +37,7 @@ func TestUDPRawFamilies(t *testing.T) {
 			}
 			defer b.Close()
 			for i := 0; i < 3; i++ {
-				if err := b.Send(1, []byte("ping")); err != nil {
-					t.Fatal(err)
-				}
-				p := recvWithin(t, a)
-				if string(p.Data) != "ping" {
-					t.Fatalf("got %q", p.Data)
-				}
-				if err := p.Reply([]byte("pong")); err != nil {
-					t.Fatal(err)
-				}
-				if got := recvWithin(t, b); string(got.Data) != "pong" {
-					t.Fatalf("reply: got %q", got.Data)
-				}
+				pingPong(t, a, b)
 			}
 		})
 	}

@@ -38,6 +38,25 @@ func pairOf(t *testing.T, listen func(string, map[node.ID]string) (Transport, er
 	return a, b
 }
 
+// pingPong: b sends to a (its peer 1); a, which need not know b, answers
+// along the packet's path.
+func pingPong(t *testing.T, a, b Transport) {
+	t.Helper()
+	if err := b.Send(1, []byte("ping")); err != nil {
+		t.Fatal(err)
+	}
+	p := recvWithin(t, a)
+	if string(p.Data) != "ping" {
+		t.Fatalf("got %q", p.Data)
+	}
+	if err := p.Reply([]byte("pong")); err != nil {
+		t.Fatal(err)
+	}
+	if got := recvWithin(t, b); string(got.Data) != "pong" {
+		t.Fatalf("reply: got %q", got.Data)
+	}
+}
+
 func TestSocketsSendReply(t *testing.T) {
 	for name, listen := range map[string]func(string, map[node.ID]string) (Transport, error){
 		"udp": func(a string, p map[node.ID]string) (Transport, error) { return ListenUDP(a, p) },
@@ -45,20 +64,7 @@ func TestSocketsSendReply(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			a, b := pairOf(t, listen)
-			if err := b.Send(1, []byte("ping")); err != nil {
-				t.Fatal(err)
-			}
-			p := recvWithin(t, a)
-			if string(p.Data) != "ping" {
-				t.Fatalf("got %q", p.Data)
-			}
-			// a does not know b: it answers along the packet's path.
-			if err := p.Reply([]byte("pong")); err != nil {
-				t.Fatal(err)
-			}
-			if got := recvWithin(t, b); string(got.Data) != "pong" {
-				t.Fatalf("reply: got %q", got.Data)
-			}
+			pingPong(t, a, b)
 			if err := a.Send(9, []byte("x")); err == nil {
 				t.Fatal("send to an unknown peer succeeded")
 			}
