@@ -38,7 +38,7 @@ type daemon struct {
 	stateFile string
 	persisted uint64
 
-	// For a central follower's status: ask the coordinator for its table.
+	// For status: asking the other members (see status).
 	peers     map[node.ID]string
 	cluster   string
 	key       []byte
@@ -233,14 +233,13 @@ func (d *daemon) session(ctx context.Context, c *ctl.Conn) {
 // a throw-away client ID, and waits a quarter lease at most (250 ms).
 func (d *daemon) status(ctx context.Context) json.RawMessage {
 	var st any
-	var self node.ID
 	_ = d.drv.Do(ctx, func() { st = d.m.Status() })
 	m, ok := st.(map[string]any)
 	if !ok {
 		b, _ := json.Marshal(st)
 		return b
 	}
-	self, _ = m["id"].(node.ID)
+	self, _ := m["id"].(node.ID)
 	if m["algo"] == mutex.Central.String() {
 		coord, _ := m["coordinator"].(node.ID)
 		if m["leading"] == false && coord != node.None {
