@@ -184,7 +184,11 @@ func watchCmd(c *ucli.Context) error {
 		return err
 	}
 	defer cn.Close()
-	if err := cn.Send(ctl.Request{Op: "watch"}); err != nil {
+	op := "watch"
+	if c.Bool("cluster") {
+		op = "watch-cluster"
+	}
+	if err := cn.Send(ctl.Request{Op: op}); err != nil {
 		return cli.Exitf(cli.ExitUnavailable, "%v", err)
 	}
 	out := cli.NewOutput(os.Stdout, c.Bool(cli.FlagJSON))
@@ -194,6 +198,10 @@ func watchCmd(c *ucli.Context) error {
 			return cli.Exitf(cli.ExitUnavailable, "the daemon went away")
 		}
 		if r.Event == "valid" {
+			continue
+		}
+		if r.Node != 0 && !c.Bool(cli.FlagJSON) {
+			out.Line(fmt.Sprintf("member %d %s", r.Node, r))
 			continue
 		}
 		emit(out, c.Bool(cli.FlagJSON), r)

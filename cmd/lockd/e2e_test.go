@@ -26,6 +26,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
+	"github.com/roundtable-go/roundtable/cmd/lockd/internal/ctl"
 	"github.com/roundtable-go/roundtable/pkg/cli/clitest"
 	"github.com/roundtable-go/roundtable/pkg/mutex"
 	"github.com/roundtable-go/roundtable/pkg/node"
@@ -716,6 +717,84 @@ func TestStatusListsEveryMembersHolders(t *testing.T) {
 			if !strings.Contains(string(text), "no answer from member 1") {
 				t.Fatalf("text status does not name the silent member:\n%s", text)
 			}
+		})
+	}
+}
+
+// TestWatchCluster: `lockd watch --cluster` on one member prints the
+// grants and releases of every member's clients, each marked with its
+// member, a release after its grant with the same token.
+func TestWatchCluster(t *testing.T) {
+	c := startDaemons(t, 3)
+	w := exec.Command(lockdBin, "watch", "--cluster", "--json", "--socket", c.sock(2))
+	stdout, err := w.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Process.Kill(); w.Wait() })
+	lines := make(chan ctl.Reply, 100)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if r, err := ctl.ParseReply(sc.Bytes()); err == nil {
+				lines <- r
+			}
+		}
+		close(lines)
+	}()
+	// The watch reaches the other members within a moment of starting;
+	// take the lock through member 1 until its events show up.
+	var acquired ctl.Reply
+	deadline := time.After(10 * time.Second)
+	for acquired.Event == "" {
+		if out, err := exec.Command(lockdBin, "run", "--socket", c.sock(1), "db", "--", "true").CombinedOutput(); err != nil {
+			t.Fatalf("lockd run: %v\n%s", err, out)
+		}
+	drain:
+		for {
+			select {
+			case r := <-lines:
+				if r.Node == 1 && r.Event == "acquired" && r.Name == "db" {
+					acquired = r
+					break drain
+				}
+			case <-time.After(200 * time.Millisecond):
+				break drain
+			case <-deadline:
+				t.Fatal("no event of member 1's client reached the cluster watcher on member 2")
+			}
+		}
+	}
+	await := func(what string, match func(ctl.Reply) bool) ctl.Reply {
+		t.Helper()
+		timeout := time.After(10 * time.Second)
+		for {
+			select {
+			case r, ok := <-lines:
+				if !ok {
+					t.Fatalf("the watcher ended before %s", what)
+				}
+				if match(r) {
+					return r
+				}
+			case <-timeout:
+				t.Fatalf("the watcher never printed %s", what)
+			}
+		}
+	}
+	if r := await("member 1's release", func(r ctl.Reply) bool { return r.Node == 1 && r.Name == "db" }); r.Event != "released" || r.Token != acquired.Token {
+		t.Fatalf("after %+v the watcher printed %+v, want its release", acquired, r)
+	}
+	// Member 3's client, and member 2's own.
+	for _, m := range []int{3, 2} {
+		if out, err := exec.Command(lockdBin, "run", "--socket", c.sock(m), "jobs", "--", "true").CombinedOutput(); err != nil {
+			t.Fatalf("lockd run: %v\n%s", err, out)
+		}
+		await(fmt.Sprintf("member %d's grant", m), func(r ctl.Reply) bool {
+			return r.Node == uint32(m) && r.Event == "acquired" && r.Name == "jobs"
 		})
 	}
 }

@@ -148,9 +148,18 @@ Example:
 				Action: statusCmd,
 			},
 			{
-				Name:   "watch",
-				Usage:  "print this daemon's grant, release and loss events, one per line",
-				Flags:  clientFlags(),
+				Name:  "watch",
+				Usage: "print grant, release and loss events, one per line: this member's clients', or with --cluster every member's",
+				Description: `Prints this member's grant, release and loss events (and coordinator
+changes) as they happen. With --cluster, prints the events of every member's
+clients instead, each marked with its member; they travel between members
+as datagrams, so one lost on the way is missing here.
+
+Examples:
+   lockd watch
+   lockd watch --cluster --json | jq -c 'select(.event == "acquired")'`,
+				Flags: clientFlags(
+					&ucli.BoolFlag{Name: "cluster", Usage: "every member's clients' events, not only this member's"}),
 				Action: watchCmd,
 			},
 			{

@@ -50,7 +50,27 @@ type daemon struct {
 	clients  map[uint64]*ctl.Conn
 	names    map[uint64]map[string]bool // what each client holds or waits for
 	watchers map[*ctl.Conn]bool
+
+	// Cluster-wide watch (see clusterWatch): this member's watchers of
+	// every member's events, the members that asked for this member's
+	// events and until when, and events other members sent.
+	self        node.ID
+	allWatchers map[*ctl.Conn]bool
+	subscribers map[node.ID]time.Time
+	subscribe   chan struct{} // a first cluster watcher: ask the others now
+	remote      chan ctl.Reply
 }
+
+// Control frames lockd sends between members (wire.FamilyControl, from
+// driver.ControlTool up). Append only.
+const (
+	// ctlWatch asks the receiver to send its clients' events to the
+	// sender for the next lease; repeated every quarter lease while the
+	// sender has a cluster-wide watcher.
+	ctlWatch = driver.ControlTool + iota
+	// ctlEvent is one event of the sender's clients: a reply line.
+	ctlEvent
+)
 
 func serve(c *ucli.Context) error {
 	if c.Args().Len() > 0 {
@@ -111,8 +131,10 @@ func serve(c *ucli.Context) error {
 	d := &daemon{m: m, lease: lease, log: mb.Log, stateFile: stateFile, persisted: term, clients: map[uint64]*ctl.Conn{}, names: map[uint64]map[string]bool{},
 		watchers: map[*ctl.Conn]bool{},
 		peers:    mb.Peers, cluster: cli.ClusterKey(c.String(cli.FlagCluster), mb.Peers), key: mb.Key,
-		transport: c.String(cli.FlagTransport), askFor: min(lease/4, 250*time.Millisecond)}
-	d.drv = driver.New[mutex.Msg](m, mutex.Codec{}, mb.Transport, driver.Config{Framer: mb.Framer, Log: mb.Log})
+		transport: c.String(cli.FlagTransport), askFor: min(lease/4, 250*time.Millisecond),
+		self: mb.ID, allWatchers: map[*ctl.Conn]bool{}, subscribers: map[node.ID]time.Time{},
+		subscribe: make(chan struct{}, 1), remote: make(chan ctl.Reply, 1024)}
+	d.drv = driver.New[mutex.Msg](m, mutex.Codec{}, mb.Transport, driver.Config{Framer: mb.Framer, Log: mb.Log, Control: d.control})
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -121,6 +143,7 @@ func serve(c *ucli.Context) error {
 	go func() { done <- d.drv.Run(ctx, func(ev node.Event) { events <- ev }) }()
 	go d.accept(ctx, ln)
 	go d.keepalive(ctx)
+	go d.clusterWatch(ctx)
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	if err := mb.Ready(c); err != nil {
@@ -141,6 +164,8 @@ func serve(c *ucli.Context) error {
 				}
 			}
 			d.dispatch(ev)
+		case r := <-d.remote:
+			d.toAllWatchers(r)
 		case err := <-done:
 			ln.Close()
 			return cli.Exitf(cli.ExitUnavailable, "transport failed: %v", err)
@@ -178,6 +203,7 @@ func (d *daemon) session(ctx context.Context, c *ctl.Conn) {
 		delete(d.clients, id)
 		delete(d.names, id)
 		delete(d.watchers, c)
+		delete(d.allWatchers, c)
 		d.mu.Unlock()
 		// The client is gone: release whatever it held or waited for.
 		for name := range names {
@@ -210,6 +236,14 @@ func (d *daemon) session(ctx context.Context, c *ctl.Conn) {
 			d.mu.Lock()
 			d.watchers[c] = true
 			d.mu.Unlock()
+		case "watch-cluster":
+			d.mu.Lock()
+			d.allWatchers[c] = true
+			d.mu.Unlock()
+			select {
+			case d.subscribe <- struct{}{}:
+			default:
+			}
 		default:
 			c.Send(ctl.Reply{Event: "error", Error: fmt.Sprintf("unknown op %q", req.Op)})
 		}
@@ -354,15 +388,104 @@ func (d *daemon) dispatch(ev node.Event) {
 	for w := range d.watchers {
 		watchers = append(watchers, w)
 	}
+	var subs []node.ID
+	if r.Event != "coordinator" {
+		now := time.Now()
+		for id, until := range d.subscribers {
+			if now.Before(until) {
+				subs = append(subs, id)
+			} else {
+				delete(d.subscribers, id)
+			}
+		}
+	}
 	d.mu.Unlock()
+	r.Client = client
 	if target != nil {
-		r.Client = client
 		target.Send(r)
 	}
 	for _, w := range watchers {
-		wr := r
-		wr.Client = client
-		w.Send(wr)
+		w.Send(r)
+	}
+	if r.Event == "coordinator" {
+		return
+	}
+	r.Node = uint32(d.self)
+	d.toAllWatchers(r)
+	if len(subs) > 0 {
+		line := r.Line()
+		for _, id := range subs {
+			_ = d.drv.SendControl(id, ctlEvent, line)
+		}
+	}
+}
+
+// toAllWatchers sends one member's event to this member's cluster-wide
+// watchers.
+func (d *daemon) toAllWatchers(r ctl.Reply) {
+	d.mu.Lock()
+	var ws []*ctl.Conn
+	for w := range d.allWatchers {
+		ws = append(ws, w)
+	}
+	d.mu.Unlock()
+	for _, w := range ws {
+		w.Send(r)
+	}
+}
+
+// control takes the members' watch frames, on the driver goroutine: it
+// must not block, so events for the watchers go through d.remote to the
+// main loop (dropped when 1,024 are already waiting: a watch is a view,
+// not a log). Frames from a non-member are ignored.
+func (d *daemon) control(from node.ID, typ uint8, body []byte) {
+	if _, member := d.peers[from]; !member || from == d.self {
+		return
+	}
+	switch typ {
+	case ctlWatch:
+		d.mu.Lock()
+		d.subscribers[from] = time.Now().Add(d.lease)
+		d.mu.Unlock()
+	case ctlEvent:
+		r, err := ctl.ParseReply(body)
+		if err != nil {
+			return
+		}
+		r.Node = uint32(from)
+		select {
+		case d.remote <- r:
+		default:
+		}
+	}
+}
+
+// clusterWatch asks every other member for its clients' events, every
+// quarter lease while this member has a cluster-wide watcher (and at once
+// when the first arrives). A member forgets a request after a lease, so
+// the events stop soon after the last such watcher leaves. The events
+// travel as datagrams: a lost one is missing from the watch.
+func (d *daemon) clusterWatch(ctx context.Context) {
+	t := time.NewTicker(d.lease / 4)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-d.subscribe:
+		}
+		d.mu.Lock()
+		n := len(d.allWatchers)
+		d.mu.Unlock()
+		if n == 0 {
+			continue
+		}
+		for id := range d.peers {
+			if id != d.self {
+				_ = d.drv.SendControl(id, ctlWatch, nil)
+			}
+		}
 	}
 }
 

@@ -22,6 +22,8 @@ import (
 const (
 	ControlStatusQuery uint8 = 1
 	ControlStatusReply uint8 = 2
+	// ControlTool and above are the tools' own (Config.Control).
+	ControlTool uint8 = 16
 )
 
 // Config configures a Driver.
@@ -29,6 +31,11 @@ type Config struct {
 	Framer *wire.Framer // required: seals and opens every frame
 	Clock  clock.Clock  // default clock.System
 	Log    *slog.Logger // default: discard
+	// Control, when set, receives the control-family frames other than
+	// status queries and replies (a tool's own, from ControlTool up), on
+	// the driver goroutine, after the Framer has authenticated them. It
+	// must not block. Without it they are counted as wrong family.
+	Control func(from node.ID, typ uint8, body []byte)
 }
 
 // Counters are the driver's own drop counts, beside the Framer's.
@@ -88,6 +95,24 @@ func (d *Driver[M]) submit(ctx context.Context, r request[M]) error {
 // state, and returns once it has run.
 func (d *Driver[M]) Do(ctx context.Context, fn func()) error {
 	return d.submit(ctx, request[M]{fn: fn, done: make(chan error, 1)})
+}
+
+// SendControl seals a control-family frame of a tool's own type
+// (ControlTool and above) and sends it to a peer. It is safe from any
+// goroutine: sealing takes an atomic sequence number, and the transports
+// serialise their writes.
+func (d *Driver[M]) SendControl(to node.ID, typ uint8, body []byte) error {
+	if typ < ControlTool {
+		return fmt.Errorf("driver: control type %d is the driver's own", typ)
+	}
+	frame, err := d.cfg.Framer.Seal(wire.FamilyControl, typ, body)
+	if err == nil {
+		err = d.tr.Send(to, frame)
+	}
+	if err != nil {
+		d.SendErrors.Add(1)
+	}
+	return err
 }
 
 // Stats returns every counter by name.
@@ -196,6 +221,10 @@ func (d *Driver[M]) receive(p transport.Packet, self node.ID) {
 		return
 	}
 	if h.Family == wire.FamilyControl {
+		if h.Type >= ControlTool && d.cfg.Control != nil {
+			d.cfg.Control(h.From, h.Type, payload)
+			return
+		}
 		d.control(p, h)
 		return
 	}

@@ -123,3 +123,53 @@ func ExampleDriver() {
 	cancel()
 	// Output: leader 1 term 1
 }
+
+// TestToolControlFrames: a tool's own control frames (ControlTool and up)
+// reach Config.Control with the authenticated sender; a driver without it
+// counts them as wrong family; the driver's own types cannot be sent.
+func TestToolControlFrames(t *testing.T) {
+	key := make([]byte, wire.KeySize)
+	net := transport.NewNetwork()
+	got := make(chan string, 4)
+	start := func(id node.ID, control func(node.ID, uint8, []byte)) *driver.Driver[election.Msg] {
+		m, err := election.New(election.Config{ID: id, Peers: []node.ID{1, 2, 3}, Heartbeat: 10 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, _ := wire.NewFramer("test", id, 1, key)
+		d := driver.New[election.Msg](m, election.Codec{}, net.Endpoint(id), driver.Config{Framer: f, Control: control})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- d.Run(ctx, func(node.Event) {}) }()
+		t.Cleanup(func() { cancel(); <-done })
+		return d
+	}
+	d1 := start(1, nil)
+	start(2, func(from node.ID, typ uint8, body []byte) { got <- fmt.Sprintf("%d %d %s", from, typ, body) })
+	d3 := start(3, nil)
+	if err := d1.SendControl(2, driver.ControlTool+1, []byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case g := <-got:
+		if g != "1 17 hello" {
+			t.Fatalf("Control got %q", g)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the tool's control frame never arrived")
+	}
+	before := d3.Stats()["dropped_wrong_family"]
+	if err := d1.SendControl(3, driver.ControlTool, nil); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for d3.Stats()["dropped_wrong_family"] == before {
+		if time.Now().After(deadline) {
+			t.Fatal("a driver without Control did not count the tool's frame as wrong family")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := d1.SendControl(2, driver.ControlStatusQuery, nil); err == nil {
+		t.Fatal("SendControl sent a status query, the driver's own type")
+	}
+}

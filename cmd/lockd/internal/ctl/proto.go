@@ -162,6 +162,23 @@ func (r Reply) appendJSON(b []byte) []byte {
 	return append(b, "}\n"...)
 }
 
+// Line is r as the daemon writes it: one JSON line.
+func (r Reply) Line() []byte {
+	if len(r.Status) == 0 {
+		return r.appendJSON(nil)
+	}
+	b, _ := json.Marshal(r)
+	return append(b, '\n')
+}
+
+// ParseReply reads one reply line, as Conn.Next does (fuzzed against
+// encoding/json in FuzzReplyParse).
+func ParseReply(line []byte) (Reply, error) {
+	var r Reply
+	err := r.parse(line)
+	return r, err
+}
+
 // appendString appends s as a JSON string. Strings that need escaping go
 // through encoding/json, so the result is always what it would write.
 func appendString(b []byte, s string) []byte {
