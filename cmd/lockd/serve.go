@@ -51,7 +51,7 @@ type daemon struct {
 	names    map[uint64]map[string]bool // what each client holds or waits for
 	watchers map[*ctl.Conn]bool
 
-	// Cluster-wide watch (see clusterWatch): this member's watchers of
+	// Cluster-wide watch (see askForEvents): this member's watchers of
 	// every member's events, the members that asked for this member's
 	// events and until when, and events other members sent.
 	self        node.ID
@@ -143,7 +143,6 @@ func serve(c *ucli.Context) error {
 	go func() { done <- d.drv.Run(ctx, func(ev node.Event) { events <- ev }) }()
 	go d.accept(ctx, ln)
 	go d.keepalive(ctx)
-	go d.clusterWatch(ctx)
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	if err := mb.Ready(c); err != nil {
@@ -460,31 +459,22 @@ func (d *daemon) control(from node.ID, typ uint8, body []byte) {
 	}
 }
 
-// clusterWatch asks every other member for its clients' events, every
-// quarter lease while this member has a cluster-wide watcher (and at once
-// when the first arrives). A member forgets a request after a lease, so
-// the events stop soon after the last such watcher leaves. The events
-// travel as datagrams: a lost one is missing from the watch.
-func (d *daemon) clusterWatch(ctx context.Context) {
-	t := time.NewTicker(d.lease / 4)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		case <-d.subscribe:
-		}
-		d.mu.Lock()
-		n := len(d.allWatchers)
-		d.mu.Unlock()
-		if n == 0 {
-			continue
-		}
-		for id := range d.peers {
-			if id != d.self {
-				_ = d.drv.SendControl(id, ctlWatch, nil)
-			}
+// askForEvents asks every other member for its clients' events, while
+// this member has a cluster-wide watcher: keepalive calls it every quarter
+// lease, and at once when the first such watcher arrives. A member forgets
+// a request after a lease, so the events stop soon after the last watcher
+// leaves. The events travel as datagrams: a lost one is missing from the
+// watch.
+func (d *daemon) askForEvents() {
+	d.mu.Lock()
+	n := len(d.allWatchers)
+	d.mu.Unlock()
+	if n == 0 {
+		return
+	}
+	for id := range d.peers {
+		if id != d.self {
+			_ = d.drv.SendControl(id, ctlWatch, nil)
 		}
 	}
 }
@@ -492,6 +482,7 @@ func (d *daemon) clusterWatch(ctx context.Context) {
 // keepalive tells each holding client how much longer its lease is good
 // for, every quarter lease. A client that stops hearing this (the daemon
 // is paused or dead) gives the lock up on its own when that time is out.
+// It also renews this member's requests for the others' events.
 func (d *daemon) keepalive(ctx context.Context) {
 	t := time.NewTicker(d.lease / 4)
 	defer t.Stop()
@@ -499,8 +490,12 @@ func (d *daemon) keepalive(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-d.subscribe:
+			d.askForEvents()
+			continue
 		case <-t.C:
 		}
+		d.askForEvents()
 		var holds []mutex.Holding
 		var now time.Time
 		var lamport uint64
