@@ -387,14 +387,22 @@ func (d *daemon) dispatch(ev node.Event) {
 	for w := range d.watchers {
 		watchers = append(watchers, w)
 	}
+	// Cluster-wide watchers here and members that asked for these events
+	// (none, on the hot path, unless someone runs lockd watch --cluster).
+	var all []*ctl.Conn
 	var subs []node.ID
 	if r.Event != "coordinator" {
-		now := time.Now()
-		for id, until := range d.subscribers {
-			if now.Before(until) {
-				subs = append(subs, id)
-			} else {
-				delete(d.subscribers, id)
+		for w := range d.allWatchers {
+			all = append(all, w)
+		}
+		if len(d.subscribers) > 0 {
+			now := time.Now()
+			for id, until := range d.subscribers {
+				if now.Before(until) {
+					subs = append(subs, id)
+				} else {
+					delete(d.subscribers, id)
+				}
 			}
 		}
 	}
@@ -406,11 +414,10 @@ func (d *daemon) dispatch(ev node.Event) {
 	for _, w := range watchers {
 		w.Send(r)
 	}
-	if r.Event == "coordinator" {
-		return
-	}
 	r.Node = uint32(d.self)
-	d.toAllWatchers(r)
+	for _, w := range all {
+		w.Send(r)
+	}
 	if len(subs) > 0 {
 		line := r.Line()
 		for _, id := range subs {
