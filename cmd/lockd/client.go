@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -124,6 +125,7 @@ func statusCmd(c *ucli.Context) error {
 		Locks       []mutex.LockStatus `json:"locks"`
 		LocksFrom   string             `json:"locks_from"`
 		Unanswered  []uint32           `json:"unanswered"`
+		Down        []uint32           `json:"down"`
 	}
 	if err := json.Unmarshal(r.Status, &st); err != nil {
 		return cli.Exitf(cli.ExitUnavailable, "bad status from the daemon: %v", err)
@@ -152,12 +154,28 @@ func statusCmd(c *ucli.Context) error {
 		}
 	}
 	if len(st.Unanswered) > 0 {
-		// Their clients' holdings are missing from the list below.
-		ids := make([]string, len(st.Unanswered))
-		for i, id := range st.Unanswered {
-			ids[i] = strconv.FormatUint(uint64(id), 10)
+		// Their clients' holdings are missing from the list below: the
+		// members that did not answer, and those held for dead (not asked).
+		var silent, dead []string
+		for _, id := range st.Unanswered {
+			if slices.Contains(st.Down, id) {
+				dead = append(dead, strconv.FormatUint(uint64(id), 10))
+			} else {
+				silent = append(silent, strconv.FormatUint(uint64(id), 10))
+			}
 		}
-		head += " (no answer from member " + strings.Join(ids, ", ") + ")"
+		var why []string
+		if len(silent) > 0 {
+			why = append(why, "no answer from member "+strings.Join(silent, ", "))
+		}
+		if len(dead) > 0 {
+			word := "member "
+			if len(dead) > 1 {
+				word = "members "
+			}
+			why = append(why, word+strings.Join(dead, ", ")+" down")
+		}
+		head += " (" + strings.Join(why, "; ") + ")"
 	}
 	out.Line(head)
 	for _, l := range st.Locks {

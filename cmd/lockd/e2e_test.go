@@ -688,6 +688,7 @@ func TestStatusListsEveryMembersHolders(t *testing.T) {
 				Locks      []mutex.LockStatus `json:"locks"`
 				Answered   []node.ID          `json:"answered"`
 				Unanswered []node.ID          `json:"unanswered"`
+				Down       []node.ID          `json:"down"`
 			}
 			// A member slow to answer (a loaded machine) is listed as
 			// unanswered; retry those rounds, judge the complete ones.
@@ -713,9 +714,33 @@ func TestStatusListsEveryMembersHolders(t *testing.T) {
 			if json.Unmarshal(out, &st) != nil || !slices.Contains(st.Unanswered, 1) || slices.Contains(st.Answered, 1) {
 				t.Fatalf("member 2's status with member 1 dead: %s", out)
 			}
+			if slices.Contains(st.Down, 1) {
+				// Declared dead already (a slow machine): nothing silent to name.
+				return
+			}
 			text, _ := exec.Command(lockdBin, "status", "--socket", c.sock(2)).Output()
 			if !strings.Contains(string(text), "no answer from member 1") {
 				t.Fatalf("text status does not name the silent member:\n%s", text)
+			}
+			// Two leases later the failure detector holds member 1 for dead:
+			// it is listed as down (and still as unanswered), not asked.
+			deadline := time.Now().Add(15 * time.Second)
+			for !slices.Contains(st.Down, 1) {
+				if time.Now().After(deadline) {
+					t.Fatalf("member 1 never reported down: %s", out)
+				}
+				out, _ = exec.Command(lockdBin, "status", "--json", "--socket", c.sock(2)).Output()
+				st = status{}
+				if json.Unmarshal(out, &st) != nil {
+					t.Fatalf("status: %s", out)
+				}
+			}
+			if !slices.Contains(st.Unanswered, 1) || slices.Contains(st.Answered, 1) || slices.Contains(st.Down, 3) {
+				t.Fatalf("member 2's status with member 1 down: %s", out)
+			}
+			text, _ = exec.Command(lockdBin, "status", "--socket", c.sock(2)).Output()
+			if !strings.Contains(string(text), "(member 1 down)") {
+				t.Fatalf("text status does not say member 1 is down:\n%s", text)
 			}
 		})
 	}

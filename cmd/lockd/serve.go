@@ -260,7 +260,9 @@ func (d *daemon) session(ctx context.Context, c *ctl.Conn) {
 //   - the other algorithms: each member knows only the locks its own
 //     clients hold, so the member asks every other member and lists all
 //     their holdings ("answered": the members whose holdings are listed,
-//     itself included; "unanswered": those that did not answer).
+//     itself included; "unanswered": those whose holdings are missing;
+//     "down": those of them the failure detector holds for dead, which
+//     are not asked).
 //
 // The asking is the control-family status query `elect status` uses, from
 // a throw-away client ID, and waits a quarter lease at most (250 ms).
@@ -288,9 +290,12 @@ func (d *daemon) status(ctx context.Context) json.RawMessage {
 			m["locks_from"] = "coordinator"
 		}
 	} else {
+		// Members the failure detector holds for dead are not asked: the
+		// answer would not come, and the query would wait its full time.
+		down, _ := m["down"].([]node.ID)
 		var others []node.ID
 		for id := range d.peers {
-			if id != self {
+			if id != self && !slices.Contains(down, id) {
 				others = append(others, id)
 			}
 		}
@@ -314,7 +319,9 @@ func (d *daemon) status(ctx context.Context) json.RawMessage {
 		if all == nil {
 			all = []json.RawMessage{}
 		}
+		unanswered = append(unanswered, down...)
 		slices.Sort(from)
+		slices.Sort(unanswered)
 		m["locks"], m["answered"], m["unanswered"] = all, from, unanswered
 	}
 	b, _ := json.Marshal(st)

@@ -52,16 +52,17 @@ type raLock struct {
 }
 
 type ra struct {
-	cfg    Config
-	others []node.ID
-	lc     clock.Lamport
-	alive  *fd.Timeout
-	locks  map[string]*raLock
-	joined time.Time // requests go out only once the clock has caught up
-	start  bool
-	beat   time.Time
-	seq    uint64
-	now    time.Time // the latest time seen, so Ready names only future deadlines
+	cfg     Config
+	others  []node.ID
+	lc      clock.Lamport
+	alive   *fd.Timeout
+	locks   map[string]*raLock
+	joined  time.Time // requests go out only once the clock has caught up
+	started time.Time
+	start   bool
+	beat    time.Time
+	seq     uint64
+	now     time.Time // the latest time seen, so Ready names only future deadlines
 
 	out    []node.Envelope[Msg]
 	events []node.Event
@@ -147,7 +148,7 @@ func (m *ra) begin(now time.Time) {
 		m.start = true
 		// Listen for a lease first: ALIVEs carry the peers' clocks, so our
 		// first timestamp comes after every one already used.
-		m.joined = now.Add(m.cfg.Lease)
+		m.joined, m.started = now.Add(m.cfg.Lease), now
 		m.beat = now
 	}
 }
@@ -325,5 +326,6 @@ func (m *ra) Status() any {
 	for _, h := range m.Holdings(time.Time{}) {
 		locks = append(locks, LockStatus{Name: h.Name, Holder: m.cfg.ID, Client: h.Client, Token: h.Token})
 	}
-	return map[string]any{"id": m.cfg.ID, "algo": m.cfg.Algo.String(), "clock": m.lc.Now(), "locks": locks}
+	return map[string]any{"id": m.cfg.ID, "algo": m.cfg.Algo.String(), "clock": m.lc.Now(), "locks": locks,
+		"down": down(m.alive, m.others, m.cfg.ID, m.started, m.now)}
 }

@@ -608,5 +608,6 @@ func (m *ring) Status() any {
 		d = append(d, mb.id)
 	}
 	return map[string]any{"id": m.cfg.ID, "algo": m.cfg.Algo.String(), "token": m.state.String(), "count": m.count,
-		"holder": m.holder.id, "detection_set": d, "k": m.k, "locks": locks}
+		"holder": m.holder.id, "detection_set": d, "k": m.k, "locks": locks,
+		"down": down(m.alive, m.ring, m.cfg.ID, m.started, m.now)}
 }

@@ -72,21 +72,22 @@ const (
 )
 
 type voting struct {
-	cfg    Config
-	ids    []node.ID
-	m      int
-	alive  *fd.Timeout
-	high   uint64 // highest stamp or token this coordinator knows
-	votes  map[string]*voteRec
-	wants  map[string][]*voteWant
-	seq    uint64
-	quiet  time.Time // no votes before then (restart: forgotten votes run out)
-	start  bool
-	beat   time.Time
-	now    time.Time
-	local  []node.Envelope[Msg]
-	out    []node.Envelope[Msg]
-	events []node.Event
+	cfg     Config
+	ids     []node.ID
+	m       int
+	alive   *fd.Timeout
+	high    uint64 // highest stamp or token this coordinator knows
+	votes   map[string]*voteRec
+	wants   map[string][]*voteWant
+	seq     uint64
+	quiet   time.Time // no votes before then (restart: forgotten votes run out)
+	start   bool
+	started time.Time
+	beat    time.Time
+	now     time.Time
+	local   []node.Envelope[Msg]
+	out     []node.Envelope[Msg]
+	events  []node.Event
 }
 
 func newVoting(cfg Config) (*voting, error) {
@@ -116,7 +117,7 @@ func newVoting(cfg Config) (*voting, error) {
 func (v *voting) begin(now time.Time) {
 	v.now = now
 	if !v.start {
-		v.start, v.quiet, v.beat = true, now.Add(v.cfg.Lease), now
+		v.start, v.quiet, v.beat, v.started = true, now.Add(v.cfg.Lease), now, now
 	}
 }
 
@@ -445,5 +446,6 @@ func (v *voting) Status() any {
 		}
 	}
 	return map[string]any{"id": v.cfg.ID, "algo": v.cfg.Algo.String(), "m": v.m, "counter": v.high,
-		"votes": votes, "locks": locks, "quorum": live >= v.m}
+		"votes": votes, "locks": locks, "quorum": live >= v.m,
+		"down": down(v.alive, v.ids, v.cfg.ID, v.started, v.now)}
 }
