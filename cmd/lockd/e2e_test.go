@@ -746,6 +746,96 @@ func TestStatusListsEveryMembersHolders(t *testing.T) {
 	}
 }
 
+// TestStatusQueuesAcrossMembers: with the algorithms where each member
+// knows only its own clients, any member's `lockd status` shows one row per
+// lock with the holder and every member's waiting clients, in the order the
+// algorithm serves them (mutex.MergeLocks): a hold through member 1, then
+// a waiter through member 3, then one through member 2.
+func TestStatusQueuesAcrossMembers(t *testing.T) {
+	for _, c := range []struct {
+		algo  string
+		order []node.ID // members of the waiters, in queue order
+	}{
+		// Lamport stamps: member 3 asked first, member 2's request
+		// came after it had seen 3's.
+		{"ricart-agrawala", []node.ID{3, 2}},
+		// the token goes from the holder's member 1 to 2, then 3
+		{"token-ring", []node.ID{2, 3}},
+		{"voting", []node.ID{2, 3}}, // no order promised: by member
+	} {
+		t.Run(c.algo, func(t *testing.T) {
+			cl := startDaemons(t, 3, "--algo", c.algo)
+			// A lock taken through each member first: a Ricart–Agrawala
+			// member sends no request for its first lease (its clock
+			// catches up), and this test is about the order after that.
+			for i := 1; i <= 3; i++ {
+				if out, err := exec.Command(lockdBin, "run", "--socket", cl.sock(i), "probe", "--", "true").CombinedOutput(); err != nil {
+					t.Fatalf("lockd run through member %d: %v\n%s", i, err, out)
+				}
+			}
+			hold := exec.Command(lockdBin, "hold", "--socket", cl.sock(1), "db")
+			stdin, err := hold.StdinPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			stdout, err := hold.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := hold.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { hold.Process.Kill(); hold.Wait() })
+			if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || !strings.HasPrefix(line, "acquired db") {
+				t.Fatalf("lockd hold: %q %v", line, err)
+			}
+			status := func() mutex.LockStatus {
+				out, err := exec.Command(lockdBin, "status", "--json", "--socket", cl.sock(2)).Output()
+				var st struct {
+					Locks []mutex.LockStatus `json:"locks"`
+				}
+				if err != nil || json.Unmarshal(out, &st) != nil {
+					t.Fatalf("status: %v\n%s", err, out)
+				}
+				for _, l := range st.Locks {
+					if l.Name == "db" {
+						return l
+					}
+				}
+				return mutex.LockStatus{}
+			}
+			var waiters []*exec.Cmd
+			for _, via := range []int{3, 2} {
+				w := exec.Command(lockdBin, "run", "--socket", cl.sock(via), "db", "--", "true")
+				if err := w.Start(); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { w.Process.Kill(); w.Wait() })
+				waiters = append(waiters, w)
+				prefix := strconv.Itoa(via) + "/"
+				waitFor(t, func() bool {
+					return slices.ContainsFunc(status().Queue, func(q string) bool { return strings.HasPrefix(q, prefix) })
+				})
+			}
+			l := status()
+			if l.Holder != 1 || l.Token == 0 || len(l.Queue) != 2 {
+				t.Fatalf("member 2's row for db: %+v", l)
+			}
+			for i, id := range c.order {
+				if !strings.HasPrefix(l.Queue[i], strconv.Itoa(int(id))+"/") {
+					t.Fatalf("queue %v, want the waiters of members %v in that order", l.Queue, c.order)
+				}
+			}
+			stdin.Close()
+			for _, w := range waiters {
+				if err := w.Wait(); err != nil {
+					t.Fatalf("a waiter after the hold ended: %v", err)
+				}
+			}
+		})
+	}
+}
+
 // TestWatchCluster: `lockd watch --cluster` on one member prints the
 // grants and releases of every member's clients, each marked with its
 // member, a release after its grant with the same token.

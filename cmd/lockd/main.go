@@ -143,7 +143,7 @@ Example:
 			},
 			{
 				Name:   "status",
-				Usage:  "list locks, holders, tokens and queues as the coordinator last reported them",
+				Usage:  "list the cluster's locks, holders, tokens and waiting clients, and this member's state",
 				Flags:  clientFlags(),
 				Action: statusCmd,
 			},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -257,12 +258,12 @@ func (d *daemon) session(ctx context.Context, c *ctl.Conn) {
 //     right after its own `lockd run` could be shown the lock still held.
 //     It asks the coordinator for its table instead, and keeps the pinged
 //     copy when no answer comes ("locks_from": "last ping").
-//   - the other algorithms: each member knows only the locks its own
-//     clients hold, so the member asks every other member and lists all
-//     their holdings ("answered": the members whose holdings are listed,
-//     itself included; "unanswered": those whose holdings are missing;
-//     "down": those of them the failure detector holds for dead, which
-//     are not asked).
+//   - the other algorithms: each member knows only its own clients'
+//     holdings and waits, so the member asks every other member and joins
+//     their rows with mutex.MergeLocks, one per lock ("answered": the
+//     members whose clients are listed, itself included; "unanswered":
+//     those whose are missing; "down": those of them the failure detector
+//     holds for dead, which are not asked).
 //
 // The asking is the control-family status query `elect status` uses, from
 // a throw-away client ID, and waits a quarter lease at most (250 ms).
@@ -301,28 +302,26 @@ func (d *daemon) status(ctx context.Context) json.RawMessage {
 		}
 		slices.Sort(others)
 		answers := d.askMembers(ctx, others)
-		locks, _ := json.Marshal(m["locks"])
-		var all []json.RawMessage
-		_ = json.Unmarshal(locks, &all)
+		rows, _ := m["locks"].([]mutex.LockStatus)
 		from, unanswered := []node.ID{self}, []node.ID{}
 		for _, id := range others {
 			var ms struct {
-				Locks []json.RawMessage `json:"locks"`
+				Locks []mutex.LockStatus `json:"locks"`
 			}
 			if r, ok := answers[id]; ok && json.Unmarshal(r, &ms) == nil {
-				all = append(all, ms.Locks...)
+				rows = append(rows, ms.Locks...)
 				from = append(from, id)
 			} else {
 				unanswered = append(unanswered, id)
 			}
 		}
-		if all == nil {
-			all = []json.RawMessage{}
-		}
 		unanswered = append(unanswered, down...)
 		slices.Sort(from)
 		slices.Sort(unanswered)
-		m["locks"], m["answered"], m["unanswered"] = all, from, unanswered
+		name, _ := m["algo"].(string)
+		algo, _ := mutex.ParseAlgo(name)
+		ring := slices.Sorted(maps.Keys(d.peers))
+		m["locks"], m["answered"], m["unanswered"] = mutex.MergeLocks(algo, ring, rows), from, unanswered
 	}
 	b, _ := json.Marshal(st)
 	return b

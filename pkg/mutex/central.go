@@ -331,6 +331,11 @@ type LockStatus struct {
 	Client uint64   `json:"client,omitempty"`
 	Token  uint64   `json:"token,omitempty"`
 	Queue  []string `json:"queue,omitempty"`
+	// A member's own row, with the algorithms where each member knows
+	// only its clients (MergeLocks joins them): the member, and with
+	// Ricart–Agrawala the Lamport stamp of its outstanding request.
+	Node  node.ID `json:"node,omitempty"`
+	Stamp uint64  `json:"stamp,omitempty"`
 }
 
 // Status describes the daemon and, as far as it knows, the lock table: a

@@ -323,8 +323,20 @@ func (m *ra) Clock() uint64 { return m.lc.Now() }
 // Status implements Machine.
 func (m *ra) Status() any {
 	locks := []LockStatus{}
-	for _, h := range m.Holdings(time.Time{}) {
-		locks = append(locks, LockStatus{Name: h.Name, Holder: m.cfg.ID, Client: h.Client, Token: h.Token})
+	for _, n := range slices.Sorted(maps.Keys(m.locks)) {
+		l := m.locks[n]
+		row := LockStatus{Name: n, Node: m.cfg.ID, Stamp: l.ts}
+		waiting := l.queue
+		if l.held && len(l.queue) > 0 {
+			row.Holder, row.Client, row.Token, row.Stamp = m.cfg.ID, l.queue[0].client, l.token, 0
+			waiting = l.queue[1:]
+		}
+		for _, w := range waiting {
+			row.Queue = append(row.Queue, fmt.Sprintf("%d/%d", m.cfg.ID, w.client))
+		}
+		if row.Holder != node.None || len(row.Queue) > 0 {
+			locks = append(locks, row)
+		}
 	}
 	return map[string]any{"id": m.cfg.ID, "algo": m.cfg.Algo.String(), "clock": m.lc.Now(), "locks": locks,
 		"down": down(m.alive, m.others, m.cfg.ID, m.started, m.now)}

@@ -600,8 +600,18 @@ func (m *ring) Clock() uint64 { return max(m.count, m.maxSeen) }
 // its clients hold (nobody else can hold one while the token is here).
 func (m *ring) Status() any {
 	locks := []LockStatus{}
-	for _, h := range m.Holdings(time.Time{}) {
-		locks = append(locks, LockStatus{Name: h.Name, Holder: m.cfg.ID, Client: h.Client, Token: h.Token})
+	for _, n := range slices.Sorted(maps.Keys(m.wants)) {
+		row := LockStatus{Name: n, Node: m.cfg.ID}
+		for _, w := range m.wants[n] {
+			if w.held {
+				row.Holder, row.Client, row.Token = m.cfg.ID, w.client, w.token
+			} else {
+				row.Queue = append(row.Queue, fmt.Sprintf("%d/%d", m.cfg.ID, w.client))
+			}
+		}
+		if row.Holder != node.None || len(row.Queue) > 0 {
+			locks = append(locks, row)
+		}
 	}
 	var d []node.ID
 	for _, mb := range m.detect {

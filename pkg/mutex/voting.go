@@ -430,8 +430,18 @@ func (v *voting) Clock() uint64 { return v.high }
 // its clients hold.
 func (v *voting) Status() any {
 	locks := []LockStatus{}
-	for _, h := range v.Holdings(v.now) {
-		locks = append(locks, LockStatus{Name: h.Name, Holder: v.cfg.ID, Client: h.Client, Token: h.Token})
+	for _, n := range slices.Sorted(maps.Keys(v.wants)) {
+		row := LockStatus{Name: n, Node: v.cfg.ID}
+		for _, w := range v.wants[n] {
+			if w.phase == voteHeld && v.now.Before(w.valid) {
+				row.Holder, row.Client, row.Token = v.cfg.ID, w.client, w.token
+			} else {
+				row.Queue = append(row.Queue, fmt.Sprintf("%d/%d", v.cfg.ID, w.client))
+			}
+		}
+		if row.Holder != node.None || len(row.Queue) > 0 {
+			locks = append(locks, row)
+		}
 	}
 	votes := map[string]node.ID{}
 	for name, r := range v.votes {
