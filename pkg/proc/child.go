@@ -24,31 +24,53 @@ type Child struct {
 // shell) with extra environment variables. It returns an ExitError with
 // code 127 when the command is not found and 126 when it cannot run.
 func StartChild(args []string, env []string) (*Child, error) {
+	pid, pidfd, err := Spawn(args, env)
+	if err != nil {
+		return nil, err
+	}
+	c := &Child{pid: pid, done: make(chan struct{})}
+	go c.wait(pidfd)
+	return c, nil
+}
+
+// Spawn starts args as StartChild does (own process group, SIGKILL when
+// this process dies, stdin, stdout and stderr only, env added) and leaves
+// the waiting to the caller: it returns the process ID and a pidfd, a
+// descriptor that turns readable when the child exits (-1 before Linux
+// 5.3; then wait for it otherwise). The child is reaped with wait4.
+func Spawn(args []string, env []string) (pid, pidfd int, err error) {
 	if len(args) == 0 {
-		return nil, Exitf(ExitUsage, "no command given after --")
+		return 0, -1, Exitf(ExitUsage, "no command given after --")
 	}
 	path, err := lookPath(args[0])
 	if err != nil {
 		if errors.Is(err, errNotFound) || errors.Is(err, os.ErrNotExist) {
-			return nil, Exitf(ExitNotFound, "%s: command not found", args[0])
+			return 0, -1, Exitf(ExitNotFound, "%s: command not found", args[0])
 		}
-		return nil, Exitf(ExitCannotExec, "%s: %v", args[0], err)
+		return 0, -1, Exitf(ExitCannotExec, "%s: %v", args[0], err)
 	}
 	// syscall.ForkExec rather than os/exec: the same fork and exec, without
 	// os/exec's one-off probe for pidfd support, which forks the whole
 	// process once more (about 0.3 ms of every short `lockd run`).
-	pidfd := -1
-	pid, err := syscall.ForkExec(path, args, &syscall.ProcAttr{
+	pidfd = -1
+	pid, err = syscall.ForkExec(path, args, &syscall.ProcAttr{
 		Env:   append(os.Environ(), env...),
 		Files: []uintptr{0, 1, 2},
 		Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, PidFD: &pidfd},
 	})
 	if err != nil {
-		return nil, Exitf(ExitCannotExec, "%s: %v", args[0], err)
+		return 0, -1, Exitf(ExitCannotExec, "%s: %v", args[0], err)
 	}
-	c := &Child{pid: pid, done: make(chan struct{})}
-	go c.wait(pidfd)
-	return c, nil
+	return pid, pidfd, nil
+}
+
+// StatusCode is the exit code for a child's wait status: its exit code,
+// or 128+n if signal n killed it.
+func StatusCode(ws syscall.WaitStatus) int {
+	if ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ws.ExitStatus()
 }
 
 // wait reaps the child and closes done. With a pidfd (Linux 5.3 and
@@ -153,12 +175,7 @@ func (c *Child) Signal(sig syscall.Signal) {
 
 // ExitCode is the child's exit status, or 128+n if signal n killed it.
 // Valid after Done is closed.
-func (c *Child) ExitCode() int {
-	if c.state.Signaled() {
-		return 128 + int(c.state.Signal())
-	}
-	return c.state.ExitStatus()
-}
+func (c *Child) ExitCode() int { return StatusCode(c.state) }
 
 // Stop sends SIGTERM to the child's process group, waits up to grace, then
 // sends SIGKILL, and returns once the child has exited.

@@ -2,10 +2,8 @@ package ctl
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/signal"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -128,17 +126,9 @@ type Session struct {
 	Replies <-chan Reply // what the daemon sends after it
 }
 
-// OpenSession catches signals, connects to the daemon and acquires name.
-//
-// Catching is done beside the connecting and the wait for the grant, not
-// before them: the runtime enables each signal through a thread of its own
-// (started for this), one round trip per signal, and overlapped with the
-// daemon's answer that costs a `lockd run` about 0.3 ms less. It is done
-// before OpenSession returns, so before any command starts, and from then
-// on signals reach the command. One arriving earlier ends the process by
-// its default action, as before the catching started in any case: no
-// command runs yet, and the daemon drops the request when the connection
-// closes.
+// OpenSession catches signals, connects to the daemon and acquires name
+// (for lockd hold). The signals are caught beside the connecting and the
+// wait, and caught before it returns, as Run's catchSignals explains.
 func OpenSession(o WaitOpts, name string) (*Session, error) {
 	s := &Session{Sigs: make(chan os.Signal, 4)}
 	caught := make(chan struct{})
@@ -197,68 +187,6 @@ func CheckName(args []string) (string, error) {
 		return "", proc.Exitf(proc.ExitUsage, "lock names are at most 255 bytes")
 	}
 	return args[0], nil
-}
-
-// Run is 'lockd run': acquire the lock, run the command with LOCKD_NAME
-// and LOCKD_TOKEN while holding it, release it when the command exits.
-// The result carries the exit code (see proc): the command's own, 75
-// busy or timed out, 76 lost, 69 no daemon or no quorum.
-func Run(o RunOpts) error {
-	name, err := CheckName(o.Args)
-	if err != nil {
-		return err
-	}
-	args := o.Args[1:]
-	if len(args) > 0 && args[0] == "--" {
-		args = args[1:]
-	}
-	if len(args) == 0 {
-		return proc.Exitf(proc.ExitUsage, "no command: lockd run NAME -- command args...")
-	}
-	if o.Shell {
-		args = []string{"/bin/sh", "-c", joinArgs(args)}
-	}
-	sess, err := OpenSession(o.WaitOpts, name)
-	if err != nil {
-		return err
-	}
-	defer sess.Close()
-	cn, sigs, got, replies := sess.Conn, sess.Sigs, sess.Got, sess.Replies
-	ls := NewLease(got)
-	kid, err := proc.StartChild(args, []string{"LOCKD_NAME=" + name, "LOCKD_TOKEN=" + strconv.FormatUint(got.Token, 10)})
-	if err != nil {
-		return err
-	}
-	grace := o.KillGrace
-	lost := func(why string) error {
-		fmt.Fprintf(os.Stderr, "lockd: lock %s lost (%s): stopping the command\n", name, why)
-		kid.Stop(grace)
-		return proc.Exitf(proc.ExitLost, "lock %s lost while the command ran", name)
-	}
-	check := time.NewTicker(10 * time.Millisecond)
-	defer check.Stop()
-	for {
-		select {
-		case <-kid.Done():
-			_ = cn.Send(Request{Op: "release", Name: name})
-			return &proc.ExitError{Code: kid.ExitCode()}
-		case s := <-sigs:
-			kid.Signal(s.(syscall.Signal))
-		case r, ok := <-replies:
-			switch {
-			case !ok:
-				return lost("the daemon went away")
-			case r.Event == "valid" && r.Name == name:
-				ls.Extend(r)
-			case r.Event == "lost" && r.Name == name:
-				return lost(r.Reason)
-			}
-		case <-check.C:
-			if ls.Overdue() && len(replies) == 0 {
-				return lost("lease ran out without renewal")
-			}
-		}
-	}
 }
 
 func joinArgs(args []string) string {

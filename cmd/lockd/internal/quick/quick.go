@@ -32,11 +32,9 @@ func init() {
 	if !ok {
 		return
 	}
-	// The runtime locks the main goroutine to the main thread while
-	// packages initialise, so each time it blocked (on the daemon, the
-	// child, a signal) its thread would hand the P to another and take it
-	// back: two futex calls and two context switches per wait. Another
-	// goroutine runs free; this one only waits for the exit.
-	go func() { proc.Exit(ctl.Tool, ctl.Run(o)) }()
-	select {}
+	// Run waits in system calls (ppoll), not on channels or the runtime's
+	// poller, so the main goroutine, which the runtime keeps on the main
+	// thread while packages initialise, can run it without handing its
+	// thread's P to another thread at every wait.
+	proc.Exit(ctl.Tool, ctl.Run(o))
 }
