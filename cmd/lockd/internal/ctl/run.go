@@ -102,25 +102,26 @@ func (l *link) fill() error {
 		if i < 0 {
 			break
 		}
-		r, err := ParseReply(rest[:i])
-		if err != nil {
+		// Parsed in place: a Reply is big, and copies of it in the frames
+		// of this call chain would grow the goroutine's stack.
+		l.pending = append(l.pending, Reply{})
+		if err := l.pending[len(l.pending)-1].parse(rest[:i]); err != nil {
 			return err
 		}
-		l.pending = append(l.pending, r)
 		rest = rest[i+1:]
 	}
 	l.buf = l.buf[:copy(l.buf, rest)]
 	return nil
 }
 
-// take returns the next queued reply.
-func (l *link) take() (Reply, bool) {
+// take returns the next queued reply, or nil.
+func (l *link) take() *Reply {
 	if len(l.pending) == 0 {
-		return Reply{}, false
+		return nil
 	}
-	r := l.pending[0]
+	r := &l.pending[0]
 	l.pending = l.pending[1:]
-	return r, true
+	return r
 }
 
 // pollFD is struct pollfd.
@@ -207,9 +208,9 @@ func (s *sigPipe) read(buf []byte) []byte {
 // acquire asks for name and waits for the answer: the grant, or an exit
 // error — 75 (busy or timed out; code from --conflict-exit-code), 69 (no
 // daemon, no quorum), 64 (refused) or 128+signal.
-func (l *link) acquire(o WaitOpts, name string, sp *sigPipe) (Reply, error) {
+func (l *link) acquire(o WaitOpts, name string, sp *sigPipe) (*Reply, error) {
 	if err := l.send(Request{Op: "acquire", Name: name, NonBlock: o.NonBlock}); err != nil {
-		return Reply{}, proc.Exitf(proc.ExitUnavailable, "lost the daemon: %v", err)
+		return nil, proc.Exitf(proc.ExitUnavailable, "lost the daemon: %v", err)
 	}
 	var deadline time.Time
 	if o.Timeout > 0 {
@@ -218,18 +219,14 @@ func (l *link) acquire(o WaitOpts, name string, sp *sigPipe) (Reply, error) {
 	fds := []pollFD{{fd: int32(l.fd)}, {fd: int32(sp.r)}}
 	var sigs [16]byte
 	for {
-		for {
-			r, ok := l.take()
-			if !ok {
-				break
-			}
+		for r := l.take(); r != nil; r = l.take() {
 			switch r.Event {
 			case "acquired":
 				return r, nil
 			case "busy":
-				return Reply{}, proc.Exitf(o.Conflict, "%s is held by another process", name)
+				return nil, proc.Exitf(o.Conflict, "%s is held by another process", name)
 			case "error":
-				return Reply{}, proc.Exitf(proc.ExitUsage, "%s", r.Error)
+				return nil, proc.Exitf(proc.ExitUsage, "%s", r.Error)
 			}
 		}
 		timeout := time.Duration(-1)
@@ -237,26 +234,26 @@ func (l *link) acquire(o WaitOpts, name string, sp *sigPipe) (Reply, error) {
 			timeout = max(time.Until(deadline), 0)
 		}
 		if err := wait(fds, timeout); err != nil {
-			return Reply{}, proc.Exitf(proc.ExitUnavailable, "ppoll: %v", err)
+			return nil, proc.Exitf(proc.ExitUnavailable, "ppoll: %v", err)
 		}
 		if fds[1].ready() {
 			for _, b := range sp.read(sigs[:]) {
 				if b != 0 {
-					return Reply{}, &proc.ExitError{Code: 128 + int(b)}
+					return nil, &proc.ExitError{Code: 128 + int(b)}
 				}
 			}
 		}
 		if fds[0].ready() {
 			if err := l.fill(); err != nil {
-				return Reply{}, proc.Exitf(proc.ExitUnavailable, "the daemon closed the connection")
+				return nil, proc.Exitf(proc.ExitUnavailable, "the daemon closed the connection")
 			}
 			continue
 		}
 		if !deadline.IsZero() && !time.Now().Before(deadline) {
 			if noQuorum(o.Socket) {
-				return Reply{}, proc.Exitf(proc.ExitUnavailable, "timed out waiting for %s: the daemon has no quorum", name)
+				return nil, proc.Exitf(proc.ExitUnavailable, "timed out waiting for %s: the daemon has no quorum", name)
 			}
-			return Reply{}, proc.Exitf(o.Conflict, "timed out waiting for %s", name)
+			return nil, proc.Exitf(o.Conflict, "timed out waiting for %s", name)
 		}
 	}
 }
@@ -271,12 +268,17 @@ type command struct {
 
 // reap collects the command's exit status if it has exited.
 func (c *command) reap() bool {
-	if c.status != nil && !c.exited {
-		select {
-		case c.ws = <-c.status:
-			c.exited = true
-		default:
+	if c.status != nil {
+		// The goroutine in wait4 reaps it: a wait4 here could take the
+		// status from under it, or find the child gone without one.
+		if !c.exited {
+			select {
+			case c.ws = <-c.status:
+				c.exited = true
+			default:
+			}
 		}
+		return c.exited
 	}
 	if !c.exited {
 		for {
@@ -349,7 +351,7 @@ func (r *runner) start(args []string) error {
 	got, err := r.ln.acquire(r.o.WaitOpts, r.name, r.sp)
 	if err == nil {
 		<-r.sp.caught
-		r.lease = NewLease(got)
+		r.lease = NewLease(*got)
 		r.cmd.pid, r.cmd.pidfd, err = spawn(args, []string{"LOCKD_NAME=" + r.name, "LOCKD_TOKEN=" + strconv.FormatUint(got.Token, 10)})
 	}
 	if err != nil {
@@ -422,13 +424,13 @@ func (r *runner) supervise() error {
 // the news that the lock is lost (ok false, with the reason).
 func (r *runner) replies() (why string, ok bool) {
 	for {
-		rep, more := r.ln.take()
-		if !more {
+		rep := r.ln.take()
+		if rep == nil {
 			return "", true
 		}
 		switch {
 		case rep.Event == "valid" && rep.Name == r.name:
-			r.lease.Extend(rep)
+			r.lease.Extend(*rep)
 		case rep.Event == "lost" && rep.Name == r.name:
 			return rep.Reason, false
 		}
