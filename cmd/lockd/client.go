@@ -3,14 +3,11 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
-	"time"
 
 	ucli "github.com/urfave/cli/v2"
 
@@ -39,48 +36,13 @@ func holdCmd(c *ucli.Context) error {
 	if err != nil {
 		return err
 	}
-	out := cli.NewOutput(os.Stdout, c.Bool(cli.FlagJSON))
-	sess, err := ctl.OpenSession(waitOptsFrom(c), name)
-	if err != nil {
-		return err
+	jsonOut := c.Bool(cli.FlagJSON)
+	out := cli.NewOutput(os.Stdout, jsonOut)
+	last, err := ctl.Hold(waitOptsFrom(c), name, func(got ctl.Reply) { emit(out, jsonOut, got) })
+	if last.Event != "" {
+		emit(out, jsonOut, last)
 	}
-	defer sess.Close()
-	cn, sigs, got, replies := sess.Conn, sess.Sigs, sess.Got, sess.Replies
-	emit(out, c.Bool(cli.FlagJSON), got)
-	ls := ctl.NewLease(got)
-	eof := make(chan struct{})
-	go func() { io.Copy(io.Discard, os.Stdin); close(eof) }()
-	check := time.NewTicker(10 * time.Millisecond)
-	defer check.Stop()
-	lost := func(r ctl.Reply) error {
-		emit(out, c.Bool(cli.FlagJSON), r)
-		return cli.Exitf(cli.ExitLost, "lock %s lost", name)
-	}
-	for {
-		select {
-		case <-eof:
-			_ = cn.Send(ctl.Request{Op: "release", Name: name})
-			emit(out, c.Bool(cli.FlagJSON), ctl.Reply{Event: "released", Name: name, Token: got.Token})
-			return nil
-		case s := <-sigs:
-			_ = cn.Send(ctl.Request{Op: "release", Name: name})
-			emit(out, c.Bool(cli.FlagJSON), ctl.Reply{Event: "released", Name: name, Token: got.Token})
-			return &cli.ExitError{Code: 128 + int(s.(syscall.Signal))}
-		case r, ok := <-replies:
-			switch {
-			case !ok:
-				return lost(ctl.Reply{Event: "lost", Name: name, Token: got.Token, Reason: "the daemon went away"})
-			case r.Event == "valid":
-				ls.Extend(r)
-			case r.Event == "lost":
-				return lost(r)
-			}
-		case <-check.C:
-			if ls.Overdue() && len(replies) == 0 {
-				return lost(ctl.Reply{Event: "lost", Name: name, Token: got.Token, Reason: "lease ran out without renewal"})
-			}
-		}
-	}
+	return err
 }
 
 func emit(out *cli.Output, jsonOut bool, r ctl.Reply) {

@@ -746,6 +746,53 @@ func TestStatusListsEveryMembersHolders(t *testing.T) {
 	}
 }
 
+// TestHold: `lockd hold` prints the grant, and releases at the end of its
+// input (exit 0), on a signal (exit 128+signal) or reports the lock lost
+// when its daemon goes away (exit 76), printing the release or the loss.
+func TestHold(t *testing.T) {
+	c := startDaemons(t, 3)
+	out, err := exec.Command(lockdBin, "hold", "--socket", c.sock(1), "db").Output() // stdin: /dev/null
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if err != nil || len(lines) != 2 || !strings.HasPrefix(lines[0], "acquired db token ") ||
+		strings.TrimPrefix(lines[1], "released") != strings.TrimPrefix(lines[0], "acquired") {
+		t.Fatalf("hold with no input: %v\n%s", err, out)
+	}
+	// holdOpen starts a hold whose input stays open and returns once it
+	// printed its grant.
+	holdOpen := func(member int, args ...string) (*exec.Cmd, *bufio.Reader) {
+		h := exec.Command(lockdBin, append([]string{"hold", "--socket", c.sock(member)}, args...)...)
+		if _, err := h.StdinPipe(); err != nil {
+			t.Fatal(err)
+		}
+		stdout, err := h.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { h.Process.Kill(); h.Wait() })
+		r := bufio.NewReader(stdout)
+		if line, err := r.ReadString('\n'); err != nil || !strings.Contains(line, "acquired") {
+			t.Fatalf("hold: %q %v", line, err)
+		}
+		return h, r
+	}
+	h, r := holdOpen(2, "--json", "db")
+	h.Process.Signal(syscall.SIGTERM)
+	line, _ := r.ReadString('\n')
+	rep, perr := ctl.ParseReply([]byte(line))
+	if err := h.Wait(); perr != nil || rep.Event != "released" || rep.Name != "db" || h.ProcessState.ExitCode() != 128+int(syscall.SIGTERM) {
+		t.Fatalf("hold after SIGTERM: %q, %v (exit %d)", line, err, h.ProcessState.ExitCode())
+	}
+	h, r = holdOpen(3, "db")
+	c.ctl("kill", "3")
+	line, _ = r.ReadString('\n')
+	if err := h.Wait(); !strings.HasPrefix(line, "lost db token ") || h.ProcessState.ExitCode() != 76 {
+		t.Fatalf("hold with its daemon killed: %q, %v (exit %d)", line, err, h.ProcessState.ExitCode())
+	}
+}
+
 // TestStatusQueuesAcrossMembers: with the algorithms where each member
 // knows only its own clients, any member's `lockd status` shows one row per
 // lock with the holder and every member's waiting clients, in the order the

@@ -3,7 +3,6 @@ package ctl
 import (
 	"encoding/json"
 	"os"
-	"os/signal"
 	"syscall"
 	"time"
 
@@ -76,83 +75,6 @@ func (l *Lease) Overdue() bool {
 	}
 	l.tick = now
 	return !now.Before(l.settle) && now.After(l.until)
-}
-
-// acquire asks for name and waits for the answer. It returns the grant,
-// or an exit error: 75 (busy or timed out; code from --conflict-exit-code)
-// or 128+signal.
-func acquire(o WaitOpts, cn *Conn, name string, sigs <-chan os.Signal) (Reply, <-chan Reply, error) {
-	nonBlock := o.NonBlock
-	if err := cn.Send(Request{Op: "acquire", Name: name, NonBlock: nonBlock}); err != nil {
-		return Reply{}, nil, proc.Exitf(proc.ExitUnavailable, "lost the daemon: %v", err)
-	}
-	replies := cn.Replies()
-	var timeout <-chan time.Time
-	if o.Timeout > 0 {
-		timeout = time.After(o.Timeout)
-	}
-	conflict := o.Conflict
-	for {
-		select {
-		case r, ok := <-replies:
-			if !ok {
-				return Reply{}, nil, proc.Exitf(proc.ExitUnavailable, "the daemon closed the connection")
-			}
-			switch r.Event {
-			case "acquired":
-				return r, replies, nil
-			case "busy":
-				return Reply{}, nil, proc.Exitf(conflict, "%s is held by another process", name)
-			case "error":
-				return Reply{}, nil, proc.Exitf(proc.ExitUsage, "%s", r.Error)
-			}
-		case <-timeout:
-			if noQuorum(o.Socket) {
-				return Reply{}, nil, proc.Exitf(proc.ExitUnavailable, "timed out waiting for %s: the daemon has no quorum", name)
-			}
-			return Reply{}, nil, proc.Exitf(conflict, "timed out waiting for %s", name)
-		case s := <-sigs:
-			return Reply{}, nil, &proc.ExitError{Code: 128 + int(s.(syscall.Signal))}
-		}
-	}
-}
-
-// Session is a client connection that holds NAME: the daemon connection,
-// the signals caught meanwhile, the grant and the stream of later replies.
-type Session struct {
-	Conn    *Conn
-	Sigs    chan os.Signal
-	Got     Reply        // the grant
-	Replies <-chan Reply // what the daemon sends after it
-}
-
-// OpenSession catches signals, connects to the daemon and acquires name
-// (for lockd hold). The signals are caught beside the connecting and the
-// wait, and caught before it returns, as Run's catchSignals explains.
-func OpenSession(o WaitOpts, name string) (*Session, error) {
-	s := &Session{Sigs: make(chan os.Signal, 4)}
-	caught := make(chan struct{})
-	go func() {
-		signal.Notify(s.Sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-		close(caught)
-	}()
-	var err error
-	if s.Conn, err = Dial(o.Socket); err != nil {
-		return nil, err
-	}
-	if s.Got, s.Replies, err = acquire(o, s.Conn, name, s.Sigs); err != nil {
-		s.Close()
-		return nil, err
-	}
-	<-caught
-	return s, nil
-}
-
-// Close ends the connection. The signals stay caught: the process exits
-// next with the code it chose, and undoing Notify costs a round trip to
-// the runtime's signal thread per signal (about 0.1 ms of a `lockd run`).
-func (s *Session) Close() {
-	s.Conn.Close()
 }
 
 // WaitOpts are the flags of the commands that wait for a lock.

@@ -132,12 +132,13 @@ type pollFD struct {
 }
 
 const (
-	pollIn  = 0x1
-	pollErr = 0x8
-	pollHup = 0x10
+	pollIn   = 0x1
+	pollErr  = 0x8
+	pollHup  = 0x10
+	pollNval = 0x20 // not an open descriptor (a closed stdin)
 )
 
-func (p pollFD) ready() bool { return p.revents&(pollIn|pollErr|pollHup) != 0 }
+func (p pollFD) ready() bool { return p.revents&(pollIn|pollErr|pollHup|pollNval) != 0 }
 
 // wait blocks in ppoll(2) until one of fds is readable or timeout passes
 // (for ever if timeout < 0). A signal's interruption returns early, with
@@ -339,21 +340,33 @@ type runner struct {
 	buf   [16]byte
 }
 
-// start catches signals, acquires the lock and starts the command.
-func (r *runner) start(args []string) error {
+// acquire catches signals, connects and waits for the grant; on success
+// the link stays open (the caller closes it) and the lease has begun.
+func (r *runner) acquire() (*Reply, error) {
 	var err error
 	if r.sp, err = catchSignals(); err != nil {
-		return err
+		return nil, err
 	}
 	if r.ln, err = dialLink(r.o.Socket); err != nil {
-		return err
+		return nil, err
 	}
 	got, err := r.ln.acquire(r.o.WaitOpts, r.name, r.sp)
-	if err == nil {
-		<-r.sp.caught
-		r.lease = NewLease(*got)
-		r.cmd.pid, r.cmd.pidfd, err = spawn(args, []string{"LOCKD_NAME=" + r.name, "LOCKD_TOKEN=" + strconv.FormatUint(got.Token, 10)})
+	if err != nil {
+		r.ln.close()
+		return nil, err
 	}
+	<-r.sp.caught
+	r.lease = NewLease(*got)
+	return got, nil
+}
+
+// start acquires the lock and starts the command.
+func (r *runner) start(args []string) error {
+	got, err := r.acquire()
+	if err != nil {
+		return err
+	}
+	r.cmd.pid, r.cmd.pidfd, err = spawn(args, []string{"LOCKD_NAME=" + r.name, "LOCKD_TOKEN=" + strconv.FormatUint(got.Token, 10)})
 	if err != nil {
 		r.ln.close()
 		return err
@@ -415,6 +428,62 @@ func (r *runner) supervise() error {
 			next = now.Add(every)
 			if r.lease.Overdue() {
 				return r.lost("lease ran out without renewal")
+			}
+		}
+	}
+}
+
+// Hold is 'lockd hold': acquire name, call acquired with the grant, and
+// hold the lock until standard input ends (released, nil), a signal comes
+// (released, 128+signal) or the lock is lost (the "lost" reply, exit 76).
+func Hold(o WaitOpts, name string, acquired func(Reply)) (Reply, error) {
+	r := &runner{o: RunOpts{WaitOpts: o}, name: name}
+	got, err := r.acquire()
+	if err != nil {
+		return Reply{}, err
+	}
+	defer r.ln.close()
+	acquired(*got)
+	released := Reply{Event: "released", Name: name, Token: got.Token}
+	lost := func(why string) (Reply, error) {
+		return Reply{Event: "lost", Name: name, Token: got.Token, Reason: why}, proc.Exitf(proc.ExitLost, "lock %s lost", name)
+	}
+	r.fds = [3]pollFD{{fd: int32(r.ln.fd)}, {fd: int32(r.sp.r)}, {fd: 0}}
+	next := time.Now().Add(every)
+	for {
+		if why, ok := r.replies(); !ok {
+			return lost(why)
+		}
+		if err := wait(r.fds[:], max(time.Until(next), 0)); err != nil {
+			return lost(fmt.Sprintf("ppoll: %v", err))
+		}
+		if r.fds[1].ready() {
+			for _, b := range r.sp.read(r.buf[:]) {
+				if b != 0 {
+					_ = r.ln.send(Request{Op: "release", Name: name})
+					return released, &proc.ExitError{Code: 128 + int(b)}
+				}
+			}
+		}
+		if r.fds[2].ready() {
+			// Input is read and dropped; its end (or a descriptor that
+			// cannot be read) releases.
+			n, err := syscall.Read(0, r.buf[:])
+			if n <= 0 && err != syscall.EINTR && err != syscall.EAGAIN {
+				_ = r.ln.send(Request{Op: "release", Name: name})
+				return released, nil
+			}
+		}
+		if r.fds[0].ready() {
+			if err := r.ln.fill(); err != nil {
+				return lost("the daemon went away")
+			}
+			continue
+		}
+		if now := time.Now(); !now.Before(next) {
+			next = now.Add(every)
+			if r.lease.Overdue() {
+				return lost("lease ran out without renewal")
 			}
 		}
 	}
