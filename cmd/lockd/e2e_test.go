@@ -12,6 +12,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -168,6 +169,30 @@ func startDaemons(t testing.TB, n int, args ...string) *cluster {
 }
 
 func (c *cluster) sock(i int) string { return filepath.Join(c.dir, fmt.Sprintf("%d.sock", i)) }
+
+// hold starts `lockd hold ARGS` through member i with its input kept open
+// (closing stdin releases) and returns once it has printed its grant.
+func (c *cluster) hold(i int, args ...string) (*exec.Cmd, io.WriteCloser, *bufio.Reader) {
+	c.t.Helper()
+	h := exec.Command(lockdBin, append([]string{"hold", "--socket", c.sock(i)}, args...)...)
+	stdin, err := h.StdinPipe()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	stdout, err := h.StdoutPipe()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if err := h.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(func() { h.Process.Kill(); h.Wait() })
+	r := bufio.NewReader(stdout)
+	if line, err := r.ReadString('\n'); err != nil || !strings.Contains(line, "acquired") {
+		c.t.Fatalf("lockd hold: %q %v", line, err)
+	}
+	return h, stdin, r
+}
 
 func (c *cluster) ctl(args ...string) {
 	c.t.Helper()
@@ -757,35 +782,14 @@ func TestHold(t *testing.T) {
 		strings.TrimPrefix(lines[1], "released") != strings.TrimPrefix(lines[0], "acquired") {
 		t.Fatalf("hold with no input: %v\n%s", err, out)
 	}
-	// holdOpen starts a hold whose input stays open and returns once it
-	// printed its grant.
-	holdOpen := func(member int, args ...string) (*exec.Cmd, *bufio.Reader) {
-		h := exec.Command(lockdBin, append([]string{"hold", "--socket", c.sock(member)}, args...)...)
-		if _, err := h.StdinPipe(); err != nil {
-			t.Fatal(err)
-		}
-		stdout, err := h.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := h.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { h.Process.Kill(); h.Wait() })
-		r := bufio.NewReader(stdout)
-		if line, err := r.ReadString('\n'); err != nil || !strings.Contains(line, "acquired") {
-			t.Fatalf("hold: %q %v", line, err)
-		}
-		return h, r
-	}
-	h, r := holdOpen(2, "--json", "db")
+	h, _, r := c.hold(2, "--json", "db")
 	h.Process.Signal(syscall.SIGTERM)
 	line, _ := r.ReadString('\n')
 	rep, perr := ctl.ParseReply([]byte(line))
 	if err := h.Wait(); perr != nil || rep.Event != "released" || rep.Name != "db" || h.ProcessState.ExitCode() != 128+int(syscall.SIGTERM) {
 		t.Fatalf("hold after SIGTERM: %q, %v (exit %d)", line, err, h.ProcessState.ExitCode())
 	}
-	h, r = holdOpen(3, "db")
+	h, _, r = c.hold(3, "db")
 	c.ctl("kill", "3")
 	line, _ = r.ReadString('\n')
 	if err := h.Wait(); !strings.HasPrefix(line, "lost db token ") || h.ProcessState.ExitCode() != 76 {
@@ -820,22 +824,7 @@ func TestStatusQueuesAcrossMembers(t *testing.T) {
 					t.Fatalf("lockd run through member %d: %v\n%s", i, err, out)
 				}
 			}
-			hold := exec.Command(lockdBin, "hold", "--socket", cl.sock(1), "db")
-			stdin, err := hold.StdinPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			stdout, err := hold.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := hold.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { hold.Process.Kill(); hold.Wait() })
-			if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || !strings.HasPrefix(line, "acquired db") {
-				t.Fatalf("lockd hold: %q %v", line, err)
-			}
+			_, stdin, _ := cl.hold(1, "db")
 			status := func() mutex.LockStatus {
 				out, err := exec.Command(lockdBin, "status", "--json", "--socket", cl.sock(2)).Output()
 				var st struct {
