@@ -130,9 +130,23 @@ func joinArgs(args []string) string {
 // blocks (a Unix socket's connect waits only while the daemon's backlog is
 // full); the descriptor goes non-blocking afterwards, for the poller.
 func connectUnix(path string) (*os.File, error) {
+	fd, err := socketUnix(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.SetNonblock(fd, true); err != nil {
+		syscall.Close(fd)
+		return nil, os.NewSyscallError("fcntl", err)
+	}
+	return os.NewFile(uintptr(fd), path), nil
+}
+
+// socketUnix returns a blocking descriptor connected to the Unix stream
+// socket at path.
+func socketUnix(path string) (int, error) {
 	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return nil, os.NewSyscallError("socket", err)
+		return -1, os.NewSyscallError("socket", err)
 	}
 	for {
 		err = syscall.Connect(fd, &syscall.SockaddrUnix{Name: path})
@@ -140,12 +154,9 @@ func connectUnix(path string) (*os.File, error) {
 			break
 		}
 	}
-	if err == nil {
-		err = syscall.SetNonblock(fd, true)
-	}
 	if err != nil {
 		syscall.Close(fd)
-		return nil, os.NewSyscallError("connect", err)
+		return -1, os.NewSyscallError("connect", err)
 	}
-	return os.NewFile(uintptr(fd), path), nil
+	return fd, nil
 }

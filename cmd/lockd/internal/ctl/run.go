@@ -34,20 +34,9 @@ type link struct {
 // dialLink connects to the daemon's control socket at path; exit 69 when
 // nobody serves it.
 func dialLink(path string) (*link, error) {
-	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
-	if err == nil {
-		for {
-			err = syscall.Connect(fd, &syscall.SockaddrUnix{Name: path})
-			if err != syscall.EINTR {
-				break
-			}
-		}
-		if err != nil {
-			syscall.Close(fd)
-		}
-	}
+	fd, err := socketUnix(path)
 	if err != nil {
-		return nil, proc.Exitf(proc.ExitUnavailable, "no lockd daemon at %s (start one with 'lockd serve'): connect: %v", path, err)
+		return nil, proc.Exitf(proc.ExitUnavailable, "no lockd daemon at %s (start one with 'lockd serve'): %v", path, err)
 	}
 	return &link{fd: fd, buf: make([]byte, 0, 1024)}, nil
 }
@@ -396,42 +385,65 @@ func (r *runner) start(args []string) error {
 // clock even when the daemon cannot say so.
 const every = 10 * time.Millisecond
 
-// supervise waits for the command's exit, passing signals on, taking the
-// daemon's extensions, and stopping the command if the lock is lost.
-func (r *runner) supervise() error {
+// watch holds the lock while waiting in ppoll: it takes the daemon's
+// extensions, judges the lease every 10 ms, and hands each caught signal
+// to onSignal and the readiness of the third descriptor to onThird
+// (either ends the wait by returning done). It returns the reason when the
+// lock is lost, or "" and the callback's error.
+func (r *runner) watch(onSignal func(syscall.Signal) (bool, error), onThird func() (bool, error)) (string, error) {
 	next := time.Now().Add(every)
 	for {
 		if why, ok := r.replies(); !ok {
-			return r.lost(why)
+			return why, nil
 		}
 		if err := wait(r.fds[:], max(time.Until(next), 0)); err != nil {
-			return r.lost(fmt.Sprintf("ppoll: %v", err))
+			return fmt.Sprintf("ppoll: %v", err), nil
 		}
 		if r.fds[1].ready() {
 			for _, b := range r.sp.read(r.buf[:]) {
-				if b != 0 && !r.cmd.exited {
-					_ = syscall.Kill(-r.cmd.pid, syscall.Signal(b))
+				if done, err := onSignal(syscall.Signal(b)); done {
+					return "", err
 				}
 			}
 		}
-		if (r.cmd.status != nil || r.fds[2].ready()) && r.cmd.reap() {
-			_ = r.ln.send(Request{Op: "release", Name: r.name})
-			return &proc.ExitError{Code: proc.StatusCode(r.cmd.ws)}
+		if done, err := onThird(); done {
+			return "", err
 		}
 		if r.fds[0].ready() {
 			// Read what the daemon sent before judging the lease.
 			if err := r.ln.fill(); err != nil {
-				return r.lost("the daemon went away")
+				return "the daemon went away", nil
 			}
 			continue
 		}
 		if now := time.Now(); !now.Before(next) {
 			next = now.Add(every)
 			if r.lease.Overdue() {
-				return r.lost("lease ran out without renewal")
+				return "lease ran out without renewal", nil
 			}
 		}
 	}
+}
+
+// supervise waits for the command's exit, passing signals on, and stops
+// the command if the lock is lost.
+func (r *runner) supervise() error {
+	why, err := r.watch(func(s syscall.Signal) (bool, error) {
+		if s != 0 && !r.cmd.exited { // 0: the command's exit, without a pidfd
+			_ = syscall.Kill(-r.cmd.pid, s)
+		}
+		return false, nil
+	}, func() (bool, error) {
+		if (r.cmd.status != nil || r.fds[2].ready()) && r.cmd.reap() {
+			_ = r.ln.send(Request{Op: "release", Name: r.name})
+			return true, &proc.ExitError{Code: proc.StatusCode(r.cmd.ws)}
+		}
+		return false, nil
+	})
+	if why != "" {
+		return r.lost(why)
+	}
+	return err
 }
 
 // Hold is 'lockd hold': acquire name, call acquired with the grant, and
@@ -445,49 +457,28 @@ func Hold(o WaitOpts, name string, acquired func(Reply)) (Reply, error) {
 	}
 	defer r.ln.close()
 	acquired(*got)
-	released := Reply{Event: "released", Name: name, Token: got.Token}
-	lost := func(why string) (Reply, error) {
+	r.fds = [3]pollFD{{fd: int32(r.ln.fd)}, {fd: int32(r.sp.r)}, {fd: 0}}
+	release := func(err error) (bool, error) {
+		_ = r.ln.send(Request{Op: "release", Name: name})
+		return true, err
+	}
+	why, err := r.watch(func(s syscall.Signal) (bool, error) {
+		return release(&proc.ExitError{Code: 128 + int(s)})
+	}, func() (bool, error) {
+		if !r.fds[2].ready() {
+			return false, nil
+		}
+		// Input is read and dropped; its end (or a descriptor that cannot
+		// be read) releases.
+		if n, err := syscall.Read(0, r.buf[:]); n <= 0 && err != syscall.EINTR && err != syscall.EAGAIN {
+			return release(nil)
+		}
+		return false, nil
+	})
+	if why != "" {
 		return Reply{Event: "lost", Name: name, Token: got.Token, Reason: why}, proc.Exitf(proc.ExitLost, "lock %s lost", name)
 	}
-	r.fds = [3]pollFD{{fd: int32(r.ln.fd)}, {fd: int32(r.sp.r)}, {fd: 0}}
-	next := time.Now().Add(every)
-	for {
-		if why, ok := r.replies(); !ok {
-			return lost(why)
-		}
-		if err := wait(r.fds[:], max(time.Until(next), 0)); err != nil {
-			return lost(fmt.Sprintf("ppoll: %v", err))
-		}
-		if r.fds[1].ready() {
-			for _, b := range r.sp.read(r.buf[:]) {
-				if b != 0 {
-					_ = r.ln.send(Request{Op: "release", Name: name})
-					return released, &proc.ExitError{Code: 128 + int(b)}
-				}
-			}
-		}
-		if r.fds[2].ready() {
-			// Input is read and dropped; its end (or a descriptor that
-			// cannot be read) releases.
-			n, err := syscall.Read(0, r.buf[:])
-			if n <= 0 && err != syscall.EINTR && err != syscall.EAGAIN {
-				_ = r.ln.send(Request{Op: "release", Name: name})
-				return released, nil
-			}
-		}
-		if r.fds[0].ready() {
-			if err := r.ln.fill(); err != nil {
-				return lost("the daemon went away")
-			}
-			continue
-		}
-		if now := time.Now(); !now.Before(next) {
-			next = now.Add(every)
-			if r.lease.Overdue() {
-				return lost("lease ran out without renewal")
-			}
-		}
-	}
+	return Reply{Event: "released", Name: name, Token: got.Token}, err
 }
 
 // replies takes the daemon's queued replies: extensions of the lease, or
