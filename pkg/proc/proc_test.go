@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -101,5 +102,38 @@ func TestLookPath(t *testing.T) {
 	t.Setenv("PATH", "")
 	if _, err := lookPath("sh"); !errors.Is(err, errNotFound) {
 		t.Fatalf("empty PATH: %v", err)
+	}
+}
+
+// TestSibling: Handover's search. Beside the running executable first
+// (here the test binary, in a directory of go test's own), then $PATH; a
+// name found nowhere is exit code 69 with both places named.
+func TestSibling(t *testing.T) {
+	self, err := os.Readlink("/proc/self/exe")
+	if err != nil {
+		t.Skip("no /proc/self/exe:", err)
+	}
+	dir := t.TempDir()
+	tool := filepath.Join(dir, "rt-sibling-test")
+	if err := os.WriteFile(tool, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir)
+	if p, err := sibling("rt-sibling-test"); err != nil || p != tool {
+		t.Fatalf("from $PATH: %q %v", p, err)
+	}
+	beside := filepath.Join(filepath.Dir(self), "rt-sibling-test")
+	if err := os.WriteFile(beside, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Skip("the test binary's directory is not writable:", err)
+	}
+	defer os.Remove(beside)
+	if p, err := sibling("rt-sibling-test"); err != nil || p != beside {
+		t.Fatalf("beside the executable, before $PATH: %q %v", p, err)
+	}
+	os.Remove(beside)
+	t.Setenv("PATH", "/nonexistent")
+	_, err = sibling("rt-sibling-test")
+	if Code(err) != ExitUnavailable || !strings.Contains(err.Error(), filepath.Dir(self)+"/ or in $PATH") {
+		t.Fatalf("found nowhere: %v (code %d)", err, Code(err))
 	}
 }

@@ -12,15 +12,23 @@ import (
 
 // Main builds the command in the current directory as name into a
 // temporary directory, stores its path in *bin, runs the tests and exits.
-// Use it as the body of TestMain.
-func Main(m *testing.M, name string, bin *string) {
+// Use it as the body of TestMain. With also (package paths relative to
+// the current directory), those commands are built into the same
+// directory, each named after its package's directory as go build names
+// it, and *bin is the one of them called name: how a command made of a
+// front binary and the program it hands over to is tested as installed.
+func Main(m *testing.M, name string, bin *string, also ...string) {
 	dir, err := os.MkdirTemp("", name+"-test")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	*bin = filepath.Join(dir, name)
-	if out, err := exec.Command("go", "build", "-o", *bin, ".").CombinedOutput(); err != nil {
+	args := []string{"build", "-o", *bin, "."}
+	if len(also) > 0 {
+		args = append([]string{"build", "-o", dir + "/", "."}, also...)
+	}
+	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "building %s: %v\n%s", name, err, out)
 		os.RemoveAll(dir)
 		os.Exit(1)

@@ -40,7 +40,10 @@ func TestMain(m *testing.M) {
 		witness(file)
 		return
 	}
-	clitest.Main(m, "lockd", &lockdBin)
+	// lockd as installed: the front (..) beside lockd-full (.); every
+	// test goes through the front, so every command line but the quick
+	// `lockd run` forms also tests the handover.
+	clitest.Main(m, "lockd", &lockdBin, "..")
 }
 
 func witness(file string) {
@@ -131,7 +134,7 @@ type cluster struct {
 }
 
 func script(t testing.TB) string {
-	p, _ := filepath.Abs("../../scripts/cluster.sh")
+	p, _ := filepath.Abs("../../../scripts/cluster.sh")
 	return p
 }
 
@@ -947,5 +950,83 @@ func TestWatchCluster(t *testing.T) {
 		await(fmt.Sprintf("member %d's grant", m), func(r ctl.Reply) bool {
 			return r.Node == uint32(m) && r.Event == "acquired" && r.Name == "jobs"
 		})
+	}
+}
+
+// TestFront: lockd is a front binary that runs `lockd run` itself and
+// hands every other command line to lockd-full, found beside the front's
+// own file (links resolved) or else in $PATH.
+func TestFront(t *testing.T) {
+	full := filepath.Join(filepath.Dir(lockdBin), "lockd-full")
+	exit := func(cmd *exec.Cmd) (int, string) {
+		out, err := cmd.CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode(), string(out)
+		}
+		return 0, string(out)
+	}
+
+	// The front links none of the daemon's modules.
+	mods, err := exec.Command("go", "version", "-m", lockdBin).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []string{"github.com/urfave/cli", "github.com/hashicorp/go-sockaddr", "github.com/fatih/color"} {
+		if !strings.Contains(string(mods), "\tpath\t") || strings.Contains(string(mods), m) {
+			t.Errorf("the front links %s:\n%s", m, mods)
+		}
+	}
+
+	// The front alone, lockd-full nowhere: run still works (exit 69 here
+	// only because no daemon listens, and it says so); anything else is
+	// exit 69 naming what is missing.
+	alone := filepath.Join(t.TempDir(), "lockd")
+	b, err := os.ReadFile(lockdBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(alone, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(alone, "run", "--socket", "/nonexistent/x.sock", "L", "--", "true")
+	cmd.Env = append(os.Environ(), "PATH=/usr/bin:/bin")
+	if code, out := exit(cmd); code != 69 || strings.Contains(out, "lockd-full") || !strings.Contains(out, "/nonexistent/x.sock") {
+		t.Errorf("lockd run without lockd-full: exit %d, %q", code, out)
+	}
+	cmd = exec.Command(alone, "status", "--socket", "/nonexistent/x.sock")
+	cmd.Env = append(os.Environ(), "PATH=/usr/bin:/bin")
+	if code, out := exit(cmd); code != 69 || !strings.Contains(out, "lockd-full not found in "+filepath.Dir(alone)+"/ or in $PATH") {
+		t.Errorf("lockd status without lockd-full: exit %d, %q", code, out)
+	}
+	// ... and found through $PATH.
+	cmd = exec.Command(alone, "ring-k", "--nodes", "10000", "--failures", "1000", "--prob", "0.99999")
+	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(full)+":/usr/bin:/bin")
+	if code, out := exit(cmd); code != 0 || !strings.HasPrefix(out, "k 8") {
+		t.Errorf("lockd ring-k with lockd-full in $PATH: exit %d, %q", code, out)
+	}
+	// A symbolic link to the front, elsewhere: lockd-full is looked for
+	// beside the front's file, not beside the link.
+	link := filepath.Join(t.TempDir(), "lockd")
+	if err := os.Symlink(lockdBin, link); err != nil {
+		t.Fatal(err)
+	}
+	cmd = exec.Command(link, "--help")
+	cmd.Env = append(os.Environ(), "PATH=/usr/bin:/bin")
+	if code, out := exit(cmd); code != 0 || !strings.Contains(out, "run this host's lock daemon") {
+		t.Errorf("lockd --help through a link: exit %d, %q", code, out)
+	}
+
+	// A daemon started through the front is lockd-full's code under
+	// lockd's name (ps -C lockd, pgrep -x lockd), with the same process.
+	c := startDaemons(t, 1)
+	pid, err := exec.Command(script(t), "pid", "1", "-d", c.dir).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := strings.TrimSpace(string(pid))
+	comm, _ := os.ReadFile("/proc/" + p + "/comm")
+	exe, _ := os.Readlink("/proc/" + p + "/exe")
+	if strings.TrimSpace(string(comm)) != "lockd" || exe != full {
+		t.Errorf("daemon %s: comm %q, exe %q; want lockd, %s", p, comm, exe, full)
 	}
 }
