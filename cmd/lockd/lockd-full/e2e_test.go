@@ -612,15 +612,22 @@ func TestQuickRunSkipsHeavyInit(t *testing.T) {
 		}
 		return seen
 	}
-	quick := inits("run", "--socket", "/nonexistent/x.sock", "L", "--", "true")
-	if !quick["os"] {
-		t.Fatalf("no init trace read: %v", quick)
-	}
 	full := inits("run", "--socket", "/nonexistent/x.sock", "--help")
-	for _, p := range heavy {
-		if quick[p] {
-			t.Errorf("lockd run initialised %s", p)
+	for _, args := range [][]string{
+		{"run", "--socket", "/nonexistent/x.sock", "L", "--", "true"},
+		{"hold", "--socket", "/nonexistent/x.sock", "L"},
+	} {
+		quick := inits(args...)
+		if !quick["os"] {
+			t.Fatalf("no init trace read: %v", quick)
 		}
+		for _, p := range heavy {
+			if quick[p] {
+				t.Errorf("lockd %s initialised %s", args[0], p)
+			}
+		}
+	}
+	for _, p := range heavy {
 		if !full[p] {
 			t.Errorf("control: lockd run --help did not initialise %s", p)
 		}

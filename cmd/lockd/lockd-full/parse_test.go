@@ -103,3 +103,66 @@ func unsetenv(t *testing.T, k string) {
 		t.Fatal(err)
 	}
 }
+
+// TestFastHoldMatchesCLI: as TestFastRunMatchesCLI, for 'lockd hold'.
+func TestFastHoldMatchesCLI(t *testing.T) {
+	cases := []struct {
+		args []string
+		env  map[string]string
+		fast bool
+	}{
+		{[]string{"hold", "L"}, nil, true},
+		{[]string{"hold", "--socket", "/s", "--json", "L"}, nil, true},
+		{[]string{"hold", "--json=false", "-n", "-E", "0x10", "--timeout=2s", "L", "extra"}, nil, true},
+		{[]string{"hold", "--", "L"}, nil, true},
+		{[]string{"hold", "L"}, map[string]string{"LOCKD_SOCKET": "/env.sock"}, true},
+		// run's flags are not hold's; a LOCKD_ variable of a flag hold
+		// does not have changes nothing.
+		{[]string{"hold", "L"}, map[string]string{"LOCKD_KILL_GRACE": "1s"}, true},
+		// Left to urfave/cli:
+		{[]string{"hold", "--shell", "L"}, nil, false},
+		{[]string{"hold", "--kill-grace", "1s", "L"}, nil, false},
+		{[]string{"hold", "L"}, map[string]string{"LOCKD_JSON": "1"}, false},
+		{[]string{"hold", "--help"}, nil, false},
+		{[]string{"hold", "--timeout", "soon", "L"}, nil, false},
+		{[]string{"hold", "L", "--generate-bash-completion"}, nil, false},
+		{[]string{"run", "L", "--", "true"}, nil, false},
+	}
+	for _, c := range cases {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			for _, k := range []string{"LOCKD_SOCKET", "LOCKD_JSON", "LOCKD_KILL_GRACE", "XDG_RUNTIME_DIR"} {
+				t.Setenv(k, "")
+				unsetenv(t, k)
+			}
+			for k, v := range c.env {
+				t.Setenv(k, v)
+			}
+			fast, ok := ctl.ParseHold(c.args)
+			if ok != c.fast {
+				t.Fatalf("quick parser took it: %v, want %v", ok, c.fast)
+			}
+			if !ok {
+				return
+			}
+			var slow ctl.HoldOpts
+			called := false
+			app := newApp(runCmd)
+			for _, cmd := range app.Commands {
+				if cmd.Name == "hold" {
+					cmd.Action = func(ctx *ucli.Context) error {
+						called = true
+						slow = ctl.HoldOpts{WaitOpts: waitOptsFrom(ctx), JSON: ctx.Bool("json"), Args: ctx.Args().Slice()}
+						return nil
+					}
+				}
+			}
+			app.ExitErrHandler = func(*ucli.Context, error) {}
+			if err := app.Run(append([]string{"lockd"}, c.args...)); err != nil || !called {
+				t.Fatalf("urfave/cli: error %v, action called %v", err, called)
+			}
+			if !reflect.DeepEqual(fast, slow) {
+				t.Fatalf("quick parser %+v, urfave/cli %+v", fast, slow)
+			}
+		})
+	}
+}

@@ -23,17 +23,53 @@ import (
 // the two parsers).
 func ParseRun(args []string) (RunOpts, bool) {
 	o := RunOpts{WaitOpts: WaitOpts{Conflict: proc.ExitBusy}, KillGrace: DefaultKillGrace}
-	if len(args) == 0 || args[0] != "run" || args[len(args)-1] == "--generate-bash-completion" {
-		return o, false
+	var json bool
+	rest, ok := parseQuick(args, "run", quickFlags{wait: &o.WaitOpts, json: &json, shell: &o.Shell, grace: &o.KillGrace})
+	o.Args = rest
+	return o, ok
+}
+
+// HoldOpts is a parsed 'lockd hold'.
+type HoldOpts struct {
+	WaitOpts
+	JSON bool     // print JSON lines
+	Args []string // NAME, as given
+}
+
+// ParseHold is ParseRun for 'lockd hold [--socket P] [--timeout D] [-n]
+// [-E N] [--json] NAME', with the same rules.
+func ParseHold(args []string) (HoldOpts, bool) {
+	o := HoldOpts{WaitOpts: WaitOpts{Conflict: proc.ExitBusy}}
+	rest, ok := parseQuick(args, "hold", quickFlags{wait: &o.WaitOpts, json: &o.JSON})
+	o.Args = rest
+	return o, ok
+}
+
+// quickFlags are where parseQuick stores the flags; a nil field is a flag
+// the command does not have.
+type quickFlags struct {
+	wait  *WaitOpts
+	json  *bool
+	shell *bool
+	grace *time.Duration
+}
+
+// parseQuick reads `cmd [flags] args...` as urfave/cli would (see
+// ParseRun) and returns the arguments after the flags.
+func parseQuick(args []string, cmd string, f quickFlags) ([]string, bool) {
+	if len(args) == 0 || args[0] != cmd || args[len(args)-1] == "--generate-bash-completion" {
+		return nil, false
 	}
-	for _, f := range []string{"json", "timeout", "nonblock", "conflict-exit-code", "kill-grace", "shell"} {
-		if _, set := os.LookupEnv(proc.Env(Tool, f)); set {
-			return o, false
+	has := map[string]bool{"socket": true, "json": true, "timeout": true, "nonblock": true, "n": true,
+		"conflict-exit-code": true, "E": true, "shell": f.shell != nil, "kill-grace": f.grace != nil}
+	for _, name := range []string{"json", "timeout", "nonblock", "conflict-exit-code", "kill-grace", "shell"} {
+		if _, set := os.LookupEnv(proc.Env(Tool, name)); set && has[name] {
+			return nil, false
 		}
 	}
-	o.Socket = proc.DefaultSocket(Tool)
+	f.wait.Socket = proc.DefaultSocket(Tool)
 	if v, set := os.LookupEnv(proc.Env(Tool, "socket")); set {
-		o.Socket = v
+		f.wait.Socket = v
 	}
 	i := 1
 	for ; i < len(args); i++ {
@@ -50,32 +86,34 @@ func ParseRun(args []string) (RunOpts, bool) {
 			name = name[1:]
 		}
 		if name == "" || name[0] == '-' || name[0] == '=' {
-			return o, false
+			return nil, false
 		}
 		name, value, hasValue := strings.Cut(name, "=")
+		if !has[name] {
+			return nil, false
+		}
 		switch name {
 		case "nonblock", "n", "shell", "json":
 			b := true
 			if hasValue {
 				var err error
 				if b, err = strconv.ParseBool(value); err != nil {
-					return o, false
+					return nil, false
 				}
 			}
 			switch name {
 			case "nonblock", "n":
-				o.NonBlock = b
+				f.wait.NonBlock = b
 			case "shell":
-				o.Shell = b
+				*f.shell = b
+			case "json":
+				*f.json = b
 			}
 			continue
-		case "socket", "timeout", "kill-grace", "conflict-exit-code", "E":
-		default:
-			return o, false
 		}
 		if !hasValue {
 			if i+1 >= len(args) {
-				return o, false
+				return nil, false
 			}
 			i++
 			value = args[i]
@@ -83,20 +121,19 @@ func ParseRun(args []string) (RunOpts, bool) {
 		var err error
 		switch name {
 		case "socket":
-			o.Socket = value
+			f.wait.Socket = value
 		case "timeout":
-			o.Timeout, err = time.ParseDuration(value)
+			f.wait.Timeout, err = time.ParseDuration(value)
 		case "kill-grace":
-			o.KillGrace, err = time.ParseDuration(value)
+			*f.grace, err = time.ParseDuration(value)
 		case "conflict-exit-code", "E":
 			var n int64
 			n, err = strconv.ParseInt(value, 0, strconv.IntSize)
-			o.Conflict = int(n)
+			f.wait.Conflict = int(n)
 		}
 		if err != nil {
-			return o, false
+			return nil, false
 		}
 	}
-	o.Args = args[i:]
-	return o, true
+	return args[i:], true
 }
