@@ -2,9 +2,10 @@
 // host ('lockd serve') and clients ('lockd run', 'hold', 'session',
 // 'status', 'watch') that talk to it over a Unix socket. See pkg/mutex.
 //
-// This binary is lockd's front: the short-lived `lockd run NAME -- cmd`,
-// started once per critical section, runs here, in a program that links
-// only the client (package quick, from its initialisation). Every other
+// This binary is lockd's front: the short-lived `lockd run NAME -- cmd`
+// and `lockd hold NAME`, started once per critical section, run here, in
+// a program that links only their client (package quick, from its
+// initialisation). Every other
 // command line, the daemon included, is handed to lockd-full, the complete
 // program, installed beside this one: the process becomes lockd-full with
 // the same arguments and the same process ID.
@@ -32,7 +33,7 @@ func main() {
 	// them and exited.
 	err := proc.Handover(full)
 	if proc.Code(err) == proc.ExitUnavailable {
-		os.Stderr.WriteString("lockd: " + err.Error() + " (it is built with lockd: go build ./cmd/lockd/...); `lockd run` works without it, every other command needs it\n")
+		os.Stderr.WriteString("lockd: " + err.Error() + " (it is built with lockd: go build ./cmd/lockd/...); `lockd run` and `lockd hold` work without it, every other command needs it\n")
 		os.Exit(proc.ExitUnavailable)
 	}
 	proc.Exit("lockd", err)
