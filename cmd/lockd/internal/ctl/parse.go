@@ -9,6 +9,40 @@ import (
 	"github.com/roundtable-go/roundtable/pkg/proc"
 )
 
+// Quick runs the command line args (without the program's name) when it
+// is one of the common forms of 'lockd run' or 'lockd hold' that ParseRun
+// and ParseHold take, and returns true with what the command returned; for
+// any other command line it returns false at once.
+func Quick(args []string) (bool, error) {
+	if o, ok := ParseRun(args); ok {
+		return true, Run(o)
+	}
+	if o, ok := ParseHold(args); ok {
+		// A NAME that needs an error message is left to urfave/cli.
+		if name, err := CheckName(o.Args); err == nil {
+			return true, hold(o, name)
+		}
+	}
+	return false, nil
+}
+
+// hold is 'lockd hold' with its output: one line when acquired, one when
+// released or lost, as text or (--json) JSON lines, each in one write.
+func hold(o HoldOpts, name string) error {
+	print := func(r Reply) {
+		if o.JSON {
+			os.Stdout.Write(r.Line())
+		} else {
+			os.Stdout.WriteString(r.String() + "\n")
+		}
+	}
+	last, err := Hold(o.WaitOpts, name, print)
+	if last.Event != "" {
+		print(last)
+	}
+	return err
+}
+
 // ParseRun parses the common forms of 'lockd run' without building the
 // urfave/cli application: `lockd run [--socket P] [--timeout D] [-n]
 // [-E N] [--kill-grace D] [--shell] [--json] NAME -- command args...`.
