@@ -94,10 +94,21 @@ func parseQuick(args []string, cmd string, f quickFlags) ([]string, bool) {
 	if len(args) == 0 || args[0] != cmd || args[len(args)-1] == "--generate-bash-completion" {
 		return nil, false
 	}
-	has := map[string]bool{"socket": true, "json": true, "timeout": true, "nonblock": true, "n": true,
-		"conflict-exit-code": true, "E": true, "shell": f.shell != nil, "kill-grace": f.grace != nil}
+	// (a switch, not a map: a map of this size is one more allocation of
+	// its own size class, so one more page touched in every run)
+	has := func(name string) bool {
+		switch name {
+		case "socket", "json", "timeout", "nonblock", "n", "conflict-exit-code", "E":
+			return true
+		case "shell":
+			return f.shell != nil
+		case "kill-grace":
+			return f.grace != nil
+		}
+		return false
+	}
 	for _, name := range []string{"json", "timeout", "nonblock", "conflict-exit-code", "kill-grace", "shell"} {
-		if _, set := os.LookupEnv(proc.Env(Tool, name)); set && has[name] {
+		if _, set := os.LookupEnv(proc.Env(Tool, name)); set && has(name) {
 			return nil, false
 		}
 	}
@@ -123,7 +134,7 @@ func parseQuick(args []string, cmd string, f quickFlags) ([]string, bool) {
 			return nil, false
 		}
 		name, value, hasValue := strings.Cut(name, "=")
-		if !has[name] {
+		if !has(name) {
 			return nil, false
 		}
 		switch name {
