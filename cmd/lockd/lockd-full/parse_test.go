@@ -1,8 +1,8 @@
 package main
 
 import (
+	"fmt"
 	"os"
-	"reflect"
 	"strings"
 	"testing"
 
@@ -15,11 +15,7 @@ import (
 // command line, urfave/cli reads the same options from it; and the common
 // forms are taken (otherwise the quick path would be dead code).
 func TestFastRunMatchesCLI(t *testing.T) {
-	cases := []struct {
-		args []string
-		env  map[string]string
-		fast bool // must the quick parser take it?
-	}{
+	cases := []parseCase{
 		{[]string{"run", "L", "--", "true"}, nil, true},
 		{[]string{"run", "L", "true"}, nil, true},
 		{[]string{"run", "--", "L", "--", "true"}, nil, true},
@@ -56,41 +52,58 @@ func TestFastRunMatchesCLI(t *testing.T) {
 		{[]string{"status"}, nil, false},
 		{nil, nil, false},
 	}
+	matchCLI(t, cases, "run", ctl.ParseRun, func(ctx *ucli.Context) ctl.RunOpts {
+		return ctl.RunOpts{WaitOpts: waitOptsFrom(ctx), KillGrace: ctx.Duration("kill-grace"), Shell: ctx.Bool("shell"), Args: ctx.Args().Slice()}
+	})
+}
+
+// parseCase is a command line, its environment, and whether the quick
+// parser must take it.
+type parseCase struct {
+	args []string
+	env  map[string]string
+	fast bool
+}
+
+// matchCLI checks quick, a quick parser, against urfave/cli's reading of
+// the same command lines, read into the same options by fromCLI as the
+// action of command cmd.
+func matchCLI[T any](t *testing.T, cases []parseCase, cmd string, quick func([]string) (T, bool), fromCLI func(*ucli.Context) T) {
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
-			for _, k := range []string{"LOCKD_SOCKET", "LOCKD_TIMEOUT", "LOCKD_NONBLOCK", "XDG_RUNTIME_DIR"} {
+			for _, k := range []string{"LOCKD_SOCKET", "LOCKD_TIMEOUT", "LOCKD_NONBLOCK", "LOCKD_JSON", "LOCKD_KILL_GRACE", "XDG_RUNTIME_DIR"} {
 				t.Setenv(k, "")
 				unsetenv(t, k)
 			}
 			for k, v := range c.env {
 				t.Setenv(k, v)
 			}
-			fast, ok := ctl.ParseRun(c.args)
+			fast, ok := quick(c.args)
 			if ok != c.fast {
 				t.Fatalf("quick parser took it: %v, want %v", ok, c.fast)
 			}
 			if !ok {
 				return
 			}
-			var slow ctl.RunOpts
+			var slow T
 			called := false
-			app := newApp(func(ctx *ucli.Context) error {
-				called = true
-				slow = ctl.RunOpts{WaitOpts: waitOptsFrom(ctx), KillGrace: ctx.Duration("kill-grace"), Shell: ctx.Bool("shell"), Args: ctx.Args().Slice()}
-				return nil
-			})
+			app := newApp(runCmd)
+			for _, command := range app.Commands {
+				if command.Name == cmd {
+					command.Action = func(ctx *ucli.Context) error {
+						called = true
+						slow = fromCLI(ctx)
+						return nil
+					}
+				}
+			}
 			app.ExitErrHandler = func(*ucli.Context, error) {}
 			if err := app.Run(append([]string{"lockd"}, c.args...)); err != nil || !called {
 				t.Fatalf("urfave/cli: error %v, action called %v", err, called)
 			}
-			if len(fast.Args) == 0 {
-				fast.Args = nil
-			}
-			if len(slow.Args) == 0 {
-				slow.Args = nil
-			}
-			if !reflect.DeepEqual(fast, slow) {
-				t.Fatalf("quick parser %+v, urfave/cli %+v", fast, slow)
+			// (%+v: no arguments is the same whether nil or empty)
+			if f, s := fmt.Sprintf("%+v", fast), fmt.Sprintf("%+v", slow); f != s {
+				t.Fatalf("quick parser %s, urfave/cli %s", f, s)
 			}
 		})
 	}
@@ -106,11 +119,7 @@ func unsetenv(t *testing.T, k string) {
 
 // TestFastHoldMatchesCLI: as TestFastRunMatchesCLI, for 'lockd hold'.
 func TestFastHoldMatchesCLI(t *testing.T) {
-	cases := []struct {
-		args []string
-		env  map[string]string
-		fast bool
-	}{
+	cases := []parseCase{
 		{[]string{"hold", "L"}, nil, true},
 		{[]string{"hold", "--socket", "/s", "--json", "L"}, nil, true},
 		{[]string{"hold", "--json=false", "-n", "-E", "0x10", "--timeout=2s", "L", "extra"}, nil, true},
@@ -128,41 +137,7 @@ func TestFastHoldMatchesCLI(t *testing.T) {
 		{[]string{"hold", "L", "--generate-bash-completion"}, nil, false},
 		{[]string{"run", "L", "--", "true"}, nil, false},
 	}
-	for _, c := range cases {
-		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
-			for _, k := range []string{"LOCKD_SOCKET", "LOCKD_JSON", "LOCKD_KILL_GRACE", "XDG_RUNTIME_DIR"} {
-				t.Setenv(k, "")
-				unsetenv(t, k)
-			}
-			for k, v := range c.env {
-				t.Setenv(k, v)
-			}
-			fast, ok := ctl.ParseHold(c.args)
-			if ok != c.fast {
-				t.Fatalf("quick parser took it: %v, want %v", ok, c.fast)
-			}
-			if !ok {
-				return
-			}
-			var slow ctl.HoldOpts
-			called := false
-			app := newApp(runCmd)
-			for _, cmd := range app.Commands {
-				if cmd.Name == "hold" {
-					cmd.Action = func(ctx *ucli.Context) error {
-						called = true
-						slow = ctl.HoldOpts{WaitOpts: waitOptsFrom(ctx), JSON: ctx.Bool("json"), Args: ctx.Args().Slice()}
-						return nil
-					}
-				}
-			}
-			app.ExitErrHandler = func(*ucli.Context, error) {}
-			if err := app.Run(append([]string{"lockd"}, c.args...)); err != nil || !called {
-				t.Fatalf("urfave/cli: error %v, action called %v", err, called)
-			}
-			if !reflect.DeepEqual(fast, slow) {
-				t.Fatalf("quick parser %+v, urfave/cli %+v", fast, slow)
-			}
-		})
-	}
+	matchCLI(t, cases, "hold", ctl.ParseHold, func(ctx *ucli.Context) ctl.HoldOpts {
+		return ctl.HoldOpts{WaitOpts: waitOptsFrom(ctx), JSON: ctx.Bool("json"), Args: ctx.Args().Slice()}
+	})
 }
