@@ -57,7 +57,7 @@ func hold(o HoldOpts, name string) error {
 // the two parsers).
 func ParseRun(args []string) (RunOpts, bool) {
 	o := RunOpts{WaitOpts: WaitOpts{Conflict: proc.ExitBusy}, KillGrace: DefaultKillGrace}
-	var json bool
+	var json bool // accepted, as every client takes it; run prints no events
 	rest, ok := parseQuick(args, "run", quickFlags{wait: &o.WaitOpts, json: &json, shell: &o.Shell, grace: &o.KillGrace})
 	o.Args = rest
 	return o, ok
