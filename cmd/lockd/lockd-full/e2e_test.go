@@ -230,6 +230,16 @@ func (c *cluster) runEnv(daemon int, witnessFile string, hold time.Duration, env
 	return cl
 }
 
+// exits waits for the client and fails the test unless it exited with
+// want; what names the client in the failure, with its stderr.
+func (cl *client) exits(t *testing.T, want int, what string) {
+	t.Helper()
+	cl.wait()
+	if cl.code != want {
+		t.Fatalf("%s: exit %d, want %d\n%s", what, cl.code, want, cl.out.String())
+	}
+}
+
 func (cl *client) wait() {
 	err := cl.cmd.Wait()
 	cl.ret = time.Now().UnixNano()
@@ -328,10 +338,7 @@ func TestKilledHolder(t *testing.T) {
 	next := c.run(3, file, 10*time.Millisecond)
 	holder.cmd.Process.Kill()
 	holder.wait()
-	next.wait()
-	if next.code != 0 {
-		t.Fatalf("next client exited %d: %s", next.code, next.out.String())
-	}
+	next.exits(t, 0, "next client")
 	waitFor(t, func() bool { return syscall.Kill(childPid, 0) != nil || zombie(childPid) })
 	if n := checkWitness(t, file); n != 2 {
 		t.Fatalf("%d critical sections, want 2", n)
@@ -347,27 +354,15 @@ func TestKilledDaemons(t *testing.T) {
 	holder := c.run(1, file, time.Hour)
 	waitFor(t, func() bool { return len(readWitnessMaybe(file)) > 0 })
 	c.ctl("kill", "1")
-	holder.wait()
-	if holder.code != 76 {
-		t.Fatalf("holder on a killed daemon exited %d, want 76: %s", holder.code, holder.out.String())
-	}
+	holder.exits(t, 76, "holder on a killed daemon")
 	cl := c.run(2, file, 10*time.Millisecond)
-	cl.wait()
-	if cl.code != 0 {
-		t.Fatalf("client after daemon 1 died: exit %d: %s", cl.code, cl.out.String())
-	}
+	cl.exits(t, 0, "client after daemon 1 died")
 	c.ctl("kill", "3") // the coordinator (highest ID)
 	cl = c.run(2, file, 10*time.Millisecond, "--timeout", "4s")
-	cl.wait()
-	if cl.code != 69 {
-		t.Fatalf("one of three daemons: exit %d, want 69 (no quorum): %s", cl.code, cl.out.String())
-	}
+	cl.exits(t, 69, "one of three daemons (69: no quorum)")
 	c.ctl("restart", "3")
 	cl = c.run(2, file, 10*time.Millisecond, "--timeout", "15s")
-	cl.wait()
-	if cl.code != 0 {
-		t.Fatalf("client after the coordinator restarted: exit %d: %s", cl.code, cl.out.String())
-	}
+	cl.exits(t, 0, "client after the coordinator restarted")
 	checkWitness(t, file)
 }
 
@@ -471,14 +466,8 @@ func TestTokenRingKilledDaemon(t *testing.T) {
 	waitFor(t, func() bool { return len(readWitnessMaybe(file)) > 0 })
 	next := c.run(3, file, 10*time.Millisecond)
 	c.ctl("kill", "1")
-	holder.wait()
-	if holder.code != 76 {
-		t.Fatalf("holder on a killed daemon exited %d, want 76: %s", holder.code, holder.out.String())
-	}
-	next.wait()
-	if next.code != 0 {
-		t.Fatalf("client waiting on daemon 3: exit %d: %s", next.code, next.out.String())
-	}
+	holder.exits(t, 76, "holder on a killed daemon")
+	next.exits(t, 0, "client waiting on daemon 3")
 	if n := checkWitness(t, file); n != 2 {
 		t.Fatalf("%d critical sections, want 2", n)
 	}
@@ -492,16 +481,10 @@ func TestVotingMinority(t *testing.T) {
 	c.ctl("kill", "1")
 	c.ctl("kill", "2")
 	cl := c.run(3, file, 10*time.Millisecond, "--timeout", "3s")
-	cl.wait()
-	if cl.code != 69 {
-		t.Fatalf("one of three daemons: exit %d, want 69 (no quorum): %s", cl.code, cl.out.String())
-	}
+	cl.exits(t, 69, "one of three daemons (69: no quorum)")
 	c.ctl("restart", "2")
 	cl = c.run(3, file, 10*time.Millisecond, "--timeout", "15s")
-	cl.wait()
-	if cl.code != 0 {
-		t.Fatalf("client with two of three daemons up: exit %d: %s", cl.code, cl.out.String())
-	}
+	cl.exits(t, 0, "client with two of three daemons up")
 	if n := checkWitness(t, file); n != 1 {
 		t.Fatalf("%d critical sections, want 1", n)
 	}
@@ -562,17 +545,11 @@ func TestSignals(t *testing.T) {
 	if err := waiter.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	waiter.wait()
-	if waiter.code != 128+int(syscall.SIGTERM) {
-		t.Fatalf("waiting lockd run exited %d after SIGTERM, want 143\n%s", waiter.code, waiter.out.String())
-	}
+	waiter.exits(t, 128+int(syscall.SIGTERM), "waiting lockd run after SIGTERM")
 	if err := holder.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	holder.wait()
-	if holder.code != 7 {
-		t.Fatalf("holding lockd run exited %d after SIGTERM, want the command's 7\n%s", holder.code, holder.out.String())
-	}
+	holder.exits(t, 7, "holding lockd run after SIGTERM (the command's own 7)")
 	var whats []string
 	for _, e := range readWitness(t, file) {
 		if e.what != "tick" {
