@@ -8,7 +8,9 @@
 #      each acquisition a `lockd run` (as each is an `etcdctl lock`), with
 #      the machine's bound for a process per acquisition measured alongside;
 #      then 8 `lockd session` coprocesses, the critical section running
-#      /bin/true or staying in the shell;
+#      /bin/true or staying in the shell; 2b: the same contention with the
+#      processes spawned by xargs -P 8 instead of bash loops, beside the
+#      machine's bounds for a process (or two) per acquisition;
 #   3. in-daemon acquire+release per second (central, 3 daemons), without
 #      process start-up (go test -bench).
 # Installs etcd-server, etcd-client and hyperfine with apt-get when missing
@@ -195,6 +197,51 @@ echo "  (bound: 8 loops that only start /bin/true: $t_rate/s ($t1, $t2); a proce
 echo "   for the client plus one for the command caps any such tool near half of it: $(ratio "$(awk -v t="$t_rate" 'BEGIN { print t / 2 }')")"
 echo "lockd session, section runs true: $s_rate acquisitions/s ($s1, $s2)  ratio $(ratio "$s_rate")"
 echo "lockd session, section in shell : $b_rate acquisitions/s ($b1, $b2)  ratio $(ratio "$b_rate")"
+
+# 2b. The same contention with the processes spawned without a shell, as
+# hyperfine -N does in 1b: xargs -P 8 keeps 8 going (xargs is a small C
+# program, so each spawn costs far less than bash's fork of itself), for
+# about SECS seconds each (the count comes from 2's rate). The bounds run
+# the same way: one /bin/true per acquisition; two small C processes
+# (dash, which forks /bin/true), what a client that cost no more than
+# /bin/true would take; and an empty Go program, which with /bin/true
+# after it is what any Go client that starts the command must spend.
+go_empty="$work/empty"
+mkdir -p "$work/emptysrc"
+printf 'package main\n\nfunc main() {}\n' >"$work/emptysrc/main.go"
+(cd "$work/emptysrc" && CGO_ENABLED=0 go build -ldflags "-s -w" -o "$go_empty" main.go)
+xrate() { # count cmd...: 8 at a time through xargs; prints runs/s
+  local t0 t1 rc=0
+  t0=$EPOCHREALTIME
+  seq "$1" | xargs -P 8 -I{} "${@:2}" >/dev/null 2>&1 || rc=$?
+  t1=$EPOCHREALTIME
+  [ "$rc" = 0 ] || echo "bench-lockd: some of $1 runs of ${*:2} failed (xargs: $rc)" >&2
+  awk -v n="$1" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", n / (b - a) }'
+}
+count() { awk -v r="$1" -v s="$secs" 'BEGIN { n = int(r * s); print (n < 40 ? 40 : n) }'; }
+nl=$(count "$l_rate"); ne=$(count "$e_rate"); nt=$(count "$t_rate")
+xl1=$(xrate "$nl" "$work/lockd" run --socket "$sock" C -- true)
+xe1=$(xrate "$ne" etcdctl lock C -- true)
+xt1=$(xrate "$((nt * 2))" /bin/true)
+xs1=$(xrate "$nt" /bin/sh -c '/bin/true; :')
+xg1=$(xrate "$nt" "$go_empty")
+xg2=$(xrate "$nt" "$go_empty")
+xs2=$(xrate "$nt" /bin/sh -c '/bin/true; :')
+xt2=$(xrate "$((nt * 2))" /bin/true)
+xe2=$(xrate "$ne" etcdctl lock C -- true)
+xl2=$(xrate "$nl" "$work/lockd" run --socket "$sock" C -- true)
+xl=$(avg "$xl1" "$xl2"); xe=$(avg "$xe1" "$xe2"); xt=$(avg "$xt1" "$xt2")
+xs=$(avg "$xs1" "$xs2"); xg=$(avg "$xg1" "$xg2")
+xgt=$(awk -v g="$xg" -v t="$xt" 'BEGIN { printf "%.1f", 1 / (1 / g + 1 / t) }')
+xratio() { awk -v a="$1" -v b="$xe" 'BEGIN { printf "%.1f×", a / b }'; }
+echo "== 2b. the same 8 at a time, spawned without a shell (xargs -P 8)"
+echo "etcdctl lock C -- true          : $xe acquisitions/s ($xe1, $xe2)"
+echo "lockd run C -- true             : $xl acquisitions/s ($xl1, $xl2)  ratio $(xratio "$xl") (target ≥ 10×)"
+echo "  bounds, spawned the same way:"
+echo "  /bin/true alone               : $xt/s ($xt1, $xt2) = $(xratio "$xt")"
+echo "  sh -c '/bin/true; :' (2 small C processes): $xs/s ($xs1, $xs2) = $(xratio "$xs")"
+echo "  an empty Go program           : $xg/s ($xg1, $xg2); with a /bin/true after it: $xgt/s = $(xratio "$xgt")"
+awk -v l="$xl" -v g="$xgt" 'BEGIN { printf "  lockd run reaches %.0f%% of what a Go client that starts the command can\n", 100 * l / g }'
 
 echo "== 3. in-daemon acquire+release, central, 3 daemons (go test -bench, 3 rounds, median)"
 go test -run '^$' -bench AcquireRelease -benchtime 2s -count 3 ./cmd/lockd/lockd-full | grep -E '^Benchmark' |
