@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	ucli "github.com/urfave/cli/v2"
 )
 
 func TestParsePeers(t *testing.T) {
@@ -52,5 +54,36 @@ func TestOutputJSON(t *testing.T) {
 	o.JSON(map[string]int{"a": 1})
 	if b.String() != "{\"a\":1}\n" {
 		t.Fatalf("%q", b.String())
+	}
+}
+
+// TestUsageErrorsOnStderr: a flag urfave/cli cannot parse, at the top or in
+// a command, is one usage error (exit 64) with the flag as typed, and
+// nothing on stdout, where urfave/cli would print its help.
+func TestUsageErrorsOnStderr(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"tool", "--bogus"}, "flag provided but not defined: --bogus (see 'tool --help')"},
+		{[]string{"tool", "cmd", "--jsn"}, "flag provided but not defined: --jsn (see 'tool cmd --help')"},
+		{[]string{"tool", "cmd", "-x"}, "flag provided but not defined: -x (see 'tool cmd --help')"},
+		{[]string{"tool", "cmd", "--timeout", "soon"}, `invalid value "soon" for flag --timeout: parse error (see 'tool cmd --help')`},
+		{[]string{"tool", "cmd", "sub", "--timeout"}, "flag needs an argument: --timeout (see 'tool cmd sub --help')"},
+	}
+	for _, c := range cases {
+		var stdout strings.Builder
+		ran := false
+		action := func(*ucli.Context) error { ran = true; return nil }
+		flags := []ucli.Flag{&ucli.DurationFlag{Name: "timeout"}}
+		app := &ucli.App{Name: "tool", Writer: &stdout, ErrWriter: &stdout, Action: action, Commands: []*ucli.Command{{
+			Name: "cmd", Flags: flags, Action: action,
+			Subcommands: []*ucli.Command{{Name: "sub", Flags: flags, Action: action}},
+		}}}
+		err := prepare(app).Run(c.args)
+		if Code(err) != ExitUsage || err.Error() != c.want || ran || stdout.Len() > 0 {
+			t.Errorf("%q: exit %d, error %q, action ran %v, output %q; want exit 64, %q, no action, no output",
+				c.args, Code(err), err, ran, stdout.String(), c.want)
+		}
 	}
 }

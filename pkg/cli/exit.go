@@ -2,6 +2,7 @@ package cli
 
 import (
 	"os"
+	"strings"
 
 	ucli "github.com/urfave/cli/v2"
 
@@ -46,6 +47,56 @@ func StartChild(args []string, env []string) (*Child, error) { return proc.Start
 // errors (unknown flags and the like). Messages go to stderr, prefixed with
 // the tool's name once.
 func Main(app *ucli.App) {
+	Exit(app.Name, prepare(app).Run(os.Args))
+}
+
+// prepare makes app's errors Main's to report, on stderr. Left to itself,
+// urfave/cli answers a flag it cannot parse with "Incorrect Usage" and the
+// whole help text on stdout, where a script reads data: in
+// `lockd status --jsn | jq` the help would reach jq. Every command's
+// usage errors become one line instead, exit 64, naming the flag as it is
+// typed and where the help is.
+func prepare(app *ucli.App) *ucli.App {
 	app.ExitErrHandler = func(*ucli.Context, error) {}
-	Exit(app.Name, app.Run(os.Args))
+	app.OnUsageError = usageError(app.Name)
+	var walk func(prefix string, cmds []*ucli.Command)
+	walk = func(prefix string, cmds []*ucli.Command) {
+		for _, c := range cmds {
+			if c.OnUsageError == nil {
+				c.OnUsageError = usageError(prefix + " " + c.Name)
+			}
+			walk(prefix+" "+c.Name, c.Subcommands)
+		}
+	}
+	walk(app.Name, app.Commands)
+	return app
+}
+
+// usageError reports a command's flag error as a usage error (exit 64).
+func usageError(command string) ucli.OnUsageErrorFunc {
+	return func(_ *ucli.Context, err error, _ bool) error {
+		return Exitf(ExitUsage, "%s (see '%s --help')", longFlag(err.Error()), command)
+	}
+}
+
+// longFlag writes the flag that package flag's message names with one dash
+// ("flag provided but not defined: -jsn") as users type it: --jsn, unless
+// it is a one-letter flag.
+func longFlag(msg string) string {
+	for _, p := range []string{"not defined: -", "for flag -", "for -", "argument: -"} {
+		i := strings.Index(msg, p)
+		if i < 0 {
+			continue
+		}
+		start := i + len(p)
+		end := start
+		for end < len(msg) && msg[end] != ':' && msg[end] != ' ' {
+			end++
+		}
+		if end-start > 1 {
+			msg = msg[:start] + "-" + msg[start:]
+		}
+		break
+	}
+	return msg
 }
