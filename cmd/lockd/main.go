@@ -39,7 +39,7 @@ func main() {
 	}
 	err := proc.Handover(full)
 	if proc.Code(err) == proc.ExitUnavailable {
-		os.Stderr.WriteString("lockd: " + err.Error() + " (it is built with lockd: go build ./cmd/lockd/...); `lockd run` and `lockd hold` work without it, every other command needs it\n")
+		os.Stderr.WriteString("lockd: " + err.Error() + " (it is built and installed with lockd: go build ./cmd/lockd/... in a checkout, or go install github.com/roundtable-go/roundtable/cmd/lockd/...@latest); `lockd run` and `lockd hold` work without it, every other command needs it\n")
 		os.Exit(proc.ExitUnavailable)
 	}
 	proc.Exit(ctl.Tool, err)
