@@ -279,9 +279,12 @@ var lockModel = porcupine.Model{
 	},
 }
 
-func TestEightClientsNoOverlapAndLinearizable(t *testing.T) {
+func TestEightClientsNoOverlapAndLinearizable(t *testing.T) { eachAlgo(t, eightClients) }
+
+// eachAlgo runs test as a subtest for every algorithm lockd serves.
+func eachAlgo(t *testing.T, test func(t *testing.T, algo string)) {
 	for _, algo := range []string{"central", "ricart-agrawala", "token-ring", "voting"} {
-		t.Run(algo, func(t *testing.T) { eightClients(t, algo) })
+		t.Run(algo, func(t *testing.T) { test(t, algo) })
 	}
 }
 
@@ -369,11 +372,7 @@ func TestKilledDaemons(t *testing.T) {
 // TestPausedDaemon: SIGSTOP the daemon serving the holder. Its client
 // notices the lease running out on its own, stops its child and exits 76;
 // another client gets the lock only after that.
-func TestPausedDaemon(t *testing.T) {
-	for _, algo := range []string{"central", "ricart-agrawala", "token-ring", "voting"} {
-		t.Run(algo, func(t *testing.T) { pausedDaemon(t, algo) })
-	}
-}
+func TestPausedDaemon(t *testing.T) { eachAlgo(t, pausedDaemon) }
 
 func pausedDaemon(t *testing.T, algo string) {
 	c := startDaemons(t, 3, "--algo", algo)
