@@ -428,6 +428,51 @@ func TestUsage(t *testing.T) {
 	}
 }
 
+// TestBadNames: names that would make a text line ambiguous (a space) or
+// forge one (a newline) are refused by the clients with exit 64, and by
+// the daemon, to a client of its own, with an error reply; the connection
+// then still serves good names.
+func TestBadNames(t *testing.T) {
+	c := startDaemons(t, 1)
+	for _, name := range []string{"a b", "a\nacquired b token 1", "tab\there", "del\x7f", "nbsp\u00a0x", "\xff"} {
+		for _, args := range [][]string{{"run", "--socket", c.sock(1), name, "--", "true"}, {"hold", "--socket", c.sock(1), name}} {
+			var stdout, stderr strings.Builder
+			cmd := exec.Command(lockdBin, args...)
+			cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(""), &stdout, &stderr
+			err := cmd.Run()
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			}
+			if code != 64 || stdout.Len() > 0 || !strings.Contains(stderr.String(), "lock name") {
+				t.Errorf("lockd %q: exit %d, stdout %q, stderr %q; want exit 64 and a message about the name",
+					args, code, stdout.String(), stderr.String())
+			}
+		}
+	}
+	cn, err := ctl.Dial(c.sock(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cn.Close()
+	for _, q := range []ctl.Request{{Op: "acquire", Name: "a\nb"}, {Op: "release", Name: "a b"}, {Op: "acquire", Name: ""}} {
+		var r ctl.Reply
+		if err := cn.Send(q); err != nil {
+			t.Fatal(err)
+		}
+		if err := cn.Next(&r); err != nil || r.Event != "error" || !strings.Contains(r.Error, "lock name") {
+			t.Fatalf("%+v: reply %+v, %v; want an error about the name", q, r, err)
+		}
+	}
+	var r ctl.Reply
+	if err := cn.Send(ctl.Request{Op: "acquire", Name: "good"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cn.Next(&r); err != nil || r.Event != "acquired" {
+		t.Fatalf("after the refusals: %+v, %v; want acquired", r, err)
+	}
+}
+
 func readWitnessMaybe(file string) []entry {
 	b, err := os.ReadFile(file)
 	if err != nil {

@@ -216,6 +216,15 @@ func (d *daemon) session(ctx context.Context, c *ctl.Conn) {
 		if err := c.Next(&req); err != nil {
 			return
 		}
+		if req.Op == "acquire" || req.Op == "release" {
+			// The command-line clients check names; a client of its own
+			// that sends a bad one gets an error, and nothing reaches the
+			// protocol or the members.
+			if err := ctl.ValidName(req.Name); err != nil {
+				c.Send(ctl.Reply{Event: "error", Name: req.Name, Error: err.Error()})
+				continue
+			}
+		}
 		switch req.Op {
 		case "acquire":
 			d.mu.Lock()

@@ -2,9 +2,13 @@ package ctl
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"syscall"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/roundtable-go/roundtable/pkg/proc"
 )
@@ -105,10 +109,33 @@ func CheckName(args []string) (string, error) {
 	if len(args) < 1 || args[0] == "" {
 		return "", proc.Exitf(proc.ExitUsage, "a lock NAME is required")
 	}
-	if len(args[0]) > 255 {
-		return "", proc.Exitf(proc.ExitUsage, "lock names are at most 255 bytes")
+	if err := ValidName(args[0]); err != nil {
+		return "", proc.Exitf(proc.ExitUsage, "%v", err)
 	}
 	return args[0], nil
+}
+
+// ValidName says why name cannot name a lock: it must be 1 to 255 bytes of
+// UTF-8 without spaces or control characters. Every text output names a
+// lock as one space-separated word on a line (`acquired NAME token T`,
+// `lockd status`, `lockd watch`, the session protocol), so a space would
+// make a line ambiguous and a newline would let a name forge a line that
+// a script reads as an event of its own.
+func ValidName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("a lock name cannot be empty")
+	case len(name) > 255:
+		return errors.New("lock names are at most 255 bytes")
+	case !utf8.ValidString(name):
+		return errors.New("lock names must be UTF-8")
+	}
+	for _, r := range name {
+		if unicode.IsSpace(r) || unicode.IsControl(r) {
+			return fmt.Errorf("lock names cannot contain spaces or control characters (%q)", name)
+		}
+	}
+	return nil
 }
 
 func joinArgs(args []string) string {
