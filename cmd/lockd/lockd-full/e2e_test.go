@@ -412,20 +412,25 @@ func TestUsage(t *testing.T) {
 	} {
 		// Usage errors are one line on stderr; stdout, where a script
 		// reads events, stays empty.
-		var stdout, stderr strings.Builder
-		cmd := exec.Command(lockdBin, c.args...)
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		}
-		lines := strings.Count(stderr.String(), "\n")
-		if code != c.code || stdout.Len() > 0 || lines != 1 || !strings.HasPrefix(stderr.String(), "lockd: ") {
+		code, stdout, stderr := runLockd(c.args...)
+		lines := strings.Count(stderr, "\n")
+		if code != c.code || stdout != "" || lines != 1 || !strings.HasPrefix(stderr, "lockd: ") {
 			t.Errorf("lockd %v: exit %d, stdout %q, stderr %q; want exit %d, nothing on stdout, one line on stderr",
-				c.args, code, stdout.String(), stderr.String(), c.code)
+				c.args, code, stdout, stderr, c.code)
 		}
 	}
+}
+
+// runLockd runs lockd with args and stdin empty, and returns its exit
+// code, stdout and stderr.
+func runLockd(args ...string) (code int, stdout, stderr string) {
+	var out, errOut strings.Builder
+	cmd := exec.Command(lockdBin, args...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(""), &out, &errOut
+	if ee, ok := cmd.Run().(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	}
+	return code, out.String(), errOut.String()
 }
 
 // TestBadNames: names that would make a text line ambiguous (a space) or
@@ -436,17 +441,10 @@ func TestBadNames(t *testing.T) {
 	c := startDaemons(t, 1)
 	for _, name := range []string{"a b", "a\nacquired b token 1", "tab\there", "del\x7f", "nbsp\u00a0x", "\xff"} {
 		for _, args := range [][]string{{"run", "--socket", c.sock(1), name, "--", "true"}, {"hold", "--socket", c.sock(1), name}} {
-			var stdout, stderr strings.Builder
-			cmd := exec.Command(lockdBin, args...)
-			cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(""), &stdout, &stderr
-			err := cmd.Run()
-			code := 0
-			if ee, ok := err.(*exec.ExitError); ok {
-				code = ee.ExitCode()
-			}
-			if code != 64 || stdout.Len() > 0 || !strings.Contains(stderr.String(), "lock name") {
+			code, stdout, stderr := runLockd(args...)
+			if code != 64 || stdout != "" || !strings.Contains(stderr, "lock name") {
 				t.Errorf("lockd %q: exit %d, stdout %q, stderr %q; want exit 64 and a message about the name",
-					args, code, stdout.String(), stderr.String())
+					args, code, stdout, stderr)
 			}
 		}
 	}
