@@ -51,10 +51,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
 fi
 
-# Release build of lockd and lockd-full, side by side as installed:
-# static (no dynamic loader at start-up: about 0.6 ms of each `lockd
-# run`), no man-page generator linked in, no symbol tables.
-CGO_ENABLED=0 go build -tags urfave_cli_no_docs -ldflags "-s -w" -o "$work/" ./cmd/lockd/...
+# Release build, as `go install` would make it plus static linking (no
+# dynamic loader at start-up) and no symbol tables.
+CGO_ENABLED=0 go build -ldflags "-s -w" -o "$work/lockd" ./cmd/lockd
 
 # etcd on loopback, non-default ports
 cport=$((20000 + RANDOM % 20000)); pport=$((cport + 1))
@@ -244,7 +243,7 @@ echo "  an empty Go program           : $xg/s ($xg1, $xg2); with a /bin/true aft
 awk -v l="$xl" -v g="$xgt" 'BEGIN { printf "  lockd run reaches %.0f%% of what a Go client that starts the command can\n", 100 * l / g }'
 
 echo "== 3. in-daemon acquire+release, central, 3 daemons (go test -bench, 3 rounds, median)"
-go test -run '^$' -bench AcquireRelease -benchtime 2s -count 3 ./cmd/lockd/lockd-full | grep -E '^Benchmark' |
+go test -run '^$' -bench AcquireRelease -benchtime 2s -count 3 ./cmd/lockd | grep -E '^Benchmark' |
   awk '{ r[$1] = r[$1] " " $(NF-1) } END {
     for (k in r) {
       n = split(r[k], v, " ")

@@ -1,10 +1,10 @@
 package main
 
 import (
-	"encoding/json"
 	"net"
 	"time"
 
+	"github.com/roundtable-go/roundtable/pkg/cli"
 	"github.com/roundtable-go/roundtable/pkg/clock"
 	"github.com/roundtable-go/roundtable/pkg/clocksync"
 )
@@ -84,7 +84,8 @@ func (n *server) control(ln net.Listener) {
 		if err != nil {
 			return
 		}
-		_ = json.NewEncoder(c).Encode(n.report())
-		c.Close()
+		cn := cli.NewConn(c)
+		_ = cn.Send(n.report())
+		cn.Close()
 	}
 }

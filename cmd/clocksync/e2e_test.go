@@ -159,13 +159,8 @@ func TestUpstreamChain(t *testing.T) {
 // new one and stay together.
 func TestBerkeleyCluster(t *testing.T) {
 	dir := t.TempDir()
-	script, _ := filepath.Abs("../../scripts/cluster.sh")
-	out, err := exec.Command(script, "start", "-n", "5", "-d", dir, bin, "berkeley", "--skew", "{id}00ms",
-		"--drift-ppm", "{id}0", "--interval", "200ms", "--max-deviation", "1s", "--no-color").CombinedOutput()
-	if err != nil {
-		t.Fatalf("cluster: %v\n%s", err, out)
-	}
-	t.Cleanup(func() { exec.Command(script, "stop", "-d", dir).Run() })
+	cl := clitest.StartCluster(t, dir, 5, bin, "berkeley", "--skew", "{id}00ms",
+		"--drift-ppm", "{id}0", "--interval", "200ms", "--max-deviation", "1s", "--no-color")
 	peers := "@" + filepath.Join(dir, "peers")
 	converged := func(want int, center time.Duration) {
 		t.Helper()
@@ -199,8 +194,6 @@ func TestBerkeleyCluster(t *testing.T) {
 		}
 	}
 	converged(5, 300*time.Millisecond)
-	if out, err := exec.Command(script, "kill", "5", "-d", dir).CombinedOutput(); err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
+	cl.Ctl("kill", "5")
 	converged(4, 300*time.Millisecond)
 }

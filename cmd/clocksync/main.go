@@ -3,7 +3,6 @@
 package main
 
 import (
-	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -11,7 +10,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
-	"os/signal"
 	"sync"
 	"syscall"
 	"time"
@@ -23,7 +21,6 @@ import (
 	"github.com/roundtable-go/roundtable/pkg/clocksync"
 	"github.com/roundtable-go/roundtable/pkg/driver"
 	"github.com/roundtable-go/roundtable/pkg/node"
-	"github.com/roundtable-go/roundtable/pkg/wire"
 )
 
 const tool = "clocksync"
@@ -159,11 +156,10 @@ func (n *server) at(sys time.Time) time.Time {
 }
 
 func serve(c *ucli.Context) error {
-	level, err := cli.ParseLevel(c.String(cli.FlagLogLevel))
+	log, err := cli.Logger(c, tool)
 	if err != nil {
 		return err
 	}
-	log := cli.NewLogger(os.Stderr, tool, level, cli.UseColor(os.Stderr, c.Bool(cli.FlagNoColor)))
 	bind, err := cli.ResolveBind(c.String("bind"))
 	if err != nil {
 		return cli.Exitf(cli.ExitUsage, "%v", err)
@@ -214,8 +210,8 @@ func serve(c *ucli.Context) error {
 		return cli.Exitf(cli.ExitUsage, "--ready-file: %v", err)
 	}
 	log.Info("serving NTP", "addr", conn.LocalAddr(), "synced", n.srv.Synced, "stratum", n.srv.Stratum, "upstream", upstream)
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	sigs, stopSigs := cli.NotifySignals()
+	defer stopSigs()
 	done := make(chan struct{})
 	go func() { <-sigs; close(done); conn.Close() }()
 	if upstream != "" {
@@ -481,39 +477,42 @@ func rxTimestamp(oob []byte) (time.Time, bool) {
 }
 
 func berkeley(c *ucli.Context) error {
+	var master node.ID
+	if m := c.String("master"); m != "" {
+		var err error
+		if master, err = node.ParseID(m); err != nil {
+			return cli.Exitf(cli.ExitUsage, "--master: %v", err)
+		}
+	}
 	mb, err := cli.Join(c, tool)
 	if err != nil {
 		return err
 	}
-	var master node.ID
-	if m := c.String("master"); m != "" {
-		if master, err = node.ParseID(m); err != nil {
-			mb.Transport.Close()
-			return cli.Exitf(cli.ExitUsage, "--master: %v", err)
-		}
-	}
+	defer mb.Close()
 	b, err := clocksync.NewBerkeley(clocksync.BerkeleyConfig{ID: mb.ID, Peers: cli.IDs(mb.Peers), Master: master,
 		Interval: c.Duration("interval"), MaxDeviation: c.Duration("max-deviation"),
 		Skew: c.Duration("skew"), DriftPPM: c.Float64("drift-ppm"), Epoch: time.Now(),
 		Rand: rand.New(rand.NewPCG(mb.Incarnation, uint64(mb.ID)))})
 	if err != nil {
-		mb.Transport.Close()
 		return cli.Exitf(cli.ExitUsage, "%v", err)
 	}
-	drv := driver.New[clocksync.BerkeleyMsg](b, clocksync.BerkeleyCodec{}, mb.Transport, driver.Config{Framer: mb.Framer, Log: mb.Log})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	go func() { <-sigs; cancel() }()
-	if err := mb.Ready(c); err != nil {
+	drv := driver.New[clocksync.BerkeleyMsg](b, clocksync.BerkeleyCodec{}, mb.Net, driver.Config{Framer: mb.Framer, Log: mb.Log})
+	live, err := mb.Start(drv, "master", master)
+	if err != nil {
 		return err
 	}
-	mb.Log.Info("berkeley member", "id", mb.ID, "master", master, "addr", mb.Transport.Addr())
-	if err := drv.Run(ctx, mb.Out.Event); err != nil {
-		return cli.Exitf(cli.ExitUnavailable, "%v", err)
+	defer live.Stop()
+	for {
+		select {
+		case ev := <-live.Events:
+			mb.Out.Event(ev)
+		case err := <-live.Done:
+			return cli.Failed(err)
+		case s := <-live.Signals:
+			mb.Log.Info("signal: stopping", "signal", s)
+			return nil
+		}
 	}
-	return nil
 }
 
 func nowCmd(c *ucli.Context) error {
@@ -524,18 +523,12 @@ func nowCmd(c *ucli.Context) error {
 	if err != nil {
 		return err
 	}
-	f, err := wire.NewFramer(cli.ClusterKey(c.String(cli.FlagCluster), cm.Peers), wire.ClientIDBase|node.ID(rand.Uint32N(0x0FFFFFFF)),
-		uint64(time.Now().UnixNano()), cm.Key)
+	replies, err := cm.QueryAll(c)
 	if err != nil {
-		return cli.Exitf(cli.ExitUsage, "%v", err)
+		return err
 	}
-	tr, err := cli.ClientTransport(c, cm.Peers)
-	if err != nil {
-		return cli.Exitf(cli.ExitUnavailable, "%v", err)
-	}
-	replies, err := driver.Query(context.Background(), f, tr, cli.IDs(cm.Peers), c.Duration("wait"))
-	if err != nil || len(replies) == 0 {
-		return cli.Exitf(cli.ExitUnavailable, "no member answered")
+	if len(replies) == 0 {
+		return cli.Exitf(cli.ExitUnavailable, "no member answered within %v", c.Duration("wait"))
 	}
 	var lo, hi time.Duration
 	first := true
@@ -574,14 +567,14 @@ func nowCmd(c *ucli.Context) error {
 
 // nowSocket prints a serve node's report.
 func nowSocket(c *ucli.Context, path string) error {
-	conn, err := net.DialTimeout("unix", path, c.Duration("wait"))
+	conn, err := cli.DialControl(tool, path)
 	if err != nil {
-		return cli.Exitf(cli.ExitUnavailable, "no clocksync serve on %s: %v", path, err)
+		return err
 	}
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(c.Duration("wait")))
 	var r nowReport
-	if err := json.NewDecoder(conn).Decode(&r); err != nil {
+	if err := conn.Next(&r); err != nil {
 		return cli.Exitf(cli.ExitUnavailable, "%s: %v", path, err)
 	}
 	out := cli.NewOutput(os.Stdout, c.Bool(cli.FlagJSON))

@@ -3,10 +3,8 @@
 package main
 
 import (
-	"context"
 	"math/rand/v2"
 	"os"
-	"os/signal"
 	"syscall"
 	"time"
 
@@ -15,7 +13,6 @@ import (
 	"github.com/roundtable-go/roundtable/pkg/cli"
 	"github.com/roundtable-go/roundtable/pkg/consensus"
 	"github.com/roundtable-go/roundtable/pkg/driver"
-	"github.com/roundtable-go/roundtable/pkg/node"
 )
 
 const tool = "consensus"
@@ -83,45 +80,32 @@ func run(c *ucli.Context) error {
 	if err != nil {
 		return err
 	}
+	defer mb.Close()
 	cfg.ID, cfg.Peers = mb.ID, cli.IDs(mb.Peers)
 	cfg.Rand = rand.New(rand.NewPCG(mb.Incarnation, uint64(mb.ID)))
 	m, err := consensus.New(cfg)
 	if err != nil {
-		mb.Transport.Close()
 		return cli.Exitf(cli.ExitUsage, "%v", err)
 	}
-	drv := driver.New[consensus.Msg](m, consensus.Codec{}, mb.Transport, driver.Config{Framer: mb.Framer, Log: mb.Log})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	events := make(chan node.Event, 16)
-	done := make(chan error, 1)
-	go func() { done <- drv.Run(ctx, func(ev node.Event) { events <- ev }) }()
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	if err := mb.Ready(c); err != nil {
+	drv := driver.New[consensus.Msg](m, consensus.Codec{}, mb.Net, driver.Config{Framer: mb.Framer, Log: mb.Log})
+	live, err := mb.Start(drv, "algo", cfg.Algo, "f", cfg.F, "round", cfg.Round, "start", cfg.Start.Format(time.RFC3339Nano))
+	if err != nil {
 		return err
 	}
-	mb.Log.Info("started", "id", mb.ID, "algo", cfg.Algo, "n", len(cfg.Peers), "f", cfg.F, "round", cfg.Round,
-		"start", cfg.Start.Format(time.RFC3339Nano), "addr", mb.Transport.Addr())
-	for {
-		select {
-		case ev := <-events:
-			mb.Out.Event(ev)
-			if _, crashed := ev.(consensus.CrashEvent); crashed {
-				// An injected crash is a real one: no goodbye, no
-				// clean-up, the same exit status as kill -9.
-				syscall.Kill(os.Getpid(), syscall.SIGKILL)
-			}
-			cancel()
-			<-done
-			return nil
-		case err := <-done:
-			return cli.Exitf(cli.ExitUnavailable, "transport failed: %v", err)
-		case s := <-sigs:
-			cancel()
-			<-done
-			return &cli.ExitError{Code: 128 + int(s.(syscall.Signal))}
+	defer live.Stop()
+	select {
+	case ev := <-live.Events:
+		mb.Out.Event(ev)
+		if _, crashed := ev.(consensus.CrashEvent); crashed {
+			// An injected crash is a real one: no goodbye, no clean-up,
+			// the same exit status as kill -9.
+			syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		}
+		return nil
+	case err := <-live.Done:
+		return cli.Failed(err)
+	case s := <-live.Signals:
+		return &cli.ExitError{Code: cli.SignalCode(s)}
 	}
 }
 

@@ -41,17 +41,8 @@ func TestMain(m *testing.M) { clitest.Main(m, "elect", &electBin) }
 const waitLimit = 15 * time.Second
 
 type cluster struct {
-	t   *testing.T
-	dir string
-	n   int
-}
-
-func clusterScript(t *testing.T) string {
-	p, err := filepath.Abs("../../scripts/cluster.sh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	*clitest.Cluster
+	t *testing.T
 }
 
 func startCluster(t *testing.T, n int, args ...string) *cluster {
@@ -60,44 +51,15 @@ func startCluster(t *testing.T, n int, args ...string) *cluster {
 
 func startClusterIn(t *testing.T, dir string, n int, args ...string) *cluster {
 	t.Helper()
-	c := &cluster{t: t, dir: dir, n: n}
-	cmd := append([]string{"start", "-n", strconv.Itoa(n), "-d", c.dir, electBin, "run", "--no-color"}, args...)
-	if out, err := exec.Command(clusterScript(t), cmd...).CombinedOutput(); err != nil {
-		t.Fatalf("cluster start: %v\n%s", err, out)
-	}
-	t.Cleanup(func() {
-		exec.Command(clusterScript(t), "stop", "-d", c.dir).Run()
-		if t.Failed() {
-			for i := 1; i <= n; i++ {
-				log, _ := os.ReadFile(filepath.Join(c.dir, fmt.Sprintf("%d.log", i)))
-				out, _ := os.ReadFile(filepath.Join(c.dir, fmt.Sprintf("%d.out", i)))
-				t.Logf("member %d stdout:\n%s\nstderr:\n%s", i, out, log)
-			}
-		}
-	})
-	return c
+	return &cluster{clitest.StartCluster(t, dir, n, append([]string{electBin, "run", "--no-color"}, args...)...), t}
 }
 
-func (c *cluster) ctl(args ...string) {
-	c.t.Helper()
-	args = append(args, "-d", c.dir)
-	if out, err := exec.Command(clusterScript(c.t), args...).CombinedOutput(); err != nil {
-		c.t.Fatalf("cluster %v: %v\n%s", args, err, out)
-	}
-}
-
-func (c *cluster) pid(id int) int {
-	b, err := os.ReadFile(filepath.Join(c.dir, fmt.Sprintf("%d.pid", id)))
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	p, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	return p
-}
+func (c *cluster) ctl(args ...string) { c.t.Helper(); c.Ctl(args...) }
+func (c *cluster) pid(id int) int     { return c.Pid(id) }
 
 // reports parses a member's stdout into leader events.
 func (c *cluster) reports(id int) []election.LeaderEvent {
-	b, _ := os.ReadFile(filepath.Join(c.dir, fmt.Sprintf("%d.out", id)))
+	b, _ := os.ReadFile(filepath.Join(c.Dir, fmt.Sprintf("%d.out", id)))
 	var evs []election.LeaderEvent
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
@@ -156,8 +118,8 @@ func (c *cluster) restartLosers(ids []int, want node.ID) {
 	deadline := time.Now().Add(waitLimit)
 	for _, id := range ids {
 		for {
-			if _, err := os.Stat(filepath.Join(c.dir, fmt.Sprintf("%d.exit", id))); err == nil {
-				os.Remove(filepath.Join(c.dir, fmt.Sprintf("child-%d", id)))
+			if _, err := os.Stat(filepath.Join(c.Dir, fmt.Sprintf("%d.exit", id))); err == nil {
+				os.Remove(filepath.Join(c.Dir, fmt.Sprintf("child-%d", id)))
 				c.ctl("restart", strconv.Itoa(id))
 				break
 			}
@@ -186,7 +148,7 @@ func (c *cluster) led(id int) bool {
 func (c *cluster) check() {
 	c.t.Helper()
 	chk := election.NewChecker()
-	for i := 1; i <= c.n; i++ {
+	for i := 1; i <= c.N; i++ {
 		for _, ev := range c.reports(i) {
 			if err := chk.Observe(node.ID(i), ev); err != nil {
 				c.t.Fatalf("safety: %v", err)
@@ -199,7 +161,7 @@ func (c *cluster) waitFile(name string) string {
 	c.t.Helper()
 	deadline := time.Now().Add(waitLimit)
 	for {
-		if b, err := os.ReadFile(filepath.Join(c.dir, name)); err == nil && len(b) > 0 && bytes.HasSuffix(b, []byte("\n")) {
+		if b, err := os.ReadFile(filepath.Join(c.Dir, name)); err == nil && len(b) > 0 && bytes.HasSuffix(b, []byte("\n")) {
 			return strings.TrimSpace(string(b))
 		}
 		if time.Now().After(deadline) {
@@ -234,7 +196,7 @@ func TestTCPTransport(t *testing.T) {
 	t1 := c.waitAgree([]int{1, 2, 3}, 3, 0)
 	c.ctl("kill", "3")
 	c.waitAgree([]int{1, 2}, 2, t1)
-	out, err := exec.Command(electBin, "status", "--transport", "tcp", "--peers", "@"+filepath.Join(c.dir, "peers")).CombinedOutput()
+	out, err := exec.Command(electBin, "status", "--transport", "tcp", "--peers", "@"+filepath.Join(c.Dir, "peers")).CombinedOutput()
 	if exitCode(err) != 0 || !strings.Contains(string(out), "member 3 silent") {
 		t.Fatalf("status over tcp: exit %d\n%s", exitCode(err), out)
 	}
@@ -294,7 +256,7 @@ func TestChildExitCodeAndSignals(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	c := &cluster{t: t, dir: dir}
+	c := &cluster{&clitest.Cluster{T: t, Dir: dir}, t}
 	c.waitFileExists("child.ready")
 	cmd.Process.Signal(syscall.SIGTERM)
 	if err := cmd.Wait(); exitCode(err) != 42 {
@@ -310,7 +272,7 @@ func (c *cluster) waitFileExists(name string) {
 	c.t.Helper()
 	deadline := time.Now().Add(waitLimit)
 	for {
-		if _, err := os.Stat(filepath.Join(c.dir, name)); err == nil {
+		if _, err := os.Stat(filepath.Join(c.Dir, name)); err == nil {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -328,12 +290,12 @@ func TestKilledWrapperKillsChild(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	c := &cluster{t: t, dir: dir}
+	c := &cluster{&clitest.Cluster{T: t, Dir: dir}, t}
 	pid, _ := strconv.Atoi(c.waitFile("pid"))
 	cmd.Process.Kill()
 	cmd.Wait()
 	deadline := time.Now().Add(waitLimit)
-	for alive(pid) && !isZombie(pid) {
+	for alive(pid) && !clitest.Gone(pid) {
 		if time.Now().After(deadline) {
 			syscall.Kill(pid, syscall.SIGKILL)
 			t.Fatalf("child %d survived its SIGKILLed wrapper", pid)
@@ -342,14 +304,6 @@ func TestKilledWrapperKillsChild(t *testing.T) {
 	}
 }
 
-func isZombie(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-	return len(f) > 0 && f[0] == "Z"
-}
 
 func exitCode(err error) int {
 	if err == nil {
@@ -398,7 +352,7 @@ func TestUsageErrors(t *testing.T) {
 func TestStatusAgreementAndDisagreement(t *testing.T) {
 	c := startCluster(t, 3)
 	term := c.waitAgree([]int{1, 2, 3}, 3, 0)
-	out, err := exec.Command(electBin, "status", "--peers", "@"+filepath.Join(c.dir, "peers")).Output()
+	out, err := exec.Command(electBin, "status", "--peers", "@"+filepath.Join(c.Dir, "peers")).Output()
 	if err != nil || !strings.HasPrefix(string(out), fmt.Sprintf("leader 3 term %d\n", term)) {
 		t.Fatalf("status: %v\n%s", err, out)
 	}
@@ -406,8 +360,8 @@ func TestStatusAgreementAndDisagreement(t *testing.T) {
 	// status queries: 1 and 2 elect 2, 3 keeps leading its own term.
 	c.ctl("kill", "3")
 	c.waitAgree([]int{1, 2}, 2, term)
-	b, _ := os.ReadFile(filepath.Join(c.dir, "3.cmd"))
-	os.WriteFile(filepath.Join(c.dir, "3.cmd"), append(bytes.TrimSpace(b), []byte(" --fault-drop 1")...), 0o644)
+	b, _ := os.ReadFile(filepath.Join(c.Dir, "3.cmd"))
+	os.WriteFile(filepath.Join(c.Dir, "3.cmd"), append(bytes.TrimSpace(b), []byte(" --fault-drop 1")...), 0o644)
 	c.ctl("restart", "3")
 	deadline := time.Now().Add(waitLimit)
 	for {
@@ -420,7 +374,7 @@ func TestStatusAgreementAndDisagreement(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	out, err = exec.Command(electBin, "status", "--peers", "@"+filepath.Join(c.dir, "peers")).Output()
+	out, err = exec.Command(electBin, "status", "--peers", "@"+filepath.Join(c.Dir, "peers")).Output()
 	if exitCode(err) != cli.ExitBusy || !strings.HasPrefix(string(out), "disagreement") {
 		t.Fatalf("status with a split cluster: exit %d, want 75\n%s", exitCode(err), out)
 	}

@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"os/signal"
 	"sort"
 	"strconv"
 	"syscall"
@@ -20,7 +18,6 @@ import (
 	"github.com/roundtable-go/roundtable/pkg/driver"
 	"github.com/roundtable-go/roundtable/pkg/election"
 	"github.com/roundtable-go/roundtable/pkg/node"
-	"github.com/roundtable-go/roundtable/pkg/wire"
 )
 
 const tool = "elect"
@@ -88,14 +85,8 @@ Examples:
 }
 
 func run(c *ucli.Context) error {
-	mb, err := cli.Join(c, tool)
-	if err != nil {
-		return err
-	}
-	self, cm, tr := mb.ID, mb.Common, mb.Transport
 	algo, err := election.ParseAlgo(c.String("algo"))
 	if err != nil {
-		tr.Close()
 		return cli.Exitf(cli.ExitUsage, "--algo: %v", err)
 	}
 	child := c.Args().Slice()
@@ -104,37 +95,30 @@ func run(c *ucli.Context) error {
 	if err != nil {
 		return cli.Exitf(cli.ExitUsage, "--state-file: %v", err)
 	}
+	mb, err := cli.Join(c, tool)
+	if err != nil {
+		return err
+	}
+	defer mb.Close()
+	self, cm := mb.ID, mb.Common
 	cfg := election.Config{
 		ID: self, Peers: cli.IDs(cm.Peers), Algo: algo, Priority: c.Uint64("priority"),
 		Heartbeat: c.Duration("heartbeat"), Timeout: c.Duration("timeout"), AnswerTimeout: c.Duration("answer-timeout"),
 		Term: startTerm, Rand: rand.New(rand.NewPCG(mb.Incarnation, uint64(self))),
 	}
 	if cfg.Heartbeat <= 0 || cfg.Timeout <= 0 || cfg.AnswerTimeout <= 0 {
-		tr.Close()
 		return cli.Exitf(cli.ExitUsage, "--heartbeat, --timeout and --answer-timeout must be positive")
 	}
 	m, err := election.New(cfg)
 	if err != nil {
-		tr.Close()
 		return cli.Exitf(cli.ExitUsage, "%v", err)
 	}
-	drv := driver.New[election.Msg](m, election.Codec{}, tr, driver.Config{Framer: mb.Framer, Log: cm.Log})
-
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	events := make(chan node.Event, 64)
-	done := make(chan error, 1)
-	go func() { done <- drv.Run(ctx, func(ev node.Event) { events <- ev }) }()
-
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
-
-	if err := mb.Ready(c); err != nil {
+	drv := driver.New[election.Msg](m, election.Codec{}, mb.Net, driver.Config{Framer: mb.Framer, Log: cm.Log})
+	live, err := mb.Start(drv, "algo", algo, "heartbeat", cfg.Heartbeat, "timeout", cfg.Timeout, "term", startTerm)
+	if err != nil {
 		return err
 	}
-	cm.Log.Info("started", "id", self, "algo", algo, "addr", tr.Addr(), "members", len(cm.Peers),
-		"heartbeat", cfg.Heartbeat, "timeout", cfg.Timeout, "term", startTerm)
+	defer live.Stop()
 
 	// retire resigns leadership (so the others need not wait for a timeout)
 	// and stops the node.
@@ -142,8 +126,7 @@ func run(c *ucli.Context) error {
 		rctx, rcancel := context.WithTimeout(context.Background(), time.Second)
 		_ = drv.Request(rctx, election.Msg{Type: election.MsgRetire})
 		rcancel()
-		cancel()
-		<-done
+		live.Stop()
 	}
 	var (
 		kid      *cli.Child
@@ -154,9 +137,9 @@ func run(c *ucli.Context) error {
 	)
 	for {
 		select {
-		case err := <-done:
-			return cli.Exitf(cli.ExitUnavailable, "transport failed: %v", err)
-		case ev := <-events:
+		case err := <-live.Done:
+			return cli.Failed(err)
+		case ev := <-live.Events:
 			switch ev := ev.(type) {
 			case election.LeaderEvent:
 				cm.Out.Event(ev)
@@ -198,7 +181,7 @@ func run(c *ucli.Context) error {
 			cm.Log.Info("child exited; resigning", "code", code)
 			retire()
 			return &cli.ExitError{Code: code}
-		case s := <-sigs:
+		case s := <-live.Signals:
 			sig := s.(syscall.Signal)
 			if kid != nil {
 				// Forward, and keep going until the child decides.
@@ -209,7 +192,7 @@ func run(c *ucli.Context) error {
 			cm.Log.Info("signal: resigning", "signal", sig)
 			retire()
 			if len(child) > 0 {
-				return &cli.ExitError{Code: 128 + int(sig)}
+				return &cli.ExitError{Code: cli.SignalCode(sig)}
 			}
 			return nil
 		}
@@ -233,20 +216,9 @@ func status(c *ucli.Context) error {
 	if err != nil {
 		return err
 	}
-	// A client ID outside any sane member range, random so two
-	// concurrent status calls do not look like replays of each other.
-	clientID := wire.ClientIDBase | node.ID(rand.Uint32N(0x0FFFFFFF))
-	framer, err := wire.NewFramer(cli.ClusterKey(c.String(cli.FlagCluster), cm.Peers), clientID, uint64(time.Now().UnixNano()), cm.Key)
+	replies, err := cm.QueryAll(c)
 	if err != nil {
-		return cli.Exitf(cli.ExitUsage, "%v", err)
-	}
-	tr, err := cli.ClientTransport(c, cm.Peers)
-	if err != nil {
-		return cli.Exitf(cli.ExitUnavailable, "%v", err)
-	}
-	replies, err := driver.Query(context.Background(), framer, tr, cli.IDs(cm.Peers), c.Duration("wait"))
-	if err != nil {
-		return cli.Exitf(cli.ExitUnavailable, "%v", err)
+		return err
 	}
 	var members []memberStatus
 	for id, r := range replies {

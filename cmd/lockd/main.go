@@ -1,46 +1,217 @@
 // Command lockd is distributed mutual exclusion for scripts: a daemon per
 // host ('lockd serve') and clients ('lockd run', 'hold', 'session',
-// 'status', 'watch') that talk to it over a Unix socket. See pkg/mutex.
-//
-// This binary is lockd's front: the short-lived `lockd run NAME -- cmd`
-// and `lockd hold NAME`, started once per critical section, run here, in
-// a program that links only their client (ctl.Quick). Every other command
-// line, the daemon included, is handed to lockd-full, the complete
-// program, installed beside this one: the process becomes lockd-full with
-// the same arguments and the same process ID.
-//
-// Why two binaries: on a machine where a page fault costs 15-30 µs, most
-// of a `lockd run` is the pages it touches, and the Go runtime's start
-// touches more of a bigger binary (its type and itab tables, its function
-// table, the code it runs spread over more of the file). The complete
-// program is 6 MB; this one is 2 MB, and a `lockd run L -- true` through it
-// takes about 1 ms less (README, "What makes lockd run cheap").
+// 'status', 'watch') that talk to it over a Unix socket. See pkg/lockd
+// and pkg/mutex.
 package main
 
 import (
-	"os"
+	"math/rand/v2"
+	"time"
 
-	"github.com/roundtable-go/roundtable/cmd/lockd/internal/ctl"
-	"github.com/roundtable-go/roundtable/pkg/proc"
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/roundtable-go/roundtable/pkg/cli"
+	"github.com/roundtable-go/roundtable/pkg/lockd"
+	"github.com/roundtable-go/roundtable/pkg/mutex"
 )
 
-// full is the complete program's file name.
-const full = "lockd-full"
+const tool = lockd.Tool
 
-func main() {
-	// From main, not from a package's init as lockd-full does it: while
-	// packages initialise, the runtime keeps the main goroutine on the
-	// main thread, so each of its waits (for os/signal's set-up, say)
-	// hands the processor to another thread, started for it. From main the
-	// client starts two threads fewer and a `lockd run` takes about 0.5 ms
-	// less (README, "What makes lockd run cheap").
-	if ok, err := ctl.Quick(os.Args[1:]); ok {
-		proc.Exit(ctl.Tool, err)
+func serveFlags() []ucli.Flag {
+	return cli.WithEnv(tool, append(cli.NodeFlags(),
+		&ucli.StringFlag{Name: "algo", Value: "central", Usage: "central (coordinator with failover; survives partitions), ricart-agrawala (no coordinator; crash faults only), token-ring (Le Lann's ring with k backup tokens; crash faults only) or voting (m of n coordinator votes; survives partitions)"},
+		&ucli.IntFlag{Name: "m", Usage: "voting: votes needed, more than n/2 (default n/2+1)"},
+		&ucli.IntFlag{Name: "k", Value: -1, Usage: "token-ring: backup copies of the token, kept on the next k members; survives k consecutive crashes (default n-1; 'lockd ring-k' sizes it for big rings)"},
+		&ucli.StringFlag{Name: "socket", Value: cli.DefaultSocket(tool), Usage: "the daemon's control socket"},
+		&ucli.DurationFlag{Name: "lease", Value: mutex.DefaultConfig().Lease, Usage: "grant lease: a partitioned holder loses its lock within 0.9×lease"},
+		&ucli.DurationFlag{Name: "heartbeat", Value: 50 * time.Millisecond, Usage: "coordinator election heartbeat"},
+		&ucli.DurationFlag{Name: "timeout", Value: 200 * time.Millisecond, Usage: "coordinator election timeout"},
+		&ucli.StringFlag{Name: "state-file", Usage: "persist the highest coordinator term (central), Lamport clock (ricart-agrawala), token count (token-ring) or vote counter (voting) here, so tokens keep growing across restarts"},
+	))
+}
+
+func clientFlags(extra ...ucli.Flag) []ucli.Flag {
+	return cli.WithEnv(tool, append([]ucli.Flag{
+		&ucli.StringFlag{Name: "socket", Value: cli.DefaultSocket(tool), Usage: "the daemon's control socket"},
+		&ucli.BoolFlag{Name: cli.FlagJSON, Usage: "print JSON lines"},
+	}, extra...))
+}
+
+func waitFlags(extra ...ucli.Flag) []ucli.Flag {
+	return append([]ucli.Flag{
+		&ucli.DurationFlag{Name: "timeout", Usage: "give up waiting after this long (exit 75)"},
+		&ucli.BoolFlag{Name: "nonblock", Aliases: []string{"n"}, Usage: "fail at once if the lock is held (exit 75)"},
+		&ucli.IntFlag{Name: "conflict-exit-code", Aliases: []string{"E"}, Value: cli.ExitBusy, Usage: "exit code when busy or timed out"},
+	}, extra...)
+}
+
+func main() { cli.Main(newApp()) }
+
+// newApp is lockd's command line.
+func newApp() *ucli.App {
+	return &ucli.App{
+		Name:                 tool,
+		Usage:                "distributed locks for scripts: fencing tokens, leases, no orphaned children",
+		EnableBashCompletion: true,
+		Commands: []*ucli.Command{
+			{
+				Name:  "serve",
+				Usage: "run this host's lock daemon (one per member)",
+				Description: `Runs one member of the lock service and serves local clients on --socket
+(a Unix socket, mode 0600). Every member must use the same --peers.
+
+Examples:
+   lockd serve --id 1 --peers @peers.txt --key-file cluster.key
+   lockd serve --id 2 --peers 1=10.0.0.1:7100,2=10.0.0.2:7100,3=10.0.0.3:7100 --socket /run/lockd.sock
+   lockd serve --id 3 --peers @peers.txt --algo token-ring --k 2 --state-file /var/lib/lockd/count
+   lockd serve --id 4 --peers @peers.txt --algo voting --m 4`,
+				Flags:  serveFlags(),
+				Action: serve,
+			},
+			{
+				Name:      "run",
+				Usage:     "acquire NAME, run a command while holding it, release",
+				ArgsUsage: "NAME -- command args...",
+				Description: `Acquires NAME through the local daemon, runs the command (directly; with
+--shell through /bin/sh -c) with LOCKD_NAME and LOCKD_TOKEN set, and releases
+the lock when it exits. LOCKD_TOKEN is a fencing number that only grows for
+NAME: give it to what the command writes to, and refuse lower ones.
+
+Exit codes: the command's own code, or 128+signal; 75 busy or timed out
+(--conflict-exit-code, like flock -E); 76 the lock was lost while the command
+ran (it gets SIGTERM, then SIGKILL after --kill-grace); 69 no daemon.
+Signals reach the command; if lockd run is killed, so is the command, and
+the lock is released.
+
+Examples:
+   lockd run backup -- /usr/local/bin/backup.sh
+   lockd run --nonblock cron-job -- ./job || echo "someone else is running it"
+   lockd run --timeout 30s deploy -- make deploy`,
+				Flags:  clientFlags(waitFlags(&ucli.DurationFlag{Name: "kill-grace", Value: 5 * time.Second, Usage: "after the lock is lost: SIGTERM, then SIGKILL after this long"}, &ucli.BoolFlag{Name: "shell", Usage: "run the command through /bin/sh -c"})...),
+				Action: runCmd,
+			},
+			{
+				Name:      "hold",
+				Usage:     "acquire NAME, print it, hold until stdin closes or a signal",
+				ArgsUsage: "NAME",
+				Description: `Prints 'acquired NAME token T' and holds the lock until stdin closes or a
+signal arrives, for coprocesses in shell scripts:
+
+   coproc LOCK { lockd hold db; }
+   read -r _ _ _ token <&"${LOCK[0]}"   # acquired db token 8589934593
+   ... critical section, fenced by $token ...
+   exec {LOCK[1]}>&-                     # release`,
+				Flags:  clientFlags(waitFlags()...),
+				Action: holdCmd,
+			},
+			{
+				Name:  "session",
+				Usage: "take and give back locks by commands on stdin, many times over one connection",
+				Description: `Reads commands on stdin and answers each with one line on stdout:
+
+   acquire NAME [D]   wait for NAME, at most D (5s, 500ms) if given:
+                      'acquired NAME token T', or 'timeout NAME'
+   try NAME           do not wait: 'acquired NAME token T' or 'busy NAME'
+   release NAME       'released NAME token T'
+
+For scripts that take locks in a loop: the session is one process and one
+connection, so each acquisition costs a round trip to the daemon, not a
+process start. A held lock whose lease runs out (the daemon is paused or
+gone) or that the daemon revokes is reported on its own line,
+'lost NAME token T (reason)': nothing is stopped for you, so fence what
+the critical section writes with the token. End of input releases
+everything and exits 0; a signal releases everything and exits 128+signal.
+
+Example:
+   coproc LOCK { lockd session; }
+   for job in jobs/*; do
+     echo "acquire queue" >&"${LOCK[1]}"; read -r _ _ _ token <&"${LOCK[0]}"
+     process "$job" "$token"              # critical section, fenced by $token
+     echo "release queue" >&"${LOCK[1]}"; read -r _ <&"${LOCK[0]}"
+   done
+   exec {LOCK[1]}>&-                      # end the session`,
+				Flags:  clientFlags(),
+				Action: sessionCmd,
+			},
+			{
+				Name:   "status",
+				Usage:  "list the cluster's locks, holders, tokens and waiting clients, and this member's state",
+				Flags:  clientFlags(),
+				Action: statusCmd,
+			},
+			{
+				Name:  "watch",
+				Usage: "print grant, release and loss events, one per line: this member's clients', or with --cluster every member's",
+				Description: `Prints this member's grant, release and loss events (and coordinator
+changes) as they happen. With --cluster, prints the events of every member's
+clients instead, each marked with its member; they travel between members
+as datagrams, so one lost on the way is missing here.
+
+Examples:
+   lockd watch
+   lockd watch --cluster --json | jq -c 'select(.event == "acquired")'`,
+				Flags: clientFlags(
+					&ucli.BoolFlag{Name: "cluster", Usage: "every member's clients' events, not only this member's"}),
+				Action: watchCmd,
+			},
+			{
+				Name:  "ring-k",
+				Usage: "size the token ring's backups: the smallest k such that f random crashes among N leave at most k consecutive, with probability ≥ P",
+				Description: `Arantes–Sopena: P_k(f, N) = W_k(f, N) / C(N, f), computed exactly.
+
+Examples:
+   lockd ring-k --nodes 10000 --failures 1000 --prob 0.99999   # k = 8
+   lockd ring-k --nodes 10000 --failures 5000 --prob 0.997     # k = 20`,
+				Flags: []ucli.Flag{
+					&ucli.IntFlag{Name: "nodes", Usage: "N, processes on the ring"},
+					&ucli.IntFlag{Name: "failures", Usage: "f, processes that crash"},
+					&ucli.StringFlag{Name: "prob", Value: "0.99", Usage: "P, the probability required"},
+					&ucli.BoolFlag{Name: cli.FlagJSON, Usage: "print JSON"},
+				},
+				Action: ringK,
+			},
+		},
 	}
-	err := proc.Handover(full)
-	if proc.Code(err) == proc.ExitUnavailable {
-		os.Stderr.WriteString("lockd: " + err.Error() + " (it is built and installed with lockd: go build ./cmd/lockd/... in a checkout, or go install github.com/roundtable-go/roundtable/cmd/lockd/...@latest); `lockd run` and `lockd hold` work without it, every other command needs it\n")
-		os.Exit(proc.ExitUnavailable)
+}
+
+func serve(c *ucli.Context) error {
+	if c.Args().Len() > 0 {
+		return cli.Exitf(cli.ExitUsage, "serve takes no arguments, got %q", c.Args().First())
 	}
-	proc.Exit(ctl.Tool, err)
+	algo, err := mutex.ParseAlgo(c.String("algo"))
+	if err != nil {
+		return cli.Exitf(cli.ExitUsage, "--algo: %v", err)
+	}
+	lease := c.Duration("lease")
+	if lease < 20*time.Millisecond {
+		return cli.Exitf(cli.ExitUsage, "--lease must be at least 20ms")
+	}
+	stateFile := c.String("state-file")
+	term, err := cli.ReadUint(stateFile)
+	if err != nil {
+		return cli.Exitf(cli.ExitUsage, "--state-file: %v", err)
+	}
+	mb, err := cli.Join(c, tool)
+	if err != nil {
+		return err
+	}
+	defer mb.Close()
+	// --k: -1 (default) is every other member; 0 is none (Config: -1).
+	backups := c.Int("k")
+	switch {
+	case backups == 0:
+		backups = -1
+	case backups < 0:
+		backups = 0
+	case backups > len(mb.Peers)-1:
+		return cli.Exitf(cli.ExitUsage, "--k must be at most n-1 = %d", len(mb.Peers)-1)
+	}
+	m, err := mutex.New(mutex.Config{ID: mb.ID, Peers: cli.IDs(mb.Peers), Algo: algo, Lease: lease, Term: term,
+		Boot: mb.Incarnation, Backups: backups, Quorum: c.Int("m"),
+		Heartbeat: c.Duration("heartbeat"), Timeout: c.Duration("timeout"),
+		Rand: rand.New(rand.NewPCG(mb.Incarnation, uint64(mb.ID)))})
+	if err != nil {
+		return cli.Exitf(cli.ExitUsage, "%v", err)
+	}
+	return lockd.Serve(mb, m, lockd.Config{Lease: lease, StateFile: stateFile, Persisted: term, Socket: c.String("socket")})
 }

@@ -1,46 +1,80 @@
 package cli
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"strings"
 
 	ucli "github.com/urfave/cli/v2"
-
-	"github.com/roundtable-go/roundtable/pkg/proc"
 )
 
-// The exit code table and child supervision live in package proc, which
-// imports only the standard library; they are re-exported here so that
-// every tool speaks of them through one package.
+// Exit codes, the same in every binary (see the package documentation).
 const (
-	ExitOK          = proc.ExitOK
-	ExitUsage       = proc.ExitUsage
-	ExitUnavailable = proc.ExitUnavailable
-	ExitBusy        = proc.ExitBusy
-	ExitLost        = proc.ExitLost
-	ExitNoPerm      = proc.ExitNoPerm
-	ExitCannotExec  = proc.ExitCannotExec
-	ExitNotFound    = proc.ExitNotFound
+	ExitOK          = 0
+	ExitUsage       = 64
+	ExitUnavailable = 69
+	ExitBusy        = 75
+	ExitLost        = 76
+	ExitNoPerm      = 77
+	ExitCannotExec  = 126
+	ExitNotFound    = 127
 )
 
-type (
-	// ExitError carries the process exit code with the error.
-	ExitError = proc.ExitError
-	// Child is a supervised child command (see proc.StartChild).
-	Child = proc.Child
-)
+// ExitError carries the process exit code with the error. An ExitError
+// without Err (a child's own exit code) prints nothing.
+type ExitError struct {
+	Code int
+	Err  error
+}
+
+func (e *ExitError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("exit %d", e.Code)
+	}
+	return e.Err.Error()
+}
+
+func (e *ExitError) Unwrap() error { return e.Err }
 
 // Exitf returns an ExitError with a formatted message.
-func Exitf(code int, format string, args ...any) error { return proc.Exitf(code, format, args...) }
+func Exitf(code int, format string, args ...any) error {
+	return &ExitError{Code: code, Err: fmt.Errorf(format, args...)}
+}
 
 // Code is the exit code for err: 0 for nil, the ExitError code, or 1.
-func Code(err error) int { return proc.Code(err) }
+func Code(err error) int {
+	if err == nil {
+		return 0
+	}
+	var e *ExitError
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return 1
+}
 
-// Exit ends the process as Main does for an action's result err.
-func Exit(tool string, err error) { proc.Exit(tool, err) }
-
-// StartChild starts a supervised child command (see proc.StartChild).
-func StartChild(args []string, env []string) (*Child, error) { return proc.StartChild(args, env) }
+// Exit ends the process with the code the exit table prescribes for err:
+// 0 for nil, an ExitError's code, 64 for any other error. A message goes
+// to stderr, prefixed with the tool's name once.
+func Exit(tool string, err error) {
+	if err == nil {
+		os.Exit(ExitOK)
+	}
+	code := Code(err)
+	if code == 1 {
+		code = ExitUsage
+	}
+	var ee *ExitError
+	if !errors.As(err, &ee) || ee.Err != nil {
+		msg := err.Error()
+		if !strings.HasPrefix(msg, tool+":") {
+			msg = tool + ": " + msg
+		}
+		fmt.Fprintln(os.Stderr, msg)
+	}
+	os.Exit(code)
+}
 
 // Main runs a urfave/cli application and exits with the code the exit
 // table prescribes: an ExitError's code, or 64 for the framework's own

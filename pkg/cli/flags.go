@@ -13,13 +13,14 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/roundtable-go/roundtable/pkg/node"
-	"github.com/roundtable-go/roundtable/pkg/proc"
 	"github.com/roundtable-go/roundtable/pkg/transport"
 )
 
 // Env is the environment variable for a flag of a tool: ("elect",
 // "key-file") → ELECT_KEY_FILE.
-func Env(tool, flag string) string { return proc.Env(tool, flag) }
+func Env(tool, flag string) string {
+	return strings.ToUpper(tool + "_" + strings.ReplaceAll(flag, "-", "_"))
+}
 
 // WithEnv sets each flag's environment variable from its name. Flags that
 // already name one keep it.
@@ -212,14 +213,8 @@ func Listen(c *ucli.Context, addr string, peers map[node.ID]string) (transport.T
 	return t, nil
 }
 
-// ClientTransport opens an ephemeral transport for a short-lived client
-// that talks to peers (status queries).
-func ClientTransport(c *ucli.Context, peers map[node.ID]string) (transport.Transport, error) {
-	return OpenClientTransport(c.String(FlagTransport), peers)
-}
-
-// OpenClientTransport is ClientTransport for a --transport value ("udp"
-// or "tcp") known already: a daemon asking another member, for one.
+// OpenClientTransport opens an ephemeral transport of kind ("udp" or
+// "tcp") for a short-lived client that talks to peers (status queries).
 func OpenClientTransport(kind string, peers map[node.ID]string) (transport.Transport, error) {
 	host := "127.0.0.1"
 	for _, a := range peers {

@@ -15,25 +15,34 @@ import (
 
 // Common is what every command derives from the client flags.
 type Common struct {
-	Tool  string
-	Peers map[node.ID]string
-	Key   []byte // nil without --key-file
-	Log   *slog.Logger
-	Out   *Output
+	Tool      string
+	Peers     map[node.ID]string
+	Cluster   string // --cluster, the cluster's name
+	Transport string // --transport: "udp" or "tcp"
+	Key       []byte // nil without --key-file
+	Log       *slog.Logger
+	Out       *Output
+}
+
+// Logger is the logger --log-level and --no-color ask for: stderr,
+// coloured only on a terminal.
+func Logger(c *ucli.Context, tool string) (*slog.Logger, error) {
+	level, err := ParseLevel(c.String(FlagLogLevel))
+	if err != nil {
+		return nil, err
+	}
+	return NewLogger(os.Stderr, tool, level, UseColor(os.Stderr, c.Bool(FlagNoColor))), nil
 }
 
 // Setup parses the client flags: log level, colour, output mode, peers
 // and key. Errors carry exit code 64.
 func Setup(c *ucli.Context, tool string) (*Common, error) {
-	level, err := ParseLevel(c.String(FlagLogLevel))
+	log, err := Logger(c, tool)
 	if err != nil {
 		return nil, err
 	}
-	cm := &Common{
-		Tool: tool,
-		Log:  NewLogger(os.Stderr, tool, level, UseColor(os.Stderr, c.Bool(FlagNoColor))),
-		Out:  NewOutput(os.Stdout, c.Bool(FlagJSON)),
-	}
+	cm := &Common{Tool: tool, Log: log, Out: NewOutput(os.Stdout, c.Bool(FlagJSON)),
+		Cluster: c.String(FlagCluster), Transport: c.String(FlagTransport)}
 	if cm.Peers, err = ParsePeers(c.String(FlagPeers)); err != nil {
 		return nil, Exitf(ExitUsage, "%v", err)
 	}
@@ -51,7 +60,8 @@ type Member struct {
 	ID          node.ID
 	Incarnation uint64
 	Framer      *wire.Framer
-	Transport   transport.Transport
+	Net         transport.Transport
+	readyFile   string
 }
 
 // Join parses --id and --bind on top of Setup, creates the Framer and
@@ -78,26 +88,22 @@ func Join(c *ucli.Context, tool string) (*Member, error) {
 			return nil, Exitf(ExitUsage, "%v", err)
 		}
 	}
-	m := &Member{Common: cm, ID: id, Incarnation: uint64(time.Now().UnixNano())}
+	m := &Member{Common: cm, ID: id, Incarnation: uint64(time.Now().UnixNano()), readyFile: c.String(FlagReadyFile)}
 	if m.Framer, err = wire.NewFramer(ClusterKey(c.String(FlagCluster), cm.Peers), id, m.Incarnation, cm.Key); err != nil {
 		return nil, Exitf(ExitUsage, "%v", err)
 	}
-	if m.Transport, err = Listen(c, bind, cm.Peers); err != nil {
+	if m.Net, err = Listen(c, bind, cm.Peers); err != nil {
 		return nil, err
 	}
 	if cm.Key == nil {
-		cm.Log.Warn("no --key-file: frames are NOT authenticated; anyone who can reach " + m.Transport.Addr() + " can take part")
+		cm.Log.Warn("no --key-file: frames are NOT authenticated; anyone who can reach " + m.Net.Addr() + " can take part")
 	}
 	return m, nil
 }
 
-// Ready writes --ready-file, if given, with the listening address.
-func (m *Member) Ready(c *ucli.Context) error {
-	if err := WriteReadyFile(c.String(FlagReadyFile), m.Transport.Addr()); err != nil {
-		return Exitf(ExitUsage, "--ready-file: %v", err)
-	}
-	return nil
-}
+// Close closes the member's transport. Call it (deferred) once Join
+// succeeded, on every path.
+func (m *Member) Close() { m.Net.Close() }
 
 // ParseTime parses an absolute time for flags such as --start-at: RFC 3339,
 // Unix seconds (fractions allowed), or "+D" for a duration from now.

@@ -68,6 +68,18 @@ func (o *Output) JSON(v any) {
 	o.Line(string(b))
 }
 
+// Value prints text, or v as one JSON line with --json.
+func (o *Output) Value(text string, v any) {
+	if o.json {
+		o.JSON(v)
+	} else {
+		o.Line(text)
+	}
+}
+
+// IsJSON reports whether the output is JSON lines.
+func (o *Output) IsJSON() bool { return o.json }
+
 // UseColor reports whether logs on w may be coloured: only on a terminal,
 // never with --no-color or a non-empty NO_COLOR.
 func UseColor(w *os.File, noColor bool) bool {

@@ -1,34 +1,31 @@
-// Package clitest builds a command's binary once for its multi-process
-// tests, so they run the real program.
+// Package clitest is what the multi-process tests of every tool share:
+// the tool built once, local clusters started through scripts/cluster.sh,
+// and process checks.
 package clitest
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 )
 
 // Main builds the command in the current directory as name into a
 // temporary directory, stores its path in *bin, runs the tests and exits.
-// Use it as the body of TestMain. With also (package paths relative to
-// the current directory), those commands are built into the same
-// directory, each named after its package's directory as go build names
-// it, and *bin is the one of them called name: how a command made of a
-// front binary and the program it hands over to is tested as installed.
-func Main(m *testing.M, name string, bin *string, also ...string) {
+// Use it as the body of TestMain.
+func Main(m *testing.M, name string, bin *string) {
 	dir, err := os.MkdirTemp("", name+"-test")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	*bin = filepath.Join(dir, name)
-	args := []string{"build", "-o", *bin, "."}
-	if len(also) > 0 {
-		args = append([]string{"build", "-o", dir + "/", "."}, also...)
-	}
-	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", *bin, ".").CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "building %s: %v\n%s", name, err, out)
 		os.RemoveAll(dir)
 		os.Exit(1)
@@ -36,4 +33,106 @@ func Main(m *testing.M, name string, bin *string, also ...string) {
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// Script is the path of a file under the module's scripts/ directory, found
+// from the test's working directory upwards.
+func Script(t testing.TB, name string) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return filepath.Join(dir, "scripts", name)
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			t.Fatal("no go.mod above the test's directory")
+		}
+		dir = up
+	}
+}
+
+// Cluster is a local cluster started by scripts/cluster.sh in Dir: member
+// i's stdout is Dir/i.out, its stderr Dir/i.log, its process ID Dir/i.pid,
+// and the peer list Dir/peers.
+type Cluster struct {
+	T   testing.TB
+	Dir string
+	N   int
+}
+
+// StartCluster starts n members of cmd (a binary and its arguments, with
+// {id} standing for each member's ID) in dir, and stops them when the test
+// ends, logging each member's output if it failed.
+func StartCluster(t testing.TB, dir string, n int, cmd ...string) *Cluster {
+	t.Helper()
+	c := &Cluster{T: t, Dir: dir, N: n}
+	args := append([]string{"start", "-n", strconv.Itoa(n), "-d", dir}, cmd...)
+	if out, err := exec.Command(Script(t, "cluster.sh"), args...).CombinedOutput(); err != nil {
+		t.Fatalf("cluster start: %v\n%s", err, out)
+	}
+	t.Cleanup(func() {
+		exec.Command(Script(t, "cluster.sh"), "stop", "-d", dir).Run()
+		if t.Failed() {
+			for i := 1; i <= n; i++ {
+				out, _ := os.ReadFile(c.File(i, "out"))
+				log, _ := os.ReadFile(c.File(i, "log"))
+				t.Logf("member %d stdout:\n%s\nstderr:\n%s", i, out, log)
+			}
+		}
+	})
+	return c
+}
+
+// File is member i's file with the given extension ("out", "log", "pid").
+func (c *Cluster) File(i int, ext string) string {
+	return filepath.Join(c.Dir, fmt.Sprintf("%d.%s", i, ext))
+}
+
+// Ctl runs scripts/cluster.sh with args (kill, pause, resume, restart ...)
+// on this cluster.
+func (c *Cluster) Ctl(args ...string) {
+	c.T.Helper()
+	args = append(args, "-d", c.Dir)
+	if out, err := exec.Command(Script(c.T, "cluster.sh"), args...).CombinedOutput(); err != nil {
+		c.T.Fatalf("cluster %v: %v\n%s", args, err, out)
+	}
+}
+
+// Pid is member i's process ID.
+func (c *Cluster) Pid(i int) int {
+	c.T.Helper()
+	b, err := os.ReadFile(c.File(i, "pid"))
+	if err != nil {
+		c.T.Fatal(err)
+	}
+	p, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return p
+}
+
+// Gone reports whether process pid has exited (it no longer exists, or
+// it is a zombie waiting for its parent).
+func Gone(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	return len(f) > 0 && f[0] == "Z"
+}
+
+// WaitFor polls cond every 5 ms until it holds, failing the test after
+// limit: a wait for an event the test observes, never a guess at timing.
+func WaitFor(t testing.TB, limit time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not reached within %v", limit)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }

@@ -27,8 +27,9 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
-	"github.com/roundtable-go/roundtable/cmd/lockd/internal/ctl"
+	"github.com/roundtable-go/roundtable/pkg/cli"
 	"github.com/roundtable-go/roundtable/pkg/cli/clitest"
+	"github.com/roundtable-go/roundtable/pkg/lockd"
 	"github.com/roundtable-go/roundtable/pkg/mutex"
 	"github.com/roundtable-go/roundtable/pkg/node"
 )
@@ -40,10 +41,7 @@ func TestMain(m *testing.M) {
 		witness(file)
 		return
 	}
-	// lockd as installed: the front (..) beside lockd-full (.); every
-	// test goes through the front, so every command line but the quick
-	// `lockd run` forms also tests the handover.
-	clitest.Main(m, "lockd", &lockdBin, "..")
+	clitest.Main(m, "lockd", &lockdBin)
 }
 
 func witness(file string) {
@@ -127,81 +125,46 @@ func checkWitness(t *testing.T, file string) int {
 	return sections
 }
 
-type cluster struct {
-	t   testing.TB
-	dir string
-	n   int
-}
-
-func script(t testing.TB) string {
-	p, _ := filepath.Abs("../../../scripts/cluster.sh")
-	return p
-}
+type cluster struct{ *clitest.Cluster }
 
 func startDaemonsB(b *testing.B) *cluster { return startDaemons(b, 3) }
 
 func startDaemons(t testing.TB, n int, args ...string) *cluster {
 	t.Helper()
-	c := &cluster{t: t, dir: t.TempDir(), n: n}
-	all := append([]string{"start", "-n", strconv.Itoa(n), "-d", c.dir, lockdBin, "serve", "--no-color",
-		"--socket", filepath.Join(c.dir, "{id}.sock")}, args...)
-	if out, err := exec.Command(script(t), all...).CombinedOutput(); err != nil {
-		t.Fatalf("cluster start: %v\n%s", err, out)
-	}
-	t.Cleanup(func() {
-		exec.Command(script(t), "stop", "-d", c.dir).Run()
-		if t.Failed() {
-			for i := 1; i <= n; i++ {
-				b, _ := os.ReadFile(filepath.Join(c.dir, fmt.Sprintf("%d.log", i)))
-				t.Logf("daemon %d log:\n%s", i, b)
-			}
-		}
-	})
+	dir := t.TempDir()
+	c := &cluster{clitest.StartCluster(t, dir, n, append([]string{lockdBin, "serve", "--no-color",
+		"--socket", filepath.Join(dir, "{id}.sock")}, args...)...)}
 	// Wait until a coordinator is active: a non-blocking probe succeeds.
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		cmd := exec.Command(lockdBin, "run", "--socket", c.sock(1), "--nonblock", "probe", "--", "true")
-		if cmd.Run() == nil {
-			return c
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the lock service never became available")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	clitest.WaitFor(t, 20*time.Second, func() bool {
+		return exec.Command(lockdBin, "run", "--socket", c.sock(1), "--nonblock", "probe", "--", "true").Run() == nil
+	})
+	return c
 }
 
-func (c *cluster) sock(i int) string { return filepath.Join(c.dir, fmt.Sprintf("%d.sock", i)) }
+func (c *cluster) sock(i int) string { return filepath.Join(c.Dir, fmt.Sprintf("%d.sock", i)) }
 
 // hold starts `lockd hold ARGS` through member i with its input kept open
 // (closing stdin releases) and returns once it has printed its grant.
 func (c *cluster) hold(i int, args ...string) (*exec.Cmd, io.WriteCloser, *bufio.Reader) {
-	c.t.Helper()
+	c.T.Helper()
 	h := exec.Command(lockdBin, append([]string{"hold", "--socket", c.sock(i)}, args...)...)
 	stdin, err := h.StdinPipe()
 	if err != nil {
-		c.t.Fatal(err)
+		c.T.Fatal(err)
 	}
 	stdout, err := h.StdoutPipe()
 	if err != nil {
-		c.t.Fatal(err)
+		c.T.Fatal(err)
 	}
 	if err := h.Start(); err != nil {
-		c.t.Fatal(err)
+		c.T.Fatal(err)
 	}
-	c.t.Cleanup(func() { h.Process.Kill(); h.Wait() })
+	c.T.Cleanup(func() { h.Process.Kill(); h.Wait() })
 	r := bufio.NewReader(stdout)
 	if line, err := r.ReadString('\n'); err != nil || !strings.Contains(line, "acquired") {
-		c.t.Fatalf("lockd hold: %q %v", line, err)
+		c.T.Fatalf("lockd hold: %q %v", line, err)
 	}
 	return h, stdin, r
-}
-
-func (c *cluster) ctl(args ...string) {
-	c.t.Helper()
-	if out, err := exec.Command(script(c.t), append(args, "-d", c.dir)...).CombinedOutput(); err != nil {
-		c.t.Fatalf("cluster %v: %v\n%s", args, err, out)
-	}
 }
 
 // client is one `lockd run NAME -- witness`.
@@ -225,7 +188,7 @@ func (c *cluster) runEnv(daemon int, witnessFile string, hold time.Duration, env
 	cl.cmd.Stderr = &cl.out
 	cl.call = time.Now().UnixNano()
 	if err := cl.cmd.Start(); err != nil {
-		c.t.Fatal(err)
+		c.T.Fatal(err)
 	}
 	return cl
 }
@@ -290,7 +253,7 @@ func eachAlgo(t *testing.T, test func(t *testing.T, algo string)) {
 
 func eightClients(t *testing.T, algo string) {
 	c := startDaemons(t, 3, "--algo", algo)
-	file := filepath.Join(c.dir, "witness")
+	file := filepath.Join(c.Dir, "witness")
 	var clients []*client
 	var wg sync.WaitGroup
 	for i := 0; i < 8; i++ {
@@ -334,15 +297,15 @@ func eightClients(t *testing.T, algo string) {
 // with it (no orphan) and the next client gets the lock.
 func TestKilledHolder(t *testing.T) {
 	c := startDaemons(t, 3, "--algo", "ricart-agrawala")
-	file := filepath.Join(c.dir, "witness")
+	file := filepath.Join(c.Dir, "witness")
 	holder := c.run(2, file, time.Hour)
-	waitFor(t, func() bool { return len(readWitnessMaybe(file)) > 0 })
+	clitest.WaitFor(t, 20*time.Second, func() bool { return len(readWitnessMaybe(file)) > 0 })
 	childPid := readWitnessMaybe(file)[0].pid
 	next := c.run(3, file, 10*time.Millisecond)
 	holder.cmd.Process.Kill()
 	holder.wait()
 	next.exits(t, 0, "next client")
-	waitFor(t, func() bool { return syscall.Kill(childPid, 0) != nil || zombie(childPid) })
+	clitest.WaitFor(t, 20*time.Second, func() bool { return clitest.Gone(childPid) })
 	if n := checkWitness(t, file); n != 2 {
 		t.Fatalf("%d critical sections, want 2", n)
 	}
@@ -353,17 +316,17 @@ func TestKilledHolder(t *testing.T) {
 // survivors keep granting, and nobody overlaps.
 func TestKilledDaemons(t *testing.T) {
 	c := startDaemons(t, 3)
-	file := filepath.Join(c.dir, "witness")
+	file := filepath.Join(c.Dir, "witness")
 	holder := c.run(1, file, time.Hour)
-	waitFor(t, func() bool { return len(readWitnessMaybe(file)) > 0 })
-	c.ctl("kill", "1")
+	clitest.WaitFor(t, 20*time.Second, func() bool { return len(readWitnessMaybe(file)) > 0 })
+	c.Ctl("kill", "1")
 	holder.exits(t, 76, "holder on a killed daemon")
 	cl := c.run(2, file, 10*time.Millisecond)
 	cl.exits(t, 0, "client after daemon 1 died")
-	c.ctl("kill", "3") // the coordinator (highest ID)
+	c.Ctl("kill", "3") // the coordinator (highest ID)
 	cl = c.run(2, file, 10*time.Millisecond, "--timeout", "4s")
 	cl.exits(t, 69, "one of three daemons (69: no quorum)")
-	c.ctl("restart", "3")
+	c.Ctl("restart", "3")
 	cl = c.run(2, file, 10*time.Millisecond, "--timeout", "15s")
 	cl.exits(t, 0, "client after the coordinator restarted")
 	checkWitness(t, file)
@@ -376,14 +339,14 @@ func TestPausedDaemon(t *testing.T) { eachAlgo(t, pausedDaemon) }
 
 func pausedDaemon(t *testing.T, algo string) {
 	c := startDaemons(t, 3, "--algo", algo)
-	file := filepath.Join(c.dir, "witness")
+	file := filepath.Join(c.Dir, "witness")
 	holder := c.run(1, file, time.Hour)
-	waitFor(t, func() bool { return len(readWitnessMaybe(file)) > 0 })
+	clitest.WaitFor(t, 20*time.Second, func() bool { return len(readWitnessMaybe(file)) > 0 })
 	next := c.run(2, file, 10*time.Millisecond)
-	c.ctl("pause", "1")
+	c.Ctl("pause", "1")
 	holder.wait()
 	next.wait()
-	c.ctl("resume", "1")
+	c.Ctl("resume", "1")
 	if holder.code != 76 || !strings.Contains(holder.out.String(), "lease ran out") {
 		t.Fatalf("holder under a paused daemon: exit %d: %s", holder.code, holder.out.String())
 	}
@@ -405,7 +368,7 @@ func TestUsage(t *testing.T) {
 		{[]string{"serve", "--id", "1", "--peers", "1=bad"}, 64},
 		{[]string{"serve", "--algo", "paxos", "--id", "1", "--peers", "1=127.0.0.1:1"}, 64},
 		{[]string{"ring-k", "--nodes", "10", "--failures", "20"}, 64},
-		// flags urfave/cli cannot parse: the front hands them over
+		// flags urfave/cli cannot parse
 		{[]string{"run", "--timeout", "soon", "L", "--", "true"}, 64},
 		{[]string{"status", "--jsn"}, 64},
 		{[]string{"--bogus"}, 64},
@@ -448,13 +411,13 @@ func TestBadNames(t *testing.T) {
 			}
 		}
 	}
-	cn, err := ctl.Dial(c.sock(1))
+	cn, err := cli.DialControl("lockd", c.sock(1))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cn.Close()
-	for _, q := range []ctl.Request{{Op: "acquire", Name: "a\nb"}, {Op: "release", Name: "a b"}, {Op: "acquire", Name: ""}} {
-		var r ctl.Reply
+	for _, q := range []lockd.Request{{Op: "acquire", Name: "a\nb"}, {Op: "release", Name: "a b"}, {Op: "acquire", Name: ""}} {
+		var r lockd.Reply
 		if err := cn.Send(q); err != nil {
 			t.Fatal(err)
 		}
@@ -462,8 +425,8 @@ func TestBadNames(t *testing.T) {
 			t.Fatalf("%+v: reply %+v, %v; want an error about the name", q, r, err)
 		}
 	}
-	var r ctl.Reply
-	if err := cn.Send(ctl.Request{Op: "acquire", Name: "good"}); err != nil {
+	var r lockd.Reply
+	if err := cn.Send(lockd.Request{Op: "acquire", Name: "good"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := cn.Next(&r); err != nil || r.Event != "acquired" {
@@ -486,27 +449,6 @@ func readWitnessMaybe(file string) []entry {
 	return out
 }
 
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached within 20s")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-func zombie(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	return len(f) > 0 && f[0] == "Z"
-}
-
 // TestTokenRingKilledDaemon: SIGKILL the daemon whose client is inside,
 // which holds the token: its client exits 76 with its child stopped, a
 // backup copy on the next daemon becomes the token (seed 003's UseBackup),
@@ -514,11 +456,11 @@ func zombie(pid int) bool {
 // token.
 func TestTokenRingKilledDaemon(t *testing.T) {
 	c := startDaemons(t, 3, "--algo", "token-ring")
-	file := filepath.Join(c.dir, "witness")
+	file := filepath.Join(c.Dir, "witness")
 	holder := c.run(1, file, time.Hour)
-	waitFor(t, func() bool { return len(readWitnessMaybe(file)) > 0 })
+	clitest.WaitFor(t, 20*time.Second, func() bool { return len(readWitnessMaybe(file)) > 0 })
 	next := c.run(3, file, 10*time.Millisecond)
-	c.ctl("kill", "1")
+	c.Ctl("kill", "1")
 	holder.exits(t, 76, "holder on a killed daemon")
 	next.exits(t, 0, "client waiting on daemon 3")
 	if n := checkWitness(t, file); n != 2 {
@@ -530,12 +472,12 @@ func TestTokenRingKilledDaemon(t *testing.T) {
 // cannot gather m = 2 votes and never grants; with one back, it does.
 func TestVotingMinority(t *testing.T) {
 	c := startDaemons(t, 3, "--algo", "voting")
-	file := filepath.Join(c.dir, "witness")
-	c.ctl("kill", "1")
-	c.ctl("kill", "2")
+	file := filepath.Join(c.Dir, "witness")
+	c.Ctl("kill", "1")
+	c.Ctl("kill", "2")
 	cl := c.run(3, file, 10*time.Millisecond, "--timeout", "3s")
 	cl.exits(t, 69, "one of three daemons (69: no quorum)")
-	c.ctl("restart", "2")
+	c.Ctl("restart", "2")
 	cl = c.run(3, file, 10*time.Millisecond, "--timeout", "15s")
 	cl.exits(t, 0, "client with two of three daemons up")
 	if n := checkWitness(t, file); n != 1 {
@@ -550,16 +492,16 @@ func TestVotingMinority(t *testing.T) {
 // follows, with no overlap.
 func TestStoppedHolder(t *testing.T) {
 	c := startDaemons(t, 3)
-	file := filepath.Join(c.dir, "witness")
+	file := filepath.Join(c.Dir, "witness")
 	holder := c.run(1, file, 1500*time.Millisecond)
-	waitFor(t, func() bool { return len(readWitnessMaybe(file)) > 0 })
+	clitest.WaitFor(t, 20*time.Second, func() bool { return len(readWitnessMaybe(file)) > 0 })
 	if err := holder.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
 	next := c.run(2, file, 10*time.Millisecond)
 	// The holder's child exits after 1.5 s; until the holder is resumed,
 	// nobody else may enter: the witness shows only the holder's section.
-	waitFor(t, func() bool {
+	clitest.WaitFor(t, 20*time.Second, func() bool {
 		es := readWitnessMaybe(file)
 		return len(es) > 0 && es[len(es)-1].what == "exit"
 	})
@@ -578,91 +520,6 @@ func TestStoppedHolder(t *testing.T) {
 	}
 	if n := checkWitness(t, file); n != 2 {
 		t.Fatalf("%d critical sections, want 2", n)
-	}
-}
-
-// TestSignals: SIGTERM to a `lockd run` reaches its command, whose exit
-// code lockd run returns; SIGTERM to one still waiting ends it with
-// 128+15 and takes it out of the queue (the lock is free for a new
-// client once the holder is gone), and its command never starts.
-func TestSignals(t *testing.T) {
-	c := startDaemons(t, 3)
-	file := filepath.Join(t.TempDir(), "witness")
-	holder := c.runEnv(1, file, time.Minute, []string{"WITNESS_TRAP=1"})
-	waitFor(t, func() bool { return len(readWitnessMaybe(file)) > 0 })
-	waiter := c.run(2, file, time.Minute)
-	waitFor(t, func() bool {
-		out, _ := exec.Command(lockdBin, "status", "--socket", c.sock(2)).Output()
-		return strings.Contains(string(out), "queue [")
-	})
-	if err := waiter.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	waiter.exits(t, 128+int(syscall.SIGTERM), "waiting lockd run after SIGTERM")
-	if err := holder.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	holder.exits(t, 7, "holding lockd run after SIGTERM (the command's own 7)")
-	var whats []string
-	for _, e := range readWitness(t, file) {
-		if e.what != "tick" {
-			whats = append(whats, e.what)
-		}
-	}
-	if strings.Join(whats, " ") != "enter signal" {
-		t.Fatalf("witness saw %v, want the holder's enter and signal only", whats)
-	}
-	if out, err := exec.Command(lockdBin, "run", "--socket", c.sock(3), "--nonblock", "L", "--", "true").CombinedOutput(); err != nil {
-		t.Fatalf("lock not free after both clients ended: %v\n%s", err, out)
-	}
-}
-
-// TestQuickRunSkipsHeavyInit: in lockd-full, `lockd run` and `lockd hold`
-// run from package quick's initialisation, before the daemon's heavy
-// packages initialise (see package quick); GODEBUG=inittrace=1 lists
-// every package initialised. The control: a command line that goes
-// through urfave/cli initialises them all. (The front, lockd, does not
-// link them at all: TestFront.)
-func TestQuickRunSkipsHeavyInit(t *testing.T) {
-	full := filepath.Join(filepath.Dir(lockdBin), "lockd-full")
-	// (Packages with nothing to initialise are not in the trace.)
-	heavy := []string{"github.com/urfave/cli/v2", "github.com/hashicorp/go-sockaddr", "github.com/hashicorp/go-sockaddr/template",
-		"net", "net/netip", "text/template", "regexp",
-		// what used to initialise first because quick waited for
-		// path/filepath (through os/exec)
-		"path/filepath", "golang.org/x/sys/unix", "github.com/fatih/color", "log/slog", "math/big", "crypto/rand",
-		"github.com/roundtable-go/roundtable/pkg/mutex"}
-	inits := func(args ...string) map[string]bool {
-		cmd := exec.Command(full, args...)
-		cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
-		out, _ := cmd.CombinedOutput()
-		seen := map[string]bool{}
-		for _, line := range strings.Split(string(out), "\n") {
-			if f := strings.Fields(line); len(f) > 2 && f[0] == "init" {
-				seen[f[1]] = true
-			}
-		}
-		return seen
-	}
-	slow := inits("run", "--socket", "/nonexistent/x.sock", "--help")
-	for _, args := range [][]string{
-		{"run", "--socket", "/nonexistent/x.sock", "L", "--", "true"},
-		{"hold", "--socket", "/nonexistent/x.sock", "L"},
-	} {
-		quick := inits(args...)
-		if !quick["os"] {
-			t.Fatalf("no init trace read: %v", quick)
-		}
-		for _, p := range heavy {
-			if quick[p] {
-				t.Errorf("lockd %s initialised %s", args[0], p)
-			}
-		}
-	}
-	for _, p := range heavy {
-		if !slow[p] {
-			t.Errorf("control: lockd run --help did not initialise %s", p)
-		}
 	}
 }
 
@@ -732,7 +589,7 @@ func TestStatusIsCurrentOnFollowers(t *testing.T) {
 	}
 	// The coordinator dies: until the follower notices, its status names
 	// the dead coordinator and must say the table is the pinged copy.
-	c.ctl("kill", strconv.Itoa(coord))
+	c.Ctl("kill", strconv.Itoa(coord))
 	out, _ := exec.Command(lockdBin, "status", "--json", "--socket", c.sock(follower)).Output()
 	var st status
 	if err := json.Unmarshal(out, &st); err != nil {
@@ -775,7 +632,7 @@ func TestStatusListsEveryMembersHolders(t *testing.T) {
 			if !complete {
 				t.Fatal("members 1 and 3 never both answered member 2's status query")
 			}
-			c.ctl("kill", "1")
+			c.Ctl("kill", "1")
 			out, _ := exec.Command(lockdBin, "status", "--json", "--socket", c.sock(2)).Output()
 			var st status
 			if json.Unmarshal(out, &st) != nil || !slices.Contains(st.Unanswered, 1) || slices.Contains(st.Answered, 1) {
@@ -827,12 +684,12 @@ func TestHold(t *testing.T) {
 	h, _, r := c.hold(2, "--json", "db")
 	h.Process.Signal(syscall.SIGTERM)
 	line, _ := r.ReadString('\n')
-	rep, perr := ctl.ParseReply([]byte(line))
+	rep, perr := parseReply([]byte(line))
 	if err := h.Wait(); perr != nil || rep.Event != "released" || rep.Name != "db" || h.ProcessState.ExitCode() != 128+int(syscall.SIGTERM) {
 		t.Fatalf("hold after SIGTERM: %q, %v (exit %d)", line, err, h.ProcessState.ExitCode())
 	}
 	h, _, r = c.hold(3, "db")
-	c.ctl("kill", "3")
+	c.Ctl("kill", "3")
 	line, _ = r.ReadString('\n')
 	if err := h.Wait(); !strings.HasPrefix(line, "lost db token ") || h.ProcessState.ExitCode() != 76 {
 		t.Fatalf("hold with its daemon killed: %q, %v (exit %d)", line, err, h.ProcessState.ExitCode())
@@ -891,7 +748,7 @@ func TestStatusQueuesAcrossMembers(t *testing.T) {
 				t.Cleanup(func() { w.Process.Kill(); w.Wait() })
 				waiters = append(waiters, w)
 				prefix := strconv.Itoa(via) + "/"
-				waitFor(t, func() bool {
+				clitest.WaitFor(t, 20*time.Second, func() bool {
 					return slices.ContainsFunc(status().Queue, func(q string) bool { return strings.HasPrefix(q, prefix) })
 				})
 			}
@@ -914,158 +771,9 @@ func TestStatusQueuesAcrossMembers(t *testing.T) {
 	}
 }
 
-// TestWatchCluster: `lockd watch --cluster` on one member prints the
-// grants and releases of every member's clients, each marked with its
-// member, a release after its grant with the same token.
-func TestWatchCluster(t *testing.T) {
-	c := startDaemons(t, 3)
-	w := exec.Command(lockdBin, "watch", "--cluster", "--json", "--socket", c.sock(2))
-	stdout, err := w.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { w.Process.Kill(); w.Wait() })
-	lines := make(chan ctl.Reply, 100)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if r, err := ctl.ParseReply(sc.Bytes()); err == nil {
-				lines <- r
-			}
-		}
-		close(lines)
-	}()
-	// The watch reaches the other members within a moment of starting;
-	// take the lock through member 1 until its events show up.
-	var acquired ctl.Reply
-	deadline := time.After(10 * time.Second)
-	for acquired.Event == "" {
-		if out, err := exec.Command(lockdBin, "run", "--socket", c.sock(1), "db", "--", "true").CombinedOutput(); err != nil {
-			t.Fatalf("lockd run: %v\n%s", err, out)
-		}
-	drain:
-		for {
-			select {
-			case r := <-lines:
-				if r.Node == 1 && r.Event == "acquired" && r.Name == "db" {
-					acquired = r
-					break drain
-				}
-			case <-time.After(200 * time.Millisecond):
-				break drain
-			case <-deadline:
-				t.Fatal("no event of member 1's client reached the cluster watcher on member 2")
-			}
-		}
-	}
-	await := func(what string, match func(ctl.Reply) bool) ctl.Reply {
-		t.Helper()
-		timeout := time.After(10 * time.Second)
-		for {
-			select {
-			case r, ok := <-lines:
-				if !ok {
-					t.Fatalf("the watcher ended before %s", what)
-				}
-				if match(r) {
-					return r
-				}
-			case <-timeout:
-				t.Fatalf("the watcher never printed %s", what)
-			}
-		}
-	}
-	if r := await("member 1's release", func(r ctl.Reply) bool { return r.Node == 1 && r.Name == "db" }); r.Event != "released" || r.Token != acquired.Token {
-		t.Fatalf("after %+v the watcher printed %+v, want its release", acquired, r)
-	}
-	// Member 3's client, and member 2's own.
-	for _, m := range []int{3, 2} {
-		if out, err := exec.Command(lockdBin, "run", "--socket", c.sock(m), "jobs", "--", "true").CombinedOutput(); err != nil {
-			t.Fatalf("lockd run: %v\n%s", err, out)
-		}
-		await(fmt.Sprintf("member %d's grant", m), func(r ctl.Reply) bool {
-			return r.Node == uint32(m) && r.Event == "acquired" && r.Name == "jobs"
-		})
-	}
-}
-
-// TestFront: lockd is a front binary that runs `lockd run` itself and
-// hands every other command line to lockd-full, found beside the front's
-// own file (links resolved) or else in $PATH.
-func TestFront(t *testing.T) {
-	full := filepath.Join(filepath.Dir(lockdBin), "lockd-full")
-	exit := func(cmd *exec.Cmd) (int, string) {
-		out, err := cmd.CombinedOutput()
-		if ee, ok := err.(*exec.ExitError); ok {
-			return ee.ExitCode(), string(out)
-		}
-		return 0, string(out)
-	}
-
-	// The front links none of the daemon's modules.
-	mods, err := exec.Command("go", "version", "-m", lockdBin).Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range []string{"github.com/urfave/cli", "github.com/hashicorp/go-sockaddr", "github.com/fatih/color"} {
-		if !strings.Contains(string(mods), "\tpath\t") || strings.Contains(string(mods), m) {
-			t.Errorf("the front links %s:\n%s", m, mods)
-		}
-	}
-
-	// The front alone, lockd-full nowhere: run still works (exit 69 here
-	// only because no daemon listens, and it says so); anything else is
-	// exit 69 naming what is missing.
-	alone := filepath.Join(t.TempDir(), "lockd")
-	b, err := os.ReadFile(lockdBin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(alone, b, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(alone, "run", "--socket", "/nonexistent/x.sock", "L", "--", "true")
-	cmd.Env = append(os.Environ(), "PATH=/usr/bin:/bin")
-	if code, out := exit(cmd); code != 69 || strings.Contains(out, "lockd-full") || !strings.Contains(out, "/nonexistent/x.sock") {
-		t.Errorf("lockd run without lockd-full: exit %d, %q", code, out)
-	}
-	cmd = exec.Command(alone, "status", "--socket", "/nonexistent/x.sock")
-	cmd.Env = append(os.Environ(), "PATH=/usr/bin:/bin")
-	if code, out := exit(cmd); code != 69 || !strings.Contains(out, "lockd-full not found in "+filepath.Dir(alone)+"/ or in $PATH") {
-		t.Errorf("lockd status without lockd-full: exit %d, %q", code, out)
-	}
-	// ... and found through $PATH.
-	cmd = exec.Command(alone, "ring-k", "--nodes", "10000", "--failures", "1000", "--prob", "0.99999")
-	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(full)+":/usr/bin:/bin")
-	if code, out := exit(cmd); code != 0 || !strings.HasPrefix(out, "k 8") {
-		t.Errorf("lockd ring-k with lockd-full in $PATH: exit %d, %q", code, out)
-	}
-	// A symbolic link to the front, elsewhere: lockd-full is looked for
-	// beside the front's file, not beside the link.
-	link := filepath.Join(t.TempDir(), "lockd")
-	if err := os.Symlink(lockdBin, link); err != nil {
-		t.Fatal(err)
-	}
-	cmd = exec.Command(link, "--help")
-	cmd.Env = append(os.Environ(), "PATH=/usr/bin:/bin")
-	if code, out := exit(cmd); code != 0 || !strings.Contains(out, "run this host's lock daemon") {
-		t.Errorf("lockd --help through a link: exit %d, %q", code, out)
-	}
-
-	// A daemon started through the front is lockd-full's code under
-	// lockd's name (ps -C lockd, pgrep -x lockd), with the same process.
-	c := startDaemons(t, 1)
-	pid, err := exec.Command(script(t), "pid", "1", "-d", c.dir).Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := strings.TrimSpace(string(pid))
-	comm, _ := os.ReadFile("/proc/" + p + "/comm")
-	exe, _ := os.Readlink("/proc/" + p + "/exe")
-	if strings.TrimSpace(string(comm)) != "lockd" || exe != full {
-		t.Errorf("daemon %s: comm %q, exe %q; want lockd, %s", p, comm, exe, full)
-	}
+// parseReply reads one reply line as the daemon writes it.
+func parseReply(line []byte) (lockd.Reply, error) {
+	var r lockd.Reply
+	err := json.Unmarshal(line, &r)
+	return r, err
 }

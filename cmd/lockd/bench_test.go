@@ -7,7 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/roundtable-go/roundtable/cmd/lockd/internal/ctl"
+	"github.com/roundtable-go/roundtable/pkg/cli"
+	"github.com/roundtable-go/roundtable/pkg/lockd"
 )
 
 // BenchmarkAcquireRelease measures acquire+release through a daemon's
@@ -23,14 +24,14 @@ func BenchmarkAcquireRelease(b *testing.B) {
 		clients int
 	}{{"coordinator", 3, 1}, {"remote", 1, 1}, {"remote-8", 1, 8}, {"coordinator-8", 3, 8}} {
 		b.Run(bc.name, func(b *testing.B) {
-			var conns []*ctl.Conn
+			var conns []*cli.Conn
 			for i := 0; i < bc.clients; i++ {
 				nc, err := net.Dial("unix", c.sock(bc.daemon))
 				if err != nil {
 					b.Fatal(err)
 				}
 				defer nc.Close()
-				conns = append(conns, ctl.NewConn(nc))
+				conns = append(conns, cli.NewConn(nc))
 			}
 			b.ResetTimer()
 			start := time.Now()
@@ -38,13 +39,13 @@ func BenchmarkAcquireRelease(b *testing.B) {
 			per := b.N / bc.clients
 			for i, cn := range conns {
 				wg.Add(1)
-				go func(i int, cn *ctl.Conn) {
+				go func(i int, cn *cli.Conn) {
 					defer wg.Done()
 					name := fmt.Sprintf("bench-%s-%d", bc.name, i)
 					for j := 0; j < per; j++ {
-						cn.Send(ctl.Request{Op: "acquire", Name: name})
+						cn.Send(lockd.Request{Op: "acquire", Name: name})
 						for {
-							var r ctl.Reply
+							var r lockd.Reply
 							if err := cn.Next(&r); err != nil {
 								b.Error(err)
 								return
@@ -53,7 +54,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 								break
 							}
 						}
-						cn.Send(ctl.Request{Op: "release", Name: name})
+						cn.Send(lockd.Request{Op: "release", Name: name})
 					}
 				}(i, cn)
 			}

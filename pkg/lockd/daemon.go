@@ -1,28 +1,21 @@
-package main
+package lockd
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
-	"math/rand/v2"
 	"net"
 	"os"
-	"os/signal"
 	"runtime"
 	"slices"
 	"sync"
-	"syscall"
 	"time"
 
-	ucli "github.com/urfave/cli/v2"
-
-	"github.com/roundtable-go/roundtable/cmd/lockd/internal/ctl"
 	"github.com/roundtable-go/roundtable/pkg/cli"
 	"github.com/roundtable-go/roundtable/pkg/driver"
 	"github.com/roundtable-go/roundtable/pkg/mutex"
 	"github.com/roundtable-go/roundtable/pkg/node"
-	"github.com/roundtable-go/roundtable/pkg/wire"
 )
 
 // daemon routes events between the machine's driver and the control
@@ -40,26 +33,23 @@ type daemon struct {
 	persisted uint64
 
 	// For status: asking the other members (see status).
-	peers     map[node.ID]string
-	cluster   string
-	key       []byte
-	transport string // --transport
-	askFor    time.Duration
+	member *cli.Common
+	askFor time.Duration
 
 	mu       sync.Mutex
 	nextID   uint64
-	clients  map[uint64]*ctl.Conn
+	clients  map[uint64]*cli.Conn
 	names    map[uint64]map[string]bool // what each client holds or waits for
-	watchers map[*ctl.Conn]bool
+	watchers map[*cli.Conn]bool
 
 	// Cluster-wide watch (see askForEvents): this member's watchers of
 	// every member's events, the members that asked for this member's
 	// events and until when, and events other members sent.
 	self        node.ID
-	allWatchers map[*ctl.Conn]bool
+	allWatchers map[*cli.Conn]bool
 	subscribers map[node.ID]time.Time
 	subscribe   chan struct{} // a first cluster watcher: ask the others now
-	remote      chan ctl.Reply
+	remote      chan Reply
 }
 
 // Control frames lockd sends between members (wire.FamilyControl, from
@@ -73,92 +63,55 @@ const (
 	ctlEvent
 )
 
-func serve(c *ucli.Context) error {
-	if c.Args().Len() > 0 {
-		return cli.Exitf(cli.ExitUsage, "serve takes no arguments, got %q", c.Args().First())
-	}
+// Config is what a daemon needs beyond its member and machine.
+type Config struct {
+	Lease     time.Duration // the machine's grant lease
+	StateFile string        // --state-file: where the growing counter is kept ("" none)
+	Persisted uint64        // the value read from StateFile at start
+	Socket    string        // the control socket's path
+}
+
+// Serve runs the daemon: the member's machine on its transport, local
+// clients on the control socket, until a signal (nil) or the transport
+// fails (69).
+func Serve(mb *cli.Member, m mutex.Machine, cfg Config) error {
 	// One P unless GOMAXPROCS says otherwise: the daemon's work is one
 	// state machine on one goroutine, and with more Ps every hand-off
 	// between the socket, session and driver goroutines wakes another
-	// thread (a futex wake and a context switch, dearer than the work in a
-	// VM). Measured on 2 vCPUs: daemon CPU per acquire+release 68 -> 45 µs,
-	// one client's rate 11,900 -> 16,000 per second.
+	// thread (docs/performance.md).
 	if os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(1)
 	}
-	algo, err := mutex.ParseAlgo(c.String("algo"))
-	if err != nil {
-		return cli.Exitf(cli.ExitUsage, "--algo: %v", err)
-	}
-	lease := c.Duration("lease")
-	if lease < 20*time.Millisecond {
-		return cli.Exitf(cli.ExitUsage, "--lease must be at least 20ms")
-	}
-	stateFile := c.String("state-file")
-	term, err := cli.ReadUint(stateFile)
-	if err != nil {
-		return cli.Exitf(cli.ExitUsage, "--state-file: %v", err)
-	}
-	mb, err := cli.Join(c, tool)
+	ln, err := cli.ListenControl(Tool, cfg.Socket)
 	if err != nil {
 		return err
 	}
-	// --k: -1 (default) is every other member; 0 is none (Config: -1).
-	backups := c.Int("k")
-	switch {
-	case backups == 0:
-		backups = -1
-	case backups < 0:
-		backups = 0
-	case backups > len(mb.Peers)-1:
-		mb.Transport.Close()
-		return cli.Exitf(cli.ExitUsage, "--k must be at most n-1 = %d", len(mb.Peers)-1)
-	}
-	m, err := mutex.New(mutex.Config{ID: mb.ID, Peers: cli.IDs(mb.Peers), Algo: algo, Lease: lease, Term: term,
-		Boot: mb.Incarnation, Backups: backups, Quorum: c.Int("m"),
-		Heartbeat: c.Duration("heartbeat"), Timeout: c.Duration("timeout"),
-		Rand: rand.New(rand.NewPCG(mb.Incarnation, uint64(mb.ID)))})
+	defer os.Remove(cfg.Socket)
+	defer ln.Close()
+	d := &daemon{m: m, lease: cfg.Lease, log: mb.Log, stateFile: cfg.StateFile, persisted: cfg.Persisted,
+		clients: map[uint64]*cli.Conn{}, names: map[uint64]map[string]bool{}, watchers: map[*cli.Conn]bool{},
+		member: mb.Common, askFor: min(cfg.Lease/4, 250*time.Millisecond),
+		self: mb.ID, allWatchers: map[*cli.Conn]bool{}, subscribers: map[node.ID]time.Time{},
+		subscribe: make(chan struct{}, 1), remote: make(chan Reply, 1024)}
+	d.drv = driver.New[mutex.Msg](m, mutex.Codec{}, mb.Net, driver.Config{Framer: mb.Framer, Log: mb.Log, Control: d.control})
+	run, err := mb.Start(d.drv, "lease", cfg.Lease, "socket", cfg.Socket)
 	if err != nil {
-		mb.Transport.Close()
-		return cli.Exitf(cli.ExitUsage, "%v", err)
-	}
-	sockPath := c.String("socket")
-	ln, err := cli.ListenControl(tool, sockPath)
-	if err != nil {
-		mb.Transport.Close()
 		return err
 	}
-	defer os.Remove(sockPath)
-	d := &daemon{m: m, lease: lease, log: mb.Log, stateFile: stateFile, persisted: term, clients: map[uint64]*ctl.Conn{}, names: map[uint64]map[string]bool{},
-		watchers: map[*ctl.Conn]bool{},
-		peers:    mb.Peers, cluster: cli.ClusterKey(c.String(cli.FlagCluster), mb.Peers), key: mb.Key,
-		transport: c.String(cli.FlagTransport), askFor: min(lease/4, 250*time.Millisecond),
-		self: mb.ID, allWatchers: map[*ctl.Conn]bool{}, subscribers: map[node.ID]time.Time{},
-		subscribe: make(chan struct{}, 1), remote: make(chan ctl.Reply, 1024)}
-	d.drv = driver.New[mutex.Msg](m, mutex.Codec{}, mb.Transport, driver.Config{Framer: mb.Framer, Log: mb.Log, Control: d.control})
-
+	defer run.Stop()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	events := make(chan node.Event, 1024)
-	done := make(chan error, 1)
-	go func() { done <- d.drv.Run(ctx, func(ev node.Event) { events <- ev }) }()
 	go d.accept(ctx, ln)
 	go d.keepalive(ctx)
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	if err := mb.Ready(c); err != nil {
-		return err
-	}
-	mb.Log.Info("serving", "id", mb.ID, "algo", algo, "addr", mb.Transport.Addr(), "socket", sockPath, "lease", lease)
-	lastTerm := term
+	lastTerm := cfg.Persisted
 	for {
 		select {
-		case ev := <-events:
+		case ev := <-run.Events:
 			if ce, ok := ev.(mutex.CoordinatorEvent); ok {
 				mb.Out.Event(ev)
 				if ce.Term > lastTerm {
 					lastTerm = ce.Term
-					if err := cli.WriteUint(stateFile, ce.Term); err != nil {
+					if err := cli.WriteUint(cfg.StateFile, ce.Term); err != nil {
 						mb.Log.Warn("cannot persist term", "err", err)
 					}
 				}
@@ -166,14 +119,10 @@ func serve(c *ucli.Context) error {
 			d.dispatch(ev)
 		case r := <-d.remote:
 			d.toAllWatchers(r)
-		case err := <-done:
-			ln.Close()
-			return cli.Exitf(cli.ExitUnavailable, "transport failed: %v", err)
-		case s := <-sigs:
+		case err := <-run.Done:
+			return cli.Failed(err)
+		case s := <-run.Signals:
 			mb.Log.Info("signal: stopping", "signal", s)
-			ln.Close()
-			cancel()
-			<-done
 			return nil
 		}
 	}
@@ -185,12 +134,12 @@ func (d *daemon) accept(ctx context.Context, ln net.Listener) {
 		if err != nil {
 			return
 		}
-		go d.session(ctx, ctl.NewConn(c))
+		go d.session(ctx, cli.NewConn(c))
 	}
 }
 
 // session serves one control connection: one client.
-func (d *daemon) session(ctx context.Context, c *ctl.Conn) {
+func (d *daemon) session(ctx context.Context, c *cli.Conn) {
 	d.mu.Lock()
 	d.nextID++
 	id := d.nextID
@@ -212,7 +161,7 @@ func (d *daemon) session(ctx context.Context, c *ctl.Conn) {
 		c.Close()
 	}()
 	for {
-		var req ctl.Request
+		var req Request
 		if err := c.Next(&req); err != nil {
 			return
 		}
@@ -220,8 +169,8 @@ func (d *daemon) session(ctx context.Context, c *ctl.Conn) {
 			// The command-line clients check names; a client of its own
 			// that sends a bad one gets an error, and nothing reaches the
 			// protocol or the members.
-			if err := ctl.ValidName(req.Name); err != nil {
-				c.Send(ctl.Reply{Event: "error", Name: req.Name, Error: err.Error()})
+			if err := ValidName(req.Name); err != nil {
+				c.Send(Reply{Event: "error", Name: req.Name, Error: err.Error()})
 				continue
 			}
 		}
@@ -232,7 +181,7 @@ func (d *daemon) session(ctx context.Context, c *ctl.Conn) {
 			d.mu.Unlock()
 			err := d.drv.Request(ctx, mutex.Msg{Type: mutex.LocalAcquire, Name: req.Name, Client: id, NonBlock: req.NonBlock})
 			if err != nil {
-				c.Send(ctl.Reply{Event: "error", Name: req.Name, Error: err.Error()})
+				c.Send(Reply{Event: "error", Name: req.Name, Error: err.Error()})
 			}
 		case "release":
 			d.mu.Lock()
@@ -240,7 +189,7 @@ func (d *daemon) session(ctx context.Context, c *ctl.Conn) {
 			d.mu.Unlock()
 			_ = d.drv.Request(ctx, mutex.Msg{Type: mutex.LocalRelease, Name: req.Name, Client: id})
 		case "status":
-			c.Send(ctl.Reply{Event: "status", Status: d.status(ctx)})
+			c.Send(Reply{Event: "status", Status: d.status(ctx)})
 		case "watch":
 			d.mu.Lock()
 			d.watchers[c] = true
@@ -254,7 +203,7 @@ func (d *daemon) session(ctx context.Context, c *ctl.Conn) {
 			default:
 			}
 		default:
-			c.Send(ctl.Reply{Event: "error", Error: fmt.Sprintf("unknown op %q", req.Op)})
+			c.Send(Reply{Event: "error", Error: fmt.Sprintf("unknown op %q", req.Op)})
 		}
 	}
 }
@@ -304,7 +253,7 @@ func (d *daemon) status(ctx context.Context) json.RawMessage {
 		// answer would not come, and the query would wait its full time.
 		down, _ := m["down"].([]node.ID)
 		var others []node.ID
-		for id := range d.peers {
+		for id := range d.member.Peers {
 			if id != self && !slices.Contains(down, id) {
 				others = append(others, id)
 			}
@@ -329,7 +278,7 @@ func (d *daemon) status(ctx context.Context) json.RawMessage {
 		slices.Sort(unanswered)
 		name, _ := m["algo"].(string)
 		algo, _ := mutex.ParseAlgo(name)
-		ring := slices.Sorted(maps.Keys(d.peers))
+		ring := slices.Sorted(maps.Keys(d.member.Peers))
 		m["locks"], m["answered"], m["unanswered"] = mutex.MergeLocks(algo, ring, rows), from, unanswered
 	}
 	b, _ := json.Marshal(st)
@@ -340,26 +289,7 @@ func (d *daemon) status(ctx context.Context) json.RawMessage {
 // the answers that came within d.askFor.
 func (d *daemon) askMembers(ctx context.Context, ids []node.ID) map[node.ID]json.RawMessage {
 	out := map[node.ID]json.RawMessage{}
-	if len(ids) == 0 {
-		return out
-	}
-	id := wire.ClientIDBase | node.ID(rand.Uint32N(0x0FFFFFFF))
-	f, err := wire.NewFramer(d.cluster, id, uint64(time.Now().UnixNano()), d.key)
-	if err != nil {
-		return out
-	}
-	peers := map[node.ID]string{}
-	for _, m := range ids {
-		peers[m] = d.peers[m]
-	}
-	tr, err := cli.OpenClientTransport(d.transport, peers)
-	if err != nil {
-		return out
-	}
-	replies, err := driver.Query(ctx, f, tr, ids, d.askFor)
-	if err != nil {
-		return out
-	}
+	replies, _ := d.member.Query(ctx, ids, d.askFor)
 	for m, r := range replies {
 		out[m] = r.Status
 	}
@@ -369,19 +299,19 @@ func (d *daemon) askMembers(ctx context.Context, ids []node.ID) map[node.ID]json
 // dispatch sends a machine event to the client it concerns and to every
 // watcher.
 func (d *daemon) dispatch(ev node.Event) {
-	var r ctl.Reply
+	var r Reply
 	var client uint64
 	switch e := ev.(type) {
 	case mutex.GrantEvent:
-		r, client = ctl.Reply{Event: "acquired", Name: e.Name, Token: e.Token, MS: e.Valid.Milliseconds()}, e.Client
+		r, client = Reply{Event: "acquired", Name: e.Name, Token: e.Token, UntilNS: time.Now().Add(e.Valid).UnixNano()}, e.Client
 	case mutex.BusyEvent:
-		r, client = ctl.Reply{Event: "busy", Name: e.Name}, e.Client
+		r, client = Reply{Event: "busy", Name: e.Name}, e.Client
 	case mutex.LostEvent:
-		r, client = ctl.Reply{Event: "lost", Name: e.Name, Token: e.Token, Reason: e.Reason}, e.Client
+		r, client = Reply{Event: "lost", Name: e.Name, Token: e.Token, Reason: e.Reason}, e.Client
 	case mutex.ReleasedEvent:
-		r, client = ctl.Reply{Event: "released", Name: e.Name, Token: e.Token}, e.Client
+		r, client = Reply{Event: "released", Name: e.Name, Token: e.Token}, e.Client
 	case mutex.CoordinatorEvent:
-		r = ctl.Reply{Event: "coordinator", Coordinator: uint32(e.Coordinator), Term: e.Term}
+		r = Reply{Event: "coordinator", Coordinator: uint32(e.Coordinator), Term: e.Term}
 	default:
 		return
 	}
@@ -398,13 +328,13 @@ func (d *daemon) dispatch(ev node.Event) {
 	if r.Event == "released" {
 		target = nil
 	}
-	var watchers []*ctl.Conn
+	var watchers []*cli.Conn
 	for w := range d.watchers {
 		watchers = append(watchers, w)
 	}
 	// Cluster-wide watchers here and members that asked for these events
 	// (none, on the hot path, unless someone runs lockd watch --cluster).
-	var all []*ctl.Conn
+	var all []*cli.Conn
 	var subs []node.ID
 	if r.Event != "coordinator" {
 		for w := range d.allWatchers {
@@ -434,7 +364,7 @@ func (d *daemon) dispatch(ev node.Event) {
 		w.Send(r)
 	}
 	if len(subs) > 0 {
-		line := r.Line()
+		line, _ := json.Marshal(r)
 		for _, id := range subs {
 			_ = d.drv.SendControl(id, ctlEvent, line)
 		}
@@ -443,9 +373,9 @@ func (d *daemon) dispatch(ev node.Event) {
 
 // toAllWatchers sends one member's event to this member's cluster-wide
 // watchers.
-func (d *daemon) toAllWatchers(r ctl.Reply) {
+func (d *daemon) toAllWatchers(r Reply) {
 	d.mu.Lock()
-	var ws []*ctl.Conn
+	var ws []*cli.Conn
 	for w := range d.allWatchers {
 		ws = append(ws, w)
 	}
@@ -460,7 +390,7 @@ func (d *daemon) toAllWatchers(r ctl.Reply) {
 // main loop (dropped when 1,024 are already waiting: a watch is a view,
 // not a log). Frames from a non-member are ignored.
 func (d *daemon) control(from node.ID, typ uint8, body []byte) {
-	if _, member := d.peers[from]; !member || from == d.self {
+	if _, member := d.member.Peers[from]; !member || from == d.self {
 		return
 	}
 	switch typ {
@@ -469,8 +399,8 @@ func (d *daemon) control(from node.ID, typ uint8, body []byte) {
 		d.subscribers[from] = time.Now().Add(d.lease)
 		d.mu.Unlock()
 	case ctlEvent:
-		r, err := ctl.ParseReply(body)
-		if err != nil {
+		var r Reply
+		if json.Unmarshal(body, &r) != nil || ValidName(r.Name) != nil && r.Name != "" {
 			return
 		}
 		r.Node = uint32(from)
@@ -494,7 +424,7 @@ func (d *daemon) askForEvents() {
 	if n == 0 {
 		return
 	}
-	for id := range d.peers {
+	for id := range d.member.Peers {
 		if id != d.self {
 			_ = d.drv.SendControl(id, ctlWatch, nil)
 		}
@@ -540,7 +470,7 @@ func (d *daemon) keepalive(ctx context.Context) {
 		d.mu.Lock()
 		for _, h := range holds {
 			if c := d.clients[h.Client]; c != nil {
-				go c.Send(ctl.Reply{Event: "valid", Name: h.Name, Token: h.Token, MS: h.Until.Sub(now).Milliseconds(), UntilNS: h.Until.UnixNano()})
+				go c.Send(Reply{Event: "valid", Name: h.Name, Token: h.Token, UntilNS: h.Until.UnixNano()})
 			}
 		}
 		d.mu.Unlock()

@@ -1,0 +1,91 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestChildExitCodes(t *testing.T) {
+	c, err := StartChild([]string{"sh", "-c", "exit 3"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-c.Done()
+	if c.ExitCode() != 3 {
+		t.Fatalf("exit code %d", c.ExitCode())
+	}
+	if _, err := StartChild([]string{"no-such-command-xyz"}, nil); Code(err) != ExitNotFound {
+		t.Fatalf("missing command: %v (code %d)", err, Code(err))
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "noexec"), []byte("#!/bin/sh\n"), 0o644)
+	if _, err := StartChild([]string{filepath.Join(dir, "noexec")}, nil); Code(err) != ExitCannotExec {
+		t.Fatalf("non-executable: %v (code %d)", err, Code(err))
+	}
+}
+
+func TestChildStopEscalates(t *testing.T) {
+	// A child that ignores SIGTERM is killed after the grace period.
+	ready := filepath.Join(t.TempDir(), "ready")
+	c, err := StartChild([]string{"sh", "-c", "trap '' TERM; touch " + ready + "; while :; do sleep 0.05; done"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, err := os.Stat(ready); err != nil; _, err = os.Stat(ready) {
+		time.Sleep(5 * time.Millisecond) // polling for the child's own signal, not a timing guess
+	}
+	start := time.Now()
+	c.Stop(200 * time.Millisecond)
+	if c.ExitCode() != 128+int(syscall.SIGKILL) {
+		t.Fatalf("exit code %d, want %d", c.ExitCode(), 128+int(syscall.SIGKILL))
+	}
+	if time.Since(start) < 200*time.Millisecond {
+		t.Fatal("SIGKILL before the grace period")
+	}
+	// A cooperative child exits on SIGTERM with 128+15.
+	c, _ = StartChild([]string{"sleep", "10"}, []string{"X=1"})
+	c.Stop(5 * time.Second)
+	if c.ExitCode() != 128+int(syscall.SIGTERM) {
+		t.Fatalf("exit code %d", c.ExitCode())
+	}
+}
+
+func ExampleCode() {
+	err := Exitf(ExitBusy, "db is held by another process")
+	fmt.Println(Code(err), err)
+	fmt.Println(Code(nil), Code(fmt.Errorf("plain")))
+	// Output:
+	// 75 db is held by another process
+	// 0 1
+}
+
+// TestChildPath: commands are found as exec.LookPath finds them; one found
+// only through a relative $PATH entry is refused, not run from here.
+func TestChildPath(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	os.MkdirAll(filepath.Join(bin, "tool"), 0o755) // a directory named like the command
+	os.WriteFile(filepath.Join(bin, "plain"), []byte("x"), 0o644)
+	os.WriteFile(filepath.Join(dir, "tool"), []byte("#!/bin/sh\nexit 4\n"), 0o755)
+	t.Setenv("PATH", bin+":"+dir)
+	c, err := StartChild([]string{"tool"}, nil)
+	if err != nil {
+		t.Fatalf("tool: %v (a directory of that name must be passed over)", err)
+	}
+	<-c.Done()
+	if c.ExitCode() != 4 {
+		t.Fatalf("tool exit code %d", c.ExitCode())
+	}
+	if _, err := StartChild([]string{"plain"}, nil); Code(err) != ExitNotFound {
+		t.Fatalf("a file without execute bits: %v", err)
+	}
+	t.Chdir(dir)
+	t.Setenv("PATH", bin+"::/nonexistent")
+	if _, err := StartChild([]string{"tool"}, nil); Code(err) != ExitCannotExec {
+		t.Fatalf("found through an empty PATH entry: %v (code %d)", err, Code(err))
+	}
+}
