@@ -1,0 +1,45 @@
+package cli
+
+import (
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestToolDependencies keeps each tool one binary without bloat: no tool
+// links an HTTP stack, the simulator or a test-only module, and each links
+// only the protocol packages it runs.
+func TestToolDependencies(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	forbidden := []string{"net/http", "github.com/roundtable-go/roundtable/pkg/sim",
+		"github.com/anishathalye/porcupine", "github.com/beevik/ntp", "gonum.org/"}
+	protocols := map[string][]string{ // what each tool may link of the protocol packages
+		"elect":     {"election"},
+		"lockd":     {"mutex", "election", "lockd"},
+		"clocksync": {"clocksync", "election"},
+		"consensus": {"consensus"},
+	}
+	all := []string{"election", "mutex", "lockd", "clocksync", "consensus", "ticket", "mcast", "gossip"}
+	for tool, own := range protocols {
+		out, err := exec.Command("go", "list", "-deps", "../../cmd/"+tool).Output()
+		if err != nil {
+			t.Fatalf("go list %s: %v", tool, err)
+		}
+		deps := strings.Fields(string(out))
+		for _, d := range deps {
+			for _, f := range forbidden {
+				if d == f || strings.HasPrefix(d, f) && strings.HasSuffix(f, "/") {
+					t.Errorf("%s links %s", tool, d)
+				}
+			}
+			for _, p := range all {
+				if d == "github.com/roundtable-go/roundtable/pkg/"+p && !slices.Contains(own, p) {
+					t.Errorf("%s links pkg/%s, another tool's protocol", tool, p)
+				}
+			}
+		}
+	}
+}
