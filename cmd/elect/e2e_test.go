@@ -304,7 +304,6 @@ func TestKilledWrapperKillsChild(t *testing.T) {
 	}
 }
 
-
 func exitCode(err error) int {
 	if err == nil {
 		return 0

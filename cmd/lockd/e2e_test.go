@@ -451,7 +451,7 @@ func readWitnessMaybe(file string) []entry {
 
 // TestTokenRingKilledDaemon: SIGKILL the daemon whose client is inside,
 // which holds the token: its client exits 76 with its child stopped, a
-// backup copy on the next daemon becomes the token (seed 003's UseBackup),
+// backup copy on the next daemon becomes the token (Arantes–Sopena's UseBackup),
 // and a client waiting on another daemon gets in, with a higher fencing
 // token.
 func TestTokenRingKilledDaemon(t *testing.T) {

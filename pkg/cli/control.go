@@ -10,6 +10,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/roundtable-go/roundtable/pkg/rawio"
 )
 
 // DefaultSocket is where a tool's daemon listens for local clients unless
@@ -56,6 +58,7 @@ func ListenControl(tool, path string) (net.Listener, error) {
 // for concurrent use; reads are not (one reader per connection).
 type Conn struct {
 	c   net.Conn
+	rw  io.ReadWriter // c, or raw I/O on c's descriptor (see package rawio)
 	sc  *bufio.Scanner
 	mu  sync.Mutex
 	enc *json.Encoder
@@ -67,9 +70,13 @@ const MaxControlLine = 1 << 20
 
 // NewConn frames c as JSON lines.
 func NewConn(c net.Conn) *Conn {
-	sc := bufio.NewScanner(c)
+	var rw io.ReadWriter = c
+	if r := rawio.NewStream(c); r != nil {
+		rw = r
+	}
+	sc := bufio.NewScanner(rw)
 	sc.Buffer(make([]byte, 0, 4096), MaxControlLine)
-	return &Conn{c: c, sc: sc, enc: json.NewEncoder(c)}
+	return &Conn{c: c, rw: rw, sc: sc, enc: json.NewEncoder(rw)}
 }
 
 // DialControl connects to tool's daemon on the Unix socket at path; exit

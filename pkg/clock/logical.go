@@ -7,7 +7,7 @@ import (
 	"github.com/roundtable-go/roundtable/pkg/node"
 )
 
-// Lamport is a Lamport logical clock (seed 002, "Logical clocks"): Tick
+// Lamport is a Lamport logical clock (Tanenbaum ch. 6, "Logical clocks"): Tick
 // before every local event and send, Observe every received stamp. If a
 // happened before b then C(a) < C(b). The zero value reads 0.
 type Lamport struct{ t uint64 }
@@ -26,7 +26,7 @@ func (l *Lamport) Observe(stamp uint64) uint64 {
 	return l.t
 }
 
-// Vector is a vector clock over process IDs (seed 002, "Vector clocks"):
+// Vector is a vector clock over process IDs (Tanenbaum ch. 6, "Vector clocks"):
 // V(a) < V(b) exactly when a happened before b. Missing entries are zero.
 type Vector map[node.ID]uint64
 

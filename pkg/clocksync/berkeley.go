@@ -12,7 +12,7 @@ import (
 	"github.com/roundtable-go/roundtable/pkg/wire"
 )
 
-// The Berkeley algorithm (seed 002, "The Berkeley Algorithm"): a time
+// The Berkeley algorithm (Tanenbaum ch. 6, "The Berkeley Algorithm"): a time
 // daemon (the master) polls every machine, itself included, for its clock;
 // corrects each reading for half the round trip; averages the readings,
 // leaving out those further than MaxDeviation from the median; and tells
@@ -260,7 +260,7 @@ func (b *Berkeley) average(now time.Time) {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	// Outliers are judged by where clocks are (seed 002: readings beyond
+	// Outliers are judged by where clocks are (Tanenbaum ch. 6: readings beyond
 	// the maximum deviation are left out); the average is taken over
 	// where the others are headed.
 	now0 := make([]time.Duration, 0, len(ids))

@@ -3,7 +3,7 @@ package clocksync
 import "time"
 
 // Discipline turns a free-running local clock into one that follows a
-// reference without ever going backwards (seed 002: "never set time back";
+// reference without ever going backwards (Tanenbaum ch. 6: "never set time back";
 // the clock is slowed down instead). It is pure: every call takes the raw
 // local reading.
 //

@@ -9,7 +9,7 @@ const KernelSlewPPM = 500
 
 // KernelSlew disciplines the real system clock through the kernel's
 // adjtimex(2) interface, with the same rules as Discipline: never set back
-// (seed 002), step forward only when behind by more than MakeStep, and
+// (Tanenbaum ch. 6), step forward only when behind by more than MakeStep, and
 // estimate the frequency error with the shared frequency-locked loop.
 //
 // The kernel, not this code, moves the clock, so a plan says what to ask

@@ -182,7 +182,7 @@ func (s Sample) Offset() time.Duration { return (s.T2.Sub(s.T1) + s.T3.Sub(s.T4)
 func (s Sample) Delay() time.Duration { return s.T4.Sub(s.T1) - s.T3.Sub(s.T2) }
 
 // Filter keeps the last eight samples and picks the one with the smallest
-// delay, whose offset is the least disturbed by queueing (seed 002; RFC
+// delay, whose offset is the least disturbed by queueing (Tanenbaum ch. 6; RFC
 // 5905 §10's clock filter).
 type Filter struct {
 	samples []Sample

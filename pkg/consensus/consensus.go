@@ -57,7 +57,7 @@ const (
 	// TwoFaced is honest about its own value in round 1, then tells the
 	// first half of the other processes (its successors in ID order) that everyone said its own
 	// value and the second half that everyone said the lie. Against n = 3,
-	// f = 1 this splits the two loyal generals (seed 001's example).
+	// f = 1 this splits the two loyal generals (Schaffernicht, Topic V's example).
 	TwoFaced
 	// Liar is honest in round 1 and relays the lie in place of every value.
 	Liar
@@ -151,7 +151,7 @@ func (c *Config) Validate() error {
 	case c.F < 0 || c.F >= n:
 		return fmt.Errorf("consensus: f = %d is out of range: with n = %d processes, 0 ≤ f < n", c.F, n)
 	case c.Algo == EIG && n <= 3*c.F && !c.Unsafe:
-		return fmt.Errorf("consensus: EIG needs n > 3f to tolerate f Byzantine processes (seed 001: 'n>3f'), but n = %d and f = %d; use --unsafe to run it anyway and watch it fail", n, c.F)
+		return fmt.Errorf("consensus: EIG needs n > 3f to tolerate f Byzantine processes (Lamport–Shostak–Pease: n > 3f), but n = %d and f = %d; use --unsafe to run it anyway and watch it fail", n, c.F)
 	case c.Algo == FloodSet && c.Byzantine != Honest:
 		return errors.New("consensus: FloodSet tolerates crash faults only; Byzantine behaviour needs --algo eig")
 	case c.CrashRound < 0 || c.CrashAfter < 0:
@@ -558,7 +558,7 @@ func (m *Machine) validLabel(l []node.ID) bool {
 	return true
 }
 
-// newval is the recursive majority of seed 001's EIG decision: a leaf's
+// newval is the recursive majority of Schaffernicht, Topic V's EIG decision: a leaf's
 // value is what was stored (the default for silence); an inner node's is
 // the strict majority of its children's, else the default.
 func (m *Machine) newval(key string) string {

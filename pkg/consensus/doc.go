@@ -2,7 +2,7 @@
 // Information Gathering (Byzantine faults) as pure state machines over
 // synchronous rounds (package rounds).
 //
-// Source: seed 001 (Programming of Distributed Systems, Topic V:
+// Source: Schaffernicht, Topic V (Programming of Distributed Systems, Topic V:
 // "Floodset algorithm", "Exponential Information Gathering", "The Byzantine
 // Generals Problem", "A consensus algorithm", EIG limits n > 3f).
 //

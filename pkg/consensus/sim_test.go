@@ -258,7 +258,7 @@ func TestEIGProperties(t *testing.T) {
 	}
 }
 
-// TestThreeGenerals is seed 001's Byzantine generals with n = 3, f = 1:
+// TestThreeGenerals is Schaffernicht, Topic V's Byzantine generals with n = 3, f = 1:
 // loyal general 1 votes attack, loyal general 2 retreat, general 3 is a
 // two-faced traitor. EIG cannot work with n ≤ 3f, and the checker must
 // find the disagreement. The transcript is kept in testdata.
@@ -315,7 +315,7 @@ func TestThreeGenerals(t *testing.T) {
 	}
 }
 
-// TestMessageCounts measures FloodSet and EIG against seed 001's costs:
+// TestMessageCounts measures FloodSet and EIG against Schaffernicht, Topic V's costs:
 // FloodSet sends at most n(n−1)(f+1) messages; EIG sends as many messages
 // but its volume (values carried) grows as O(n^(f+1)).
 func TestMessageCounts(t *testing.T) {

@@ -2,9 +2,9 @@
 // (node.Machine): the bully algorithm, the ring algorithm with a member
 // list, and Chang–Roberts extrema finding on a ring.
 //
-// Sources: seed 001 (Programming of Distributed Systems, "Election
-// algorithms": bully, Chang's ring, t > 2·MDT + MHT), seed 002 (Tanenbaum &
-// van Steen §6.5: election by bullying, election in a ring) and seed 004
+// Sources: Schaffernicht, Topic V (Programming of Distributed Systems, "Election
+// algorithms": bully, Chang's ring, t > 2·MDT + MHT), Tanenbaum ch. 6 (Tanenbaum &
+// van Steen §6.5: election by bullying, election in a ring) and Nita-Rotaru, 7610
 // (Nita-Rotaru, leader election: ring algorithm, bully, message costs).
 //
 // # Terms
@@ -38,6 +38,6 @@
 // the seeds skip dead successors. Duplicated ring messages are recognised
 // by (origin, round). Any process that sees a leader with lower priority
 // than its own starts an election ("the biggest guy in town always wins",
-// seed 002), which also repairs outcomes distorted by message loss and
+// Tanenbaum ch. 6), which also repairs outcomes distorted by message loss and
 // reunites partitions.
 package election

@@ -465,7 +465,7 @@ func (m *Machine) campaign(now time.Time) {
 	}
 }
 
-// --- bully (seed 001 "Bully algorithm", seed 002 §6.5 "Election by bullying")
+// --- bully (Schaffernicht, Topic V "Bully algorithm", Tanenbaum §6.5 "Election by bullying")
 
 func (m *Machine) bullyStart(now time.Time) {
 	m.targets = m.targets[:0]
@@ -485,7 +485,7 @@ func (m *Machine) bullyStart(now time.Time) {
 }
 
 // bullyWin: no higher process answered; announce victory to everyone not
-// known to be down (seed 004: the second-highest detecting the failure
+// known to be down (Nita-Rotaru, 7610: the second-highest detecting the failure
 // needs only n−2 messages).
 func (m *Machine) bullyWin(now time.Time) {
 	m.become(now)
@@ -507,11 +507,11 @@ func (m *Machine) bullyElection(now time.Time, from node.ID) {
 		// starting an election that would only bump the term.
 		m.send(from, Msg{Type: MsgCoordinator, Leader: m.cfg.ID, Term: m.leaderTerm})
 	case !m.electing:
-		m.campaign(now) // seed 001: "starts an election on its own"
+		m.campaign(now) // Schaffernicht, Topic V: "starts an election on its own"
 	}
 }
 
-// --- ring (seed 002 "Election in a ring", seed 004 "Ring algorithm")
+// --- ring (Tanenbaum ch. 6 "Election in a ring", Nita-Rotaru, 7610 "Ring algorithm")
 
 // successor is the next process after from in ring order that is not
 // believed down, or self when every other process is.
@@ -583,7 +583,7 @@ func (m *Machine) ringArrive(now time.Time, msg Msg) {
 			return
 		}
 		// Back at the initiator: the highest-priority member leads the
-		// new ring, at a term that member owns (seed 004: "Sends a LEADER
+		// new ring, at a term that member owns (Nita-Rotaru, 7610: "Sends a LEADER
 		// message that announces the new leader ... List of the members").
 		best := msg.Members[0]
 		for _, mb := range msg.Members[1:] {
@@ -644,7 +644,7 @@ func (m *Machine) applyCoordinator(now time.Time, msg Msg) {
 	m.claim(now, msg.Leader, msg.Term)
 }
 
-// --- Chang–Roberts (seed 001 "Chang's Ring algorithm")
+// --- Chang–Roberts (Schaffernicht, Topic V "Chang's Ring algorithm")
 
 func (m *Machine) crElection(now time.Time, from node.ID, msg Msg) {
 	if !m.firstSight(now, from, msg) || len(msg.Members) != 1 {
@@ -670,7 +670,7 @@ func (m *Machine) crElection(now time.Time, from node.ID, msg Msg) {
 		}
 		m.ringSend(now, msg)
 	case !m.participant || !m.electing:
-		// Replace the weaker candidate by ourselves (seed 001:
+		// Replace the weaker candidate by ourselves (Schaffernicht, Topic V:
 		// elect(max(i, j))).
 		m.campaign(now)
 	default:

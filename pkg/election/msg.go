@@ -19,7 +19,7 @@ const (
 	// best candidate seen so far.
 	MsgElection MsgType = 2
 	// MsgAnswer is bully's reply to an election: a higher process is alive
-	// and takes over (seed 001 "reply", seed 002 "take-over").
+	// and takes over (Schaffernicht, Topic V "reply", Tanenbaum ch. 6 "take-over").
 	MsgAnswer MsgType = 3
 	// MsgCoordinator announces the winner and its term (bully "bully"/
 	// victory message, ring COORDINATOR/LEADER, Chang–Roberts meCoordinator).

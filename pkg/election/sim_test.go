@@ -380,8 +380,8 @@ func maps3(m map[uint8]int) map[uint8]int {
 	return out
 }
 
-// TestMessageCounts reproduces the seeds' message costs (seed 004:
-// "Bully Algorithm Message Cost", "Ring Algorithm Analysis"; seed 001
+// TestMessageCounts reproduces the seeds' message costs (Nita-Rotaru, 7610:
+// "Bully Algorithm Message Cost", "Ring Algorithm Analysis"; Schaffernicht, Topic V
 // Chang's ring: O(n)).
 func TestMessageCounts(t *testing.T) {
 	for _, n := range []int{5, 8, 12, 20} {

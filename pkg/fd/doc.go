@@ -4,7 +4,7 @@
 //
 // Timeout is the classic detector of the election lectures: a process is
 // suspected when nothing was heard from it for longer than a fixed bound
-// (seed 001: choose the bound t > 2·MDT + MHT). PhiAccrual (Hayashibara et
+// (Schaffernicht, Topic V: choose the bound t > 2·MDT + MHT). PhiAccrual (Hayashibara et
 // al.) instead reports a suspicion level that grows with the silence,
 // measured against the observed distribution of inter-arrival times.
 package fd

@@ -73,7 +73,7 @@ type Config struct {
 	// restart (token ring: a later life proves an earlier one crashed).
 	Boot uint64
 	// Backups is the token ring's k: copies kept on the next k successors
-	// (seed 003). 0 (or more than n−1): every other daemon, n−1;
+	// (Arantes–Sopena). 0 (or more than n−1): every other daemon, n−1;
 	// negative: none, Le Lann's plain ring.
 	Backups int
 	// RingHold is how long an idle token ring holder keeps the token

@@ -5,7 +5,7 @@
 // (ring.go) and decentralised voting (voting.go); each file states its
 // fault model.
 //
-// # Central coordinator (seed 002 "Centralized", seed 001)
+// # Central coordinator (Tanenbaum ch. 6 "Centralized", Schaffernicht, Topic V)
 //
 // One process, the coordinator, keeps a FCFS queue per lock name and grants
 // the lock to one requester at a time: request, grant, release — three

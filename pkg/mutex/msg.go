@@ -35,7 +35,7 @@ const (
 	MsgRADeny    MsgType = 45 // → requester: not yet; an OK follows (the seed's always-reply fix)
 	MsgRAAlive   MsgType = 46 // → all, periodically: failure detection; Term: the sender's Lamport clock
 
-	// Token ring (seed 003).
+	// Token ring (Arantes–Sopena).
 	MsgTRToken MsgType = 47 // → next k+1 live successors: Term count, Members the recipients (S_T first) with boot numbers, Locks the table
 	MsgTRAck   MsgType = 48 // → token sender: copy Term received
 	MsgTRAlive MsgType = 49 // → all, periodically: Term count, Seq boot number, Token copy held (0 none, 1 backup, 2 real)

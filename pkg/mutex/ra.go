@@ -11,7 +11,7 @@ import (
 	"github.com/roundtable-go/roundtable/pkg/node"
 )
 
-// Ricart–Agrawala (seed 002, "A Distributed Algorithm"): a process that
+// Ricart–Agrawala (Tanenbaum ch. 6, "A Distributed Algorithm"): a process that
 // wants a lock stamps a request with its Lamport time and asks everyone; a
 // process replies OK unless it holds the lock or wants it with an earlier
 // (timestamp, ID), in which case it defers the OK until it leaves. With

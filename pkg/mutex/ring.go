@@ -10,8 +10,8 @@ import (
 	"github.com/roundtable-go/roundtable/pkg/node"
 )
 
-// Token ring (seed 001 and 002 "A Token Ring Algorithm", Le Lann), made
-// crash-tolerant as in seed 003 (Arantes–Sopena, Fig. 2).
+// Token ring (Schaffernicht, Topic V, and Tanenbaum §6.3, "A Token Ring Algorithm", Le Lann), made
+// crash-tolerant as in Arantes–Sopena (Arantes–Sopena, Fig. 2).
 //
 // One token circulates along the ring of daemons in ID order. The daemon
 // holding it lets the first waiting local client of each name in, keeps
@@ -22,7 +22,7 @@ import (
 // independent names). The fencing token of an entry is the token's count,
 // which only grows. An idle token waits Config.RingHold (1ms) per daemon.
 //
-// SafeSendToken (seed 003 lines 16–22): the holder increments count and
+// SafeSendToken (Arantes–Sopena lines 16–22): the holder increments count and
 // sends ⟨TOKEN, S_T, count⟩ to its next k+1 live successors; the first, S_T,
 // becomes the REAL holder, the other k keep BACKUP copies. Each recipient's
 // detection set D is the ring from S_T to itself (lines 23–35): it monitors
@@ -50,7 +50,7 @@ import (
 //
 // Fault model: crash and restart, loss, duplication, reordering, at most k
 // consecutive daemons crashed at once. The failure detector must not make
-// mistakes (seed 003 §II): no partitions or message delays longer than two
+// mistakes (Arantes–Sopena §II): no partitions or message delays longer than two
 // leases, since a daemon falsely declared crashed would leave two REAL
 // tokens. A daemon that was itself stopped for more than a lease (SIGSTOP)
 // notices on waking, drops its copy and revokes its clients' locks. Use
@@ -206,7 +206,7 @@ func (m *ring) begin(now time.Time) {
 // suspended VM). Its heartbeats stop every lease/4, so the others may have
 // declared it crashed and regenerated the token: whatever copy it holds
 // may be stale, and a paused daemon is outside the algorithm's fault model
-// (seed 003 needs a failure detector that makes no mistakes). It gives up
+// (Arantes–Sopena needs a failure detector that makes no mistakes). It gives up
 // like a crashed one would: its clients lose their locks and its copy is
 // dropped.
 func (m *ring) stalled(now time.Time) {
@@ -282,7 +282,7 @@ func (m *ring) seen(now time.Time, count uint64) {
 	}
 }
 
-// receive is SafeReceiveToken (seed 003 lines 23–35).
+// receive is SafeReceiveToken (Arantes–Sopena lines 23–35).
 func (m *ring) receive(now time.Time, msg Msg) {
 	if msg.Term <= m.count {
 		return // an old or duplicate copy
@@ -354,7 +354,7 @@ func (m *ring) check(now time.Time) {
 	m.visit(now)
 }
 
-// visit is the REAL holder's turn (seed 002, "A Token Ring Algorithm":
+// visit is the REAL holder's turn (Tanenbaum ch. 6, "A Token Ring Algorithm":
 // a process holding the token may enter, and passes it on when it leaves).
 // Each name's first waiting local client enters; the token stays while any
 // local client is inside and moves on when the last one leaves, so a name

@@ -5,7 +5,7 @@ import (
 	"math/big"
 )
 
-// Arantes–Sopena (seed 003, §IV) size the number k of backup tokens: a
+// Arantes–Sopena (Arantes–Sopena, §IV) size the number k of backup tokens: a
 // token ring with k backups survives as long as no more than k consecutive
 // processes crash. P_k(f, N) = W_k(f, N) / C(N, f) is the probability that f
 // crashes, placed uniformly at random among N processes on a ring, leave no

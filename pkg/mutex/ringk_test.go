@@ -51,7 +51,7 @@ func TestRingWMatchesEnumeration(t *testing.T) {
 	}
 }
 
-// TestRingKReproducesThePaper: seed 003 §IV reads its thresholds off plots:
+// TestRingKReproducesThePaper: Arantes–Sopena §IV reads its thresholds off plots:
 // for N = 10,000, k = 8 tolerates 10% crashes and k = 20 tolerates 50%
 // "with a probability closer to 100%". Exactly: P_8(1000, 10000) = 0.99999
 // (k = 7 gives 0.99991) and P_20(5000, 10000) = 0.9977 (k = 19 gives 0.9953),

@@ -163,7 +163,7 @@ func newWorld(seed uint64, n int, opts sim.Options, algo Algo, plant, regrant bo
 	return w
 }
 
-// ringOrder checks the token ring's fairness (seed 002: the token visits
+// ringOrder checks the token ring's fairness (Tanenbaum ch. 6: the token visits
 // in ring order): while a client waits for a name, no other daemon is
 // granted it twice unless the waiter's daemon was granted it in between.
 // Checked once faults have stopped (fairFrom).
@@ -313,7 +313,7 @@ func runWorldOpts(seed uint64, algo Algo, plant, regrant bool) (w *world, err er
 	}
 	wait := livenessWait
 	if algo == Voting {
-		// No fairness (seed 002: "starvation"): a requester may lose
+		// No fairness (Tanenbaum ch. 6: "starvation"): a requester may lose
 		// several rounds to luckier ones.
 		wait = votingWait
 	}
@@ -395,7 +395,7 @@ func TestCentralCatchesPlantedBug(t *testing.T) {
 	t.Logf("planted bug caught in %d/300 seeds, e.g. %v", caught, example)
 }
 
-// TestComparisonTable reproduces seed 002's table for the central
+// TestComparisonTable reproduces Tanenbaum ch. 6's table for the central
 // algorithm: 3 messages per entry and exit (request, grant, release) and a
 // delay of 2 message times before entry. Measured on a quiet cluster with
 // a fixed 1ms latency and a lease long enough that no renewal is due.
@@ -511,9 +511,9 @@ func TestTokenRingCatchesPlantedBugs(t *testing.T) {
 	t.Logf("regrant on the freeing visit caught in %d/50 seeds, e.g. %v", fair, fairExample)
 }
 
-// TestTokenRingTable reproduces seed 002's row for the token ring on five
+// TestTokenRingTable reproduces Tanenbaum ch. 6's row for the token ring on five
 // daemons with a fixed 1ms latency and no backups (Le Lann's ring; k
-// backups add k messages per pass, seed 003): 1 to ∞ messages per entry —
+// backups add k messages per pass, Arantes–Sopena): 1 to ∞ messages per entry —
 // one when every daemon wants the lock all the time, without bound when
 // none does — and 0 to n−1 message times before entry.
 func TestTokenRingTable(t *testing.T) {
@@ -617,7 +617,7 @@ func TestVotingCatchesPlantedBug(t *testing.T) {
 	t.Logf("planted bug caught in %d/100 seeds, e.g. %v", caught, example)
 }
 
-// TestVotingTable reproduces seed 002's row for decentralised voting on a
+// TestVotingTable reproduces Tanenbaum ch. 6's row for decentralised voting on a
 // quiet five-daemon cluster (m = 3): 3m messages per entry and exit
 // (request, vote, release; k = 1 attempt) and 2m message times before
 // entry, since the coordinators are asked one after another — plus the 2m

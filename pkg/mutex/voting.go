@@ -10,7 +10,7 @@ import (
 	"github.com/roundtable-go/roundtable/pkg/node"
 )
 
-// Decentralised voting (seed 002, "Decentralized Mutual Exclusion", Lin et
+// Decentralised voting (Tanenbaum ch. 6, "Decentralized Mutual Exclusion", Lin et
 // al.): every daemon is a replica coordinator of every name, and a
 // requester needs the votes of m > n/2 of them. A coordinator answers every
 // request at once: its vote if it is free, a denial otherwise. A requester
