@@ -19,19 +19,21 @@
 # member did not become ready within $CLUSTER_READY_TIMEOUT seconds (10).
 set -euo pipefail
 
-usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 64; }
-die() { echo "cluster.sh: $*" >&2; exit "${2:-64}"; }
+help() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { help >&2; exit 64; }
+die() { echo "cluster.sh: $1" >&2; exit "${2:-64}"; }
 
 dir=${CLUSTER_DIR:-./.cluster}
 n=3
 cmd=${1:-}; [ -n "$cmd" ] || usage; shift
+case "$cmd" in -h|--help|help) help; exit 0;; esac
 id=""
 case "$cmd" in kill|pause|resume|restart|pid) id=${1:-}; [ -n "$id" ] || usage; shift;; esac
 while [ $# -gt 0 ]; do
   case "$1" in
     -n) n=$2; shift 2;;
     -d) dir=$2; shift 2;;
-    -h|--help) usage;;
+    -h|--help) help; exit 0;;
     *) break;;
   esac
 done
@@ -86,7 +88,7 @@ case "$cmd" in
     [ $# -ge 1 ] || usage
     [[ "$n" =~ ^[1-9][0-9]*$ ]] || die "-n wants a positive integer"
     bin=$1; shift
-    command -v "$bin" >/dev/null 2>&1 || [ -x "$bin" ] || die "$bin: not found" 127
+    command -v "$bin" >/dev/null 2>&1 || [ -x "$bin" ] || die "$bin: not found (scripts/demo.sh builds the tools into ./bin: export PATH=\"\$PWD/bin:\$PATH\", or give the binary's path)" 127
     sub=()
     if [ $# -gt 0 ] && [[ "$1" != -* ]]; then sub=("$1"); shift; fi
     mkdir -p "$dir"

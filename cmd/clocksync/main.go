@@ -25,8 +25,11 @@ import (
 
 const tool = "clocksync"
 
-func main() {
-	app := &ucli.App{
+func main() { cli.Main(newApp()) }
+
+// newApp is the command line.
+func newApp() *ucli.App {
+	return &ucli.App{
 		Name:                 tool,
 		Usage:                "NTP-compatible time server and client",
 		EnableBashCompletion: true,
@@ -52,21 +55,18 @@ Examples:
    clocksync serve --bind 127.0.0.1:12301 --upstream 127.0.0.1:12300 --skew 250ms --drift-ppm 200
    clocksync serve --bind '{{ GetPrivateIP }}:123' --stratum 2
    sudo clocksync serve --bind 127.0.0.1:12302 --upstream ntp.example:123 --apply --socket /run/clocksync.sock`,
-				Flags: cli.WithEnv(tool, []ucli.Flag{
-					&ucli.StringFlag{Name: "bind", Value: "127.0.0.1:12300", Usage: "address to answer on (go-sockaddr templates allowed)"},
+				Flags: cli.WithEnv(tool, append([]ucli.Flag{
+					cli.BindFlag("127.0.0.1:12300", ""),
 					&ucli.IntFlag{Name: "stratum", Usage: "declare this clock synchronised at this stratum (1-15)"},
 					&ucli.StringFlag{Name: "upstream", Usage: "discipline this server's clock from HOST:PORT and serve at its stratum + 1"},
 					&ucli.DurationFlag{Name: "poll", Value: time.Second, Usage: "with --upstream: query it this often"},
-					&ucli.DurationFlag{Name: "skew", Usage: "start this server's (virtual) clock off by this much, for demonstrations"},
-					&ucli.Float64Flag{Name: "drift-ppm", Usage: "make this server's (virtual) clock run fast (+) or slow (-) by this many ppm"},
+					skewFlag(), driftFlag(),
 					&ucli.Float64Flag{Name: "max-slew", Value: 83333, Usage: "fastest correction, in ppm; the clock is slewed, never stepped back"},
 					&ucli.DurationFlag{Name: "makestep", Value: time.Second, Usage: "when behind by more than this, step forward at once"},
 					&ucli.BoolFlag{Name: "apply", Usage: "slew the real system clock (adjtimex; needs root) instead of a virtual one; off by default"},
-					&ucli.StringFlag{Name: "socket", Usage: "answer 'clocksync now --socket PATH' on this Unix socket (mode 0600)"},
-					&ucli.StringFlag{Name: cli.FlagReadyFile, Usage: "write the listening address here once up"},
-					&ucli.StringFlag{Name: cli.FlagLogLevel, Value: "info", Usage: "debug, info, warn or error"},
-					&ucli.BoolFlag{Name: cli.FlagNoColor, Usage: "never colour logs"},
-				}),
+					socketFlag(),
+					cli.ReadyFileFlag(),
+				}, cli.LogFlags()...)),
 				Action: serve,
 			},
 			{
@@ -84,11 +84,10 @@ Examples:
    clocksync berkeley --id 1 --peers @peers.txt --skew 200ms --drift-ppm 50
    clocksync berkeley --id 2 --peers @peers.txt --master 1 --interval 500ms`,
 				Flags: cli.WithEnv(tool, append(cli.NodeFlags(),
-					&ucli.StringFlag{Name: "master", Usage: "the fixed time daemon (default: elected)"},
+					&ucli.StringFlag{Name: "master", DefaultText: "elected", Usage: "the fixed time daemon"},
 					&ucli.DurationFlag{Name: "interval", Value: time.Second, Usage: "polling interval"},
 					&ucli.DurationFlag{Name: "max-deviation", Value: 100 * time.Millisecond, Usage: "leave out readings this far from the median"},
-					&ucli.DurationFlag{Name: "skew", Usage: "start this member's virtual clock off by this much"},
-					&ucli.Float64Flag{Name: "drift-ppm", Usage: "make this member's virtual clock run fast (+) or slow (-)"},
+					skewFlag(), driftFlag(),
 				)),
 				Action: berkeley,
 			},
@@ -105,7 +104,7 @@ Examples:
    clocksync now --socket /run/clocksync.sock
    clocksync now --peers @peers.txt --json`,
 				Flags: cli.WithEnv(tool, append(cli.ClientFlags(),
-					&ucli.StringFlag{Name: "socket", Usage: "a serve node's control socket"},
+					socketFlag(),
 					&ucli.DurationFlag{Name: "wait", Value: time.Second, Usage: "how long to wait for answers"},
 					&ucli.StringFlag{Name: cli.FlagTransport, Value: "udp", Usage: "udp or tcp"},
 				)),
@@ -126,14 +125,27 @@ Examples:
 				Flags: cli.WithEnv(tool, []ucli.Flag{
 					&ucli.IntFlag{Name: "samples", Value: clocksync.FilterSize, Usage: "requests to send (1-64)"},
 					&ucli.DurationFlag{Name: "timeout", Value: time.Second, Usage: "wait this long for each answer"},
-					&ucli.DurationFlag{Name: "interval", Value: 10 * time.Millisecond, Usage: "pause between requests"},
-					&ucli.BoolFlag{Name: cli.FlagJSON, Usage: "print JSON lines"},
+					&ucli.DurationFlag{Name: "pause", Value: 10 * time.Millisecond, Usage: "pause between requests"},
+					cli.JSONFlag(),
 				}),
 				Action: query,
 			},
 		},
 	}
-	cli.Main(app)
+}
+
+func skewFlag() ucli.Flag {
+	return &ucli.DurationFlag{Name: "skew", Usage: "start this node's virtual clock off by this much, for demonstrations"}
+}
+
+func driftFlag() ucli.Flag {
+	return &ucli.Float64Flag{Name: "drift-ppm", Usage: "make this node's virtual clock run fast (+) or slow (-) by this many ppm"}
+}
+
+// socketFlag is the serve node's control socket: where serve answers and
+// now asks.
+func socketFlag() ucli.Flag {
+	return &ucli.StringFlag{Name: "socket", Usage: "a serve node's control socket (Unix, mode 0600), for 'clocksync now --socket PATH'"}
 }
 
 // node is a server's clock: a (possibly deliberately wrong) local clock
@@ -385,7 +397,7 @@ func query(c *ucli.Context) error {
 	var last clocksync.Packet
 	for i := 1; i <= samples; i++ {
 		if i > 1 {
-			time.Sleep(c.Duration("interval")) // pacing between requests, not synchronisation
+			time.Sleep(c.Duration("pause")) // pacing between requests, not synchronisation
 		}
 		rep, s, ok := exchange(conn, time.Now, c.Duration("timeout"))
 		if !ok {
@@ -518,6 +530,9 @@ func berkeley(c *ucli.Context) error {
 func nowCmd(c *ucli.Context) error {
 	if path := c.String("socket"); path != "" {
 		return nowSocket(c, path)
+	}
+	if c.String(cli.FlagPeers) == "" {
+		return cli.Exitf(cli.ExitUsage, "now needs --socket PATH (a serve node on this host) or --peers (Berkeley members)")
 	}
 	cm, err := cli.Setup(c, tool)
 	if err != nil {

@@ -68,6 +68,23 @@ func TestNowSocketAbsent(t *testing.T) {
 	}
 }
 
+// TestNowWithoutTarget: now without --socket or --peers says which it needs.
+func TestNowWithoutTarget(t *testing.T) {
+	out, err := exec.Command(bin, "now").CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 64 || !strings.Contains(string(out), "--socket") {
+		t.Fatalf("now without arguments: %v, want exit 64 naming --socket\n%s", err, out)
+	}
+}
+
+// TestFlagsAfterHost: flags may follow HOST:PORT.
+func TestFlagsAfterHost(t *testing.T) {
+	addr := startServer(t, "--stratum", "2")
+	out, err := exec.Command(bin, "query", addr, "--samples", "2").Output()
+	if err != nil || strings.Count(string(out), "sample ") != 2 {
+		t.Fatalf("query HOST:PORT --samples 2: %v\n%s", err, out)
+	}
+}
+
 // TestApplyRefusals: --apply never runs without the right to change the
 // clock (exit 77, with the reason) and never with a virtual clock's flags
 // (exit 64). Neither case touches the system clock.

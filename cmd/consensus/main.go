@@ -24,7 +24,7 @@ var runFlags = cli.WithEnv(tool, append(cli.NodeFlags(),
 	&ucli.IntFlag{Name: "f", Value: 1, Usage: "faults to tolerate; f+1 rounds are run (EIG: needs n > 3f)"},
 	&ucli.StringFlag{Name: "value", Usage: "this process's input value"},
 	&ucli.DurationFlag{Name: "round", Value: defaults.Round, Usage: "round length: the deadline for every message of a round (> max delivery + handling time)"},
-	&ucli.StringFlag{Name: "start-at", Usage: "when round 1 begins: RFC 3339, Unix seconds, or +duration (default: --wait from now, or the first message seen)"},
+	&ucli.StringFlag{Name: "start-at", DefaultText: "--wait from now, or the first message seen", Usage: "when round 1 begins: RFC 3339, Unix seconds, or +duration"},
 	&ucli.DurationFlag{Name: "wait", Value: time.Second, Usage: "without --start-at: start round 1 after this long unless a peer's message starts it first"},
 	&ucli.StringFlag{Name: "rule", Value: "min", Usage: "FloodSet decision rule: min or max (integers compare numerically)"},
 	&ucli.StringFlag{Name: "default", Value: defaults.Default, Usage: "EIG: the value of silence and of a missing majority"},
@@ -35,8 +35,11 @@ var runFlags = cli.WithEnv(tool, append(cli.NodeFlags(),
 	&ucli.BoolFlag{Name: "unsafe", Usage: "allow EIG with n ≤ 3f, to demonstrate that it then fails"},
 ))
 
-func main() {
-	app := &ucli.App{
+func main() { cli.Main(newApp()) }
+
+// newApp is the command line.
+func newApp() *ucli.App {
+	return &ucli.App{
 		Name:                 tool,
 		Usage:                "agree on one value: FloodSet (f crash faults) or EIG (f Byzantine faults, n > 3f)",
 		EnableBashCompletion: true,
@@ -65,7 +68,6 @@ SIGKILL (exit status 137), like a process that dies mid-broadcast.`,
 			Action: run,
 		}},
 	}
-	cli.Main(app)
 }
 
 func run(c *ucli.Context) error {

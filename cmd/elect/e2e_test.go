@@ -460,3 +460,24 @@ func queryOne(t *testing.T, peers map[node.ID]string, key []byte, id node.ID) dr
 	}
 	return r
 }
+
+// TestStatusNoLeaderYet: before the first election ends, status says so
+// (exit 69), rather than reporting a disagreement.
+func TestStatusNoLeaderYet(t *testing.T) {
+	dir := t.TempDir()
+	self, higher := freeAddr(t), freeAddr(t)
+	ready := filepath.Join(dir, "ready")
+	// Member 2 never answers, and member 1 waits a minute for its answer
+	// before it may lead: its first election cannot end during the test.
+	cmd := exec.Command(electBin, "run", "--id", "1", "--peers", "1="+self+",2="+higher,
+		"--answer-timeout", "1m", "--ready-file", ready, "--no-color", "--log-level", "error")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	clitest.WaitFor(t, waitLimit, func() bool { _, err := os.Stat(ready); return err == nil })
+	out, err := exec.Command(electBin, "status", "--peers", "1="+self+",2="+higher, "--wait", "300ms").Output()
+	if exitCode(err) != cli.ExitUnavailable || !strings.HasPrefix(string(out), "no leader yet\n") {
+		t.Fatalf("status before the first election ended: exit %d, want 69 and 'no leader yet'\n%s", exitCode(err), out)
+	}
+}

@@ -26,7 +26,7 @@ var defaults = election.DefaultConfig()
 
 var runFlags = cli.WithEnv(tool, append(cli.NodeFlags(),
 	&ucli.StringFlag{Name: "algo", Value: defaults.Algo.String(), Usage: "bully, ring or chang-roberts"},
-	&ucli.Uint64Flag{Name: "priority", Usage: "election priority; the live process with the highest wins (default: the ID)"},
+	&ucli.Uint64Flag{Name: "priority", DefaultText: "the ID", Usage: "election priority; the live process with the highest wins"},
 	&ucli.DurationFlag{Name: "heartbeat", Value: defaults.Heartbeat, Usage: "leader heartbeat period"},
 	&ucli.DurationFlag{Name: "timeout", Value: defaults.Timeout, Usage: "suspect the leader after this silence; > heartbeat + MDT + MHT, ≥ 2×heartbeat"},
 	&ucli.DurationFlag{Name: "answer-timeout", Value: defaults.AnswerTimeout, Usage: "wait for an answer or ring acknowledgement; > 2·MDT + MHT"},
@@ -40,8 +40,11 @@ var statusFlags = cli.WithEnv(tool, append(cli.ClientFlags(),
 	&ucli.StringFlag{Name: cli.FlagTransport, Value: "udp", Usage: "udp or tcp"},
 ))
 
-func main() {
-	app := &ucli.App{
+func main() { cli.Main(newApp()) }
+
+// newApp is the command line.
+func newApp() *ucli.App {
+	return &ucli.App{
 		Name:                 tool,
 		Usage:                "leader election for shell scripts and clusters (bully, ring, Chang–Roberts)",
 		EnableBashCompletion: true,
@@ -68,10 +71,12 @@ Examples:
 			},
 			{
 				Name:  "status",
-				Usage: "ask the members who leads; exit 69 if none answers, 75 if they disagree",
+				Usage: "ask the members who leads; exit 69 if none answers or none leads yet, 75 if they disagree",
 				Description: `Queries every member and prints the leader and term they agree on,
 then one line per member. Exits 0 when every answering member names the same
-leader and term, 75 when they disagree, 69 when nobody answers.
+leader and term; 75 when they disagree; 69 when nobody answers, or when
+no answering member follows a leader yet ('no leader yet': the first
+election has not ended).
 
 Examples:
    elect status --peers @peers.txt
@@ -81,7 +86,6 @@ Examples:
 			},
 		},
 	}
-	cli.Main(app)
 }
 
 func run(c *ucli.Context) error {
@@ -237,6 +241,12 @@ func status(c *ucli.Context) error {
 			agreed = false
 		}
 	}
+	noLeader := len(members) > 0
+	for _, m := range members {
+		if m.Leader != node.None {
+			noLeader = false
+		}
+	}
 	var silent []node.ID
 	for _, id := range cli.IDs(cm.Peers) {
 		if _, ok := replies[id]; !ok {
@@ -244,7 +254,7 @@ func status(c *ucli.Context) error {
 		}
 	}
 	if c.Bool(cli.FlagJSON) {
-		sum := map[string]any{"event": "status", "agreed": agreed, "members": members, "silent": silent}
+		sum := map[string]any{"event": "status", "agreed": agreed, "no_leader": noLeader, "members": members, "silent": silent}
 		if agreed {
 			sum["leader"], sum["term"] = members[0].Leader, members[0].Term
 		}
@@ -253,6 +263,8 @@ func status(c *ucli.Context) error {
 		switch {
 		case agreed:
 			cm.Out.Line(fmt.Sprintf("leader %d term %d", members[0].Leader, members[0].Term))
+		case noLeader:
+			cm.Out.Line("no leader yet")
 		case len(members) > 0:
 			cm.Out.Line("disagreement")
 		}
@@ -267,6 +279,8 @@ func status(c *ucli.Context) error {
 	switch {
 	case len(members) == 0:
 		return cli.Exitf(cli.ExitUnavailable, "no member answered within %v", c.Duration("wait"))
+	case noLeader:
+		return cli.Exitf(cli.ExitUnavailable, "no leader yet: the first election has not ended")
 	case !agreed:
 		return cli.Exitf(cli.ExitBusy, "members disagree on the leader")
 	}

@@ -362,24 +362,34 @@ func TestUsage(t *testing.T) {
 	for _, c := range []struct {
 		args []string
 		code int
+		says string // in the one line on stderr
 	}{
-		{[]string{"run", "--socket", "/nonexistent/x.sock", "L", "--", "true"}, 69},
-		{[]string{"run", "--socket", "/nonexistent/x.sock"}, 64},
-		{[]string{"serve", "--id", "1", "--peers", "1=bad"}, 64},
-		{[]string{"serve", "--algo", "paxos", "--id", "1", "--peers", "1=127.0.0.1:1"}, 64},
-		{[]string{"ring-k", "--nodes", "10", "--failures", "20"}, 64},
-		// flags urfave/cli cannot parse
-		{[]string{"run", "--timeout", "soon", "L", "--", "true"}, 64},
-		{[]string{"status", "--jsn"}, 64},
-		{[]string{"--bogus"}, 64},
+		{[]string{"run", "--socket", "/nonexistent/x.sock", "L", "--", "true"}, 69, "/nonexistent/x.sock"},
+		// flags after NAME are read; what follows -- is the command's
+		{[]string{"run", "L", "--socket", "/nonexistent/y.sock", "--", "true", "--socket", "z"}, 69, "/nonexistent/y.sock"},
+		{[]string{"run", "--socket", "/nonexistent/x.sock"}, 64, "NAME"},
+		{[]string{"run", "L", "--timeout", "1", "--", "true"}, 64, "did you mean 1s?"},
+		{[]string{"run", "--json", "L", "--", "true"}, 64, "--json"},
+		{[]string{"serve", "--id", "1", "--peers", "1=bad"}, 64, "host:port"},
+		{[]string{"serve", "--id", "1", "--peers", "1=127.0.0.1:99999"}, 64, "65535"},
+		{[]string{"serve", "--id", "1", "--peers", "1=127.0.0.1:7000", "--bind", "127.0.0.1:99999"}, 64, "65535"},
+		{[]string{"serve", "--algo", "paxos", "--id", "1", "--peers", "1=127.0.0.1:1"}, 64, "paxos"},
+		{[]string{"serve", "--k", "1", "--id", "1", "--peers", "1=127.0.0.1:1,2=127.0.0.1:2"}, 64, "--k is for --algo token-ring"},
+		{[]string{"serve", "--algo", "central", "--m", "2", "--id", "1", "--peers", "1=127.0.0.1:1,2=127.0.0.1:2"}, 64, "--m is for --algo voting"},
+		{[]string{"serve", "--socket", "/nonexistent/dir/x.sock", "--id", "1", "--peers", "1=127.0.0.1:1", "--bind", "127.0.0.1:0"}, 64, "no directory /nonexistent/dir"},
+		{[]string{"ring-k", "--nodes", "10", "--failures", "20"}, 64, ""},
+		{[]string{"run", "--timeout", "soon", "L", "--", "true"}, 64, "soon"},
+		{[]string{"status", "--jsn"}, 64, "--jsn"},
+		{[]string{"--bogus"}, 64, "--bogus"},
+		{[]string{"bogus"}, 64, `unknown command "bogus"`},
 	} {
-		// Usage errors are one line on stderr; stdout, where a script
-		// reads events, stays empty.
+		// Usage errors are one line on stderr (no key warning before
+		// them); stdout, where a script reads events, stays empty.
 		code, stdout, stderr := runLockd(c.args...)
 		lines := strings.Count(stderr, "\n")
-		if code != c.code || stdout != "" || lines != 1 || !strings.HasPrefix(stderr, "lockd: ") {
-			t.Errorf("lockd %v: exit %d, stdout %q, stderr %q; want exit %d, nothing on stdout, one line on stderr",
-				c.args, code, stdout, stderr, c.code)
+		if code != c.code || stdout != "" || lines != 1 || !strings.HasPrefix(stderr, "lockd: ") || !strings.Contains(stderr, c.says) {
+			t.Errorf("lockd %v: exit %d, stdout %q, stderr %q; want exit %d, nothing on stdout, one line on stderr saying %q",
+				c.args, code, stdout, stderr, c.code, c.says)
 		}
 	}
 }

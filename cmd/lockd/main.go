@@ -20,26 +20,27 @@ const tool = lockd.Tool
 func serveFlags() []ucli.Flag {
 	return cli.WithEnv(tool, append(cli.NodeFlags(),
 		&ucli.StringFlag{Name: "algo", Value: "central", Usage: "central (coordinator with failover; survives partitions), ricart-agrawala (no coordinator; crash faults only), token-ring (Le Lann's ring with k backup tokens; crash faults only) or voting (m of n coordinator votes; survives partitions)"},
-		&ucli.IntFlag{Name: "m", Usage: "voting: votes needed, more than n/2 (default n/2+1)"},
-		&ucli.IntFlag{Name: "k", Value: -1, Usage: "token-ring: backup copies of the token, kept on the next k members; survives k consecutive crashes (default n-1; 'lockd ring-k' sizes it for big rings)"},
-		&ucli.StringFlag{Name: "socket", Value: cli.DefaultSocket(tool), Usage: "the daemon's control socket"},
+		&ucli.IntFlag{Name: "m", DefaultText: "n/2+1", Usage: "voting only: votes needed, more than n/2"},
+		&ucli.IntFlag{Name: "k", DefaultText: "n-1", Usage: "token-ring only: backup copies of the token, kept on the next k members; survives k consecutive crashes; 0 for none ('lockd ring-k' sizes it for big rings)"},
+		socketFlag(),
 		&ucli.DurationFlag{Name: "lease", Value: mutex.DefaultConfig().Lease, Usage: "grant lease: a partitioned holder loses its lock within 0.9×lease"},
-		&ucli.DurationFlag{Name: "heartbeat", Value: 50 * time.Millisecond, Usage: "coordinator election heartbeat"},
-		&ucli.DurationFlag{Name: "timeout", Value: 200 * time.Millisecond, Usage: "coordinator election timeout"},
+		&ucli.DurationFlag{Name: "heartbeat", Value: 50 * time.Millisecond, Usage: "central: the coordinator election's heartbeat"},
+		&ucli.DurationFlag{Name: "election-timeout", Value: 200 * time.Millisecond, Usage: "central: suspect the coordinator after this silence"},
 		&ucli.StringFlag{Name: "state-file", Usage: "persist the highest coordinator term (central), Lamport clock (ricart-agrawala), token count (token-ring) or vote counter (voting) here, so tokens keep growing across restarts"},
 	))
 }
 
+func socketFlag() ucli.Flag {
+	return &ucli.StringFlag{Name: "socket", Value: cli.DefaultSocket(tool), Usage: "the daemon's control socket"}
+}
+
 func clientFlags(extra ...ucli.Flag) []ucli.Flag {
-	return cli.WithEnv(tool, append([]ucli.Flag{
-		&ucli.StringFlag{Name: "socket", Value: cli.DefaultSocket(tool), Usage: "the daemon's control socket"},
-		&ucli.BoolFlag{Name: cli.FlagJSON, Usage: "print JSON lines"},
-	}, extra...))
+	return cli.WithEnv(tool, append([]ucli.Flag{socketFlag(), cli.JSONFlag()}, extra...))
 }
 
 func waitFlags(extra ...ucli.Flag) []ucli.Flag {
 	return append([]ucli.Flag{
-		&ucli.DurationFlag{Name: "timeout", Usage: "give up waiting after this long (exit 75)"},
+		&ucli.DurationFlag{Name: "timeout", Usage: "give up waiting after this long (exit 75); 0 waits for ever"},
 		&ucli.BoolFlag{Name: "nonblock", Aliases: []string{"n"}, Usage: "fail at once if the lock is held (exit 75)"},
 		&ucli.IntFlag{Name: "conflict-exit-code", Aliases: []string{"E"}, Value: cli.ExitBusy, Usage: "exit code when busy or timed out"},
 	}, extra...)
@@ -87,7 +88,10 @@ Examples:
    lockd run backup -- /usr/local/bin/backup.sh
    lockd run --nonblock cron-job -- ./job || echo "someone else is running it"
    lockd run --timeout 30s deploy -- make deploy`,
-				Flags:  clientFlags(waitFlags(&ucli.DurationFlag{Name: "kill-grace", Value: 5 * time.Second, Usage: "after the lock is lost: SIGTERM, then SIGKILL after this long"}, &ucli.BoolFlag{Name: "shell", Usage: "run the command through /bin/sh -c"})...),
+				// No --json: the command owns stdout, and lockd run prints no events.
+				Flags: cli.WithEnv(tool, append([]ucli.Flag{socketFlag()}, waitFlags(
+					&ucli.DurationFlag{Name: "kill-grace", Value: 5 * time.Second, Usage: "after the lock is lost: SIGTERM, then SIGKILL after this long"},
+					&ucli.BoolFlag{Name: "shell", Usage: "run the command through /bin/sh -c"})...)),
 				Action: runCmd,
 			},
 			{
@@ -151,7 +155,7 @@ Examples:
    lockd watch
    lockd watch --cluster --json | jq -c 'select(.event == "acquired")'`,
 				Flags: clientFlags(
-					&ucli.BoolFlag{Name: "cluster", Usage: "every member's clients' events, not only this member's"}),
+					&ucli.BoolFlag{Name: "all-members", Aliases: []string{"cluster"}, Usage: "every member's clients' events, not only this member's"}),
 				Action: watchCmd,
 			},
 			{
@@ -182,6 +186,12 @@ func serve(c *ucli.Context) error {
 	if err != nil {
 		return cli.Exitf(cli.ExitUsage, "--algo: %v", err)
 	}
+	// A flag the chosen algorithm would ignore is a mistake worth saying.
+	for flag, only := range map[string]mutex.Algo{"k": mutex.TokenRing, "m": mutex.Voting, "heartbeat": mutex.Central, "election-timeout": mutex.Central} {
+		if c.IsSet(flag) && algo != only {
+			return cli.Exitf(cli.ExitUsage, "--%s is for --algo %s, not %s", flag, only, algo)
+		}
+	}
 	lease := c.Duration("lease")
 	if lease < 20*time.Millisecond {
 		return cli.Exitf(cli.ExitUsage, "--lease must be at least 20ms")
@@ -196,19 +206,21 @@ func serve(c *ucli.Context) error {
 		return err
 	}
 	defer mb.Close()
-	// --k: -1 (default) is every other member; 0 is none (Config: -1).
-	backups := c.Int("k")
-	switch {
-	case backups == 0:
-		backups = -1
-	case backups < 0:
-		backups = 0
-	case backups > len(mb.Peers)-1:
-		return cli.Exitf(cli.ExitUsage, "--k must be at most n-1 = %d", len(mb.Peers)-1)
+	// --k: unset is every other member (Config: 0); 0 is none (Config: -1).
+	backups := 0
+	if c.IsSet("k") {
+		switch k := c.Int("k"); {
+		case k < 0 || k > len(mb.Peers)-1:
+			return cli.Exitf(cli.ExitUsage, "--k must be 0 to n-1 = %d", len(mb.Peers)-1)
+		case k == 0:
+			backups = -1
+		default:
+			backups = k
+		}
 	}
 	m, err := mutex.New(mutex.Config{ID: mb.ID, Peers: cli.IDs(mb.Peers), Algo: algo, Lease: lease, Term: term,
 		Boot: mb.Incarnation, Backups: backups, Quorum: c.Int("m"),
-		Heartbeat: c.Duration("heartbeat"), Timeout: c.Duration("timeout"),
+		Heartbeat: c.Duration("heartbeat"), Timeout: c.Duration("election-timeout"),
 		Rand: rand.New(rand.NewPCG(mb.Incarnation, uint64(mb.ID)))})
 	if err != nil {
 		return cli.Exitf(cli.ExitUsage, "%v", err)

@@ -35,10 +35,10 @@ func ListenControl(tool, path string) (net.Listener, error) {
 		c.Close()
 		return nil, Exitf(ExitBusy, "another %s is serving %s", tool, path)
 	}
-	_ = os.Remove(path)
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, Exitf(ExitUsage, "--socket: %v", err)
+	if fi, err := os.Stat(filepath.Dir(path)); err != nil || !fi.IsDir() {
+		return nil, Exitf(ExitUsage, "--socket %s: no directory %s", path, filepath.Dir(path))
 	}
+	_ = os.Remove(path)
 	// The umask makes the socket private from the moment it exists; the
 	// chmod is for file systems that ignore it.
 	old := syscall.Umask(0o177)

@@ -9,7 +9,12 @@ import (
 )
 
 func TestListenControl(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "sub", "x.sock")
+	// A directory that does not exist is a usage error, not created.
+	var ee *ExitError
+	if _, err := ListenControl("x", filepath.Join(t.TempDir(), "sub", "x.sock")); !errors.As(err, &ee) || ee.Code != ExitUsage {
+		t.Fatalf("socket in a missing directory: %v, want exit %d", err, ExitUsage)
+	}
+	path := filepath.Join(t.TempDir(), "x.sock")
 	ln, err := ListenControl("x", path)
 	if err != nil {
 		t.Fatal(err)
@@ -22,7 +27,6 @@ func TestListenControl(t *testing.T) {
 		t.Fatalf("socket mode %v, want 0600", fi.Mode().Perm())
 	}
 	// A live daemon's socket is never taken over.
-	var ee *ExitError
 	if _, err := ListenControl("x", path); !errors.As(err, &ee) || ee.Code != ExitBusy {
 		t.Fatalf("second listener on a live socket: %v, want exit %d", err, ExitBusy)
 	}

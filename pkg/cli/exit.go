@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 
 	ucli "github.com/urfave/cli/v2"
@@ -81,7 +82,7 @@ func Exit(tool string, err error) {
 // errors (unknown flags and the like). Messages go to stderr, prefixed with
 // the tool's name once.
 func Main(app *ucli.App) {
-	Exit(app.Name, prepare(app).Run(os.Args))
+	Exit(app.Name, prepare(app).Run(Reorder(app, os.Args)))
 }
 
 // prepare makes app's errors Main's to report, on stderr. Left to itself,
@@ -90,14 +91,28 @@ func Main(app *ucli.App) {
 // `lockd status --jsn | jq` the help would reach jq. Every command's
 // usage errors become one line instead, exit 64, naming the flag as it is
 // typed and where the help is.
+//
+// It also gives every tool what users expect of any: --version and
+// version, completion bash|zsh, and "unknown command" for a command that
+// does not exist.
 func prepare(app *ucli.App) *ucli.App {
 	app.ExitErrHandler = func(*ucli.Context, error) {}
-	app.OnUsageError = usageError(app.Name)
+	app.OnUsageError = usageError(app.Name, app.Flags)
+	app.EnableBashCompletion = true
+	if app.Version == "" {
+		app.Version = Version()
+	}
+	app.CommandNotFound = func(c *ucli.Context, name string) {
+		Exit(app.Name, Exitf(ExitUsage, "unknown command %q (see '%s --help')", name, app.Name))
+	}
+	if findCommand(app.Commands, "version") == nil {
+		app.Commands = append(app.Commands, versionCommand(app), completionCommand(app))
+	}
 	var walk func(prefix string, cmds []*ucli.Command)
 	walk = func(prefix string, cmds []*ucli.Command) {
 		for _, c := range cmds {
 			if c.OnUsageError == nil {
-				c.OnUsageError = usageError(prefix + " " + c.Name)
+				c.OnUsageError = usageError(prefix+" "+c.Name, c.Flags)
 			}
 			walk(prefix+" "+c.Name, c.Subcommands)
 		}
@@ -107,10 +122,25 @@ func prepare(app *ucli.App) *ucli.App {
 }
 
 // usageError reports a command's flag error as a usage error (exit 64).
-func usageError(command string) ucli.OnUsageErrorFunc {
+func usageError(command string, flags []ucli.Flag) ucli.OnUsageErrorFunc {
 	return func(_ *ucli.Context, err error, _ bool) error {
-		return Exitf(ExitUsage, "%s (see '%s --help')", longFlag(err.Error()), command)
+		return Exitf(ExitUsage, "%s%s (see '%s --help')", longFlag(err.Error()), durationHint(err.Error(), flags), command)
 	}
+}
+
+var invalidValue = regexp.MustCompile(`invalid value "([0-9]+(?:\.[0-9]+)?)" for flag -+([a-zA-Z0-9-]+)`)
+
+// durationHint answers a bare number given to a duration flag (flock's
+// habit: --timeout 1) with the unit it needs.
+func durationHint(msg string, flags []ucli.Flag) string {
+	m := invalidValue.FindStringSubmatch(msg)
+	if m == nil {
+		return ""
+	}
+	if _, ok := findFlag(flags, m[2]).(*ucli.DurationFlag); !ok {
+		return ""
+	}
+	return fmt.Sprintf(": a duration needs a unit, did you mean %ss?", m[1])
 }
 
 // longFlag writes the flag that package flag's message names with one dash

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -68,8 +69,8 @@ const (
 func NodeFlags() []ucli.Flag {
 	return append([]ucli.Flag{
 		&ucli.StringFlag{Name: FlagID, Usage: "this process's ID, an integer ≥ 1 present in --peers"},
-		&ucli.StringFlag{Name: FlagBind, Usage: "address to listen on; go-sockaddr templates allowed, e.g. '{{ GetPrivateIP }}:7000' (default: this ID's address in --peers)"},
-		&ucli.StringFlag{Name: FlagReadyFile, Usage: "write the listening address to this file once the node is up"},
+		BindFlag("", "this ID's address in --peers"),
+		ReadyFileFlag(),
 		&ucli.StringFlag{Name: FlagTransport, Value: "udp", Usage: "udp or tcp"},
 		&ucli.Float64Flag{Name: FlagFaultDrop, Usage: "testing: drop this fraction of outgoing frames"},
 		&ucli.DurationFlag{Name: FlagFaultDelay, Usage: "testing: delay each outgoing frame by up to this much (reorders)"},
@@ -80,14 +81,40 @@ func NodeFlags() []ucli.Flag {
 
 // ClientFlags are the flags shared by every command that talks to peers.
 func ClientFlags() []ucli.Flag {
-	return []ucli.Flag{
+	return append([]ucli.Flag{
 		&ucli.StringFlag{Name: FlagPeers, Usage: "cluster members: '1=host:port,2=host:port' or '@file' (one id=host:port per line)"},
 		&ucli.StringFlag{Name: FlagCluster, Value: "roundtable", Usage: "cluster name; frames of other clusters are dropped"},
 		&ucli.StringFlag{Name: FlagKeyFile, Usage: "AES-256 key (32 raw bytes or 64 hex characters): seal and authenticate every frame"},
-		&ucli.BoolFlag{Name: FlagJSON, Usage: "print JSON lines instead of text"},
+		JSONFlag(),
+	}, LogFlags()...)
+}
+
+// The flags below are shared one by one, so that a flag means the same
+// (and reads the same environment variable the same way) in every command.
+
+// JSONFlag is --json.
+func JSONFlag() ucli.Flag {
+	return &ucli.BoolFlag{Name: FlagJSON, Usage: "print JSON lines instead of text"}
+}
+
+// LogFlags are --log-level and --no-color.
+func LogFlags() []ucli.Flag {
+	return []ucli.Flag{
 		&ucli.StringFlag{Name: FlagLogLevel, Value: "info", Usage: "debug, info, warn or error (logs go to stderr)"},
 		&ucli.BoolFlag{Name: FlagNoColor, Usage: "never colour logs (also NO_COLOR)"},
 	}
+}
+
+// ReadyFileFlag is --ready-file.
+func ReadyFileFlag() ucli.Flag {
+	return &ucli.StringFlag{Name: FlagReadyFile, Usage: "write the listening address to this file once up"}
+}
+
+// BindFlag is --bind, with its value or the text that says what the
+// default is.
+func BindFlag(value, defaultText string) ucli.Flag {
+	return &ucli.StringFlag{Name: FlagBind, Value: value, DefaultText: defaultText,
+		Usage: "address to listen on; go-sockaddr templates allowed, e.g. '{{ GetPrivateIP }}:7000'"}
 }
 
 // ParsePeers parses "1=host:port,2=host:port" or "@file". Files hold one
@@ -129,8 +156,8 @@ func ParsePeers(spec string) (map[node.ID]string, error) {
 			return nil, fmt.Errorf("--peers: %w", err)
 		}
 		addr = strings.TrimSpace(addr)
-		if _, _, err := net.SplitHostPort(addr); err != nil {
-			return nil, fmt.Errorf("--peers: member %d: %q is not host:port", id, addr)
+		if err := checkAddr(addr, false); err != nil {
+			return nil, fmt.Errorf("--peers: member %d: %v", id, err)
 		}
 		if _, dup := peers[id]; dup {
 			return nil, fmt.Errorf("--peers: id %d listed twice", id)
@@ -176,10 +203,27 @@ func ResolveBind(tmpl string) (string, error) {
 		return "", fmt.Errorf("--bind %q: %w", tmpl, err)
 	}
 	out = strings.TrimSpace(out)
-	if _, _, err := net.SplitHostPort(out); err != nil {
-		return "", fmt.Errorf("--bind %q expands to %q, which is not host:port", tmpl, out)
+	if err := checkAddr(out, true); err != nil {
+		if out != tmpl {
+			return "", fmt.Errorf("--bind %q expands to %q: %v", tmpl, out, err)
+		}
+		return "", fmt.Errorf("--bind: %v", err)
 	}
 	return out, nil
+}
+
+// checkAddr says why addr is not host:port with a port in range (1 to
+// 65535; 0, "any free port", too when anyPort).
+func checkAddr(addr string, anyPort bool) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port", addr)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p < 0 || p > 65535 || p == 0 && !anyPort {
+		return fmt.Errorf("%q: the port must be a number from 1 to 65535", addr)
+	}
+	return nil
 }
 
 // Listen opens the transport named by --transport on addr, wrapped in the

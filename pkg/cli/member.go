@@ -55,7 +55,13 @@ type Running struct {
 // Start runs drv over the member's transport, catches Signals, writes
 // --ready-file and logs "started" with attrs: the start-up every member of
 // every tool shares. Stop undoes it.
+//
+// Without a key it warns, after every argument check has passed, that
+// frames are not authenticated.
 func (m *Member) Start(drv Runner, attrs ...any) (*Running, error) {
+	if m.Key == nil {
+		m.Log.Warn("no --key-file: frames are NOT authenticated; anyone who can reach " + m.Net.Addr() + " can take part")
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	events := make(chan node.Event, 1024)
 	done := make(chan error, 1)

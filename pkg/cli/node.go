@@ -95,9 +95,6 @@ func Join(c *ucli.Context, tool string) (*Member, error) {
 	if m.Net, err = Listen(c, bind, cm.Peers); err != nil {
 		return nil, err
 	}
-	if cm.Key == nil {
-		cm.Log.Warn("no --key-file: frames are NOT authenticated; anyone who can reach " + m.Net.Addr() + " can take part")
-	}
 	return m, nil
 }
 

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	ucli "github.com/urfave/cli/v2"
 )
 
 // Main builds the command in the current directory as name into a
@@ -135,4 +137,38 @@ func WaitFor(t testing.TB, limit time.Duration, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// CheckFlags fails the test where the tool's command line breaks a house
+// rule: one environment variable must mean one thing in every command
+// (two flags that share one must share their type and usage text), and a
+// help text names its default once (through the flag's value or
+// DefaultText, never a "(default ...)" of its own beside urfave/cli's).
+func CheckFlags(t *testing.T, app *ucli.App) {
+	t.Helper()
+	type use struct{ where, typ, usage string }
+	seen := map[string]use{}
+	var walk func(path string, flags []ucli.Flag, cmds []*ucli.Command)
+	walk = func(path string, flags []ucli.Flag, cmds []*ucli.Command) {
+		for _, f := range flags {
+			df, ok := f.(ucli.DocGenerationFlag)
+			if !ok {
+				continue
+			}
+			u := use{path + " --" + f.Names()[0], fmt.Sprintf("%T", f), df.GetUsage()}
+			if strings.Contains(u.usage, "(default") {
+				t.Errorf("%s: its usage names a default of its own: %q", u.where, u.usage)
+			}
+			for _, env := range df.GetEnvVars() {
+				if prev, ok := seen[env]; ok && (prev.typ != u.typ || prev.usage != u.usage) {
+					t.Errorf("%s means two things: %s (%s, %q) and %s (%s, %q)", env, prev.where, prev.typ, prev.usage, u.where, u.typ, u.usage)
+				}
+				seen[env] = u
+			}
+		}
+		for _, c := range cmds {
+			walk(path+" "+c.Name, c.Flags, c.Subcommands)
+		}
+	}
+	walk(app.Name, app.Flags, app.Commands)
 }

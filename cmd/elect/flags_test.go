@@ -1,0 +1,9 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/roundtable-go/roundtable/pkg/cli/clitest"
+)
+
+func TestFlags(t *testing.T) { clitest.CheckFlags(t, newApp()) }

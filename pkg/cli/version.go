@@ -1,0 +1,95 @@
+package cli
+
+import (
+	"fmt"
+	"runtime/debug"
+	"strings"
+
+	ucli "github.com/urfave/cli/v2"
+)
+
+// Version is the running binary's module version and VCS revision, as the
+// Go toolchain recorded them: "v1.2.0" for a tagged `go install`,
+// "(devel) 0123abcd (modified)" for a build in a checkout.
+func Version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	v := bi.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	var rev, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				modified = " (modified)"
+			}
+		}
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if rev != "" && !strings.Contains(v, rev) {
+		v += " " + rev
+	}
+	return v + modified
+}
+
+func versionCommand(app *ucli.App) *ucli.Command {
+	return &ucli.Command{
+		Name:  "version",
+		Usage: "print the version (module version and VCS revision)",
+		Action: func(c *ucli.Context) error {
+			_, err := fmt.Fprintf(c.App.Writer, "%s %s\n", app.Name, app.Version)
+			return err
+		},
+	}
+}
+
+// completionCommand prints a script that completes the tool's commands
+// and flags, through urfave/cli's --generate-bash-completion.
+func completionCommand(app *ucli.App) *ucli.Command {
+	return &ucli.Command{
+		Name:      "completion",
+		Usage:     "print a shell completion script: bash or zsh",
+		ArgsUsage: "bash|zsh",
+		Description: `Load it in the current shell, or install it for every new one:
+
+   source <(` + app.Name + ` completion bash)
+   ` + app.Name + ` completion bash > /etc/bash_completion.d/` + app.Name + `
+   ` + app.Name + ` completion zsh > "${fpath[1]}/_` + app.Name + `"`,
+		Action: func(c *ucli.Context) error {
+			shell := c.Args().First()
+			if c.Args().Len() != 1 || shell != "bash" && shell != "zsh" {
+				return Exitf(ExitUsage, "completion takes one shell: bash or zsh")
+			}
+			_, err := fmt.Fprint(c.App.Writer, completionScript(app.Name, shell))
+			return err
+		},
+	}
+}
+
+func completionScript(tool, shell string) string {
+	fn := "_" + strings.ReplaceAll(tool, "-", "_") + "_complete"
+	bash := fmt.Sprintf(`%[1]s() {
+  local cur words
+  cur="${COMP_WORDS[COMP_CWORD]}"
+  if [[ "$cur" == -* ]]; then
+    words=$("${COMP_WORDS[@]:0:COMP_CWORD}" "$cur" --generate-bash-completion 2>/dev/null)
+  else
+    words=$("${COMP_WORDS[@]:0:COMP_CWORD}" --generate-bash-completion 2>/dev/null)
+  fi
+  COMPREPLY=($(compgen -W "$words" -- "$cur"))
+}
+complete -o bashdefault -o default -F %[1]s %[2]s
+`, fn, tool)
+	if shell == "zsh" {
+		return "#compdef " + tool + "\nautoload -U +X bashcompinit && bashcompinit\n" + bash
+	}
+	return bash
+}
