@@ -7,3 +7,5 @@ import (
 )
 
 func TestFlags(t *testing.T) { clitest.CheckFlags(t, newApp()) }
+
+func TestManPage(t *testing.T) { clitest.CheckMan(t, newApp()) }

@@ -31,7 +31,8 @@ func serveFlags() []ucli.Flag {
 }
 
 func socketFlag() ucli.Flag {
-	return &ucli.StringFlag{Name: "socket", Value: cli.DefaultSocket(tool), Usage: "the daemon's control socket"}
+	return &ucli.StringFlag{Name: "socket", Value: cli.DefaultSocket(tool), DefaultText: "$XDG_RUNTIME_DIR/lockd.sock, else in $TMPDIR or /tmp",
+		Usage: "the daemon's control socket"}
 }
 
 func clientFlags(extra ...ucli.Flag) []ucli.Flag {
@@ -60,6 +61,10 @@ func newApp() *ucli.App {
 				Usage: "run this host's lock daemon (one per member)",
 				Description: `Runs one member of the lock service and serves local clients on --socket
 (a Unix socket, mode 0600). Every member must use the same --peers.
+
+Exit codes: 0 after SIGINT, SIGTERM or SIGHUP; 64 usage (a bad flag, peer
+list, address, or a --socket in a missing directory); 69 cannot bind, or
+the transport failed; 75 another lockd already serves --socket.
 
 Examples:
    lockd serve --id 1 --peers @peers.txt --key-file cluster.key

@@ -49,7 +49,7 @@ func TestFlagsAfterArguments(t *testing.T) {
 	var got []string
 	var timeout string
 	var code int
-	app := prepare(testApp(func(c *ucli.Context) error {
+	app := Prepare(testApp(func(c *ucli.Context) error {
 		got, timeout, code = c.Args().Slice(), c.Duration("timeout").String(), c.Int("E")
 		return nil
 	}))
@@ -63,7 +63,7 @@ func TestFlagsAfterArguments(t *testing.T) {
 
 // TestHabits: a bare number for a duration, an unknown command, --version.
 func TestHabits(t *testing.T) {
-	app := prepare(testApp(func(*ucli.Context) error { return nil }))
+	app := Prepare(testApp(func(*ucli.Context) error { return nil }))
 	err := app.Run(Reorder(app, strings.Fields("tool run L --timeout 1 -- true")))
 	if Code(err) != ExitUsage || !strings.Contains(err.Error(), "did you mean 1s?") {
 		t.Errorf("--timeout 1: %v", err)

@@ -80,7 +80,7 @@ func TestUsageErrorsOnStderr(t *testing.T) {
 			Name: "cmd", Flags: flags, Action: action,
 			Subcommands: []*ucli.Command{{Name: "sub", Flags: flags, Action: action}},
 		}}}
-		err := prepare(app).Run(c.args)
+		err := Prepare(app).Run(c.args)
 		if Code(err) != ExitUsage || err.Error() != c.want || ran || stdout.Len() > 0 {
 			t.Errorf("%q: exit %d, error %q, action ran %v, output %q; want exit 64, %q, no action, no output",
 				c.args, Code(err), err, ran, stdout.String(), c.want)

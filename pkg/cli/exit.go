@@ -82,10 +82,10 @@ func Exit(tool string, err error) {
 // errors (unknown flags and the like). Messages go to stderr, prefixed with
 // the tool's name once.
 func Main(app *ucli.App) {
-	Exit(app.Name, prepare(app).Run(Reorder(app, os.Args)))
+	Exit(app.Name, Prepare(app).Run(Reorder(app, os.Args)))
 }
 
-// prepare makes app's errors Main's to report, on stderr. Left to itself,
+// Prepare makes app's errors Main's to report, on stderr. Left to itself,
 // urfave/cli answers a flag it cannot parse with "Incorrect Usage" and the
 // whole help text on stdout, where a script reads data: in
 // `lockd status --jsn | jq` the help would reach jq. Every command's
@@ -95,7 +95,7 @@ func Main(app *ucli.App) {
 // It also gives every tool what users expect of any: --version and
 // version, completion bash|zsh, and "unknown command" for a command that
 // does not exist.
-func prepare(app *ucli.App) *ucli.App {
+func Prepare(app *ucli.App) *ucli.App {
 	app.ExitErrHandler = func(*ucli.Context, error) {}
 	app.OnUsageError = usageError(app.Name, app.Flags)
 	app.EnableBashCompletion = true

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
+
+	"github.com/roundtable-go/roundtable/pkg/cli"
 )
 
 // Main builds the command in the current directory as name into a
@@ -171,4 +173,32 @@ func CheckFlags(t *testing.T, app *ucli.App) {
 		}
 	}
 	walk(app.Name, app.Flags, app.Commands)
+}
+
+// CheckMan fails the test when docs/man/<tool>.1 is not the man page
+// urfave/cli makes of app (section 1, without the build's version); with
+// UPDATE_MAN=1 in the environment it writes the page instead
+// (scripts/man.sh does that for every tool).
+func CheckMan(t *testing.T, app *ucli.App) {
+	t.Helper()
+	cli.Prepare(app)
+	app.Version = ""
+	page, err := app.ToManWithSection(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(filepath.Dir(Script(t, "cluster.sh")), "..", "docs", "man", app.Name+".1")
+	if os.Getenv("UPDATE_MAN") != "" {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(page), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	old, err := os.ReadFile(path)
+	if err != nil || string(old) != page {
+		t.Fatalf("%s is missing or stale: run scripts/man.sh", path)
+	}
 }
