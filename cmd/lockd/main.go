@@ -130,6 +130,8 @@ gone) or that the daemon revokes is reported on its own line,
 'lost NAME token T (reason)': nothing is stopped for you, so fence what
 the critical section writes with the token. End of input releases
 everything and exits 0; a signal releases everything and exits 128+signal.
+If the daemon dies, each held lock is reported lost and the session exits
+76 (69 if it held none, or if no daemon serves --socket).
 
 Example:
    coproc LOCK { lockd session; }
