@@ -4,164 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math/rand/v2"
 	"slices"
 	"time"
 
 	"github.com/roundtable-go/roundtable/pkg/election"
 	"github.com/roundtable-go/roundtable/pkg/node"
 )
-
-// Algo selects the mutual exclusion algorithm.
-type Algo uint8
-
-const (
-	Central        Algo = 1
-	RicartAgrawala Algo = 2
-	TokenRing      Algo = 3
-	Voting         Algo = 4
-)
-
-func (a Algo) String() string {
-	switch a {
-	case Central:
-		return "central"
-	case RicartAgrawala:
-		return "ricart-agrawala"
-	case TokenRing:
-		return "token-ring"
-	case Voting:
-		return "voting"
-	}
-	return fmt.Sprintf("algo(%d)", uint8(a))
-}
-
-// ParseAlgo parses an --algo value.
-func ParseAlgo(s string) (Algo, error) {
-	for _, a := range []Algo{Central, RicartAgrawala, TokenRing, Voting} {
-		if a.String() == s {
-			return a, nil
-		}
-	}
-	return 0, fmt.Errorf("mutex: unknown algorithm %q (available: central, ricart-agrawala, token-ring, voting)", s)
-}
-
-// safety is the fraction of a lease a holder (or a coordinator counting
-// vouches) relies on: it absorbs clock rate differences below 10%.
-const safety = 0.9
-
-// Config configures a Machine. Zero values mean the default.
-type Config struct {
-	ID    node.ID
-	Peers []node.ID // every daemon, this one included
-	Algo  Algo      // default Central
-
-	// Lease is how long a grant and a vouch last without renewal
-	// (default 1s). A partitioned holder loses its lock within 0.9·Lease;
-	// a failed coordinator's locks move on within about 2·Lease.
-	Lease time.Duration
-
-	// Election timing for coordinator failover (defaults as package election).
-	Heartbeat, Timeout time.Duration
-	Term               uint64 // highest election term known at start
-	Rand               *rand.Rand
-
-	// Quorum is voting's m, the votes needed out of n (default ⌊n/2⌋+1;
-	// must exceed n/2).
-	Quorum int
-	// Boot numbers this life of the daemon; it must grow with every
-	// restart (token ring: a later life proves an earlier one crashed).
-	Boot uint64
-	// Backups is the token ring's k: copies kept on the next k successors
-	// (Arantes–Sopena). 0 (or more than n−1): every other daemon, n−1;
-	// negative: none, Le Lann's plain ring.
-	Backups int
-	// RingHold is how long an idle token ring holder keeps the token
-	// before passing it on (default 1ms; negative: not at all, as in
-	// tests that count hops).
-	RingHold time.Duration
-
-	// noTakeoverWait plants a bug: a new coordinator grants unreported
-	// locks at once. Tests only.
-	noTakeoverWait bool
-	// raAlwaysOK plants a bug: Ricart–Agrawala answers OK even when its own
-	// earlier request should win. Tests only.
-	raAlwaysOK bool
-	// ringRegrant plants a bug: the token ring grants a name again on the
-	// visit that freed it, even to this daemon. Tests only (fairness).
-	ringRegrant bool
-	// ringNoBump plants a bug: UseBackup keeps the count, so a late copy
-	// of the crashed holder's token is taken for a newer one. Tests only.
-	ringNoBump bool
-	// voteEarlyExpiry plants a bug: a voting coordinator counts a vote
-	// as given back three quarters of a lease early. Tests only.
-	voteEarlyExpiry bool
-}
-
-// DefaultConfig returns the defaults documented on Config.
-func DefaultConfig() Config {
-	return Config{Algo: Central, Lease: time.Second}
-}
-
-// GrantEvent: this daemon's Client now holds Name with Token.
-// Text: "acquired NAME token T".
-type GrantEvent struct {
-	Event  string        `json:"event"` // "acquired"
-	Name   string        `json:"name"`
-	Client uint64        `json:"client"`
-	Token  uint64        `json:"token"`
-	Valid  time.Duration `json:"valid_ns"` // how long the lease is good for from now
-}
-
-func (e GrantEvent) Kind() string   { return "acquired" }
-func (e GrantEvent) String() string { return fmt.Sprintf("acquired %s token %d", e.Name, e.Token) }
-
-// BusyEvent: a non-blocking request found Name held.
-type BusyEvent struct {
-	Event  string `json:"event"` // "busy"
-	Name   string `json:"name"`
-	Client uint64 `json:"client"`
-}
-
-func (e BusyEvent) Kind() string   { return "busy" }
-func (e BusyEvent) String() string { return fmt.Sprintf("busy %s", e.Name) }
-
-// LostEvent: Client's lease on Name ran out or was revoked.
-type LostEvent struct {
-	Event  string `json:"event"` // "lost"
-	Name   string `json:"name"`
-	Client uint64 `json:"client"`
-	Token  uint64 `json:"token"`
-	Reason string `json:"reason"`
-}
-
-func (e LostEvent) Kind() string { return "lost" }
-func (e LostEvent) String() string {
-	return fmt.Sprintf("lost %s token %d (%s)", e.Name, e.Token, e.Reason)
-}
-
-// ReleasedEvent: Client released Name.
-type ReleasedEvent struct {
-	Event  string `json:"event"` // "released"
-	Name   string `json:"name"`
-	Client uint64 `json:"client"`
-	Token  uint64 `json:"token"`
-}
-
-func (e ReleasedEvent) Kind() string   { return "released" }
-func (e ReleasedEvent) String() string { return fmt.Sprintf("released %s token %d", e.Name, e.Token) }
-
-// CoordinatorEvent: the daemon follows a new coordinator.
-type CoordinatorEvent struct {
-	Event       string  `json:"event"` // "coordinator"
-	Coordinator node.ID `json:"coordinator"`
-	Term        uint64  `json:"term"`
-}
-
-func (e CoordinatorEvent) Kind() string { return "coordinator" }
-func (e CoordinatorEvent) String() string {
-	return fmt.Sprintf("coordinator %d term %d", e.Coordinator, e.Term)
-}
 
 type reqKey struct {
 	name   string
@@ -237,35 +85,6 @@ type central struct {
 	events   []node.Event
 }
 
-// Machine is one lockd daemon's protocol state, whatever the algorithm.
-type Machine interface {
-	node.Machine[Msg]
-	// Holdings lists the locks local clients hold with a valid lease.
-	Holdings(now time.Time) []Holding
-	// Status describes the daemon and the lock table as far as it knows.
-	Status() any
-}
-
-// New returns the Machine for cfg.Algo. The runner must call Tick once at
-// start.
-func New(cfg Config) (Machine, error) {
-	d := DefaultConfig()
-	if cfg.Algo == 0 {
-		cfg.Algo = d.Algo
-	}
-	switch cfg.Algo {
-	case Central:
-		return newCentral(cfg)
-	case RicartAgrawala:
-		return newRA(cfg)
-	case TokenRing:
-		return newRing(cfg)
-	case Voting:
-		return newVoting(cfg)
-	}
-	return nil, fmt.Errorf("mutex: algorithm %v not available", cfg.Algo)
-}
-
 func newCentral(cfg Config) (*central, error) {
 	d := DefaultConfig()
 	if cfg.Algo == 0 {
@@ -293,14 +112,6 @@ func newCentral(cfg Config) (*central, error) {
 // Coordinator returns the coordinator this daemon follows and its term.
 func (m *central) Coordinator() (node.ID, uint64) { return m.coord, m.term }
 
-// Holding is one lock a local client holds.
-type Holding struct {
-	Name   string
-	Client uint64
-	Token  uint64
-	Until  time.Time // the lease's end on this daemon's clock
-}
-
 // Holdings lists the locks this daemon's clients hold with a lease still
 // valid at now. A paused daemon cannot report a lost lease, but its
 // holdings stop counting at Until all the same (lockd run enforces Until
@@ -322,20 +133,6 @@ func (m *central) Held(name string, client uint64) (uint64, bool) {
 		return 0, false
 	}
 	return r.token, true
-}
-
-// LockStatus is one row of a daemon's lock table in Status.
-type LockStatus struct {
-	Name   string   `json:"name"`
-	Holder node.ID  `json:"holder,omitempty"`
-	Client uint64   `json:"client,omitempty"`
-	Token  uint64   `json:"token,omitempty"`
-	Queue  []string `json:"queue,omitempty"`
-	// A member's own row, with the algorithms where each member knows
-	// only its clients (MergeLocks joins them): the member, and with
-	// Ricart–Agrawala the Lamport stamp of its outstanding request.
-	Node  node.ID `json:"node,omitempty"`
-	Stamp uint64  `json:"stamp,omitempty"`
 }
 
 // Status describes the daemon and, as far as it knows, the lock table: a
