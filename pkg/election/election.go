@@ -136,6 +136,28 @@ type StepDownEvent struct {
 func (e StepDownEvent) Kind() string   { return "stepdown" }
 func (e StepDownEvent) String() string { return fmt.Sprintf("stepdown term %d (%s)", e.Term, e.Reason) }
 
+// algorithm is what differs between the three elections: how a campaign
+// starts, and how election, answer and coordinator messages are taken.
+// Everything else — terms, heartbeats, failure detection, resignation — is
+// the Machine's, shared (as etcd-io/raft keeps one Raft with a step
+// function per role).
+type algorithm interface {
+	initiate(now time.Time)                           // start an election (campaign has set electing)
+	election(now time.Time, from node.ID, msg Msg)    // an election message from a peer
+	answer(now time.Time)                             // a higher process answered (bully)
+	coordinator(now time.Time, from node.ID, msg Msg) // a coordinator message from a peer
+	leaderLost(now time.Time)                         // the leader is suspected
+	completed(now time.Time, msg Msg)                 // our election message came back round (rings)
+	answersDue(now time.Time)                         // the answers' deadline passed (bully)
+}
+
+// common gives an algorithm the Machine and no-ops for what it does not use.
+type common struct{ *Machine }
+
+func (common) answer(time.Time)         {}
+func (common) completed(time.Time, Msg) {}
+func (common) answersDue(time.Time)     {}
+
 type ringKey struct {
 	typ    MsgType
 	origin node.ID
@@ -183,6 +205,8 @@ type Machine struct {
 	hops        map[ringKey]*hop
 	seen        map[ringKey]time.Time
 
+	algo algorithm // what differs between bully, ring and Chang–Roberts
+
 	out    []node.Envelope[Msg]
 	events []node.Event
 }
@@ -203,6 +227,14 @@ func New(cfg Config) (*Machine, error) {
 		m.prio[p] = uint64(p)
 	}
 	m.prio[cfg.ID] = cfg.Priority
+	switch cfg.Algo {
+	case Bully:
+		m.algo = bully{common{m}}
+	case Ring:
+		m.algo = ring{common{m}}
+	case ChangRoberts:
+		m.algo = changRoberts{ring{common{m}}}
+	}
 	// Circulation numbers start at a random point so a restarted process's
 	// rounds are not mistaken for duplicates of its earlier life.
 	m.round = cfg.Rand.Uint64() >> 16
@@ -288,29 +320,12 @@ func (m *Machine) Step(now time.Time, in node.Envelope[Msg]) error {
 		m.claim(now, msg.Leader, msg.Term)
 	case MsgElection:
 		m.observe(now, msg.Term)
-		switch m.cfg.Algo {
-		case Bully:
-			m.bullyElection(now, in.From)
-		case Ring:
-			m.ringElection(now, in.From, msg)
-		case ChangRoberts:
-			m.crElection(now, in.From, msg)
-		}
+		m.algo.election(now, in.From, msg)
 	case MsgAnswer:
 		m.observe(now, msg.Term)
-		if m.electing && m.cfg.Algo == Bully {
-			// Seed 001: a reply means a higher process is alive; wait
-			// for its coordinator message.
-			m.answered = true
-			m.answerBy = time.Time{}
-			m.coordBy = now.Add(m.cfg.CoordinatorTimeout)
-		}
+		m.algo.answer(now)
 	case MsgCoordinator:
-		if m.cfg.Algo == Bully {
-			m.claim(now, msg.Leader, msg.Term)
-		} else {
-			m.ringCoordinator(now, in.From, msg)
-		}
+		m.algo.coordinator(now, in.From, msg)
 	case MsgAck:
 		k := ringKey{msg.Of, msg.Origin, msg.Round}
 		if h := m.hops[k]; h != nil && h.to == in.From {
@@ -427,13 +442,7 @@ func (m *Machine) lostLeader(now time.Time) {
 		m.hb.Forget(m.leader)
 	}
 	m.leader = node.None
-	if m.cfg.Algo == Bully {
-		m.campaign(now)
-		return
-	}
-	// Ring initiations are jittered so that, when every process notices
-	// at once, one circulation usually starts first and the others join it.
-	m.electAt = now.Add(time.Duration(m.cfg.Rand.Int64N(int64(m.cfg.Heartbeat) + 1)))
+	m.algo.leaderLost(now)
 }
 
 // become makes this process the leader of the smallest owned term above
@@ -450,241 +459,7 @@ func (m *Machine) campaign(now time.Time) {
 	m.electing = true
 	m.answered = false
 	m.coordBy = now.Add(m.cfg.Timeout + m.cfg.AnswerTimeout*time.Duration(len(m.peers)))
-	switch m.cfg.Algo {
-	case Bully:
-		m.bullyStart(now)
-	case Ring:
-		m.round++
-		m.ringSend(now, Msg{Type: MsgElection, Origin: m.cfg.ID, Round: m.round, Term: m.term,
-			Members: []Member{{m.cfg.ID, m.cfg.Priority}}})
-	case ChangRoberts:
-		m.round++
-		m.participant = true
-		m.ringSend(now, Msg{Type: MsgElection, Origin: m.cfg.ID, Round: m.round, Term: m.term,
-			Leader: m.cfg.ID, Members: []Member{{m.cfg.ID, m.cfg.Priority}}})
-	}
-}
-
-// --- bully (Schaffernicht, Topic V "Bully algorithm", Tanenbaum §6.5 "Election by bullying")
-
-func (m *Machine) bullyStart(now time.Time) {
-	m.targets = m.targets[:0]
-	for _, p := range m.peers {
-		if p != m.cfg.ID && m.better(p, m.cfg.ID) && !m.isDown(p, now) {
-			m.targets = append(m.targets, p)
-		}
-	}
-	if len(m.targets) == 0 {
-		m.bullyWin(now)
-		return
-	}
-	for _, p := range m.targets {
-		m.send(p, Msg{Type: MsgElection})
-	}
-	m.answerBy = now.Add(m.cfg.AnswerTimeout)
-}
-
-// bullyWin: no higher process answered; announce victory to everyone not
-// known to be down (Nita-Rotaru, 7610: the second-highest detecting the failure
-// needs only n−2 messages).
-func (m *Machine) bullyWin(now time.Time) {
-	m.become(now)
-	for _, p := range m.peers {
-		if p != m.cfg.ID && !m.isDown(p, now) {
-			m.send(p, Msg{Type: MsgCoordinator, Leader: m.cfg.ID, Term: m.leaderTerm})
-		}
-	}
-}
-
-func (m *Machine) bullyElection(now time.Time, from node.ID) {
-	if !m.better(m.cfg.ID, from) {
-		return // only lower processes ask us
-	}
-	m.send(from, Msg{Type: MsgAnswer})
-	switch {
-	case m.leading:
-		// Already the leader: tell the asker at once instead of
-		// starting an election that would only bump the term.
-		m.send(from, Msg{Type: MsgCoordinator, Leader: m.cfg.ID, Term: m.leaderTerm})
-	case !m.electing:
-		m.campaign(now) // Schaffernicht, Topic V: "starts an election on its own"
-	}
-}
-
-// --- ring (Tanenbaum ch. 6 "Election in a ring", Nita-Rotaru, 7610 "Ring algorithm")
-
-// successor is the next process after from in ring order that is not
-// believed down, or self when every other process is.
-func (m *Machine) successor(now time.Time, after node.ID) node.ID {
-	i := m.index[after]
-	for k := 1; k <= len(m.peers); k++ {
-		p := m.peers[(i+k)%len(m.peers)]
-		if p == m.cfg.ID || !m.isDown(p, now) {
-			return p
-		}
-	}
-	return m.cfg.ID
-}
-
-// ringSend forwards a ring message to the next live successor and waits
-// for its acknowledgement.
-func (m *Machine) ringSend(now time.Time, msg Msg) {
-	m.ringSendAfter(now, msg, m.cfg.ID)
-}
-
-func (m *Machine) ringSendAfter(now time.Time, msg Msg, after node.ID) {
-	to := m.successor(now, after)
-	k := ringKey{msg.Type, msg.Origin, msg.Round}
-	if to == m.cfg.ID {
-		// Every other process is down: the message comes straight back.
-		delete(m.hops, k)
-		m.seen[k] = now
-		m.ringArrive(now, msg)
-		return
-	}
-	m.seen[k] = now
-	m.hops[k] = &hop{msg: msg, to: to, deadline: now.Add(m.cfg.AnswerTimeout)}
-	m.send(to, msg)
-}
-
-func (m *Machine) ack(to node.ID, msg Msg) {
-	m.send(to, Msg{Type: MsgAck, Of: msg.Type, Origin: msg.Origin, Round: msg.Round})
-}
-
-// firstSight acknowledges a ring message and reports whether it is new.
-// A message of our own that completed its circulation is handed to
-// ringArrive (which ignores stale or repeated returns) and reported as not new.
-func (m *Machine) firstSight(now time.Time, from node.ID, msg Msg) bool {
-	m.ack(from, msg)
-	if msg.Origin == m.cfg.ID {
-		m.ringArrive(now, msg)
-		return false
-	}
-	k := ringKey{msg.Type, msg.Origin, msg.Round}
-	if _, dup := m.seen[k]; dup {
-		return false
-	}
-	m.seen[k] = now
-	return true
-}
-
-// ringArrive handles a ring message that completed its circulation.
-func (m *Machine) ringArrive(now time.Time, msg Msg) {
-	if msg.Origin != m.cfg.ID {
-		return // the origin is down: let its circulation die
-	}
-	switch msg.Type {
-	case MsgElection:
-		if msg.Round != m.round || !m.electing {
-			return // an older or repeated circulation of ours
-		}
-		if m.cfg.Algo == ChangRoberts {
-			m.crWin(now) // our own candidacy came all the way round
-			return
-		}
-		// Back at the initiator: the highest-priority member leads the
-		// new ring, at a term that member owns (Nita-Rotaru, 7610: "Sends a LEADER
-		// message that announces the new leader ... List of the members").
-		best := msg.Members[0]
-		for _, mb := range msg.Members[1:] {
-			m.prio[mb.ID] = mb.Prio
-			if mb.Prio > best.Prio || mb.Prio == best.Prio && mb.ID > best.ID {
-				best = mb
-			}
-		}
-		t := m.ownedTerm(best.ID, max(m.term, msg.Term))
-		coord := Msg{Type: MsgCoordinator, Origin: m.cfg.ID, Round: m.round, Leader: best.ID, Term: t, Members: msg.Members}
-		m.applyCoordinator(now, coord)
-		m.ringSend(now, coord)
-	case MsgCoordinator:
-		// Seed 004: when the LEADER message returns, the election is over.
-	}
-}
-
-func (m *Machine) ringElection(now time.Time, from node.ID, msg Msg) {
-	if !m.firstSight(now, from, msg) || len(msg.Members) == 0 {
-		return
-	}
-	// Every member listed added itself moments ago: fresh evidence that
-	// it is alive, so it is no longer skipped as a successor.
-	for _, mb := range msg.Members {
-		delete(m.down, mb.ID)
-	}
-	if !slices.ContainsFunc(msg.Members, func(mb Member) bool { return mb.ID == m.cfg.ID }) {
-		msg.Members = append(slices.Clone(msg.Members), Member{m.cfg.ID, m.cfg.Priority})
-	}
-	msg.Term = max(msg.Term, m.term)
-	// Taking part in someone else's election stands in for starting our own.
-	m.electAt = time.Time{}
-	m.ringSend(now, msg)
-}
-
-func (m *Machine) ringCoordinator(now time.Time, from node.ID, msg Msg) {
-	if !m.firstSight(now, from, msg) {
-		return
-	}
-	m.applyCoordinator(now, msg)
-	m.ringSend(now, msg)
-}
-
-// applyCoordinator installs the leader a ring coordinator message names.
-func (m *Machine) applyCoordinator(now time.Time, msg Msg) {
-	for _, mb := range msg.Members {
-		m.prio[mb.ID] = mb.Prio
-	}
-	if msg.Leader == m.cfg.ID {
-		if msg.Term > m.term || (msg.Term == m.term && !m.leading) {
-			m.term = msg.Term
-			m.leading = true
-			m.adopt(m.cfg.ID, msg.Term)
-			m.nextBeat = now
-		}
-		return
-	}
-	m.claim(now, msg.Leader, msg.Term)
-}
-
-// --- Chang–Roberts (Schaffernicht, Topic V "Chang's Ring algorithm")
-
-func (m *Machine) crElection(now time.Time, from node.ID, msg Msg) {
-	if !m.firstSight(now, from, msg) || len(msg.Members) != 1 {
-		return
-	}
-	cand := msg.Members[0]
-	m.prio[cand.ID] = cand.Prio
-	delete(m.down, cand.ID) // the candidate was alive when it sent this
-	m.electAt = time.Time{}
-	switch {
-	case m.leading && m.better(m.cfg.ID, cand.ID):
-		// A live leader outranks the candidate: assert leadership to it
-		// rather than start a round that would only bump the term.
-		m.send(cand.ID, Msg{Type: MsgHeartbeat, Leader: m.cfg.ID, Term: m.leaderTerm})
-	case m.better(cand.ID, m.cfg.ID):
-		// Pass the better candidate on. A follower now waits for the
-		// outcome and runs again if the candidacy dies with its owner; a
-		// leader keeps leading until the better process announces itself.
-		m.participant = true
-		if !m.leading {
-			m.electing = true
-			m.coordBy = now.Add(m.cfg.Timeout + m.cfg.AnswerTimeout*time.Duration(len(m.peers)))
-		}
-		m.ringSend(now, msg)
-	case !m.participant || !m.electing:
-		// Replace the weaker candidate by ourselves (Schaffernicht, Topic V:
-		// elect(max(i, j))).
-		m.campaign(now)
-	default:
-		// Already carrying a candidacy at least as good: swallow the
-		// weaker one (Chang–Roberts).
-	}
-}
-
-func (m *Machine) crWin(now time.Time) {
-	t := m.ownedTerm(m.cfg.ID, m.term)
-	coord := Msg{Type: MsgCoordinator, Origin: m.cfg.ID, Round: m.round, Leader: m.cfg.ID, Term: t,
-		Members: []Member{{m.cfg.ID, m.cfg.Priority}}}
-	m.applyCoordinator(now, coord)
-	m.ringSend(now, coord)
+	m.algo.initiate(now)
 }
 
 // Tick implements node.Machine.
@@ -717,14 +492,8 @@ func (m *Machine) Tick(now time.Time) {
 		}
 	}
 	if !m.answerBy.IsZero() && !m.answerBy.After(now) {
-		// Nobody higher answered within 2·MDT + MHT: they are down.
 		m.answerBy = time.Time{}
-		for _, p := range m.targets {
-			m.down[p] = now
-		}
-		if m.electing && !m.answered {
-			m.bullyWin(now)
-		}
+		m.algo.answersDue(now)
 	}
 	if !m.coordBy.IsZero() && !m.coordBy.After(now) {
 		m.coordBy = time.Time{}
@@ -737,37 +506,6 @@ func (m *Machine) Tick(now time.Time) {
 		if now.Sub(t) > 10*m.cfg.Timeout {
 			delete(m.seen, k)
 		}
-	}
-}
-
-// retryHops skips successors that did not acknowledge a ring message.
-func (m *Machine) retryHops(now time.Time) {
-	var due []ringKey
-	for k, h := range m.hops {
-		if !h.deadline.After(now) {
-			due = append(due, k)
-		}
-	}
-	slices.SortFunc(due, func(a, b ringKey) int {
-		if c := int(a.typ) - int(b.typ); c != 0 {
-			return c
-		}
-		if a.origin != b.origin {
-			return int(a.origin) - int(b.origin)
-		}
-		if a.round < b.round {
-			return -1
-		}
-		if a.round > b.round {
-			return 1
-		}
-		return 0
-	})
-	for _, k := range due {
-		h := m.hops[k]
-		delete(m.hops, k)
-		m.down[h.to] = now
-		m.ringSendAfter(now, h.msg, h.to)
 	}
 }
 
