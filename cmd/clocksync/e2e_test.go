@@ -84,6 +84,7 @@ func TestQueryAgreesWithBeevik(t *testing.T) {
 	if err != nil {
 		t.Fatalf("query: %v\n%s", err, out)
 	}
+	clitest.CheckJSON(t, "clocksync", out)
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	if len(lines) != 9 || !strings.Contains(lines[8], `"event":"result"`) || !strings.Contains(lines[8], `"stratum":2`) {
 		t.Fatalf("want 8 samples and a result:\n%s", out)

@@ -567,13 +567,13 @@ func nowCmd(c *ucli.Context) error {
 		}
 		first = false
 		if c.Bool(cli.FlagJSON) {
-			cm.Out.JSON(map[string]any{"event": "member", "id": id, "master": st.Master, "offset_ns": st.Offset})
+			cm.Out.JSON(map[string]any{"event": "member", "id": id, "master": st.Master, "offset_s": off.Seconds()})
 		} else {
 			cm.Out.Line(fmt.Sprintf("member %d master %d offset %+.6fs", id, st.Master, off.Seconds()))
 		}
 	}
 	if c.Bool(cli.FlagJSON) {
-		cm.Out.JSON(map[string]any{"event": "spread", "spread_ns": (hi - lo).Nanoseconds()})
+		cm.Out.JSON(map[string]any{"event": "spread", "spread_s": (hi - lo).Seconds()})
 	} else {
 		cm.Out.Line(fmt.Sprintf("spread %.6fs", (hi - lo).Seconds()))
 	}

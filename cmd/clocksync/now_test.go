@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/roundtable-go/roundtable/pkg/cli/clitest"
 )
 
 // TestNowSocket: a serve node 250 ms ahead and 200 ppm fast, following a
@@ -34,6 +36,7 @@ func TestNowSocket(t *testing.T) {
 		if err != nil {
 			t.Fatalf("now --socket: %v", err)
 		}
+		clitest.CheckJSON(t, "clocksync", out)
 		var r nowReport
 		if err := json.Unmarshal(out, &r); err != nil {
 			t.Fatalf("%v: %s", err, out)

@@ -71,6 +71,7 @@ func cluster(t *testing.T, common []string, args [][]string) []result {
 		b, _ := os.ReadFile(filepath.Join(dir, fmt.Sprintf("%d.out", i+1)))
 		l, _ := os.ReadFile(filepath.Join(dir, fmt.Sprintf("%d.log", i+1)))
 		res[i].log = string(l)
+		clitest.CheckJSON(t, "consensus", b)
 		if len(b) > 0 {
 			if err := json.Unmarshal(b, &res[i].out); err != nil {
 				t.Fatalf("member %d printed %q: %v", i+1, b, err)

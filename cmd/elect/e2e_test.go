@@ -355,6 +355,11 @@ func TestStatusAgreementAndDisagreement(t *testing.T) {
 	if err != nil || !strings.HasPrefix(string(out), fmt.Sprintf("leader 3 term %d\n", term)) {
 		t.Fatalf("status: %v\n%s", err, out)
 	}
+	out, err = exec.Command(electBin, "status", "--json", "--peers", "@"+filepath.Join(c.Dir, "peers")).Output()
+	if err != nil {
+		t.Fatalf("status --json: %v\n%s", err, out)
+	}
+	clitest.CheckJSON(t, "elect", out)
 	// Member 3 stops sending (all its frames dropped) but still answers
 	// status queries: 1 and 2 elect 2, 3 keeps leading its own term.
 	c.ctl("kill", "3")

@@ -412,6 +412,19 @@ func runLockd(args ...string) (code int, stdout, stderr string) {
 // then still serves good names.
 func TestBadNames(t *testing.T) {
 	c := startDaemons(t, 1)
+	// JSON output: a session's answers of every kind, and ring-k.
+	session := exec.Command(lockdBin, "session", "--json", "--socket", c.sock(1))
+	session.Stdin = strings.NewReader("try x\nacquire x 10ms\nrelease x\nrelease x\nfoo\n")
+	out, err := session.Output()
+	if err != nil || strings.Count(string(out), "\n") != 5 {
+		t.Fatalf("session --json: %v\n%s", err, out)
+	}
+	clitest.CheckJSON(t, "lockd", out)
+	out, err = exec.Command(lockdBin, "ring-k", "--json", "--nodes", "10", "--failures", "2").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	clitest.CheckJSON(t, "lockd", out)
 	for _, name := range []string{"a b", "a\nacquired b token 1", "tab\there", "del\x7f", "nbsp\u00a0x", "\xff"} {
 		for _, args := range [][]string{{"run", "--socket", c.sock(1), name, "--", "true"}, {"hold", "--socket", c.sock(1), name}} {
 			code, stdout, stderr := runLockd(args...)
@@ -550,6 +563,7 @@ func TestStatusIsCurrentOnFollowers(t *testing.T) {
 	}
 	get := func(i int) status {
 		out, err := exec.Command(lockdBin, "status", "--json", "--socket", c.sock(i)).Output()
+		clitest.CheckJSON(t, "lockd", out)
 		var st status
 		if err != nil || json.Unmarshal(out, &st) != nil {
 			t.Fatalf("status of member %d: %v\n%s", i, err, out)
@@ -694,6 +708,7 @@ func TestHold(t *testing.T) {
 	h, _, r := c.hold(2, "--json", "db")
 	h.Process.Signal(syscall.SIGTERM)
 	line, _ := r.ReadString('\n')
+	clitest.CheckJSON(t, "lockd", []byte(line))
 	rep, perr := parseReply([]byte(line))
 	if err := h.Wait(); perr != nil || rep.Event != "released" || rep.Name != "db" || h.ProcessState.ExitCode() != 128+int(syscall.SIGTERM) {
 		t.Fatalf("hold after SIGTERM: %q, %v (exit %d)", line, err, h.ProcessState.ExitCode())
@@ -777,6 +792,121 @@ func TestStatusQueuesAcrossMembers(t *testing.T) {
 					t.Fatalf("a waiter after the hold ended: %v", err)
 				}
 			}
+		})
+	}
+}
+
+// TestSignals: SIGTERM to a `lockd run` reaches its command, whose exit
+// code lockd run returns; SIGTERM to one still waiting ends it with
+// 128+15 and takes it out of the queue (the lock is free for a new
+// client once the holder is gone), and its command never starts.
+func TestSignals(t *testing.T) {
+	c := startDaemons(t, 3)
+	file := filepath.Join(t.TempDir(), "witness")
+	holder := c.runEnv(1, file, time.Minute, []string{"WITNESS_TRAP=1"})
+	clitest.WaitFor(t, 20*time.Second, func() bool { return len(readWitnessMaybe(file)) > 0 })
+	waiter := c.run(2, file, time.Minute)
+	clitest.WaitFor(t, 20*time.Second, func() bool {
+		out, _ := exec.Command(lockdBin, "status", "--socket", c.sock(2)).Output()
+		return strings.Contains(string(out), "queue [")
+	})
+	if err := waiter.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waiter.exits(t, 128+int(syscall.SIGTERM), "waiting lockd run after SIGTERM")
+	if err := holder.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	holder.exits(t, 7, "holding lockd run after SIGTERM (the command's own 7)")
+	var whats []string
+	for _, e := range readWitness(t, file) {
+		if e.what != "tick" {
+			whats = append(whats, e.what)
+		}
+	}
+	if strings.Join(whats, " ") != "enter signal" {
+		t.Fatalf("witness saw %v, want the holder's enter and signal only", whats)
+	}
+	if out, err := exec.Command(lockdBin, "run", "--socket", c.sock(3), "--nonblock", "L", "--", "true").CombinedOutput(); err != nil {
+		t.Fatalf("lock not free after both clients ended: %v\n%s", err, out)
+	}
+}
+
+// TestWatchCluster: `lockd watch --cluster` on one member prints the
+// grants and releases of every member's clients, each marked with its
+// member, a release after its grant with the same token.
+func TestWatchCluster(t *testing.T) {
+	c := startDaemons(t, 3)
+	w := exec.Command(lockdBin, "watch", "--cluster", "--json", "--socket", c.sock(2))
+	stdout, err := w.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Process.Kill(); w.Wait() })
+	lines := make(chan lockd.Reply, 100)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if r, err := parseReply(sc.Bytes()); err == nil {
+				clitest.CheckJSON(t, "lockd", sc.Bytes())
+				lines <- r
+			}
+		}
+		close(lines)
+	}()
+	// The watch reaches the other members within a moment of starting;
+	// take the lock through member 1 until its events show up.
+	var acquired lockd.Reply
+	deadline := time.After(10 * time.Second)
+	for acquired.Event == "" {
+		if out, err := exec.Command(lockdBin, "run", "--socket", c.sock(1), "db", "--", "true").CombinedOutput(); err != nil {
+			t.Fatalf("lockd run: %v\n%s", err, out)
+		}
+	drain:
+		for {
+			select {
+			case r := <-lines:
+				if r.Node == 1 && r.Event == "acquired" && r.Name == "db" {
+					acquired = r
+					break drain
+				}
+			case <-time.After(200 * time.Millisecond):
+				break drain
+			case <-deadline:
+				t.Fatal("no event of member 1's client reached the cluster watcher on member 2")
+			}
+		}
+	}
+	await := func(what string, match func(lockd.Reply) bool) lockd.Reply {
+		t.Helper()
+		timeout := time.After(10 * time.Second)
+		for {
+			select {
+			case r, ok := <-lines:
+				if !ok {
+					t.Fatalf("the watcher ended before %s", what)
+				}
+				if match(r) {
+					return r
+				}
+			case <-timeout:
+				t.Fatalf("the watcher never printed %s", what)
+			}
+		}
+	}
+	if r := await("member 1's release", func(r lockd.Reply) bool { return r.Node == 1 && r.Name == "db" }); r.Event != "released" || r.Token != acquired.Token {
+		t.Fatalf("after %+v the watcher printed %+v, want its release", acquired, r)
+	}
+	// Member 3's client, and member 2's own.
+	for _, m := range []int{3, 2} {
+		if out, err := exec.Command(lockdBin, "run", "--socket", c.sock(m), "jobs", "--", "true").CombinedOutput(); err != nil {
+			t.Fatalf("lockd run: %v\n%s", err, out)
+		}
+		await(fmt.Sprintf("member %d's grant", m), func(r lockd.Reply) bool {
+			return r.Node == uint32(m) && r.Event == "acquired" && r.Name == "jobs"
 		})
 	}
 }

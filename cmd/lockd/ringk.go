@@ -23,7 +23,7 @@ func ringK(c *ucli.Context) error {
 	}
 	out := cli.NewOutput(os.Stdout, c.Bool(cli.FlagJSON))
 	if c.Bool(cli.FlagJSON) {
-		out.JSON(map[string]any{"nodes": n, "failures": f, "prob": p.FloatString(6), "k": k, "p_k": pk.FloatString(9)})
+		out.JSON(map[string]any{"event": "ring-k", "nodes": n, "failures": f, "prob": p.FloatString(6), "k": k, "p_k": pk.FloatString(9)})
 	} else {
 		out.Line(fmt.Sprintf("k %d p %s", k, pk.FloatString(9)))
 	}

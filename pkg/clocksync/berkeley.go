@@ -1,6 +1,7 @@
 package clocksync
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -46,8 +47,18 @@ type BerkeleyConfig struct {
 type AdjustEvent struct {
 	Event  string        `json:"event"` // "adjust"
 	Master node.ID       `json:"master"`
-	Delta  time.Duration `json:"delta_ns"`
+	Delta  time.Duration `json:"-"`
 	Used   int           `json:"used"` // readings averaged (master only)
+}
+
+// MarshalJSON writes Delta in seconds (delta_s), the unit of every
+// duration the tools print.
+func (e AdjustEvent) MarshalJSON() ([]byte, error) {
+	type plain AdjustEvent
+	return json.Marshal(struct {
+		plain
+		DeltaS float64 `json:"delta_s"`
+	}{plain(e), e.Delta.Seconds()})
 }
 
 func (e AdjustEvent) Kind() string { return "adjust" }

@@ -64,7 +64,12 @@ func Status(socket string, out *cli.Output) error {
 		return err
 	}
 	if out.IsJSON() {
-		out.Line(string(st.raw))
+		var m map[string]any
+		if json.Unmarshal(st.raw, &m) != nil {
+			return cli.Exitf(cli.ExitUnavailable, "bad status from the daemon")
+		}
+		m["event"] = "status"
+		out.JSON(m)
 	} else {
 		out.Line(st.head())
 		for _, l := range st.Locks {

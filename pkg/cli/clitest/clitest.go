@@ -5,12 +5,14 @@ package clitest
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -200,5 +202,63 @@ func CheckMan(t *testing.T, app *ucli.App) {
 	old, err := os.ReadFile(path)
 	if err != nil || string(old) != page {
 		t.Fatalf("%s is missing or stale: run scripts/man.sh", path)
+	}
+}
+
+var (
+	schemaOnce sync.Once
+	schema     map[string]map[string]bool // "tool event" → documented fields
+	schemaErr  error
+)
+
+// CheckJSON fails the test when output (JSON lines a tool printed) holds
+// an event, or a field of an event, that docs/json.md does not list for
+// tool, or a line that is not a JSON object naming its event.
+func CheckJSON(t testing.TB, tool string, output []byte) {
+	t.Helper()
+	schemaOnce.Do(func() {
+		path := filepath.Join(filepath.Dir(Script(t, "cluster.sh")), "..", "docs", "json.md")
+		b, err := os.ReadFile(path)
+		if err != nil {
+			schemaErr = err
+			return
+		}
+		schema = map[string]map[string]bool{}
+		for _, line := range strings.Split(string(b), "\n") {
+			cells := strings.Split(line, "|")
+			if len(cells) != 5 || strings.TrimSpace(cells[1]) == "tool" || strings.HasPrefix(strings.TrimSpace(cells[1]), "-") {
+				continue
+			}
+			fields := map[string]bool{}
+			for _, f := range strings.Split(cells[3], ",") {
+				fields[strings.TrimSpace(f)] = true
+			}
+			schema[strings.TrimSpace(cells[1])+" "+strings.TrimSpace(cells[2])] = fields
+		}
+	})
+	if schemaErr != nil {
+		t.Fatal(schemaErr)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(output)), "\n") {
+		if line == "" {
+			continue
+		}
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(line), &obj); err != nil {
+			t.Errorf("%s printed a line that is not a JSON object: %q", tool, line)
+			continue
+		}
+		var event string
+		_ = json.Unmarshal(obj["event"], &event)
+		fields, ok := schema[tool+" "+event]
+		if !ok {
+			t.Errorf("%s printed event %q, which docs/json.md does not list: %s", tool, event, line)
+			continue
+		}
+		for k := range obj {
+			if !fields[k] {
+				t.Errorf("%s printed field %q of event %q, which docs/json.md does not list: %s", tool, k, event, line)
+			}
+		}
 	}
 }
