@@ -917,3 +917,15 @@ func parseReply(line []byte) (lockd.Reply, error) {
 	err := json.Unmarshal(line, &r)
 	return r, err
 }
+
+// TestChildExitCodes: lockd run exits with its command's own code, 1
+// included (which must not read as a usage error).
+func TestChildExitCodes(t *testing.T) {
+	c := startDaemons(t, 1)
+	for _, code := range []int{0, 1, 2, 64, 75, 127} {
+		got, _, stderr := runLockd("run", "--socket", c.sock(1), "L", "--", "sh", "-c", fmt.Sprintf("exit %d", code))
+		if got != code || stderr != "" {
+			t.Errorf("command exiting %d: lockd run exited %d, stderr %q", code, got, stderr)
+		}
+	}
+}

@@ -62,12 +62,12 @@ func Exit(tool string, err error) {
 	if err == nil {
 		os.Exit(ExitOK)
 	}
-	code := Code(err)
-	if code == 1 {
-		code = ExitUsage
-	}
+	code := ExitUsage // an error without a code is urfave/cli's: a usage error
 	var ee *ExitError
-	if !errors.As(err, &ee) || ee.Err != nil {
+	if errors.As(err, &ee) {
+		code = ee.Code // a child's 1 stays 1
+	}
+	if ee == nil || ee.Err != nil {
 		msg := err.Error()
 		if !strings.HasPrefix(msg, tool+":") {
 			msg = tool + ": " + msg
