@@ -334,6 +334,7 @@ func TestUsageErrors(t *testing.T) {
 		{"run", "--bogus-flag"},
 		{"status"},
 		{"run", "--id", "1", "--peers", "1=127.0.0.1:7001", "--key-file", "/nonexistent"},
+		{"run", "--id", "1", "--peers", "1=127.0.0.1:7001,2=192.0.2.7:7001"}, // a remote peer and no key
 	} {
 		out, err := exec.Command(electBin, args...).CombinedOutput()
 		if exitCode(err) != cli.ExitUsage {
@@ -341,6 +342,25 @@ func TestUsageErrors(t *testing.T) {
 		} else if len(bytes.TrimSpace(out)) == 0 {
 			t.Errorf("elect %v: exit 64 without a message", args)
 		}
+	}
+	// --insecure is the deliberate choice that lets it past the key check.
+	out, _ := exec.Command(electBin, "run", "--id", "1", "--peers", "1=127.0.0.1:7001,2=192.0.2.7:7001", "--insecure", "--heartbeat", "-1s").CombinedOutput()
+	if strings.Contains(string(out), "loopback") || !strings.Contains(string(out), "heartbeat") {
+		t.Errorf("--insecure with a remote peer: %s", out)
+	}
+	// The unauthenticated warning is on stderr whatever the log level.
+	ready := filepath.Join(t.TempDir(), "ready")
+	cmd := exec.Command(electBin, "run", "--id", "1", "--peers", "1="+freeAddr(t), "--log-level", "error", "--ready-file", ready)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	clitest.WaitFor(t, waitLimit, func() bool { _, err := os.Stat(ready); return err == nil })
+	cmd.Process.Signal(syscall.SIGTERM)
+	cmd.Wait()
+	if !strings.Contains(stderr.String(), "NOT authenticated") {
+		t.Errorf("no warning about running without a key at --log-level error: %q", stderr.String())
 	}
 	out, err := exec.Command(electBin, "status", "--peers", "1="+freeAddr(t), "--wait", "200ms").CombinedOutput()
 	if exitCode(err) != cli.ExitUnavailable {
@@ -427,7 +447,7 @@ func TestAuthentication(t *testing.T) {
 	}
 	// Replay: send one sealed status query twice; the second is dropped.
 	f, _ := wire.NewFramer(cli.ClusterKey("roundtable", peers), 0xF1234567, uint64(time.Now().UnixNano()), key)
-	frame, _ := f.Seal(wire.FamilyControl, driver.ControlStatusQuery, nil)
+	frame, _ := f.Seal(wire.FamilyControl, driver.ControlStatusQuery, 1, nil)
 	conn, err := net.Dial("udp", peers[1])
 	if err != nil {
 		t.Fatal(err)
@@ -484,5 +504,55 @@ func TestStatusNoLeaderYet(t *testing.T) {
 	out, err := exec.Command(electBin, "status", "--peers", "1="+self+",2="+higher, "--wait", "300ms").Output()
 	if exitCode(err) != cli.ExitUnavailable || !strings.HasPrefix(string(out), "no leader yet\n") {
 		t.Fatalf("status before the first election ended: exit %d, want 69 and 'no leader yet'\n%s", exitCode(err), out)
+	}
+}
+
+// TestForgedFrames: without a key, one forged datagram "from 3" with an
+// incarnation far ahead must not make members 1 and 2 drop 3's real frames
+// (they would elect 2 while 3 still leads), and forged terms beyond
+// node.MaxTerm are dropped, not adopted (a term near 2^64 once wrapped).
+func TestForgedFrames(t *testing.T) {
+	c := startCluster(t, 3)
+	term := c.waitAgree([]int{1, 2, 3}, 3, 0)
+	peers, err := cli.ParsePeers("@" + filepath.Join(c.Dir, "peers"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	forge := func(incarnation uint64, msg election.Msg) {
+		f, _ := wire.NewFramer(cli.ClusterKey("roundtable", peers), 3, incarnation, nil)
+		typ, body, err := election.Codec{}.Marshal(msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, to := range []node.ID{1, 2} {
+			frame, _ := f.Seal(wire.FamilyElection, typ, to, body)
+			conn, err := net.Dial("udp", peers[to])
+			if err != nil {
+				t.Fatal(err)
+			}
+			conn.Write(frame)
+			conn.Close()
+		}
+	}
+	// (within wire.FutureIncarnation of the clock, which binds sealed frames only)
+	ahead := uint64(time.Now().Add(wire.FutureIncarnation / 2).UnixNano())
+	forge(ahead, election.Msg{Type: election.MsgHeartbeat, Leader: 3, Term: term})
+	forge(ahead+1, election.Msg{Type: election.MsgHeartbeat, Leader: 3, Term: 1 << 33})
+	// Had 1 and 2 taken the forged incarnation for 3's new life, every
+	// real frame of 3 would now be dropped as stale, and they would elect 2.
+	// Wait until each has accepted 20 more frames (3's heartbeats among
+	// them), then check that none was dropped as stale and that no forged
+	// term was adopted.
+	for _, id := range []node.ID{1, 2} {
+		before := queryOne(t, peers, nil, id).Counters["accepted"]
+		clitest.WaitFor(t, waitLimit, func() bool { return queryOne(t, peers, nil, id).Counters["accepted"] >= before+20 })
+		if st := queryOne(t, peers, nil, id); st.Counters["dropped_stale"] != 0 {
+			t.Fatalf("member %d dropped %d of 3's real frames as stale after a forged incarnation", id, st.Counters["dropped_stale"])
+		}
+		for _, ev := range c.reports(int(id)) {
+			if ev.Term >= 1<<33 {
+				t.Fatalf("member %d adopted a forged term: %+v", id, ev)
+			}
+		}
 	}
 }

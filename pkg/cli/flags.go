@@ -63,6 +63,7 @@ const (
 	FlagFaultDelay = "fault-delay"
 	FlagFaultDup   = "fault-dup"
 	FlagFaultSeed  = "fault-seed"
+	FlagInsecure   = "insecure"
 )
 
 // NodeFlags are the flags of a tool that runs a cluster member.
@@ -76,6 +77,7 @@ func NodeFlags() []ucli.Flag {
 		&ucli.DurationFlag{Name: FlagFaultDelay, Usage: "testing: delay each outgoing frame by up to this much (reorders)"},
 		&ucli.Float64Flag{Name: FlagFaultDup, Usage: "testing: duplicate this fraction of outgoing frames"},
 		&ucli.Uint64Flag{Name: FlagFaultSeed, Usage: "testing: seed for the injected faults"},
+		&ucli.BoolFlag{Name: FlagInsecure, Usage: "run without --key-file although a peer is not on loopback: anyone who can reach the members can take part"},
 	}, ClientFlags()...)
 }
 

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/signal"
@@ -60,7 +61,9 @@ type Running struct {
 // frames are not authenticated.
 func (m *Member) Start(drv Runner, attrs ...any) (*Running, error) {
 	if m.Key == nil {
-		m.Log.Warn("no --key-file: frames are NOT authenticated; anyone who can reach " + m.Net.Addr() + " can take part")
+		// On stderr whatever --log-level says: running unauthenticated
+		// must never go unnoticed.
+		fmt.Fprintf(os.Stderr, "%s: warning: no --key-file: frames are NOT authenticated; anyone who can reach %s can take part\n", m.Tool, m.Net.Addr())
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	events := make(chan node.Event, 1024)

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"time"
 
@@ -82,6 +83,11 @@ func Join(c *ucli.Context, tool string) (*Member, error) {
 	if _, ok := cm.Peers[id]; !ok {
 		return nil, Exitf(ExitUsage, "--id %d is not in --peers (members: %v)", id, IDs(cm.Peers))
 	}
+	if cm.Key == nil && !c.Bool(FlagInsecure) {
+		if far := remotePeer(cm.Peers); far != "" {
+			return nil, Exitf(ExitUsage, "peer %s is not on loopback: give every member --key-file (make one with 'head -c 32 /dev/urandom > cluster.key'), or --insecure to run unauthenticated", far)
+		}
+	}
 	bind := cm.Peers[id]
 	if b := c.String(FlagBind); b != "" {
 		if bind, err = ResolveBind(b); err != nil {
@@ -96,6 +102,17 @@ func Join(c *ucli.Context, tool string) (*Member, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+// remotePeer returns a peer address that is not on loopback, or "".
+func remotePeer(peers map[node.ID]string) string {
+	for _, id := range IDs(peers) {
+		host, _, _ := net.SplitHostPort(peers[id])
+		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			return peers[id]
+		}
+	}
+	return ""
 }
 
 // Close closes the member's transport. Call it (deferred) once Join

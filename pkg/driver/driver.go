@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -41,6 +42,7 @@ type Config struct {
 // Counters are the driver's own drop counts, beside the Framer's.
 type Counters struct {
 	WrongFamily, Undecodable, Rejected, SendErrors atomic.Uint64
+	Undersized                                     atomic.Uint64 // unauthenticated status queries too small for even a truncated answer
 }
 
 // Driver owns one machine on one transport.
@@ -105,7 +107,7 @@ func (d *Driver[M]) SendControl(to node.ID, typ uint8, body []byte) error {
 	if typ < ControlTool {
 		return fmt.Errorf("driver: control type %d is the driver's own", typ)
 	}
-	frame, err := d.cfg.Framer.Seal(wire.FamilyControl, typ, body)
+	frame, err := d.cfg.Framer.Seal(wire.FamilyControl, typ, to, body)
 	if err == nil {
 		err = d.tr.Send(to, frame)
 	}
@@ -122,6 +124,7 @@ func (d *Driver[M]) Stats() map[string]uint64 {
 	s["dropped_undecodable"] = d.Undecodable.Load()
 	s["rejected_by_protocol"] = d.Rejected.Load()
 	s["send_errors"] = d.SendErrors.Load()
+	s["unanswered_small_queries"] = d.Undersized.Load()
 	return s
 }
 
@@ -204,7 +207,7 @@ func (d *Driver[M]) send(env node.Envelope[M]) {
 	typ, payload, err := d.codec.Marshal(env.Msg)
 	if err == nil {
 		var frame []byte
-		if frame, err = d.cfg.Framer.Seal(d.codec.Family(), typ, payload); err == nil {
+		if frame, err = d.cfg.Framer.Seal(d.codec.Family(), typ, env.To, payload); err == nil {
 			err = d.tr.Send(env.To, frame)
 		}
 	}
@@ -251,6 +254,9 @@ type StatusReply struct {
 	Sealed   bool              `json:"sealed"`
 	Counters map[string]uint64 `json:"counters"`
 	Status   json.RawMessage   `json:"status,omitempty"`
+	// Truncated: the query was too small for the answer, which an
+	// unauthenticated member never makes larger than the query.
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 func (d *Driver[M]) control(p transport.Packet, h wire.Header) {
@@ -262,16 +268,32 @@ func (d *Driver[M]) control(p transport.Packet, h wire.Header) {
 	if s, ok := d.m.(node.Statuser); ok {
 		rep.Status, _ = json.Marshal(s.Status())
 	}
-	body, err := json.Marshal(rep)
-	if err == nil {
-		var frame []byte
-		if frame, err = d.cfg.Framer.Seal(wire.FamilyControl, ControlStatusReply, body); err == nil {
-			err = p.Reply(frame)
+	frame, err := d.seal(h.From, rep)
+	if err == nil && !d.cfg.Framer.Sealed() && len(frame) > len(p.Data) {
+		// Unauthenticated, the query's source address may be forged: the
+		// answer must not be larger than the query, or it amplifies an
+		// attack on that address. The asker pads its query and asks again
+		// (Query does) when it finds the answer truncated.
+		frame, err = d.seal(h.From, StatusReply{ID: rep.ID, Truncated: true})
+		if err == nil && len(frame) > len(p.Data) {
+			d.Undersized.Add(1)
+			return
 		}
+	}
+	if err == nil {
+		err = p.Reply(frame)
 	}
 	if err != nil {
 		d.SendErrors.Add(1)
 	}
+}
+
+func (d *Driver[M]) seal(to node.ID, rep StatusReply) ([]byte, error) {
+	body, err := json.Marshal(rep)
+	if err != nil {
+		return nil, err
+	}
+	return d.cfg.Framer.Seal(wire.FamilyControl, ControlStatusReply, to, body)
 }
 
 // Query asks every peer for its status over tr and collects the answers
@@ -282,14 +304,28 @@ func Query(ctx context.Context, f *wire.Framer, tr transport.Transport, peers []
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	go func() { <-ctx.Done(); tr.Close() }()
-	for _, p := range peers {
-		frame, err := f.Seal(wire.FamilyControl, ControlStatusQuery, nil)
+	// Unsealed, a member answers with no more bytes than the query has: the
+	// query is padded, and padded to the largest frame for members whose
+	// first answer came back truncated.
+	pad := 0
+	if !f.Sealed() {
+		pad = 2048
+	}
+	ask := func(p node.ID, pad int) error {
+		frame, err := f.Seal(wire.FamilyControl, ControlStatusQuery, p, make([]byte, pad))
 		if err != nil {
-			return nil, err
+			return err
 		}
 		_ = tr.Send(p, frame) // an unreachable peer simply does not answer
+		return nil
+	}
+	for _, p := range peers {
+		if err := ask(p, pad); err != nil {
+			return nil, err
+		}
 	}
 	out := map[node.ID]StatusReply{}
+	retried := map[node.ID]bool{}
 	for len(out) < len(peers) {
 		p, err := tr.Recv()
 		if err != nil {
@@ -300,7 +336,14 @@ func Query(ctx context.Context, f *wire.Framer, tr transport.Transport, peers []
 			continue
 		}
 		var rep StatusReply
-		if json.Unmarshal(body, &rep) != nil || rep.ID != h.From {
+		if json.Unmarshal(body, &rep) != nil || rep.ID != h.From || !slices.Contains(peers, h.From) {
+			continue
+		}
+		if rep.Truncated {
+			if !retried[h.From] {
+				retried[h.From] = true
+				_ = ask(h.From, wire.MaxFrame-wire.HeaderSize)
+			}
 			continue
 		}
 		out[h.From] = rep

@@ -93,10 +93,10 @@ func TestDriverCountsGarbage(t *testing.T) {
 	waitLeader(t, ms[1], 1)
 	junk := net.Endpoint(50)
 	f, _ := wire.NewFramer("test", 50, 1, nil)
-	frame, _ := f.Seal(wire.FamilyElection, 99, []byte{1, 2, 3}) // unknown type
+	frame, _ := f.Seal(wire.FamilyElection, 99, 1, []byte{1, 2, 3}) // unknown type
 	junk.Send(1, frame)
 	junk.Send(1, []byte("not a frame"))
-	fw, _ := f.Seal(wire.FamilyMutex, 1, nil) // another protocol
+	fw, _ := f.Seal(wire.FamilyMutex, 1, 1, nil) // another protocol
 	junk.Send(1, fw)
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -171,5 +171,51 @@ func TestToolControlFrames(t *testing.T) {
 	}
 	if err := d1.SendControl(2, driver.ControlStatusQuery, nil); err == nil {
 		t.Fatal("SendControl sent a status query, the driver's own type")
+	}
+}
+
+// TestNoAmplification: without a key, a status answer is never larger
+// than the query that asked for it (the query's source may be forged):
+// a bare query gets nothing or a truncated answer, while Query, which
+// pads and asks again, still gets the whole status.
+func TestNoAmplification(t *testing.T) {
+	net := transport.NewNetwork()
+	ms := startMembers(t, net, 1, nil)
+	waitLeader(t, ms[1], 1)
+	asker := net.Endpoint(0xF0000002)
+	f, _ := wire.NewFramer("test", 0xF0000002, 1, nil)
+	answers := make(chan []byte, 8)
+	go func() {
+		for {
+			p, err := asker.Recv()
+			if err != nil {
+				return
+			}
+			answers <- p.Data
+		}
+	}()
+	answered := 0
+	for _, pad := range []int{0, 40, 200} {
+		q, _ := f.Seal(wire.FamilyControl, driver.ControlStatusQuery, 1, make([]byte, pad))
+		if err := asker.Send(1, q); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case a := <-answers:
+			answered++
+			if len(a) > len(q) {
+				t.Fatalf("a %d-byte query got a %d-byte answer", len(q), len(a))
+			}
+		case <-time.After(300 * time.Millisecond): // no answer at all is allowed
+		}
+	}
+	if answered == 0 {
+		t.Fatal("not even the 200-byte query got its truncated answer")
+	}
+	asker.Close()
+	qf, _ := wire.NewFramer("test", 0xF0000003, 1, nil)
+	rep, err := driver.Query(context.Background(), qf, net.Endpoint(0xF0000003), []node.ID{1}, time.Second)
+	if err != nil || len(rep) != 1 || len(rep[1].Status) == 0 || rep[1].Truncated {
+		t.Fatalf("Query: %v %+v", err, rep)
 	}
 }

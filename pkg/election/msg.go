@@ -121,6 +121,9 @@ func (Codec) Unmarshal(typ uint8, p []byte) (Msg, error) {
 	if err := d.Done(); err != nil {
 		return Msg{}, err
 	}
+	if m.Term > node.MaxTerm {
+		return Msg{}, fmt.Errorf("%w: election term %d above %d", wire.ErrMalformed, m.Term, uint64(node.MaxTerm))
+	}
 	return m, nil
 }
 

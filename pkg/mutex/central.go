@@ -106,7 +106,7 @@ func newCentral(cfg Config) (*central, error) {
 	cfg.Peers = slices.Compact(peers)
 	return &central{cfg: cfg, n: len(cfg.Peers), el: el, reqs: map[reqKey]*request{},
 		locks: map[string]*lock{}, reported: map[string]bool{}, pingSent: map[uint64]time.Time{},
-		vouchUntil: map[node.ID]time.Time{}}, nil
+		vouchUntil: map[node.ID]time.Time{}, attempts: firstAttempt(cfg)}, nil
 }
 
 // Coordinator returns the coordinator this daemon follows and its term.

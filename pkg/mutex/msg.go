@@ -192,7 +192,39 @@ func (Codec) Unmarshal(typ uint8, p []byte) (Msg, error) {
 	if err := d.Done(); err != nil {
 		return Msg{}, err
 	}
+	if err := bounded(m); err != nil {
+		return Msg{}, err
+	}
 	return m, nil
+}
+
+// Bounds on the numbers a message may carry, so that no fencing number
+// built from them can wrap, whatever a peer or a forged frame claims:
+// coordinator terms and Lamport times stay within node.MaxTerm (tokens are
+// term<<32 | counter and time<<32 | ID); the token ring's count, which
+// grows with every pass, within maxCount; every token within maxToken.
+const (
+	maxCount = 1 << 62
+	maxToken = 1 << 63
+)
+
+func bounded(m Msg) error {
+	limit := uint64(node.MaxTerm)
+	if m.Type >= MsgTRToken && m.Type <= MsgTRAlive {
+		limit = maxCount
+	}
+	if m.Type >= MsgVRequest && m.Type <= MsgVAlive {
+		limit = maxToken // voting's Term is unused; its counters travel as Token
+	}
+	if m.Term > limit || m.Token > maxToken {
+		return fmt.Errorf("%w: %v carries term %d or token %d beyond their bounds", wire.ErrMalformed, m.Type, m.Term, m.Token)
+	}
+	for _, l := range m.Locks {
+		if l.Token > maxToken {
+			return fmt.Errorf("%w: %v carries a lock token %d beyond its bound", wire.ErrMalformed, m.Type, l.Token)
+		}
+	}
+	return nil
 }
 
 // admit checks a local acquire against the name's queue of local clients

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/roundtable-go/roundtable/pkg/election"
+	"github.com/roundtable-go/roundtable/pkg/node"
 	"github.com/roundtable-go/roundtable/pkg/wire"
 )
 
@@ -41,4 +42,29 @@ func FuzzCodec(f *testing.F) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// TestBoundedNumbers: a message whose term or token could make a fencing
+// token wrap is malformed, whoever sent it (a forged grant with term 2^33
+// once made tokens fall below the first one).
+func TestBoundedNumbers(t *testing.T) {
+	for _, m := range []Msg{
+		{Type: MsgPing, Term: 1 << 33},
+		{Type: MsgGrant, Term: 2, Token: 1<<63 + 1, Name: "x"},
+		{Type: MsgRARequest, Term: node.MaxTerm + 1, Name: "x"},
+		{Type: MsgTRToken, Term: 1<<62 + 1},
+		{Type: MsgReport, Term: 2, Locks: []LockRec{{Name: "x", Node: 1, Token: 1<<63 + 1}}},
+	} {
+		typ, body, err := Codec{}.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := (Codec{}).Unmarshal(typ, body); err == nil {
+			t.Errorf("%v with term %d, token %d accepted", m.Type, m.Term, m.Token)
+		}
+	}
+	typ, body, _ := Codec{}.Marshal(Msg{Type: MsgTRToken, Term: 1 << 40})
+	if _, err := (Codec{}).Unmarshal(typ, body); err != nil {
+		t.Errorf("a token ring count of 2^40 refused: %v", err)
+	}
 }

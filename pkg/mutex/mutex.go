@@ -159,6 +159,18 @@ func (e CoordinatorEvent) String() string {
 	return fmt.Sprintf("coordinator %d term %d", e.Coordinator, e.Term)
 }
 
+// firstAttempt is where a daemon's request identifiers (Attempt) start:
+// at random, so that identifiers differ across members and across one
+// member's lives, and a reply that reaches the wrong member (or an old
+// life) matches none of its requests. Replies are matched on Name, Client
+// and Attempt together.
+func firstAttempt(cfg Config) uint64 {
+	if cfg.Rand == nil {
+		return 0
+	}
+	return cfg.Rand.Uint64() >> 8 // room to count up without wrapping
+}
+
 // Machine is one lockd daemon's protocol state, whatever the algorithm.
 type Machine interface {
 	node.Machine[Msg]

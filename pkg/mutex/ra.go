@@ -75,7 +75,7 @@ func newRA(cfg Config) (*ra, error) {
 	if !slices.Contains(cfg.Peers, cfg.ID) || cfg.ID == node.None {
 		return nil, fmt.Errorf("mutex: own id %d is not in the peer list", cfg.ID)
 	}
-	m := &ra{cfg: cfg, alive: fd.NewTimeout(2 * cfg.Lease), locks: map[string]*raLock{}}
+	m := &ra{cfg: cfg, alive: fd.NewTimeout(2 * cfg.Lease), locks: map[string]*raLock{}, seq: firstAttempt(cfg)}
 	m.lc.Observe(cfg.Term) // the clock persisted by an earlier life, if any
 	for _, p := range cfg.Peers {
 		if p != cfg.ID && !slices.Contains(m.others, p) {

@@ -111,7 +111,7 @@ func newVoting(cfg Config) (*voting, error) {
 		return nil, fmt.Errorf("mutex: voting needs n/2 < m ≤ n votes, got m = %d for n = %d", m, len(ids))
 	}
 	return &voting{cfg: cfg, ids: ids, m: m, alive: fd.NewTimeout(2 * cfg.Lease), high: cfg.Term,
-		votes: map[string]*voteRec{}, wants: map[string][]*voteWant{}}, nil
+		votes: map[string]*voteRec{}, wants: map[string][]*voteWant{}, seq: firstAttempt(cfg)}, nil
 }
 
 func (v *voting) begin(now time.Time) {

@@ -12,6 +12,12 @@ type ID uint32
 // None is the zero ID: "no process".
 const None ID = 0
 
+// MaxTerm bounds every term and Lamport time a protocol takes from the
+// wire. Fencing tokens are built as term<<32 | counter (or time<<32 | ID),
+// which cannot wrap while terms stay below 2^32: the bound leaves 2^31
+// steps of growth above anything a peer — or a forged frame — can claim.
+const MaxTerm = 1<<31 - 1
+
 func (id ID) String() string { return strconv.FormatUint(uint64(id), 10) }
 
 // ParseID parses a decimal, non-zero process ID.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/roundtable-go/roundtable/pkg/node"
 )
@@ -49,6 +50,7 @@ func LoadKey(path string) ([]byte, error) {
 type Counters struct {
 	Sent, Accepted                                             atomic.Uint64
 	Malformed, Version, Cluster, Auth, Unsealed, Stale, Replay atomic.Uint64
+	Misdirected                                                atomic.Uint64
 }
 
 // Snapshot returns the counters as a name → value map, for status output.
@@ -58,7 +60,7 @@ func (c *Counters) Snapshot() map[string]uint64 {
 		"dropped_malformed": c.Malformed.Load(), "dropped_version": c.Version.Load(),
 		"dropped_cluster": c.Cluster.Load(), "dropped_auth": c.Auth.Load(),
 		"dropped_unsealed": c.Unsealed.Load(), "dropped_stale": c.Stale.Load(),
-		"dropped_replay": c.Replay.Load(),
+		"dropped_replay": c.Replay.Load(), "dropped_misdirected": c.Misdirected.Load(),
 	}
 }
 
@@ -74,8 +76,10 @@ func (c *Counters) count(err error) {
 		c.Auth.Add(1)
 	case errors.Is(err, ErrUnsealed):
 		c.Unsealed.Add(1)
-	case errors.Is(err, ErrStale):
+	case errors.Is(err, ErrStale), errors.Is(err, ErrFuture):
 		c.Stale.Add(1)
+	case errors.Is(err, ErrMisdirect):
+		c.Misdirected.Add(1)
 	case errors.Is(err, ErrReplay):
 		c.Replay.Add(1)
 	default:
@@ -94,6 +98,8 @@ type Framer struct {
 
 	seq atomic.Uint64
 	Counters
+
+	now func() time.Time // for the incarnation bound; time.Now unless a test sets it
 
 	mu      sync.Mutex
 	peers   map[node.ID]*replayState
@@ -122,7 +128,7 @@ type replayState struct {
 // grow every time the process restarts (the start time in nanoseconds is the
 // usual choice). key is nil for unsealed frames, or a KeySize-byte key.
 func NewFramer(cluster string, self node.ID, incarnation uint64, key []byte) (*Framer, error) {
-	f := &Framer{cluster: ClusterHash(cluster), self: self, incarnation: incarnation, peers: map[node.ID]*replayState{}}
+	f := &Framer{cluster: ClusterHash(cluster), self: self, incarnation: incarnation, peers: map[node.ID]*replayState{}, now: time.Now}
 	if key != nil {
 		if len(key) != KeySize {
 			return nil, fmt.Errorf("wire: key must be %d bytes, got %d", KeySize, len(key))
@@ -144,8 +150,10 @@ func (f *Framer) Sealed() bool { return f.aead != nil }
 // Self returns the sender ID written into every frame.
 func (f *Framer) Self() node.ID { return f.self }
 
-// Seal builds a complete frame for one message.
-func (f *Framer) Seal(fam Family, typ uint8, payload []byte) ([]byte, error) {
+// Seal builds a complete frame for one message to receiver to. Sealed,
+// the header — receiver and cluster included — is authenticated, so the
+// frame opens only at that receiver.
+func (f *Framer) Seal(fam Family, typ uint8, to node.ID, payload []byte) ([]byte, error) {
 	size := HeaderSize + len(payload)
 	if f.aead != nil {
 		size += nonceSize + tagSize
@@ -153,7 +161,7 @@ func (f *Framer) Seal(fam Family, typ uint8, payload []byte) ([]byte, error) {
 	if size > MaxFrame {
 		return nil, fmt.Errorf("%w: %d bytes", ErrTooLarge, size)
 	}
-	h := Header{Family: fam, Type: typ, Sealed: f.aead != nil, Cluster: f.cluster, From: f.self,
+	h := Header{Family: fam, Type: typ, Sealed: f.aead != nil, Cluster: f.cluster, From: f.self, To: to,
 		Incarnation: f.incarnation, Seq: f.seq.Add(1)}
 	out := make([]byte, HeaderSize, size)
 	PutHeader(out, h)
@@ -189,6 +197,9 @@ func (f *Framer) open(frame []byte) (Header, []byte, error) {
 	if h.Cluster != f.cluster {
 		return h, nil, ErrCluster
 	}
+	if h.To != f.self {
+		return h, nil, ErrMisdirect
+	}
 	payload := frame[HeaderSize:]
 	switch {
 	case f.aead == nil && h.Sealed:
@@ -205,19 +216,34 @@ func (f *Framer) open(frame []byte) (Header, []byte, error) {
 		}
 		payload = pt
 	}
-	if err := f.admit(h); err != nil {
+	if err := f.admit(h, f.aead != nil); err != nil {
 		return h, nil, err
 	}
 	return h, payload, nil
 }
 
+// FutureIncarnation bounds how far ahead of this process's clock a
+// sealed frame's incarnation (its sender's start time in nanoseconds) may
+// be: a larger one is dropped rather than made the sender's new life.
+const FutureIncarnation = time.Hour
+
 // admit applies the incarnation and replay rules and records the frame.
-func (f *Framer) admit(h Header) error {
+//
+// Sealed frames' incarnations are authenticated: a higher one is the
+// sender's new life, a lower one a stale frame of an old life. Unsealed
+// frames' are not, and one forged frame with a huge incarnation would
+// make every real frame of that sender stale for good; so without a key
+// a change of incarnation either way starts the sender's state afresh
+// (replays within one incarnation are still dropped).
+func (f *Framer) admit(h Header, authenticated bool) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if authenticated && h.Incarnation > uint64(f.now().Add(FutureIncarnation).UnixNano()) {
+		return ErrFuture
+	}
 	st := f.peers[h.From]
 	switch {
-	case st == nil || h.Incarnation > st.incarnation:
+	case st == nil || h.Incarnation > st.incarnation || !authenticated && h.Incarnation != st.incarnation:
 		if st == nil && h.From >= ClientIDBase {
 			if f.clients >= maxClients {
 				for id := range f.peers {

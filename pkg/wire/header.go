@@ -9,11 +9,13 @@ import (
 	"github.com/roundtable-go/roundtable/pkg/node"
 )
 
-// Version is the wire version this package writes and accepts.
-const Version = 1
+// Version is the wire version this package writes and accepts. Version 2
+// names the receiver in the header, so that a sealed frame is bound to the
+// member it was sealed for.
+const Version = 2
 
 // HeaderSize is the size of the fixed frame header in bytes.
-const HeaderSize = 32
+const HeaderSize = 36
 
 // MaxFrame bounds every frame, sealed or not. A UDP datagram larger than
 // this is never produced, and a stream frame claiming more is rejected
@@ -48,6 +50,7 @@ type Header struct {
 	Sealed      bool
 	Cluster     uint32
 	From        node.ID
+	To          node.ID // the receiver: a frame that reaches anyone else is dropped
 	Incarnation uint64
 	Seq         uint64
 }
@@ -62,6 +65,8 @@ var (
 	ErrUnsealed  = errors.New("wire: unsealed frame where a key is configured")
 	ErrStale     = errors.New("wire: stale incarnation")
 	ErrReplay    = errors.New("wire: replayed sequence number")
+	ErrMisdirect = errors.New("wire: frame meant for another receiver")
+	ErrFuture    = errors.New("wire: incarnation from the future")
 	ErrTooLarge  = errors.New("wire: frame too large")
 )
 
@@ -85,8 +90,9 @@ func PutHeader(b []byte, h Header) {
 	b[6], b[7] = 0, 0
 	binary.BigEndian.PutUint32(b[8:], h.Cluster)
 	binary.BigEndian.PutUint32(b[12:], uint32(h.From))
-	binary.BigEndian.PutUint64(b[16:], h.Incarnation)
-	binary.BigEndian.PutUint64(b[24:], h.Seq)
+	binary.BigEndian.PutUint32(b[16:], uint32(h.To))
+	binary.BigEndian.PutUint64(b[20:], h.Incarnation)
+	binary.BigEndian.PutUint64(b[28:], h.Seq)
 }
 
 // ParseHeader decodes the header at the start of frame. It never panics.
@@ -112,11 +118,12 @@ func ParseHeader(frame []byte) (Header, error) {
 		Sealed:      frame[5]&flagSeal != 0,
 		Cluster:     binary.BigEndian.Uint32(frame[8:]),
 		From:        node.ID(binary.BigEndian.Uint32(frame[12:])),
-		Incarnation: binary.BigEndian.Uint64(frame[16:]),
-		Seq:         binary.BigEndian.Uint64(frame[24:]),
+		To:          node.ID(binary.BigEndian.Uint32(frame[16:])),
+		Incarnation: binary.BigEndian.Uint64(frame[20:]),
+		Seq:         binary.BigEndian.Uint64(frame[28:]),
 	}
-	if h.From == node.None {
-		return Header{}, fmt.Errorf("%w: sender id 0", ErrMalformed)
+	if h.From == node.None || h.To == node.None {
+		return Header{}, fmt.Errorf("%w: sender or receiver id 0", ErrMalformed)
 	}
 	return h, nil
 }

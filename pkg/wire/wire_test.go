@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/roundtable-go/roundtable/pkg/node"
 )
@@ -26,7 +27,7 @@ func pair(t testing.TB, key []byte) (*Framer, *Framer) {
 func TestSealOpen(t *testing.T) {
 	for _, key := range [][]byte{nil, testKey} {
 		a, b := pair(t, key)
-		f, err := a.Seal(FamilyElection, 4, []byte("hello"))
+		f, err := a.Seal(FamilyElection, 4, 2, []byte("hello"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -48,12 +49,12 @@ func TestRejections(t *testing.T) {
 	wrong, _ := NewFramer("c", 3, 1, bytes.Repeat([]byte{9}, KeySize))
 	plain, _ := NewFramer("c", 4, 1, nil)
 	other, _ := NewFramer("other", 5, 1, testKey)
-	good, _ := a.Seal(FamilyElection, 1, []byte("x"))
+	good, _ := a.Seal(FamilyElection, 1, 2, []byte("x"))
 	tampered := append([]byte(nil), good...)
 	tampered[13] ^= 1 // change the sender ID: the header is authenticated
-	w, _ := wrong.Seal(FamilyElection, 1, []byte("x"))
-	p, _ := plain.Seal(FamilyElection, 1, []byte("x"))
-	o, _ := other.Seal(FamilyElection, 1, []byte("x"))
+	w, _ := wrong.Seal(FamilyElection, 1, 2, []byte("x"))
+	p, _ := plain.Seal(FamilyElection, 1, 2, []byte("x"))
+	o, _ := other.Seal(FamilyElection, 1, 2, []byte("x"))
 	cases := []struct {
 		name  string
 		frame []byte
@@ -77,12 +78,12 @@ func TestRejections(t *testing.T) {
 }
 
 func TestIncarnationAndWindow(t *testing.T) {
-	_, b := pair(t, nil)
-	old, _ := NewFramer("c", 1, 100, nil)
-	newer, _ := NewFramer("c", 1, 101, nil)
+	_, b := pair(t, testKey)
+	old, _ := NewFramer("c", 1, 100, testKey)
+	newer, _ := NewFramer("c", 1, 101, testKey)
 	var frames [][]byte
 	for i := 0; i < 70; i++ {
-		f, _ := old.Seal(FamilyElection, 1, nil)
+		f, _ := old.Seal(FamilyElection, 1, 2, nil)
 		frames = append(frames, f)
 	}
 	// Out of order within the window is fine, once.
@@ -97,12 +98,56 @@ func TestIncarnationAndWindow(t *testing.T) {
 	if _, _, err := b.Open(frames[4]); !errors.Is(err, ErrReplay) {
 		t.Fatalf("older than the window: %v", err)
 	}
-	f, _ := newer.Seal(FamilyElection, 1, nil)
+	f, _ := newer.Seal(FamilyElection, 1, 2, nil)
 	if _, _, err := b.Open(f); err != nil {
 		t.Fatalf("restarted sender: %v", err)
 	}
 	if _, _, err := b.Open(frames[60]); !errors.Is(err, ErrStale) {
 		t.Fatalf("old incarnation after restart: %v", err)
+	}
+}
+
+// TestReceiverBound: a frame sealed for member 2 does not open at member
+// 3, even from an unchanged capture (the receiver is in the
+// authenticated header), and a tampered receiver fails authentication.
+func TestReceiverBound(t *testing.T) {
+	for _, key := range [][]byte{nil, testKey} {
+		a, _ := pair(t, key)
+		c, _ := NewFramer("c", 3, 300, key)
+		f, _ := a.Seal(FamilyMutex, 37, 2, []byte("grant"))
+		if _, _, err := c.Open(f); !errors.Is(err, ErrMisdirect) || c.Misdirected.Load() != 1 {
+			t.Fatalf("key=%v: frame for 2 opened at 3: %v", key != nil, err)
+		}
+		if key != nil {
+			redirected := append([]byte(nil), f...)
+			redirected[19] = 3 // To: 2 → 3
+			if _, _, err := c.Open(redirected); !errors.Is(err, ErrAuth) {
+				t.Fatalf("redirected sealed frame: %v, want ErrAuth", err)
+			}
+		}
+	}
+}
+
+// TestForgedIncarnation: without a key, one frame forged "from 1" with
+// the largest incarnation must not make 1's real frames stale; with a key,
+// an incarnation an hour or more ahead of the clock is refused.
+func TestForgedIncarnation(t *testing.T) {
+	_, b := pair(t, nil)
+	real, _ := NewFramer("c", 1, 100, nil)
+	forged, _ := NewFramer("c", 1, ^uint64(0), nil)
+	f, _ := forged.Seal(FamilyElection, 1, 2, nil)
+	b.Open(f)
+	for i := 0; i < 3; i++ {
+		g, _ := real.Seal(FamilyElection, 1, 2, nil)
+		if _, _, err := b.Open(g); err != nil {
+			t.Fatalf("a real frame after a forged incarnation: %v", err)
+		}
+	}
+	_, sb := pair(t, testKey)
+	future, _ := NewFramer("c", 1, uint64(time.Now().Add(2*FutureIncarnation).UnixNano()), testKey)
+	g, _ := future.Seal(FamilyElection, 1, 2, nil)
+	if _, _, err := sb.Open(g); !errors.Is(err, ErrFuture) {
+		t.Fatalf("sealed incarnation from the future: %v", err)
 	}
 }
 
@@ -127,7 +172,7 @@ func TestStreamFraming(t *testing.T) {
 
 func FuzzOpen(f *testing.F) {
 	a, _ := pair(f, testKey)
-	good, _ := a.Seal(FamilyElection, 2, []byte("payload"))
+	good, _ := a.Seal(FamilyElection, 2, 2, []byte("payload"))
 	f.Add(good)
 	f.Add([]byte("RT\x01"))
 	f.Add(make([]byte, HeaderSize))
@@ -170,7 +215,7 @@ func ExampleFramer() {
 	key := bytes.Repeat([]byte{1}, KeySize)
 	alice, _ := NewFramer("demo", 1, 1, key)
 	bob, _ := NewFramer("demo", 2, 1, key)
-	frame, _ := alice.Seal(FamilyElection, 1, []byte("hi"))
+	frame, _ := alice.Seal(FamilyElection, 1, 2, []byte("hi"))
 	h, payload, err := bob.Open(frame)
 	fmt.Println(h.From, string(payload), err)
 	_, _, err = bob.Open(frame)
@@ -190,7 +235,7 @@ func TestClientReplayStateBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mf, _ := member.Seal(FamilyElection, 1, nil)
+	mf, _ := member.Seal(FamilyElection, 1, 2, nil)
 	if _, _, err := b.Open(mf); err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +245,7 @@ func TestClientReplayStateBounded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		last, _ = c.Seal(FamilyControl, 1, nil)
+		last, _ = c.Seal(FamilyControl, 1, 2, nil)
 		if _, _, err := b.Open(last); err != nil {
 			t.Fatalf("query %d: %v", i, err)
 		}
