@@ -31,7 +31,7 @@ func serveFlags() []ucli.Flag {
 }
 
 func socketFlag() ucli.Flag {
-	return &ucli.StringFlag{Name: "socket", Value: cli.DefaultSocket(tool), DefaultText: "$XDG_RUNTIME_DIR/lockd.sock, else in $TMPDIR or /tmp",
+	return &ucli.StringFlag{Name: "socket", Value: cli.DefaultSocket(tool), DefaultText: "$XDG_RUNTIME_DIR/lockd.sock, else $TMPDIR/roundtable-UID/lockd.sock",
 		Usage: "the daemon's control socket"}
 }
 

@@ -3,6 +3,8 @@ package cli
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -15,30 +17,76 @@ import (
 )
 
 // DefaultSocket is where a tool's daemon listens for local clients unless
-// told otherwise: $XDG_RUNTIME_DIR/<tool>.sock, else in the temp directory.
+// told otherwise: $XDG_RUNTIME_DIR/<tool>.sock (a directory private to the
+// user by its specification), else <tool>.sock in PrivateDir, never in a
+// directory others can write to, where another user could take the name
+// first.
 func DefaultSocket(tool string) string {
-	dir := os.Getenv("XDG_RUNTIME_DIR")
-	if dir == "" {
-		dir = os.TempDir()
+	if dir := os.Getenv("XDG_RUNTIME_DIR"); dir != "" {
+		return filepath.Join(dir, tool+".sock")
 	}
-	return filepath.Join(dir, tool+".sock")
+	return filepath.Join(PrivateDir(), tool+".sock")
+}
+
+// PrivateDir is this user's directory for control sockets when there is no
+// XDG_RUNTIME_DIR: roundtable-<uid> in the temporary directory, mode 0700,
+// as tmux and ssh-agent keep theirs. ListenControl creates it.
+func PrivateDir() string {
+	return filepath.Join(os.TempDir(), fmt.Sprintf("roundtable-%d", os.Geteuid()))
+}
+
+// ensurePrivateDir creates PrivateDir, or checks that the one there is this
+// user's own and closed to others: in a shared temporary directory another
+// user could have made it first.
+func ensurePrivateDir(dir string) error {
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	var st syscall.Stat_t
+	if err := syscall.Lstat(dir, &st); err != nil {
+		return err
+	}
+	switch {
+	case st.Mode&syscall.S_IFMT != syscall.S_IFDIR:
+		return fmt.Errorf("%s is not a directory", dir)
+	case int(st.Uid) != os.Geteuid():
+		return fmt.Errorf("%s belongs to uid %d, not to you (uid %d): another user made it first", dir, st.Uid, os.Geteuid())
+	case st.Mode&0o077 != 0:
+		return fmt.Errorf("%s is open to other users (mode %o): it must be 0700", dir, st.Mode&0o777)
+	}
+	return nil
 }
 
 // ListenControl opens a daemon's Unix control socket with mode 0600 (only
-// the owner may talk to it), replacing a stale socket file but never a live
-// daemon's: that is exit 75, like any other busy resource.
+// the owner may talk to it), replacing a stale socket but never a live
+// daemon's (exit 75, like any other busy resource) and never anything that
+// is not a socket (a file or a directory at path is a usage error, 64).
+// The socket's directory must exist, except PrivateDir, which is created.
 func ListenControl(tool, path string) (net.Listener, error) {
 	if path == "" {
 		return nil, Exitf(ExitUsage, "--socket must not be empty")
 	}
-	if c, err := net.DialTimeout("unix", path, 200*time.Millisecond); err == nil {
-		c.Close()
-		return nil, Exitf(ExitBusy, "another %s is serving %s", tool, path)
+	dir := filepath.Dir(path)
+	if dir == PrivateDir() {
+		if err := ensurePrivateDir(dir); err != nil {
+			return nil, Exitf(ExitNoPerm, "--socket: %v", err)
+		}
 	}
-	if fi, err := os.Stat(filepath.Dir(path)); err != nil || !fi.IsDir() {
-		return nil, Exitf(ExitUsage, "--socket %s: no directory %s", path, filepath.Dir(path))
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return nil, Exitf(ExitUsage, "--socket %s: no directory %s", path, dir)
 	}
-	_ = os.Remove(path)
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode().Type() != os.ModeSocket {
+			return nil, Exitf(ExitUsage, "--socket %s: there is a %s there, not a socket; it is left alone", path, kind(fi))
+		}
+		if c, err := net.DialTimeout("unix", path, 200*time.Millisecond); err == nil {
+			c.Close()
+			return nil, Exitf(ExitBusy, "another %s is serving %s", tool, path)
+		}
+		if err := os.Remove(path); err != nil { // a stale socket: its daemon is gone
+			return nil, Exitf(ExitUsage, "--socket: %v", err)
+		}
+	}
 	// The umask makes the socket private from the moment it exists; the
 	// chmod is for file systems that ignore it.
 	old := syscall.Umask(0o177)
@@ -52,6 +100,13 @@ func ListenControl(tool, path string) (net.Listener, error) {
 		return nil, Exitf(ExitUsage, "--socket: %v", err)
 	}
 	return ln, nil
+}
+
+func kind(fi os.FileInfo) string {
+	if fi.IsDir() {
+		return "directory"
+	}
+	return "file"
 }
 
 // Conn is one control connection: JSON lines both ways. Sends are safe
@@ -80,13 +135,48 @@ func NewConn(c net.Conn) *Conn {
 }
 
 // DialControl connects to tool's daemon on the Unix socket at path; exit
-// 69, with a hint, when nobody serves it.
+// 69, with a hint, when nobody serves it. The daemon must run as this
+// user (or as root): a socket served by anyone else is refused (77), since
+// a squatter could hand out grants and fencing numbers of its own making.
 func DialControl(tool, path string) (*Conn, error) {
 	c, err := net.Dial("unix", path)
 	if err != nil {
 		return nil, Exitf(ExitUnavailable, "no %s daemon at %s (start one with '%s serve', or give its --socket): %v", tool, path, tool, err)
 	}
+	uid, err := peerUID(c)
+	if err != nil {
+		c.Close()
+		return nil, Exitf(ExitUnavailable, "%s: %v", path, err)
+	}
+	if uid != os.Geteuid() && uid != 0 {
+		c.Close()
+		return nil, Exitf(ExitNoPerm, "%s is served by uid %d, not by you (uid %d) or root: refusing to trust it", path, uid, os.Geteuid())
+	}
 	return NewConn(c), nil
+}
+
+// peerUID is the user ID of the process at the other end of a Unix
+// socket connection (SO_PEERCRED).
+func peerUID(c net.Conn) (int, error) {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return 0, errors.New("not a Unix socket")
+	}
+	rc, err := uc.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var cred *syscall.Ucred
+	var cerr error
+	if err := rc.Control(func(fd uintptr) {
+		cred, cerr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
+	}); err != nil {
+		return 0, err
+	}
+	if cerr != nil {
+		return 0, fmt.Errorf("peer credentials: %w", cerr)
+	}
+	return int(cred.Uid), nil
 }
 
 // Send writes v as one JSON line.

@@ -4,8 +4,11 @@ import (
 	"errors"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func TestListenControl(t *testing.T) {
@@ -43,5 +46,112 @@ func TestListenControl(t *testing.T) {
 	ln2.Close()
 	if _, err := ListenControl("x", ""); !errors.As(err, &ee) || ee.Code != ExitUsage {
 		t.Fatalf("empty path: %v, want exit %d", err, ExitUsage)
+	}
+}
+
+func TestMain(m *testing.M) {
+	if path := os.Getenv("RT_TEST_SERVE_SOCKET"); path != "" {
+		// A squatter: serves path as whoever runs it (nobody, below).
+		ln, err := net.Listen("unix", path)
+		if err != nil {
+			os.Exit(3)
+		}
+		os.Chmod(path, 0o777)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				os.Exit(0)
+			}
+			c.Write([]byte(`{"event":"acquired","name":"db","token":1}` + "\n"))
+		}
+	}
+	os.Exit(m.Run())
+}
+
+// TestListenControlLeavesOthersAlone: a file or a directory at the socket's
+// path is a usage error and is left as it is.
+func TestListenControlLeavesOthersAlone(t *testing.T) {
+	dir := t.TempDir()
+	file, sub := filepath.Join(dir, "file"), filepath.Join(dir, "sub")
+	os.WriteFile(file, []byte("precious"), 0o644)
+	os.Mkdir(sub, 0o755)
+	for _, p := range []string{file, sub} {
+		if _, err := ListenControl("x", p); Code(err) != ExitUsage {
+			t.Errorf("%s: %v, want exit 64", p, err)
+		}
+	}
+	if b, _ := os.ReadFile(file); string(b) != "precious" {
+		t.Error("the file was touched")
+	}
+	if fi, err := os.Stat(sub); err != nil || !fi.IsDir() {
+		t.Error("the directory was removed")
+	}
+}
+
+// TestPrivateDir: without XDG_RUNTIME_DIR the default socket lives in a
+// directory of this user's, mode 0700, created on first use; one open to
+// others is refused.
+func TestPrivateDir(t *testing.T) {
+	t.Setenv("XDG_RUNTIME_DIR", "")
+	t.Setenv("TMPDIR", t.TempDir())
+	path := DefaultSocket("x")
+	if filepath.Dir(path) != PrivateDir() {
+		t.Fatalf("default socket %s is not in %s", path, PrivateDir())
+	}
+	ln, err := ListenControl("x", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.Close()
+	if fi, err := os.Stat(PrivateDir()); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("private directory: %v %v", fi.Mode(), err)
+	}
+	os.Chmod(PrivateDir(), 0o777)
+	if _, err := ListenControl("x", path); Code(err) != ExitNoPerm {
+		t.Fatalf("a private directory open to others: %v, want exit 77", err)
+	}
+}
+
+// TestDialRefusesStrangers: a client does not trust a socket served by
+// another user (here nobody), which could hand out grants of its own.
+func TestDialRefusesStrangers(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run a server as another user")
+	}
+	dir, err := os.MkdirTemp("", "rt-squatter") // not t.TempDir: its parent is closed to nobody
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o777)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "squatter")
+	b, _ := os.ReadFile(self)
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "x.sock")
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), "RT_TEST_SERVE_SOCKET="+path)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := os.Stat(path); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the squatter never listened")
+		}
+		time.Sleep(5 * time.Millisecond) // polling for the other process's socket
+	}
+	if _, err := DialControl("x", path); Code(err) != ExitNoPerm {
+		t.Fatalf("a socket served by nobody: %v, want exit 77", err)
 	}
 }
