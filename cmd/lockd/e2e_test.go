@@ -10,6 +10,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -927,5 +928,78 @@ func TestChildExitCodes(t *testing.T) {
 		if got != code || stderr != "" {
 			t.Errorf("command exiting %d: lockd run exited %d, stderr %q", code, got, stderr)
 		}
+	}
+}
+
+// TestStuckWatcher: a `lockd watch` that stops reading (SIGSTOP) must not
+// hold up its member: 3,000 acquire/release pairs through the same member
+// all complete, and status still answers (the member once stalled after
+// about 280 pairs, its loop blocked writing to the watcher).
+func TestStuckWatcher(t *testing.T) {
+	c := startDaemons(t, 1)
+	w := exec.Command(lockdBin, "watch", "--socket", c.sock(1))
+	out, err := w.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Process.Signal(syscall.SIGCONT); w.Process.Kill(); w.Wait() })
+	// The watcher is registered once it reports a grant; from then on it
+	// reads nothing more.
+	if code, _, stderr := runLockd("run", "--socket", c.sock(1), "first", "--", "true"); code != 0 {
+		t.Fatalf("first run: %d %s", code, stderr)
+	}
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || !strings.HasPrefix(line, "acquired first") {
+		t.Fatalf("the watcher's first line: %q %v", line, err)
+	}
+	if err := w.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	s := exec.CommandContext(ctx, lockdBin, "session", "--socket", c.sock(1))
+	s.Stdin = strings.NewReader(strings.Repeat("acquire x\nrelease x\n", 3000))
+	got, err := s.Output()
+	if err != nil || strings.Count(string(got), "\n") != 6000 {
+		t.Fatalf("3,000 pairs beside a stopped watcher: %v, %d answers", err, strings.Count(string(got), "\n"))
+	}
+	if out, err := exec.CommandContext(ctx, lockdBin, "status", "--socket", c.sock(1)).Output(); err != nil {
+		t.Fatalf("status beside a stopped watcher: %v\n%s", err, out)
+	}
+}
+
+// TestClientsEndAgainstPausedDaemon: against a paused member, a wait with
+// --timeout ends near its timeout (it once took 604 s), and SIGTERM ends a
+// wait without one.
+func TestClientsEndAgainstPausedDaemon(t *testing.T) {
+	c := startDaemons(t, 3)
+	c.Ctl("pause", "1")
+	t.Cleanup(func() { c.Ctl("resume", "1") })
+	start := time.Now()
+	code, _, stderr := runLockd("run", "--socket", c.sock(1), "--timeout", "1s", "L", "--", "true")
+	if code != 75 && code != 69 || time.Since(start) > 10*time.Second {
+		t.Fatalf("--timeout 1s against a paused member: exit %d after %v: %s", code, time.Since(start), stderr)
+	}
+	waiter := exec.Command(lockdBin, "run", "--socket", c.sock(1), "L", "--", "true")
+	if err := waiter.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The waiter has connected once the paused member's socket holds it.
+	clitest.WaitFor(t, 20*time.Second, func() bool {
+		fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", waiter.Process.Pid))
+		for _, fd := range fds {
+			if l, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", waiter.Process.Pid, fd.Name())); strings.HasPrefix(l, "socket:") {
+				return true
+			}
+		}
+		return false
+	})
+	start = time.Now()
+	waiter.Process.Signal(syscall.SIGTERM)
+	err := waiter.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 128+int(syscall.SIGTERM) || time.Since(start) > 5*time.Second {
+		t.Fatalf("SIGTERM to a waiting lockd run: %v after %v", err, time.Since(start))
 	}
 }

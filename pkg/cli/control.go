@@ -117,6 +117,34 @@ type Conn struct {
 	sc  *bufio.Scanner
 	mu  sync.Mutex
 	enc *json.Encoder
+
+	// With NonBlocking: lines wait here for the writer goroutine.
+	queue  chan []byte
+	closed bool
+}
+
+// ErrSlowClient is Send's error for a client cut off because it did not
+// read what it was sent.
+var ErrSlowClient = errors.New("cli: the client does not read; cut off")
+
+// NonBlocking makes Send never block, for a daemon that must not wait on
+// any one client: lines queue, up to max, for a goroutine that writes them
+// (each write bounded by writeTimeout); a client that lets the queue fill,
+// or whose write times out, is cut off (its connection closed, which ends
+// its session, and Send returns ErrSlowClient).
+func (c *Conn) NonBlocking(max int, writeTimeout time.Duration) {
+	c.queue = make(chan []byte, max)
+	go func() {
+		for line := range c.queue {
+			_ = c.c.SetWriteDeadline(time.Now().Add(writeTimeout))
+			if _, err := c.rw.Write(line); err != nil {
+				c.Close()
+				for range c.queue { // drain until Close closes it
+				}
+				return
+			}
+		}
+	}()
 }
 
 // MaxControlLine bounds one line on a control socket (a status reply of a
@@ -179,11 +207,27 @@ func peerUID(c net.Conn) (int, error) {
 	return int(cred.Uid), nil
 }
 
-// Send writes v as one JSON line.
+// Send writes v as one JSON line (queues it, with NonBlocking).
 func (c *Conn) Send(v any) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.enc.Encode(v)
+	if c.queue == nil {
+		return c.enc.Encode(v)
+	}
+	if c.closed {
+		return ErrSlowClient
+	}
+	line, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	select {
+	case c.queue <- append(line, '\n'):
+		return nil
+	default:
+		c.closeLocked()
+		return ErrSlowClient
+	}
 }
 
 // Next reads one JSON line into v. A line that is not JSON is an error; the
@@ -202,4 +246,18 @@ func (c *Conn) Next(v any) error {
 func (c *Conn) SetDeadline(t time.Time) error { return c.c.SetDeadline(t) }
 
 // Close closes the connection.
-func (c *Conn) Close() error { return c.c.Close() }
+func (c *Conn) Close() error {
+	err := c.c.Close() // first: it ends a write blocked while holding mu
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closeLocked()
+	return err
+}
+
+func (c *Conn) closeLocked() error {
+	if c.queue != nil && !c.closed {
+		close(c.queue)
+	}
+	c.closed = true
+	return c.c.Close()
+}

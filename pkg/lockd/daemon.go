@@ -134,7 +134,11 @@ func (d *daemon) accept(ctx context.Context, ln net.Listener) {
 		if err != nil {
 			return
 		}
-		go d.session(ctx, cli.NewConn(c))
+		cn := cli.NewConn(c)
+		// No client may hold the daemon up: one that stops reading is cut
+		// off once 4096 lines wait for it (its locks are then released).
+		cn.NonBlocking(4096, 10*time.Second)
+		go d.session(ctx, cn)
 	}
 }
 
@@ -470,7 +474,7 @@ func (d *daemon) keepalive(ctx context.Context) {
 		d.mu.Lock()
 		for _, h := range holds {
 			if c := d.clients[h.Client]; c != nil {
-				go c.Send(Reply{Event: "valid", Name: h.Name, Token: h.Token, UntilNS: h.Until.UnixNano()})
+				c.Send(Reply{Event: "valid", Name: h.Name, Token: h.Token, UntilNS: h.Until.UnixNano()})
 			}
 		}
 		d.mu.Unlock()

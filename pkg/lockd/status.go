@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/roundtable-go/roundtable/pkg/cli"
 	"github.com/roundtable-go/roundtable/pkg/mutex"
@@ -34,6 +35,10 @@ type memberStatus struct {
 	raw         json.RawMessage
 }
 
+// statusWait bounds the wait for a daemon's status: a paused daemon must
+// not hold up a client (the daemon asks other members for at most 250 ms).
+const statusWait = 2 * time.Second
+
 // status asks the daemon at socket for its status.
 func status(socket string) (*memberStatus, error) {
 	c, err := dial(socket)
@@ -44,8 +49,13 @@ func status(socket string) (*memberStatus, error) {
 	if err := c.send(Request{Op: "status"}); err != nil {
 		return nil, cli.Exitf(cli.ExitUnavailable, "%v", err)
 	}
-	r, ok := <-c.replies
-	if !ok || r.Event != "status" {
+	var r Reply
+	select {
+	case r = <-c.replies:
+	case <-time.After(statusWait):
+		return nil, cli.Exitf(cli.ExitUnavailable, "the daemon at %s did not answer within %v (paused?)", socket, statusWait)
+	}
+	if r.Event != "status" {
 		return nil, cli.Exitf(cli.ExitUnavailable, "the daemon at %s did not answer", socket)
 	}
 	st := &memberStatus{raw: r.Status}
