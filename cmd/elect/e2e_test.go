@@ -556,3 +556,38 @@ func TestForgedFrames(t *testing.T) {
 		}
 	}
 }
+
+// TestTCPAcceptSurvivesEMFILE: a member out of descriptors keeps
+// accepting once they are free again (its accept loop once returned for
+// good on EMFILE, and the member never heard from anyone again).
+func TestTCPAcceptSurvivesEMFILE(t *testing.T) {
+	prlimit, err := exec.LookPath("prlimit")
+	if err != nil {
+		t.Skip("no prlimit")
+	}
+	addr := freeAddr(t)
+	ready := filepath.Join(t.TempDir(), "ready")
+	cmd := exec.Command(prlimit, "--nofile=40:40", electBin, "run", "--transport", "tcp", "--id", "1", "--peers", "1="+addr,
+		"--ready-file", ready, "--no-color", "--log-level", "error")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	status := func() ([]byte, error) {
+		return exec.Command(electBin, "status", "--transport", "tcp", "--peers", "1="+addr, "--wait", "5s").CombinedOutput()
+	}
+	clitest.WaitFor(t, waitLimit, func() bool { out, err := status(); return err == nil && strings.HasPrefix(string(out), "leader 1 ") })
+	var conns []net.Conn
+	for i := 0; i < 80; i++ {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			conns = append(conns, c)
+		}
+	}
+	for _, c := range conns {
+		c.Close()
+	}
+	out, err := status()
+	if err != nil || !strings.HasPrefix(string(out), "leader 1 ") {
+		t.Fatalf("status over TCP after the member ran out of descriptors: %v\n%s", err, out)
+	}
+}

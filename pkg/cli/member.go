@@ -110,6 +110,7 @@ func (cm *Common) Query(ctx context.Context, ids []node.ID, wait time.Duration) 
 	if err != nil {
 		return nil, Exitf(ExitUsage, "%v", err)
 	}
+	f.Only(ids)
 	sub := map[node.ID]string{}
 	for _, m := range ids {
 		sub[m] = cm.Peers[m]

@@ -98,6 +98,7 @@ func Join(c *ucli.Context, tool string) (*Member, error) {
 	if m.Framer, err = wire.NewFramer(ClusterKey(c.String(FlagCluster), cm.Peers), id, m.Incarnation, cm.Key); err != nil {
 		return nil, Exitf(ExitUsage, "%v", err)
 	}
+	m.Framer.Only(IDs(cm.Peers))
 	if m.Net, err = Listen(c, bind, cm.Peers); err != nil {
 		return nil, err
 	}

@@ -53,6 +53,12 @@ type Driver[M any] struct {
 	cfg   Config
 	reqs  chan request[M]
 	Counters
+
+	// Rejections are logged at most once a second, with how many went
+	// unlogged: a flood of bad messages must not become a flood of log
+	// lines (10,000 frames from a non-member once wrote 10,000 lines).
+	lastWarn time.Time
+	unwarned int
 }
 
 type request[M any] struct {
@@ -243,8 +249,24 @@ func (d *Driver[M]) receive(p transport.Packet, self node.ID) {
 	}
 	if err := d.m.Step(d.cfg.Clock.Now(), node.Envelope[M]{From: h.From, To: self, Msg: msg}); err != nil {
 		d.Rejected.Add(1)
-		d.cfg.Log.Warn("message rejected", "from", h.From, "err", err)
+		d.warn(h.From, err)
 	}
+}
+
+// warn logs a rejected message, at most once a second (on the driver
+// goroutine, whose clock it reads).
+func (d *Driver[M]) warn(from node.ID, err error) {
+	now := d.cfg.Clock.Now()
+	if now.Sub(d.lastWarn) < time.Second {
+		d.unwarned++
+		return
+	}
+	if d.unwarned > 0 {
+		d.cfg.Log.Warn("message rejected", "from", from, "err", err, "more_since_last", d.unwarned)
+	} else {
+		d.cfg.Log.Warn("message rejected", "from", from, "err", err)
+	}
+	d.lastWarn, d.unwarned = now, 0
 }
 
 // StatusReply is the answer to a status query.

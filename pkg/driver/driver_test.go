@@ -1,9 +1,12 @@
 package driver_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -217,5 +220,46 @@ func TestNoAmplification(t *testing.T) {
 	rep, err := driver.Query(context.Background(), qf, net.Endpoint(0xF0000003), []node.ID{1}, time.Second)
 	if err != nil || len(rep) != 1 || len(rep[1].Status) == 0 || rep[1].Truncated {
 		t.Fatalf("Query: %v %+v", err, rep)
+	}
+}
+
+// lineCounter counts the log lines written to it.
+type lineCounter struct{ n atomic.Int64 }
+
+func (l *lineCounter) Write(p []byte) (int, error) {
+	l.n.Add(int64(bytes.Count(p, []byte("\n"))))
+	return len(p), nil
+}
+
+// TestRejectionsLogSparingly: a flood of messages the machine rejects
+// (here from a non-member) is counted one by one but logged at most once
+// a second.
+func TestRejectionsLogSparingly(t *testing.T) {
+	net := transport.NewNetwork()
+	lines := &lineCounter{}
+	m, _ := election.New(election.Config{ID: 1, Peers: []node.ID{1}})
+	f, _ := wire.NewFramer("test", 1, 1, nil)
+	d := driver.New[election.Msg](m, election.Codec{}, net.Endpoint(1), driver.Config{Framer: f,
+		Log: slog.New(slog.NewTextHandler(lines, nil))})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx, func(node.Event) {}) }()
+	defer func() { cancel(); <-done }()
+	stranger := net.Endpoint(50)
+	sf, _ := wire.NewFramer("test", 50, 1, nil)
+	typ, body, _ := election.Codec{}.Marshal(election.Msg{Type: election.MsgHeartbeat, Leader: 50, Term: 1})
+	for i := 0; i < 2000; i++ {
+		frame, _ := sf.Seal(wire.FamilyElection, typ, 1, body)
+		stranger.Send(1, frame)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for d.Stats()["rejected_by_protocol"] < 2000 {
+		if time.Now().After(deadline) {
+			t.Fatalf("rejected %d of 2000", d.Stats()["rejected_by_protocol"])
+		}
+		time.Sleep(5 * time.Millisecond) // polling a counter
+	}
+	if n := lines.n.Load(); n > 5 {
+		t.Fatalf("2,000 rejections wrote %d log lines", n)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/roundtable-go/roundtable/pkg/node"
@@ -23,17 +24,23 @@ type TCP struct {
 	done  chan struct{}
 	once  sync.Once
 
-	mu    sync.Mutex
-	out   map[node.ID]*tcpConn
-	conns map[*tcpConn]struct{}
+	mu      sync.Mutex
+	out     map[node.ID]*tcpConn
+	conns   map[*tcpConn]struct{}
+	inbound int // accepted connections open
+
+	// AcceptErrors counts failed accepts (each retried after a pause);
+	// Refused counts connections closed at once for passing maxInbound.
+	AcceptErrors, Refused atomic.Uint64
 	// DialTimeout bounds each connection attempt (default 500ms).
 	DialTimeout time.Duration
 }
 
 type tcpConn struct {
-	mu sync.Mutex
-	c  net.Conn
-	rw io.ReadWriter // c, or raw I/O on c's descriptor (package rawio)
+	mu      sync.Mutex
+	c       net.Conn
+	rw      io.ReadWriter // c, or raw I/O on c's descriptor (package rawio)
+	inbound bool          // accepted, not dialled: its peer is unknown until a frame opens
 }
 
 func newTCPConn(c net.Conn) *tcpConn {
@@ -66,10 +73,15 @@ func ListenTCP(addr string, peers map[node.ID]string) (*TCP, error) {
 func (t *TCP) track(c *tcpConn) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	select {
-	case <-t.done:
+	if t.closed() {
 		return false
-	default:
+	}
+	if c.inbound {
+		if t.inbound >= maxInbound {
+			t.Refused.Add(1)
+			return false
+		}
+		t.inbound++
 	}
 	t.conns[c] = struct{}{}
 	return true
@@ -78,6 +90,9 @@ func (t *TCP) track(c *tcpConn) bool {
 func (t *TCP) forget(c *tcpConn) {
 	c.c.Close()
 	t.mu.Lock()
+	if _, ok := t.conns[c]; ok && c.inbound {
+		t.inbound--
+	}
 	delete(t.conns, c)
 	for id, o := range t.out {
 		if o == c {
@@ -87,18 +102,60 @@ func (t *TCP) forget(c *tcpConn) {
 	t.mu.Unlock()
 }
 
+// Bounds on what unauthenticated peers can hold of a TCP member: the
+// inbound connections open at once, how long an accepted connection may
+// stay silent before its first frame, and how long one frame may take once
+// it has begun.
+var (
+	maxInbound   = 512
+	firstFrame   = 5 * time.Second
+	frameArrives = 5 * time.Second
+)
+
 func (t *TCP) accept() {
+	var backoff time.Duration
 	for {
 		c, err := t.ln.Accept()
 		if err != nil {
-			return
+			select {
+			case <-t.done:
+				return
+			default:
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Out of descriptors (EMFILE) or another passing failure: wait
+			// and accept again, as net/http does, never give up listening.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			t.AcceptErrors.Add(1)
+			select {
+			case <-time.After(backoff):
+			case <-t.done:
+				return
+			}
+			continue
 		}
+		backoff = 0
 		tc := newTCPConn(c)
+		tc.inbound = true
 		if !t.track(tc) {
 			c.Close()
-			return
+			if t.closed() {
+				return
+			}
+			continue
 		}
 		go t.read(tc)
+	}
+}
+
+func (t *TCP) closed() bool {
+	select {
+	case <-t.done:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -107,11 +164,24 @@ func (t *TCP) read(c *tcpConn) {
 	// Buffered: a frame's length and body (and often the next frames)
 	// come in one read instead of two or more.
 	br := bufio.NewReader(c.rw)
+	var idle time.Time // no limit between frames, but before an accepted connection's first
+	if c.inbound {
+		idle = time.Now().Add(firstFrame)
+	}
 	for {
+		// A frame may be long in coming, but once begun it must arrive
+		// whole within frameArrives: a peer cannot hold buffers open with
+		// half-sent frames.
+		_ = c.c.SetReadDeadline(idle)
+		if _, err := br.Peek(1); err != nil {
+			return
+		}
+		_ = c.c.SetReadDeadline(time.Now().Add(frameArrives))
 		f, err := wire.ReadFrame(br)
 		if err != nil {
 			return
 		}
+		idle = time.Time{}
 		select {
 		case t.in <- Packet{Data: f, Reply: c.write}:
 		case <-t.done:

@@ -50,7 +50,7 @@ func LoadKey(path string) ([]byte, error) {
 type Counters struct {
 	Sent, Accepted                                             atomic.Uint64
 	Malformed, Version, Cluster, Auth, Unsealed, Stale, Replay atomic.Uint64
-	Misdirected                                                atomic.Uint64
+	Misdirected, Stranger                                      atomic.Uint64
 }
 
 // Snapshot returns the counters as a name → value map, for status output.
@@ -61,6 +61,7 @@ func (c *Counters) Snapshot() map[string]uint64 {
 		"dropped_cluster": c.Cluster.Load(), "dropped_auth": c.Auth.Load(),
 		"dropped_unsealed": c.Unsealed.Load(), "dropped_stale": c.Stale.Load(),
 		"dropped_replay": c.Replay.Load(), "dropped_misdirected": c.Misdirected.Load(),
+		"dropped_stranger": c.Stranger.Load(),
 	}
 }
 
@@ -80,6 +81,8 @@ func (c *Counters) count(err error) {
 		c.Stale.Add(1)
 	case errors.Is(err, ErrMisdirect):
 		c.Misdirected.Add(1)
+	case errors.Is(err, ErrStranger):
+		c.Stranger.Add(1)
 	case errors.Is(err, ErrReplay):
 		c.Replay.Add(1)
 	default:
@@ -100,6 +103,8 @@ type Framer struct {
 	Counters
 
 	now func() time.Time // for the incarnation bound; time.Now unless a test sets it
+
+	members map[node.ID]bool // with Only: the senders kept state for, beside clients
 
 	mu      sync.Mutex
 	peers   map[node.ID]*replayState
@@ -142,6 +147,18 @@ func NewFramer(cluster string, self node.ID, incarnation uint64, key []byte) (*F
 		}
 	}
 	return f, nil
+}
+
+// Only restricts the senders this Framer takes frames from to members
+// (and short-lived clients, whose IDs start at ClientIDBase and whose
+// state is bounded): a frame from anyone else is dropped before any state
+// is kept for it, so a flood of frames from made-up sender IDs costs no
+// memory. Call it before the Framer is in use.
+func (f *Framer) Only(members []node.ID) {
+	f.members = map[node.ID]bool{}
+	for _, m := range members {
+		f.members[m] = true
+	}
 }
 
 // Sealed reports whether this Framer seals and requires sealed frames.
@@ -199,6 +216,9 @@ func (f *Framer) open(frame []byte) (Header, []byte, error) {
 	}
 	if h.To != f.self {
 		return h, nil, ErrMisdirect
+	}
+	if f.members != nil && !f.members[h.From] && h.From < ClientIDBase {
+		return h, nil, ErrStranger
 	}
 	payload := frame[HeaderSize:]
 	switch {

@@ -67,6 +67,7 @@ var (
 	ErrReplay    = errors.New("wire: replayed sequence number")
 	ErrMisdirect = errors.New("wire: frame meant for another receiver")
 	ErrFuture    = errors.New("wire: incarnation from the future")
+	ErrStranger  = errors.New("wire: frame from a sender that is not a member")
 	ErrTooLarge  = errors.New("wire: frame too large")
 )
 

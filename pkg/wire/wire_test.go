@@ -264,3 +264,26 @@ func TestClientReplayStateBounded(t *testing.T) {
 		t.Fatalf("latest client's frame replayed: %v", err)
 	}
 }
+
+// TestStrangersCostNothing: with Only, frames from made-up sender IDs are
+// dropped before any state is kept (a million of them once grew a member
+// by 96 MB); clients' IDs are still served, within their bound.
+func TestStrangersCostNothing(t *testing.T) {
+	_, b := pair(t, nil)
+	b.Only([]node.ID{1, 2})
+	for i := 0; i < 10000; i++ {
+		f, _ := NewFramer("c", node.ID(100+i), 1, nil)
+		frame, _ := f.Seal(FamilyElection, 1, 2, nil)
+		if _, _, err := b.Open(frame); !errors.Is(err, ErrStranger) {
+			t.Fatalf("frame from %d: %v", 100+i, err)
+		}
+	}
+	client, _ := NewFramer("c", ClientIDBase+5, 1, nil)
+	frame, _ := client.Seal(FamilyControl, 1, 2, nil)
+	if _, _, err := b.Open(frame); err != nil {
+		t.Fatalf("a client's frame: %v", err)
+	}
+	if len(b.peers) != 1 || b.Stranger.Load() != 10000 {
+		t.Fatalf("state kept for %d senders, %d strangers counted", len(b.peers), b.Stranger.Load())
+	}
+}
