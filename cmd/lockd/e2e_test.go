@@ -181,9 +181,14 @@ func (c *cluster) run(daemon int, witnessFile string, hold time.Duration, extra 
 }
 
 func (c *cluster) runEnv(daemon int, witnessFile string, hold time.Duration, env []string, extra ...string) *client {
+	return c.runNamed(daemon, "L", witnessFile, hold, env, extra...)
+}
+
+// runNamed is runEnv for a lock of another name.
+func (c *cluster) runNamed(daemon int, name, witnessFile string, hold time.Duration, env []string, extra ...string) *client {
 	self, _ := os.Executable()
 	args := append([]string{"run", "--socket", c.sock(daemon), "--kill-grace", "200ms"}, extra...)
-	args = append(args, "L", "--", self)
+	args = append(args, name, "--", self)
 	cl := &client{cmd: exec.Command(lockdBin, args...)}
 	cl.cmd.Env = append(append(os.Environ(), "LOCKD_WITNESS="+witnessFile, "WITNESS_HOLD="+hold.String()), env...)
 	cl.cmd.Stderr = &cl.out
@@ -1001,5 +1006,22 @@ func TestClientsEndAgainstPausedDaemon(t *testing.T) {
 	err := waiter.Wait()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 128+int(syscall.SIGTERM) || time.Since(start) > 5*time.Second {
 		t.Fatalf("SIGTERM to a waiting lockd run: %v after %v", err, time.Since(start))
+	}
+}
+
+// TestCoordinatorDeathKeepsHolders: clients holding locks through the
+// other members keep them while the coordinator is SIGKILLed and a new one
+// takes over (they once all lost them: exit 76, "lease expired").
+func TestCoordinatorDeathKeepsHolders(t *testing.T) {
+	c := startDaemons(t, 3)
+	var clients []*client
+	for i, m := range []int{1, 2, 1} {
+		file := filepath.Join(c.Dir, fmt.Sprintf("witness-%d", i))
+		clients = append(clients, c.runNamed(m, fmt.Sprintf("L%d", i), file, 2*time.Second, nil))
+		clitest.WaitFor(t, 20*time.Second, func() bool { return len(readWitnessMaybe(file)) > 0 })
+	}
+	c.Ctl("kill", "3") // the coordinator (highest ID)
+	for i, cl := range clients {
+		cl.exits(t, 0, fmt.Sprintf("holder %d across the coordinator's death", i))
 	}
 }

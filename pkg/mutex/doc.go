@@ -21,8 +21,10 @@
 //
 //  1. A coordinator grants or renews only while a majority of the
 //     processes vouch for it. A vouch answers a ping and promises not to
-//     vouch for another coordinator for one lease L; the coordinator counts
-//     it valid until the ping's send time + 0.9·L. Two coordinators can
+//     vouch for another coordinator for P = L/2; the coordinator counts
+//     it valid until the ping's send time + 0.9·P. (P is half the lease so
+//     that a new coordinator has its majority, and learns of the holders,
+//     before holders that renew every L/8 see their 0.9·L leases end.) Two coordinators can
 //     therefore never both have a valid majority: bully may elect one per
 //     partition, but only the majority side grants.
 //  2. Grants are leases. A holder counts its lease from the moment it sent

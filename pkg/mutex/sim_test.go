@@ -130,16 +130,22 @@ func newWorld(seed uint64, n int, opts sim.Options, algo Algo, plant, regrant bo
 					// The client cannot reach a stopped daemon: it releases
 					// once the daemon runs again (if it still holds then).
 					w.s.At(w.s.Now().Add(10*time.Millisecond), release)
+				case w.lastWin[k] != at:
+					// Lost meanwhile, and asked again: releasing now would
+					// withdraw the new request, not this grant.
 				default:
 					w.s.Inject(id, Msg{Type: LocalRelease, Name: e.Name, Client: e.Client})
-					if w.lastWin[k] == at { // not lost (and asked again) meanwhile
-						w.later(id, e.Client, time.Duration(5+w.rng.IntN(60))*time.Millisecond)
-					}
+					w.later(id, e.Client, time.Duration(5+w.rng.IntN(60))*time.Millisecond)
 				}
 			}
 			w.s.At(at.Add(hold), release)
 		case LostEvent:
-			delete(w.wanting, clientKey(id, e.Client))
+			// The loss asks again; the pending release of the lost grant
+			// must not ask a second time (the client would then be counted
+			// as waiting with nothing queued).
+			k := clientKey(id, e.Client)
+			delete(w.wanting, k)
+			w.lastWin[k] = time.Time{}
 			w.later(id, e.Client, time.Duration(5+w.rng.IntN(60))*time.Millisecond)
 		case BusyEvent:
 			delete(w.wanting, clientKey(id, e.Client))
