@@ -121,7 +121,7 @@ func (c *client) hold(name string, grant Reply, sigs <-chan os.Signal, other <-c
 			switch {
 			case !ok:
 				return "the daemon went away"
-			case r.Event == "valid" && r.Name == name:
+			case r.Event == "valid" && (r.Name == "" || r.Name == name):
 				lease.Extend(r)
 			case r.Event == "lost" && r.Name == name:
 				return r.Reason

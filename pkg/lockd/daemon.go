@@ -471,10 +471,19 @@ func (d *daemon) keepalive(ctx context.Context) {
 				d.persisted = lamport
 			}
 		}
-		d.mu.Lock()
+		// One line per client, not per lock: every lock the client holds
+		// is good until at least the earliest of their leases (a client
+		// may hold thousands).
+		until := map[uint64]time.Time{}
 		for _, h := range holds {
-			if c := d.clients[h.Client]; c != nil {
-				c.Send(Reply{Event: "valid", Name: h.Name, Token: h.Token, UntilNS: h.Until.UnixNano()})
+			if u, ok := until[h.Client]; !ok || h.Until.Before(u) {
+				until[h.Client] = h.Until
+			}
+		}
+		d.mu.Lock()
+		for client, u := range until {
+			if c := d.clients[client]; c != nil {
+				c.Send(Reply{Event: "valid", UntilNS: u.UnixNano(), AtNS: now.UnixNano()})
 			}
 		}
 		d.mu.Unlock()

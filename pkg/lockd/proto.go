@@ -9,8 +9,8 @@
 //	{"op":"status"}
 //	{"op":"watch"}            (or "watch-cluster")
 //
-// and receives replies: acquired, busy, lost, valid (the lease on a held
-// lock is good until until_ns), status, error; a watcher also receives
+// and receives replies: acquired, busy, lost, valid (every lock the client
+// holds is good until until_ns; with a name, that lock), status, error; a watcher also receives
 // released and coordinator. A release is not answered: the daemon takes a
 // connection's requests in order. A connection is one client: when it
 // closes, every lock it holds or waits for is released.
@@ -47,6 +47,7 @@ type Reply struct {
 	Client      uint64          `json:"client,omitempty"` // the daemon's number for the connection
 	Node        uint32          `json:"node,omitempty"`   // the member whose client it is (watch --cluster)
 	UntilNS     int64           `json:"until_ns,omitempty"`
+	AtNS        int64           `json:"at_ns,omitempty"` // valid: when the daemon looked; it vouches for locks granted before`
 	Reason      string          `json:"reason,omitempty"`
 	Error       string          `json:"error,omitempty"`
 	Coordinator uint32          `json:"coordinator,omitempty"`
@@ -116,20 +117,27 @@ func ValidName(name string) error {
 // It is extended by the daemon's "valid" replies; if they stop (the daemon
 // is paused or dead) the client gives up when the time is out, without
 // waiting to be told.
-type Lease struct{ until, tick, settle time.Time }
+type Lease struct{ granted, until, tick, settle time.Time }
 
 // NewLease starts the lease of a grant. The checks' clock starts now too:
 // a process stopped before its first check must still find its first
 // check late, and read what the daemon sent meanwhile before deciding.
 func NewLease(grant Reply) *Lease {
-	l := &Lease{tick: time.Now()}
+	l := &Lease{tick: time.Now(), granted: time.Now()}
 	l.Extend(grant)
 	return l
 }
 
 // Extend takes a grant or "valid" reply: the daemon, on the same host,
 // says until when (its clock is this clock).
+//
+// A "valid" reply without a name speaks for every lock the client held
+// when the daemon looked (at_ns): a lock granted after that is not
+// extended by it.
 func (l *Lease) Extend(r Reply) {
+	if r.Event == "valid" && r.Name == "" && !l.granted.Before(time.Unix(0, r.AtNS)) {
+		return
+	}
 	if u := time.Unix(0, r.UntilNS); r.UntilNS > 0 && u.After(l.until) {
 		l.until = u
 	}

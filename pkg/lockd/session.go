@@ -190,8 +190,10 @@ func (s *session) reply(r Reply) bool {
 			return true
 		}
 	case "valid":
-		if h := s.holding[r.Name]; h != nil {
-			h.lease.Extend(r)
+		for name, h := range s.holding {
+			if r.Name == "" || r.Name == name {
+				h.lease.Extend(r)
+			}
 		}
 	case "lost":
 		if s.holding[r.Name] != nil {

@@ -252,10 +252,21 @@ func (m *central) sendAcquire(now time.Time, k reqKey, r *request) {
 	}
 }
 
-func (m *central) sendRenew(now time.Time, k reqKey, r *request) {
-	seq := m.stamp(now, r)
-	if m.coord != node.None {
-		m.send(m.coord, Msg{Type: MsgRenew, Term: m.term, Seq: seq, Name: k.name, Client: k.client, Token: r.token})
+// renewal stamps one held lock's renewal, for the next batch.
+func (m *central) renewal(now time.Time, k reqKey, r *request) LockRec {
+	return LockRec{Name: k.name, Node: m.cfg.ID, Client: k.client, Token: r.token, Attempt: m.stamp(now, r)}
+}
+
+// sendRenewals sends the due renewals in as few messages as fit: a member
+// may hold thousands of locks, each renewed every eighth of a lease.
+func (m *central) sendRenewals(recs []LockRec) {
+	if m.coord == node.None {
+		return
+	}
+	for len(recs) > 0 {
+		n := fit(recs, listBudget)
+		m.send(m.coord, Msg{Type: MsgRenew, Term: m.term, Locks: recs[:n]})
+		recs = recs[n:]
 	}
 }
 
@@ -285,14 +296,16 @@ func (m *central) afterElection(now time.Time) {
 			m.stopLeading()
 		}
 		// Tell the new coordinator at once what we wait for and hold.
+		var renewals []LockRec
 		for _, k := range m.sortedReqs() {
 			r := m.reqs[k]
 			if r.held {
-				m.sendRenew(now, k, r)
+				renewals = append(renewals, m.renewal(now, k, r))
 			} else {
 				m.sendAcquire(now, k, r)
 			}
 		}
+		m.sendRenewals(renewals)
 	}
 	m.drainLoopback(now)
 }
@@ -388,13 +401,19 @@ func (m *central) handle(now time.Time, from node.ID, msg Msg) {
 		}
 	case MsgRenew:
 		if m.leading {
-			m.onRenew(now, from, msg)
+			m.onRenews(now, from, msg)
 		}
 	case MsgRelease:
 		if m.leading {
 			m.onRelease(now, from, msg)
 		}
-	case MsgGrant, MsgBusy, MsgRenewAck, MsgRevoked:
+	case MsgRenewAck:
+		// Renewals travel in batches (see renewDue): one record per lock,
+		// the renewal's Seq in Attempt.
+		for _, rec := range msg.Locks {
+			m.onReply(now, from, Msg{Type: MsgRenewAck, Term: msg.Term, Seq: rec.Attempt, Name: rec.Name, Client: rec.Client, Token: rec.Token})
+		}
+	case MsgGrant, MsgBusy, MsgRevoked:
 		m.onReply(now, from, msg)
 	}
 }
@@ -426,7 +445,14 @@ func (m *central) report(now time.Time, to node.ID) {
 		}
 		recs = append(recs, rec)
 	}
-	m.send(to, Msg{Type: MsgReport, Term: m.term, Locks: recs})
+	// In as many messages as it takes: a member may hold thousands of
+	// locks, and every frame is bounded (the coordinator takes each record
+	// on its own).
+	for len(recs) > 0 {
+		n := fit(recs, listBudget)
+		m.send(to, Msg{Type: MsgReport, Term: m.term, Locks: recs[:n]})
+		recs = recs[n:]
+	}
 }
 
 func (m *central) onReply(now time.Time, from node.ID, msg Msg) {
@@ -596,19 +622,37 @@ func (m *central) grantNext(now time.Time, name string) {
 	m.send(w.node, Msg{Type: MsgGrant, Term: m.term, Seq: w.seq, Name: name, Client: w.client, Token: tok, Attempt: w.attempt})
 }
 
-func (m *central) onRenew(now time.Time, from node.ID, msg Msg) {
-	l := m.locks[msg.Name]
-	if l == nil || !l.holds(from, msg.Client) || l.holder.token != msg.Token {
-		if m.active && (m.reported[msg.Name] || m.opened) {
-			m.send(from, Msg{Type: MsgRevoked, Term: m.term, Name: msg.Name, Client: msg.Client, Token: msg.Token})
+// onRenews takes a batch of renewals and answers the ones it extends in
+// batches of its own.
+func (m *central) onRenews(now time.Time, from node.ID, msg Msg) {
+	var acks []LockRec
+	for _, rec := range msg.Locks {
+		if m.renew(now, from, rec) {
+			acks = append(acks, rec)
 		}
-		return
+	}
+	for len(acks) > 0 {
+		n := fit(acks, listBudget)
+		m.send(from, Msg{Type: MsgRenewAck, Term: m.term, Locks: acks[:n]})
+		acks = acks[n:]
+	}
+}
+
+// renew extends one holder's lease, if it still holds; a holder this
+// coordinator knows to be gone is told its lock is revoked.
+func (m *central) renew(now time.Time, from node.ID, rec LockRec) bool {
+	l := m.locks[rec.Name]
+	if l == nil || !l.holds(from, rec.Client) || l.holder.token != rec.Token {
+		if m.active && (m.reported[rec.Name] || m.opened) {
+			m.send(from, Msg{Type: MsgRevoked, Term: m.term, Name: rec.Name, Client: rec.Client, Token: rec.Token})
+		}
+		return false
 	}
 	if !m.majority(now) {
-		return
+		return false
 	}
 	l.holder.expires = laterOf(l.holder.expires, now.Add(m.cfg.Lease))
-	m.send(from, Msg{Type: MsgRenewAck, Term: m.term, Seq: msg.Seq, Name: msg.Name, Client: msg.Client, Token: msg.Token})
+	return true
 }
 
 func (m *central) onRelease(now time.Time, from node.ID, msg Msg) {
@@ -629,6 +673,7 @@ func (m *central) onRelease(now time.Time, from node.ID, msg Msg) {
 func (m *central) Tick(now time.Time) {
 	m.el.Tick(now)
 	m.afterElection(now)
+	var renewals []LockRec
 	for _, k := range m.sortedReqs() {
 		r := m.reqs[k]
 		switch {
@@ -637,12 +682,16 @@ func (m *central) Tick(now time.Time) {
 			if m.coord != node.None {
 				m.send(m.coord, Msg{Type: MsgRelease, Term: m.term, Name: k.name, Client: k.client, Token: r.token, Attempt: r.attempt})
 			}
-		case !now.Before(r.next) && r.held:
-			m.sendRenew(now, k, r)
+		case r.held && !now.Before(r.next.Add(-m.cfg.Lease/32)):
+			// Renewals due within the next 1/32 of a lease go now too:
+			// they travel together, and the machine wakes once per batch
+			// rather than once per lock (a member may hold thousands).
+			renewals = append(renewals, m.renewal(now, k, r))
 		case !now.Before(r.next):
 			m.sendAcquire(now, k, r)
 		}
 	}
+	m.sendRenewals(renewals)
 	if m.leading {
 		m.coordinatorTick(now)
 	}
@@ -655,9 +704,13 @@ func (m *central) coordinatorTick(now time.Time) {
 		m.pingSent[m.pingSeq] = now
 		delete(m.pingSent, m.pingSeq-16)
 		table := m.summary()
+		// The table rides along for followers' status only: as much of it
+		// as fits, so that the ping, which carries the coordinator's
+		// authority, always fits a frame.
+		shown := table[:fit(table, listBudget)]
 		for _, p := range m.cfg.Peers {
 			if p != m.cfg.ID {
-				m.send(p, Msg{Type: MsgPing, Term: m.term, Seq: m.pingSeq, Locks: table})
+				m.send(p, Msg{Type: MsgPing, Term: m.term, Seq: m.pingSeq, Locks: shown})
 			}
 		}
 		m.table = table

@@ -1,6 +1,7 @@
 package mutex
 
 import (
+	"encoding/binary"
 	"fmt"
 	"slices"
 
@@ -24,8 +25,8 @@ const (
 	MsgAcquire  MsgType = 36 // → coordinator: Name for Client; resent every lease/4 while waiting
 	MsgGrant    MsgType = 37 // → requester: Name is yours with Token (Seq: which Acquire copy was answered)
 	MsgBusy     MsgType = 38 // → requester: Name is held and the request was non-blocking
-	MsgRenew    MsgType = 39 // holder → coordinator: extend the lease on Token
-	MsgRenewAck MsgType = 40 // → holder: lease extended (Seq: which Renew)
+	MsgRenew    MsgType = 39 // holder → coordinator: extend the leases of Locks (each: Token, and in Attempt which renewal)
+	MsgRenewAck MsgType = 40 // → holder: the leases of Locks extended (Attempt echoed)
 	MsgRelease  MsgType = 41 // → coordinator: done with Token, or no longer waiting
 	MsgRevoked  MsgType = 42 // → holder: the coordinator does not know this grant any more
 
@@ -107,6 +108,24 @@ const (
 	// maxMembers bounds a token's recipient list (k+1 ≤ n).
 	maxMembers = 1024
 )
+
+// listBudget bounds the bytes of lock records one message carries, well
+// inside a frame (wire.MaxFrame, 60 KiB) with room for the header, the
+// seal and the other fields.
+const listBudget = 32 * 1024
+
+// fit is how many of recs, from the first, one message carries: at most
+// maxLocks, within listBudget bytes (at least one).
+func fit(recs []LockRec, budget int) int {
+	size := 0
+	for i, r := range recs {
+		size += len(r.Name) + 4*binary.MaxVarintLen64
+		if i == maxLocks || i > 0 && size > budget {
+			return i
+		}
+	}
+	return len(recs)
+}
 
 // Codec encodes lockd messages.
 type Codec struct{}
