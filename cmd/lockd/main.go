@@ -120,7 +120,9 @@ signal arrives, for coprocesses in shell scripts:
 
    acquire NAME [D]   wait for NAME, at most D (5s, 500ms) if given:
                       'acquired NAME token T', or 'timeout NAME'
-   try NAME           do not wait: 'acquired NAME token T' or 'busy NAME'
+   try NAME           do not wait: 'acquired NAME token T', 'busy NAME', or
+                      'unavailable NAME (reason)' when the service cannot
+                      decide now (no coordinator or no quorum yet)
    release NAME       'released NAME token T'
 
 For scripts that take locks in a loop: the session is one process and one

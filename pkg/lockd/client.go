@@ -71,6 +71,10 @@ func (c *client) acquire(o WaitOpts, name string, sigs <-chan os.Signal) (Reply,
 		defer t.Stop()
 		expire = t.C
 	}
+	// A wait that is still a wait after a second says so on stderr if the
+	// daemon has no quorum: the script's author should know it may last.
+	check := time.NewTimer(time.Second)
+	defer check.Stop()
 	for {
 		select {
 		case r, ok := <-c.replies:
@@ -82,11 +86,17 @@ func (c *client) acquire(o WaitOpts, name string, sigs <-chan os.Signal) (Reply,
 				return r, nil
 			case "busy":
 				return Reply{}, cli.Exitf(o.Conflict, "%s is held by another process", name)
+			case "unavailable":
+				return Reply{}, cli.Exitf(cli.ExitUnavailable, "%s: the lock service cannot decide now: %s", name, r.Reason)
 			case "error":
 				return Reply{}, cli.Exitf(cli.ExitUsage, "%s", r.Error)
 			}
 		case s := <-sigs:
 			return Reply{}, &cli.ExitError{Code: cli.SignalCode(s)}
+		case <-check.C:
+			if st, err := status(o.Socket); err == nil && st.Quorum != nil && !*st.Quorum {
+				fmt.Fprintf(os.Stderr, "lockd: waiting for %s: the daemon has no quorum (no coordinator with a majority, or too few members alive)\n", name)
+			}
 		case <-expire:
 			if noQuorum(o.Socket) {
 				return Reply{}, cli.Exitf(cli.ExitUnavailable, "timed out waiting for %s: the daemon has no quorum", name)

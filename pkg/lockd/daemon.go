@@ -310,6 +310,8 @@ func (d *daemon) dispatch(ev node.Event) {
 		r, client = Reply{Event: "acquired", Name: e.Name, Token: e.Token, UntilNS: time.Now().Add(e.Valid).UnixNano()}, e.Client
 	case mutex.BusyEvent:
 		r, client = Reply{Event: "busy", Name: e.Name}, e.Client
+	case mutex.UnavailableEvent:
+		r, client = Reply{Event: "unavailable", Name: e.Name, Reason: e.Reason}, e.Client
 	case mutex.LostEvent:
 		r, client = Reply{Event: "lost", Name: e.Name, Token: e.Token, Reason: e.Reason}, e.Client
 	case mutex.ReleasedEvent:
@@ -320,7 +322,7 @@ func (d *daemon) dispatch(ev node.Event) {
 		return
 	}
 	d.mu.Lock()
-	if r.Event == "busy" || r.Event == "lost" {
+	if r.Event == "busy" || r.Event == "lost" || r.Event == "unavailable" {
 		if names := d.names[client]; names != nil {
 			delete(names, r.Name)
 		}

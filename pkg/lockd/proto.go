@@ -63,6 +63,8 @@ func (r Reply) String() string {
 		return fmt.Sprintf("lost %s token %d (%s)", r.Name, r.Token, r.Reason)
 	case "busy", "timeout":
 		return r.Event + " " + r.Name
+	case "unavailable":
+		return fmt.Sprintf("unavailable %s (%s)", r.Name, r.Reason)
 	case "coordinator":
 		return fmt.Sprintf("coordinator %d term %d", r.Coordinator, r.Term)
 	case "error":

@@ -183,7 +183,7 @@ func (s *session) reply(r Reply) bool {
 			s.say(r)
 			return true
 		}
-	case "busy", "error":
+	case "busy", "unavailable", "error":
 		if s.pending != "" && (r.Name == s.pending || r.Event == "error") {
 			s.answered()
 			s.say(r)

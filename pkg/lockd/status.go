@@ -104,6 +104,9 @@ func Status(socket string, out *cli.Output) error {
 // head is the status's first line: the member and its algorithm's state.
 func (st *memberStatus) head() string {
 	head := fmt.Sprintf("daemon %d algo %s", st.ID, st.Algo)
+	if st.Quorum != nil {
+		head += map[bool]string{true: " quorum yes", false: " quorum no"}[*st.Quorum]
+	}
 	switch st.Algo {
 	case "central":
 		head += fmt.Sprintf(" coordinator %d term %d", st.Coordinator, st.Term)

@@ -20,6 +20,7 @@ type reqKey struct {
 type request struct {
 	attempt    uint64
 	nonBlock   bool
+	asked      time.Time // when the client asked
 	held       bool
 	token      uint64
 	seq        uint64
@@ -214,8 +215,13 @@ func (m *central) local(now time.Time, msg Msg) error {
 		if _, dup := m.reqs[k]; dup {
 			return fmt.Errorf("mutex: client %d already holds or waits for %q", msg.Client, msg.Name)
 		}
+		if msg.NonBlock && m.coord == node.None {
+			m.events = append(m.events, UnavailableEvent{Event: "unavailable", Name: msg.Name, Client: msg.Client,
+				Reason: "no coordinator yet"})
+			return nil
+		}
 		m.attempts++
-		r := &request{attempt: m.attempts, nonBlock: msg.NonBlock, sent: map[uint64]time.Time{}}
+		r := &request{attempt: m.attempts, nonBlock: msg.NonBlock, sent: map[uint64]time.Time{}, asked: now}
 		m.reqs[k] = r
 		m.sendAcquire(now, k, r)
 	case LocalRelease:
@@ -413,7 +419,7 @@ func (m *central) handle(now time.Time, from node.ID, msg Msg) {
 		for _, rec := range msg.Locks {
 			m.onReply(now, from, Msg{Type: MsgRenewAck, Term: msg.Term, Seq: rec.Attempt, Name: rec.Name, Client: rec.Client, Token: rec.Token})
 		}
-	case MsgGrant, MsgBusy, MsgRevoked:
+	case MsgGrant, MsgBusy, MsgRevoked, MsgUnavailable:
 		m.onReply(now, from, msg)
 	}
 }
@@ -485,6 +491,12 @@ func (m *central) onReply(now time.Time, from node.ID, msg Msg) {
 		if !r.held && r.nonBlock && msg.Attempt == r.attempt {
 			delete(m.reqs, k)
 			m.events = append(m.events, BusyEvent{Event: "busy", Name: k.name, Client: k.client})
+		}
+	case MsgUnavailable:
+		if !r.held && r.nonBlock && msg.Attempt == r.attempt {
+			delete(m.reqs, k)
+			m.events = append(m.events, UnavailableEvent{Event: "unavailable", Name: k.name, Client: k.client,
+				Reason: "the coordinator cannot grant yet: it is taking over, or has no majority"})
 		}
 	case MsgRenewAck:
 		if r.held && known && msg.Token == r.token {
@@ -592,10 +604,11 @@ func (m *central) onAcquire(now time.Time, from node.ID, msg Msg) {
 	}
 	l.queue[i].seq, l.queue[i].lastSeen, l.queue[i].attempt = msg.Seq, now, msg.Attempt
 	if msg.NonBlock && !m.grantable(now, msg.Name) && i == 0 && l.holder == nil {
-		// Not able to grant yet (takeover in progress): answer busy
-		// rather than leave a non-blocking caller hanging.
+		// Not able to grant yet (takeover in progress, or no majority):
+		// say so rather than leave a non-blocking caller hanging, and
+		// not as "busy": nobody may hold the name.
 		l.queue = l.queue[1:]
-		m.send(from, Msg{Type: MsgBusy, Term: m.term, Seq: msg.Seq, Name: msg.Name, Client: msg.Client, Attempt: msg.Attempt})
+		m.send(from, Msg{Type: MsgUnavailable, Term: m.term, Seq: msg.Seq, Name: msg.Name, Client: msg.Client, Attempt: msg.Attempt})
 		return
 	}
 	m.grantNext(now, msg.Name)
@@ -687,6 +700,15 @@ func (m *central) Tick(now time.Time) {
 			// they travel together, and the machine wakes once per batch
 			// rather than once per lock (a member may hold thousands).
 			renewals = append(renewals, m.renewal(now, k, r))
+		case r.nonBlock && !r.held && now.Sub(r.asked) >= m.cfg.Lease/2:
+			// A non-blocking request the coordinator never answered: it
+			// is out of reach (this member is cut off, or it is gone).
+			delete(m.reqs, k)
+			if m.coord != node.None {
+				m.send(m.coord, Msg{Type: MsgRelease, Term: m.term, Name: k.name, Client: k.client, Attempt: r.attempt})
+			}
+			m.events = append(m.events, UnavailableEvent{Event: "unavailable", Name: k.name, Client: k.client,
+				Reason: "no answer from the coordinator"})
 		case !now.Before(r.next):
 			m.sendAcquire(now, k, r)
 		}

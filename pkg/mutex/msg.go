@@ -50,7 +50,10 @@ const (
 	MsgVRelease MsgType = 55 // → coordinators: give the vote back
 	MsgVAlive   MsgType = 56 // → all, periodically: failure detection
 
-	msgLast = MsgVAlive
+	// Central again.
+	MsgUnavailable MsgType = 57 // → requester: a non-blocking request cannot be decided now (takeover, no majority)
+
+	msgLast = MsgUnavailable
 
 	// Local requests (From == self), never on the wire.
 	LocalAcquire MsgType = 64
@@ -62,7 +65,7 @@ var msgNames = map[MsgType]string{MsgPing: "ping", MsgVouch: "vouch", MsgCollect
 	MsgRelease: "release", MsgRevoked: "revoked", MsgRARequest: "ra-request", MsgRAOK: "ra-ok",
 	MsgRADeny: "ra-deny", MsgRAAlive: "ra-alive", MsgTRToken: "tr-token", MsgTRAck: "tr-ack", MsgTRAlive: "tr-alive",
 	MsgVRequest: "v-request", MsgVGrant: "v-grant", MsgVDeny: "v-deny", MsgVConfirm: "v-confirm", MsgVAck: "v-ack",
-	MsgVRelease: "v-release", MsgVAlive: "v-alive",
+	MsgVRelease: "v-release", MsgVAlive: "v-alive", MsgUnavailable: "unavailable",
 	LocalAcquire: "local-acquire", LocalRelease: "local-release"}
 
 func (t MsgType) String() string {

@@ -122,6 +122,21 @@ type BusyEvent struct {
 func (e BusyEvent) Kind() string   { return "busy" }
 func (e BusyEvent) String() string { return fmt.Sprintf("busy %s", e.Name) }
 
+// UnavailableEvent: a non-blocking request cannot be decided now — no
+// coordinator, no quorum, or a new coordinator still taking over — which
+// is not the same as Name being held.
+type UnavailableEvent struct {
+	Event  string `json:"event"` // "unavailable"
+	Name   string `json:"name"`
+	Client uint64 `json:"client"`
+	Reason string `json:"reason"`
+}
+
+func (e UnavailableEvent) Kind() string { return "unavailable" }
+func (e UnavailableEvent) String() string {
+	return fmt.Sprintf("unavailable %s (%s)", e.Name, e.Reason)
+}
+
 // LostEvent: Client's lease on Name ran out or was revoked.
 type LostEvent struct {
 	Event  string `json:"event"` // "lost"

@@ -150,6 +150,9 @@ func newWorld(seed uint64, n int, opts sim.Options, algo Algo, plant, regrant bo
 		case BusyEvent:
 			delete(w.wanting, clientKey(id, e.Client))
 			w.later(id, e.Client, time.Duration(5+w.rng.IntN(60))*time.Millisecond)
+		case UnavailableEvent:
+			delete(w.wanting, clientKey(id, e.Client))
+			w.later(id, e.Client, time.Duration(5+w.rng.IntN(60))*time.Millisecond)
 		}
 		return nil
 	}

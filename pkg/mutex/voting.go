@@ -269,6 +269,12 @@ func (v *voting) ask(now time.Time, name string, w *voteWant) {
 		}
 	}
 	if len(asked) < v.m {
+		if w.nonBlock {
+			v.events = append(v.events, UnavailableEvent{Event: "unavailable", Name: name, Client: w.client,
+				Reason: fmt.Sprintf("no quorum: fewer than %d members alive", v.m)})
+			v.pop(now, name)
+			return
+		}
 		w.phase, w.next = voteIdle, now.Add(v.cfg.Lease/4) // no quorum alive: wait
 		return
 	}
