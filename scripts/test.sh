@@ -43,6 +43,8 @@ command -v ps >/dev/null 2>&1 || missing+=(procps)
 command -v ss >/dev/null 2>&1 || missing+=(iproute2)
 # chronyd for the clocksync interoperability tests (run with -Q or -x only)
 command -v chronyd >/dev/null 2>&1 || [ -x /usr/sbin/chronyd ] || missing+=(chrony)
+# iptables for the real-partition tests (scripts/netsplit.sh; they skip without root)
+command -v iptables >/dev/null 2>&1 || [ -x /usr/sbin/iptables ] || missing+=(iptables)
 if [ ${#missing[@]} -gt 0 ]; then apt_install "${missing[@]}"; fi
 go version
 go mod download

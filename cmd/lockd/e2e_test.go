@@ -1013,11 +1013,13 @@ func TestClientsEndAgainstPausedDaemon(t *testing.T) {
 // other members keep them while the coordinator is SIGKILLed and a new one
 // takes over (they once all lost them: exit 76, "lease expired").
 func TestCoordinatorDeathKeepsHolders(t *testing.T) {
-	c := startDaemons(t, 3)
+	// A 3 s lease (the election stays at 200 ms): the margins scale with
+	// the lease, and a loaded test machine must not eat them.
+	c := startDaemons(t, 3, "--lease", "3s")
 	var clients []*client
 	for i, m := range []int{1, 2, 1} {
 		file := filepath.Join(c.Dir, fmt.Sprintf("witness-%d", i))
-		clients = append(clients, c.runNamed(m, fmt.Sprintf("L%d", i), file, 2*time.Second, nil))
+		clients = append(clients, c.runNamed(m, fmt.Sprintf("L%d", i), file, 6*time.Second, nil))
 		clitest.WaitFor(t, 20*time.Second, func() bool { return len(readWitnessMaybe(file)) > 0 })
 	}
 	c.Ctl("kill", "3") // the coordinator (highest ID)
@@ -1035,7 +1037,10 @@ func TestTenThousandLocks(t *testing.T) {
 	if testing.Short() {
 		t.Skip("10,000 locks")
 	}
-	c := startDaemons(t, 3, "--lease", "2s")
+	// Long leases and a slow election: the property is that the state fits
+	// in frames, and a loaded test machine must not turn slowness into
+	// failovers.
+	c := startDaemons(t, 3, "--lease", "4s", "--election-timeout", "2s", "--heartbeat", "250ms")
 	var in strings.Builder
 	const n = 10000
 	for i := 0; i < n; i++ {
@@ -1076,7 +1081,7 @@ func TestTenThousandLocks(t *testing.T) {
 	}
 	// Three leases of holding all of them: a loss would be the session's
 	// next line, before the answer to the release below.
-	time.Sleep(6 * time.Second) // the observation period, not a synchronisation
+	time.Sleep(12 * time.Second) // the observation period, not a synchronisation
 	if out, err := exec.Command(lockdBin, "status", "--socket", c.sock(2)).Output(); err != nil || strings.Count(string(out), "\n") < 2 {
 		t.Fatalf("status beside 10,000 locks: %v, %d lines", err, strings.Count(string(out), "\n"))
 	}

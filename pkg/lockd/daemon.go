@@ -418,7 +418,7 @@ func (d *daemon) control(from node.ID, typ uint8, body []byte) {
 }
 
 // askForEvents asks every other member for its clients' events, while
-// this member has a cluster-wide watcher: keepalive calls it every quarter
+// this member has a cluster-wide watcher: keepalive calls it every eighth of a
 // lease, and at once when the first such watcher arrives. A member forgets
 // a request after a lease, so the events stop soon after the last watcher
 // leaves. The events travel as datagrams: a lost one is missing from the
@@ -438,11 +438,14 @@ func (d *daemon) askForEvents() {
 }
 
 // keepalive tells each holding client how much longer its lease is good
-// for, every quarter lease. A client that stops hearing this (the daemon
+// for, every eighth of a lease. A client that stops hearing this (the daemon
 // is paused or dead) gives the lock up on its own when that time is out.
 // It also renews this member's requests for the others' events.
 func (d *daemon) keepalive(ctx context.Context) {
-	t := time.NewTicker(d.lease / 4)
+	// An eighth of a lease: a holder's lease is extended on the member an
+	// eighth of a lease apart, and across a coordinator's failover the
+	// client must hear of the new extension before the old one runs out.
+	t := time.NewTicker(d.lease / 8)
 	defer t.Stop()
 	for {
 		select {

@@ -64,6 +64,7 @@ type central struct {
 	promised      node.ID
 	promisedTerm  uint64
 	promisedUntil time.Time
+	clock         time.Time // the latest time given to Step or Tick, for Status
 	table         []LockRec // the coordinator's latest summary, for status
 
 	// coordinator state
@@ -165,9 +166,17 @@ func (m *central) Status() any {
 	}
 	return map[string]any{"id": m.cfg.ID, "algo": m.cfg.Algo.String(), "coordinator": m.coord, "term": m.term,
 		"leading": m.leading, "active": m.active, "locks": locks,
-		// A coordinator without a majority, or a member following none,
+		// A coordinator without a majority, or a member that follows
+		// none (or has not heard its coordinator's ping for a promise),
 		// cannot grant: clients that time out say "no quorum".
-		"quorum": m.coord != node.None && (!m.leading || m.active)}
+		"quorum": m.quorum(m.clock)}
+}
+
+func (m *central) quorum(now time.Time) bool {
+	if m.leading {
+		return m.active && m.majority(now)
+	}
+	return m.coord != node.None && now.Before(m.promisedUntil)
 }
 
 func (m *central) send(to node.ID, msg Msg) {
@@ -181,6 +190,7 @@ func (m *central) send(to node.ID, msg Msg) {
 
 // Step implements node.Machine.
 func (m *central) Step(now time.Time, in node.Envelope[Msg]) error {
+	m.clock = now
 	if in.From == m.cfg.ID {
 		return m.local(now, in.Msg)
 	}
@@ -396,6 +406,16 @@ func (m *central) handle(now time.Time, from node.ID, msg Msg) {
 	case MsgCollect:
 		if from == m.coord && msg.Term == m.term {
 			m.report(now, from)
+			// And renew at once, right behind the report (which installs
+			// the holders): a holder should not wait for its next renewal
+			// to learn that the new coordinator keeps its lease.
+			var renewals []LockRec
+			for _, k := range m.sortedReqs() {
+				if r := m.reqs[k]; r.held && now.Before(r.validUntil) {
+					renewals = append(renewals, m.renewal(now, k, r))
+				}
+			}
+			m.sendRenewals(renewals)
 		}
 	case MsgReport:
 		if m.leading && msg.Term == m.term {
@@ -684,6 +704,7 @@ func (m *central) onRelease(now time.Time, from node.ID, msg Msg) {
 
 // Tick implements node.Machine.
 func (m *central) Tick(now time.Time) {
+	m.clock = now
 	m.el.Tick(now)
 	m.afterElection(now)
 	var renewals []LockRec
