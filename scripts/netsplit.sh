@@ -18,13 +18,15 @@
 #   netsplit.sh heal -d DIR              remove every drop rule
 #   netsplit.sh exec ID -d DIR -- CMD... run CMD inside member ID's namespace
 #   netsplit.sh kill ID | stop ID -d DIR SIGKILL | SIGTERM member ID
+#   netsplit.sh pause ID | resume ID -d DIR  SIGSTOP | SIGCONT member ID
+#   netsplit.sh restart ID -d DIR        start member ID again, as up did
 #   netsplit.sh down -d DIR              stop the members, remove the namespaces
 #
 # Exit codes: 64 usage, 69 not root or ip/iptables missing (tests skip),
 # 1 a step failed.
 set -euo pipefail
 
-help() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; }
+help() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; }
 die() { echo "netsplit.sh: $1" >&2; exit "${2:-1}"; }
 
 cmd=${1:-}; [ -n "$cmd" ] || { help >&2; exit 64; }; shift
@@ -35,7 +37,7 @@ command -v iptables >/dev/null 2>&1 || die "needs iptables" 69
 
 n=3; dir=""; arg1=""; arg2=""
 case "$cmd" in
-  partition|isolate|exec|kill|stop) arg1=${1:-}; [ -n "$arg1" ] || die "$cmd needs an argument" 64; shift;;
+  partition|isolate|exec|kill|stop|pause|resume|restart) arg1=${1:-}; [ -n "$arg1" ] || die "$cmd needs an argument" 64; shift;;
   oneway) arg1=${1:-}; arg2=${2:-}; [ -n "$arg2" ] || die "oneway needs A and B" 64; shift 2;;
 esac
 while [ $# -gt 0 ]; do
@@ -60,6 +62,20 @@ ns() { echo "rt$tag-$1"; }
 addr() { echo "10.$tag.0.$1"; }
 members() { ls "$dir"/*.ns 2>/dev/null | sed 's|.*/||; s|\.ns$||' | sort -n; }
 in_ns() { local id=$1; shift; ip netns exec "$(ns "$id")" "$@"; }
+
+alive() { # pid: running, and not a zombie left for a parent to reap
+  kill -0 "$1" 2>/dev/null && [ "$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null)" != Z ]
+}
+
+start_member() { # id: start it in its namespace with the command saved by up
+  local cmdline
+  source "$dir/$1.cmd"
+  rm -f "$dir/$1.ready"
+  # ip itself, not a function, in the background: bash execs it, and ip
+  # execs the member, so $! is the member's own process ID.
+  ip netns exec "$(ns "$1")" "${cmdline[@]}" >>"$dir/$1.out" 2>>"$dir/$1.log" &
+  echo $! >"$dir/$1.pid"
+}
 
 drop() { # from to: member "to" drops what "from" sends
   in_ns "$2" iptables -A INPUT -s "$(addr "$1")" -j DROP
@@ -92,10 +108,9 @@ case "$cmd" in
       sub=""; if [ $# -gt 0 ] && [[ "$1" != -* ]]; then sub=$1; shift; fi
       for i in $(seq 1 "$n"); do
         args=(); for a in "$@"; do args+=("${a//\{id\}/$i}"); done
-        rm -f "$dir/$i.ready"
-        in_ns "$i" "$bin" $sub --id "$i" --peers "@$dir/peers" --key-file "$dir/key" \
-          --ready-file "$dir/$i.ready" "${args[@]}" >"$dir/$i.out" 2>"$dir/$i.log" &
-        echo $! >"$dir/$i.pid"
+        cmdline=("$bin" $sub --id "$i" --peers "@$dir/peers" --key-file "$dir/key" --ready-file "$dir/$i.ready" "${args[@]}")
+        declare -p cmdline >"$dir/$i.cmd"
+        start_member "$i"
       done
       deadline=$(( $(date +%s) + 15 ))
       for i in $(seq 1 "$n"); do
@@ -124,9 +139,19 @@ case "$cmd" in
   exec)
     in_ns "$arg1" "$@"
     ;;
-  kill|stop)
-    sig=KILL; [ "$cmd" = stop ] && sig=TERM
+  kill|stop|pause|resume)
+    case "$cmd" in kill) sig=KILL;; stop) sig=TERM;; pause) sig=STOP;; resume) sig=CONT;; esac
     kill -s "$sig" "$(cat "$dir/$arg1.pid")" 2>/dev/null || true
+    ;;
+  restart)
+    [ -f "$dir/$arg1.cmd" ] || die "no member $arg1 in $dir" 64
+    if alive "$(cat "$dir/$arg1.pid")"; then die "member $arg1 is still running" 1; fi
+    start_member "$arg1"
+    deadline=$(( $(date +%s) + 15 ))
+    until [ -f "$dir/$arg1.ready" ]; do
+      [ "$(date +%s)" -lt "$deadline" ] || die "member $arg1 not ready (see $dir/$arg1.log)" 69
+      sleep 0.02
+    done
     ;;
   down)
     for i in $(members); do
@@ -134,9 +159,11 @@ case "$cmd" in
     done
     for i in $(members); do
       if [ -f "$dir/$i.pid" ]; then
-        for _ in $(seq 1 100); do kill -0 "$(cat "$dir/$i.pid")" 2>/dev/null || break; sleep 0.02; done
-        kill -9 "$(cat "$dir/$i.pid")" 2>/dev/null || true
+        for _ in $(seq 1 100); do alive "$(cat "$dir/$i.pid")" || break; sleep 0.02; done
       fi
+      # Whatever still runs in the namespace goes with it: nothing is left
+      # behind.
+      ip netns pids "$(ns "$i")" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
       ip netns del "$(ns "$i")" 2>/dev/null || true
       rm -f "$dir/$i.ns"
     done

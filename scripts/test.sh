@@ -3,7 +3,7 @@
 # suite: formatting, vet, unit/simulator/multi-process tests with -race,
 # and a short fuzzing pass over every decoder.
 #
-#   scripts/test.sh            everything (about 9 minutes on 2 cores)
+#   scripts/test.sh            everything (about 12 minutes on 2 cores)
 #   FUZZTIME=0 scripts/test.sh skip the fuzzing pass (seed corpora still run)
 #   FUZZTIME=30s scripts/test.sh  fuzz each decoder longer (default: 100000
 #                              executions each, a few seconds; a count, not a
@@ -11,6 +11,7 @@
 #                              "context deadline exceeded" at the end of a
 #                              timed run on a loaded machine, golang/go#75804)
 #   SEEDS=200 scripts/test.sh  fewer simulator seeds per algorithm (default 1000)
+#   CHAOS_SECS=300 scripts/test.sh  a longer chaos run (default 60 s)
 #
 # The simulator property runs go twice: with -race over RACE_SEEDS (20)
 # seeds, to catch data races in every code path, and without -race over
@@ -70,6 +71,9 @@ if ! SIM_SEEDS=$seeds go test -count=1 -timeout 20m -run 'TestSimProperties|Prop
   cat "$log"; rm -f "$log"; exit 1
 fi
 grep -E 'seeds passed|disagreement found|caught' "$log"; rm -f "$log"
+
+step "chaos: 60 s of partitions, pauses, kills and restarts of lockd members, with the witness"
+scripts/chaos.sh "${CHAOS_SECS:-60}"
 
 if [ "$fuzztime" != 0 ]; then
   step "fuzzing every decoder ($fuzztime each)"

@@ -1,9 +1,14 @@
 package main
 
 import (
+	"fmt"
+	"math/rand/v2"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -63,5 +68,105 @@ func TestRealPartition(t *testing.T) {
 				t.Fatalf("%d critical sections, want 3", n)
 			}
 		})
+	}
+}
+
+// TestChaos: for CHAOS_SECS seconds (scripts/chaos.sh; skipped without
+// it), random partitions, one-way cuts, pauses, kills and restarts of three
+// central members in their own network namespaces, while four clients take
+// one lock in turns through random members, the witness running. Then
+// everything heals, and every client must get in again. The witness must
+// show no two holders at once and growing tokens, whatever happened.
+func TestChaos(t *testing.T) {
+	secs, _ := strconv.Atoi(os.Getenv("CHAOS_SECS"))
+	if secs <= 0 {
+		t.Skip("CHAOS_SECS not set (scripts/chaos.sh sets it)")
+	}
+	dir := t.TempDir()
+	c, ctl := netsplit(t, 3, "--state-file", filepath.Join(dir, "{id}.state"))
+	file := filepath.Join(c.Dir, "witness")
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("chaos for %d s, seed %d", secs, seed)
+	rng := rand.New(rand.NewPCG(seed, 1))
+	end := time.Now().Add(time.Duration(secs) * time.Second)
+
+	var mu sync.Mutex
+	exits := map[int]int{}
+	var wg sync.WaitGroup
+	for k := 0; k < 4; k++ {
+		wg.Add(1)
+		go func(k int) {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(seed, uint64(k)+2))
+			for time.Now().Before(end) {
+				cl := c.run(1+r.IntN(3), file, time.Duration(5+r.IntN(40))*time.Millisecond, "--timeout", "3s")
+				cl.wait()
+				mu.Lock()
+				exits[cl.code]++
+				mu.Unlock()
+			}
+		}(k)
+	}
+	var down, paused []int
+	for time.Now().Before(end) {
+		id := 1 + rng.IntN(3)
+		var did string
+		switch rng.IntN(8) {
+		case 0, 1:
+			a := []string{"1,2/3", "1,3/2", "2,3/1"}[rng.IntN(3)]
+			ctl("partition", a)
+			did = "partition " + a
+		case 2:
+			ctl("oneway", strconv.Itoa(id), strconv.Itoa(1+rng.IntN(3)))
+			did = "one-way cut from " + strconv.Itoa(id)
+		case 3, 4:
+			ctl("heal")
+			did = "heal"
+		case 5:
+			if len(down)+len(paused) == 0 {
+				ctl("pause", strconv.Itoa(id))
+				paused = append(paused, id)
+				did = "pause " + strconv.Itoa(id)
+			}
+		case 6:
+			if len(down)+len(paused) == 0 {
+				ctl("kill", strconv.Itoa(id))
+				down = append(down, id)
+				did = "kill " + strconv.Itoa(id)
+			}
+		case 7:
+			for _, p := range paused {
+				ctl("resume", strconv.Itoa(p))
+			}
+			for _, d := range down {
+				ctl("restart", strconv.Itoa(d))
+			}
+			if len(paused)+len(down) > 0 {
+				did = fmt.Sprintf("resume %v, restart %v", paused, down)
+			}
+			down, paused = nil, nil
+		}
+		if did != "" {
+			t.Logf("+%.1fs %s", time.Until(end).Seconds()*-1+float64(secs), did)
+		}
+		time.Sleep(time.Duration(300+rng.IntN(1200)) * time.Millisecond) // the pace of the chaos
+	}
+	wg.Wait()
+	ctl("heal")
+	for _, p := range paused {
+		ctl("resume", strconv.Itoa(p))
+	}
+	for _, d := range down {
+		ctl("restart", strconv.Itoa(d))
+	}
+	for m := 1; m <= 3; m++ {
+		c.run(m, file, 5*time.Millisecond, "--timeout", "30s").exits(t, 0, fmt.Sprintf("a client of member %d after healing", m))
+	}
+	sections := checkWitness(t, file)
+	t.Logf("witness: %d critical sections, no overlap, tokens grew; client exits %v", sections, exits)
+	for code := range exits {
+		if code != 0 && code != 69 && code != 75 && code != 76 {
+			t.Errorf("a client exited %d (%d times)", code, exits[code])
+		}
 	}
 }
