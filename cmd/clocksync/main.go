@@ -30,9 +30,8 @@ func main() { cli.Main(newApp()) }
 // newApp is the command line.
 func newApp() *ucli.App {
 	return &ucli.App{
-		Name:                 tool,
-		Usage:                "NTP-compatible time server and client",
-		EnableBashCompletion: true,
+		Name:  tool,
+		Usage: "NTP-compatible time server and client",
 		Commands: []*ucli.Command{
 			{
 				Name:  "serve",

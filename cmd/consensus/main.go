@@ -40,9 +40,8 @@ func main() { cli.Main(newApp()) }
 // newApp is the command line.
 func newApp() *ucli.App {
 	return &ucli.App{
-		Name:                 tool,
-		Usage:                "agree on one value: FloodSet (f crash faults) or EIG (f Byzantine faults, n > 3f)",
-		EnableBashCompletion: true,
+		Name:  tool,
+		Usage: "agree on one value: FloodSet (f crash faults) or EIG (f Byzantine faults, n > 3f)",
 		Commands: []*ucli.Command{{
 			Name:  "run",
 			Usage: "take part in one consensus instance; print 'decide <value> round <r>'",

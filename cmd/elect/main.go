@@ -45,9 +45,8 @@ func main() { cli.Main(newApp()) }
 // newApp is the command line.
 func newApp() *ucli.App {
 	return &ucli.App{
-		Name:                 tool,
-		Usage:                "leader election for shell scripts and clusters (bully, ring, Chang–Roberts)",
-		EnableBashCompletion: true,
+		Name:  tool,
+		Usage: "leader election for shell scripts and clusters (bully, ring, Chang–Roberts)",
 		Commands: []*ucli.Command{
 			{
 				Name:      "run",

@@ -52,9 +52,8 @@ func main() { cli.Main(newApp()) }
 // newApp is lockd's command line.
 func newApp() *ucli.App {
 	return &ucli.App{
-		Name:                 tool,
-		Usage:                "distributed locks for scripts: fencing tokens, leases, no orphaned children",
-		EnableBashCompletion: true,
+		Name:  tool,
+		Usage: "distributed locks for scripts: fencing tokens, leases, no orphaned children",
 		Commands: []*ucli.Command{
 			{
 				Name:  "serve",

@@ -31,8 +31,9 @@ type RunOpts struct {
 // client is one connection to the daemon, its replies read into a channel
 // (closed when the daemon closes the connection).
 type client struct {
-	cn      *cli.Conn
-	replies chan Reply
+	cn          *cli.Conn
+	replies     chan Reply
+	stopSignals func() // set by take
 }
 
 // dial connects to the daemon at socket; exit 69 when nobody serves it.
@@ -56,7 +57,12 @@ func dial(socket string) (*client, error) {
 }
 
 func (c *client) send(r Request) error { return c.cn.Send(r) }
-func (c *client) close()               { c.cn.Close() }
+func (c *client) close() {
+	c.cn.Close()
+	if c.stopSignals != nil {
+		c.stopSignals()
+	}
+}
 
 // acquire asks for name and waits for the grant, or returns an exit
 // error: 75 busy or timed out (o.Conflict), 69 no daemon or no quorum, 64
@@ -153,6 +159,25 @@ func (c *client) hold(name string, grant Reply, sigs <-chan os.Signal, other <-c
 	}
 }
 
+// take catches Signals, connects and waits for the grant of name: what
+// run and hold start with. On success the caller closes the client, which
+// also stops catching the signals.
+func take(o WaitOpts, name string) (*client, Reply, <-chan os.Signal, error) {
+	sigs, stop := cli.NotifySignals()
+	c, err := dial(o.Socket)
+	if err != nil {
+		stop()
+		return nil, Reply{}, nil, err
+	}
+	c.stopSignals = stop
+	got, err := c.acquire(o, name, sigs)
+	if err != nil {
+		c.close()
+		return nil, Reply{}, nil, err
+	}
+	return c, got, sigs, nil
+}
+
 // Run is 'lockd run': acquire the lock, run the command with LOCKD_NAME
 // and LOCKD_TOKEN while holding it, release it when the command exits.
 // The result carries the exit code: the command's own, 75 busy or timed
@@ -173,17 +198,11 @@ func Run(o RunOpts) error {
 	if o.Shell {
 		args = []string{"/bin/sh", "-c", strings.Join(args, " ")}
 	}
-	sigs, stop := cli.NotifySignals()
-	defer stop()
-	c, err := dial(o.Socket)
+	c, got, sigs, err := take(o.WaitOpts, name)
 	if err != nil {
 		return err
 	}
 	defer c.close()
-	got, err := c.acquire(o.WaitOpts, name, sigs)
-	if err != nil {
-		return err
-	}
 	child, err := cli.StartChild(args, []string{"LOCKD_NAME=" + name, "LOCKD_TOKEN=" + strconv.FormatUint(got.Token, 10)})
 	if err != nil {
 		return err
@@ -208,17 +227,11 @@ func Run(o RunOpts) error {
 // until standard input ends (released, nil), a signal comes (released,
 // 128+signal) or the lock is lost (printed, exit 76).
 func Hold(o WaitOpts, name string, out *cli.Output) error {
-	sigs, stop := cli.NotifySignals()
-	defer stop()
-	c, err := dial(o.Socket)
+	c, got, sigs, err := take(o, name)
 	if err != nil {
 		return err
 	}
 	defer c.close()
-	got, err := c.acquire(o, name, sigs)
-	if err != nil {
-		return err
-	}
 	Print(out, got)
 	eof := make(chan struct{})
 	go func() {
