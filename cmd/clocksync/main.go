@@ -3,21 +3,16 @@
 package main
 
 import (
-	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"os"
-	"sync"
-	"syscall"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/roundtable-go/roundtable/pkg/cli"
-	"github.com/roundtable-go/roundtable/pkg/clock"
+	"github.com/roundtable-go/roundtable/pkg/clockd"
 	"github.com/roundtable-go/roundtable/pkg/clocksync"
 	"github.com/roundtable-go/roundtable/pkg/driver"
 	"github.com/roundtable-go/roundtable/pkg/node"
@@ -147,25 +142,6 @@ func socketFlag() ucli.Flag {
 	return &ucli.StringFlag{Name: "socket", Usage: "a serve node's control socket (Unix, mode 0600), for 'clocksync now --socket PATH'"}
 }
 
-// node is a server's clock: a (possibly deliberately wrong) local clock
-// disciplined towards its upstream, and what it says about itself.
-type server struct {
-	mu       sync.Mutex
-	clk      localClock
-	srv      clocksync.Server
-	upstream string
-	fatal    error // why following the upstream had to stop the server
-}
-
-func (n *server) now() time.Time { return n.at(time.Now()) }
-
-// at maps a system clock reading to this node's disciplined time.
-func (n *server) at(sys time.Time) time.Time {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.clk.At(sys)
-}
-
 func serve(c *ucli.Context) error {
 	log, err := cli.Logger(c, tool)
 	if err != nil {
@@ -175,316 +151,18 @@ func serve(c *ucli.Context) error {
 	if err != nil {
 		return cli.Exitf(cli.ExitUsage, "%v", err)
 	}
-	upstream := c.String("upstream")
-	n := &server{srv: clocksync.Server{Precision: -20}, upstream: upstream}
-	if c.Bool("apply") {
-		if c.Duration("skew") != 0 || c.Float64("drift-ppm") != 0 || upstream == "" {
-			return cli.Exitf(cli.ExitUsage, "--apply disciplines the system clock from --upstream; it cannot be combined with --skew or --drift-ppm")
-		}
-		kc, err := newKernelClock(c.Duration("makestep"))
-		if err != nil {
-			return cli.Exitf(cli.ExitNoPerm, "%v", err)
-		}
-		n.clk = kc
-		log.Warn("--apply: this server will slew the system clock", "upstream", upstream)
-	} else {
-		n.clk = &virtualClock{raw: clock.Skewed{Base: clock.System{}, Offset: c.Duration("skew"), DriftPPM: c.Float64("drift-ppm"), Epoch: time.Now()},
-			d: clocksync.Discipline{MaxSlewPPM: c.Float64("max-slew"), MakeStep: c.Duration("makestep")}}
-	}
-	if st := c.Int("stratum"); st != 0 {
-		if st < 1 || st > 15 || upstream != "" {
-			return cli.Exitf(cli.ExitUsage, "--stratum must be 1 to 15, and not combined with --upstream")
-		}
-		n.srv.Synced, n.srv.Stratum, n.srv.RefID = true, uint8(st), [4]byte{'L', 'O', 'C', 'L'}
-	}
-	if d := c.Float64("drift-ppm"); d < -100000 || d > 100000 {
-		return cli.Exitf(cli.ExitUsage, "--drift-ppm must be within ±100000")
-	}
-	addr, err := net.ResolveUDPAddr("udp", bind)
-	if err != nil {
-		return cli.Exitf(cli.ExitUsage, "--bind: %v", err)
-	}
-	conn, err := net.ListenUDP("udp", addr)
-	if err != nil {
-		return cli.Exitf(cli.ExitUnavailable, "%v", err)
-	}
-	defer conn.Close()
-	if path := c.String("socket"); path != "" {
-		ln, err := cli.ListenControl(tool, path)
-		if err != nil {
-			return err
-		}
-		defer ln.Close()
-		go n.control(ln)
-	}
-	if err := cli.WriteReadyFile(c.String(cli.FlagReadyFile), conn.LocalAddr().String()); err != nil {
-		return cli.Exitf(cli.ExitUsage, "--ready-file: %v", err)
-	}
-	log.Info("serving NTP", "addr", conn.LocalAddr(), "synced", n.srv.Synced, "stratum", n.srv.Stratum, "upstream", upstream)
-	sigs, stopSigs := cli.NotifySignals()
-	defer stopSigs()
-	done := make(chan struct{})
-	go func() { <-sigs; close(done); conn.Close() }()
-	if upstream != "" {
-		go func() {
-			if err := n.follow(upstream, c.Duration("poll"), done, log); err != nil {
-				n.mu.Lock()
-				n.fatal = err
-				n.mu.Unlock()
-				conn.Close()
-			}
-		}()
-	}
-	// The kernel stamps each datagram on arrival (SO_TIMESTAMPNS): T2 is
-	// then the arrival time, not when this goroutine got to run.
-	stamped := enableRxTimestamps(conn) == nil
-	buf := make([]byte, 1024)
-	oob := make([]byte, 128)
-	var dropped uint64
-	for {
-		k, oobn, _, from, err := conn.ReadMsgUDP(buf, oob)
-		arrival := time.Now()
-		if stamped {
-			if t, ok := rxTimestamp(oob[:oobn]); ok {
-				arrival = t
-			}
-		}
-		recv := n.at(arrival)
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				log.Info("stopped", "dropped", dropped)
-				n.mu.Lock()
-				defer n.mu.Unlock()
-				if n.fatal != nil {
-					return cli.Exitf(cli.ExitNoPerm, "%v", n.fatal)
-				}
-				return nil
-			}
-			continue
-		}
-		req, err := clocksync.Unmarshal(buf[:k])
-		if err != nil {
-			dropped++
-			log.Debug("malformed request dropped", "from", from, "err", err)
-			continue
-		}
-		log.Debug("request", "from", from, "mode", req.Mode, "version", req.Version)
-		n.mu.Lock()
-		srv := n.srv
-		n.mu.Unlock()
-		if srv.RefTime.IsZero() {
-			srv.RefTime = recv.Truncate(time.Second)
-		}
-		rep, ok := srv.Reply(req, recv, recv)
-		if !ok {
-			dropped++
-			continue
-		}
-		// T3 as late as possible: stamp again right before sending.
-		rep.Transmit, rep.TransmitRaw = n.now(), 0
-		_, _ = conn.WriteToUDP(rep.Marshal(), from)
-	}
-}
-
-// follow polls the upstream and disciplines the node's clock; after eight
-// polls without a usable answer the node declares itself unsynchronised.
-func (n *server) follow(upstream string, poll time.Duration, done <-chan struct{}, log interface {
-	Info(string, ...any)
-	Warn(string, ...any)
-}) error {
-	if poll < 10*time.Millisecond {
-		poll = 10 * time.Millisecond
-	}
-	conn, err := net.Dial("udp", upstream)
-	if err != nil {
-		log.Warn("upstream unreachable", "upstream", upstream, "err", err)
-		return nil
-	}
-	defer conn.Close()
-	misses := 0
-	t := time.NewTicker(poll)
-	defer t.Stop()
-	for {
-		rep, s, ok := exchange(conn, n.now, poll)
-		n.mu.Lock()
-		if ok && rep.Leap != clocksync.LeapAlarm && rep.Stratum >= 1 && rep.Stratum < 15 {
-			misses = 0
-			if err := n.clk.Update(time.Now(), s.Offset()); err != nil {
-				n.mu.Unlock()
-				return err
-			}
-			first := !n.srv.Synced
-			n.srv.Synced, n.srv.Stratum = true, rep.Stratum+1
-			if ip, _, err := net.SplitHostPort(upstream); err == nil {
-				if v4 := net.ParseIP(ip).To4(); v4 != nil {
-					copy(n.srv.RefID[:], v4)
-				}
-			}
-			n.srv.RefTime = s.T4
-			n.srv.RootDelay = rep.RootDelay + s.Delay()
-			// What is still being slewed away counts as dispersion, plus
-			// 1000 ppm of the poll interval as a growth bound.
-			n.srv.RootDisp = rep.RootDisp + absDur(s.Offset()) + poll/1000
-			if first {
-				log.Info("synchronised", "upstream", upstream, "stratum", n.srv.Stratum, "offset", s.Offset())
-			}
-		} else if misses++; misses >= 8 && n.srv.Synced {
-			n.srv.Synced = false
-			log.Warn("lost the upstream: unsynchronised", "upstream", upstream)
-		}
-		n.mu.Unlock()
-		select {
-		case <-done:
-			return nil
-		case <-t.C:
-		}
-	}
-}
-
-// exchange sends one request and waits up to timeout for its answer.
-func exchange(conn net.Conn, now func() time.Time, timeout time.Duration) (clocksync.Packet, clocksync.Sample, bool) {
-	buf := make([]byte, 1024)
-	t1 := now()
-	if _, err := conn.Write(clocksync.Packet{Version: 4, Mode: clocksync.ModeClient, Transmit: t1}.Marshal()); err != nil {
-		return clocksync.Packet{}, clocksync.Sample{}, false
-	}
-	_ = conn.SetReadDeadline(time.Now().Add(timeout))
-	for {
-		k, err := conn.Read(buf)
-		t4 := now()
-		if err != nil {
-			return clocksync.Packet{}, clocksync.Sample{}, false
-		}
-		p, err := clocksync.Unmarshal(buf[:k])
-		// Only the answer to this request: mode 4 echoing our T1.
-		if err == nil && p.Mode == clocksync.ModeServer && absDur(p.Origin.Sub(t1)) < time.Microsecond {
-			return p, clocksync.Sample{T1: t1, T2: p.Receive, T3: p.Transmit, T4: t4}, true
-		}
-	}
-}
-
-type sampleOut struct {
-	Event  string  `json:"event"`
-	N      int     `json:"n"`
-	T1     string  `json:"t1"`
-	T2     string  `json:"t2"`
-	T3     string  `json:"t3"`
-	T4     string  `json:"t4"`
-	Offset float64 `json:"offset_s"`
-	Delay  float64 `json:"delay_s"`
+	return clockd.Serve(clockd.ServeConfig{Bind: bind, Upstream: c.String("upstream"), Poll: c.Duration("poll"),
+		Stratum: c.Int("stratum"), Skew: c.Duration("skew"), DriftPPM: c.Float64("drift-ppm"),
+		MaxSlew: c.Float64("max-slew"), MakeStep: c.Duration("makestep"), Apply: c.Bool("apply"),
+		Socket: c.String("socket"), ReadyFile: c.String(cli.FlagReadyFile), Log: log})
 }
 
 func query(c *ucli.Context) error {
 	if c.NArg() != 1 {
 		return cli.Exitf(cli.ExitUsage, "query takes one HOST:PORT")
 	}
-	target := c.Args().First()
-	if _, _, err := net.SplitHostPort(target); err != nil {
-		target = net.JoinHostPort(target, "123")
-	}
-	samples := c.Int("samples")
-	if samples < 1 || samples > 64 {
-		return cli.Exitf(cli.ExitUsage, "--samples must be 1 to 64")
-	}
-	conn, err := net.Dial("udp", target)
-	if err != nil {
-		return cli.Exitf(cli.ExitUsage, "%v", err)
-	}
-	defer conn.Close()
-	out := cli.NewOutput(os.Stdout, c.Bool(cli.FlagJSON))
-	var f clocksync.Filter
-	var last clocksync.Packet
-	for i := 1; i <= samples; i++ {
-		if i > 1 {
-			time.Sleep(c.Duration("pause")) // pacing between requests, not synchronisation
-		}
-		rep, s, ok := exchange(conn, time.Now, c.Duration("timeout"))
-		if !ok {
-			continue
-		}
-		last = rep
-		f.Add(s)
-		so := sampleOut{Event: "sample", N: i, T1: s.T1.Format(time.RFC3339Nano), T2: s.T2.Format(time.RFC3339Nano),
-			T3: s.T3.Format(time.RFC3339Nano), T4: s.T4.Format(time.RFC3339Nano),
-			Offset: s.Offset().Seconds(), Delay: s.Delay().Seconds()}
-		if c.Bool(cli.FlagJSON) {
-			out.JSON(so)
-		} else {
-			out.Line(fmt.Sprintf("sample %d offset %+.6fs delay %.6fs", i, so.Offset, so.Delay))
-		}
-	}
-	best, ok := f.Best()
-	if !ok {
-		return cli.Exitf(cli.ExitUnavailable, "no answer from %s", target)
-	}
-	// Root distance as chrony reports it: root delay/2 + root dispersion
-	// + this path's delay/2.
-	dist := last.RootDelay/2 + last.RootDisp + best.Delay()/2
-	res := map[string]any{"event": "result", "server": target, "offset_s": best.Offset().Seconds(),
-		"delay_s": best.Delay().Seconds(), "stratum": last.Stratum, "leap": last.Leap,
-		"root_distance_s": dist.Seconds(), "refid": refid(last), "samples": samples}
-	if c.Bool(cli.FlagJSON) {
-		out.JSON(res)
-	} else {
-		out.Line(fmt.Sprintf("server %s stratum %d refid %s leap %d offset %+.6fs delay %.6fs root-distance %.6fs",
-			target, last.Stratum, refid(last), last.Leap, best.Offset().Seconds(), best.Delay().Seconds(), dist.Seconds()))
-	}
-	if last.Leap == clocksync.LeapAlarm {
-		return cli.Exitf(cli.ExitBusy, "%s is not synchronised (leap indicator 3)", target)
-	}
-	return nil
-}
-
-func absDur(d time.Duration) time.Duration {
-	if d < 0 {
-		return -d
-	}
-	return d
-}
-
-func refid(p clocksync.Packet) string {
-	if p.Stratum <= 1 || p.Stratum >= 16 {
-		b := p.RefID[:]
-		for i, ch := range b {
-			if ch == 0 {
-				b = b[:i]
-				break
-			}
-		}
-		return string(b)
-	}
-	return net.IP(p.RefID[:]).String()
-}
-
-func enableRxTimestamps(conn *net.UDPConn) error {
-	raw, err := conn.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var serr error
-	if err := raw.Control(func(fd uintptr) {
-		serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_TIMESTAMPNS, 1)
-	}); err != nil {
-		return err
-	}
-	return serr
-}
-
-// rxTimestamp extracts the kernel's SCM_TIMESTAMPNS from a datagram's
-// control messages.
-func rxTimestamp(oob []byte) (time.Time, bool) {
-	msgs, err := syscall.ParseSocketControlMessage(oob)
-	if err != nil {
-		return time.Time{}, false
-	}
-	for _, m := range msgs {
-		if m.Header.Level == syscall.SOL_SOCKET && m.Header.Type == syscall.SCM_TIMESTAMPNS && len(m.Data) >= 16 {
-			sec := int64(binary.NativeEndian.Uint64(m.Data[0:8]))
-			nsec := int64(binary.NativeEndian.Uint64(m.Data[8:16]))
-			return time.Unix(sec, nsec), true
-		}
-	}
-	return time.Time{}, false
+	return clockd.Query(clockd.QueryConfig{Target: c.Args().First(), Samples: c.Int("samples"),
+		Timeout: c.Duration("timeout"), Pause: c.Duration("pause")}, cli.NewOutput(os.Stdout, c.Bool(cli.FlagJSON)))
 }
 
 func berkeley(c *ucli.Context) error {
@@ -528,7 +206,7 @@ func berkeley(c *ucli.Context) error {
 
 func nowCmd(c *ucli.Context) error {
 	if path := c.String("socket"); path != "" {
-		return nowSocket(c, path)
+		return clockd.NowSocket(path, c.Duration("wait"), cli.NewOutput(os.Stdout, c.Bool(cli.FlagJSON)))
 	}
 	if c.String(cli.FlagPeers) == "" {
 		return cli.Exitf(cli.ExitUsage, "now needs --socket PATH (a serve node on this host) or --peers (Berkeley members)")
@@ -575,36 +253,6 @@ func nowCmd(c *ucli.Context) error {
 		cm.Out.JSON(map[string]any{"event": "spread", "spread_s": (hi - lo).Seconds()})
 	} else {
 		cm.Out.Line(fmt.Sprintf("spread %.6fs", (hi - lo).Seconds()))
-	}
-	return nil
-}
-
-// nowSocket prints a serve node's report.
-func nowSocket(c *ucli.Context, path string) error {
-	conn, err := cli.DialControl(tool, path)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(c.Duration("wait")))
-	var r nowReport
-	if err := conn.Next(&r); err != nil {
-		return cli.Exitf(cli.ExitUnavailable, "%s: %v", path, err)
-	}
-	out := cli.NewOutput(os.Stdout, c.Bool(cli.FlagJSON))
-	if c.Bool(cli.FlagJSON) {
-		out.JSON(r)
-	} else {
-		state := "synced"
-		if !r.Synced {
-			state = "unsynced"
-		}
-		clk := "virtual"
-		if r.SystemClock {
-			clk = "system"
-		}
-		out.Line(fmt.Sprintf("now %s offset %+.6fs %s stratum %d freq %+.3fppm pending %+.6fs clock %s",
-			r.Time, r.Offset, state, r.Stratum, r.FreqPPM, r.Pending, clk))
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/roundtable-go/roundtable/pkg/cli/clitest"
+	"github.com/roundtable-go/roundtable/pkg/clockd"
 )
 
 // TestNowSocket: a serve node 250 ms ahead and 200 ppm fast, following a
@@ -37,7 +38,7 @@ func TestNowSocket(t *testing.T) {
 			t.Fatalf("now --socket: %v", err)
 		}
 		clitest.CheckJSON(t, "clocksync", out)
-		var r nowReport
+		var r clockd.NowReport
 		if err := json.Unmarshal(out, &r); err != nil {
 			t.Fatalf("%v: %s", err, out)
 		}

@@ -19,10 +19,10 @@ func TestToolDependencies(t *testing.T) {
 	protocols := map[string][]string{ // what each tool may link of the protocol packages
 		"elect":     {"election"},
 		"lockd":     {"mutex", "election", "lockd"},
-		"clocksync": {"clocksync", "election"},
+		"clocksync": {"clocksync", "election", "clockd"},
 		"consensus": {"consensus"},
 	}
-	all := []string{"election", "mutex", "lockd", "clocksync", "consensus", "ticket", "mcast", "gossip"}
+	all := []string{"election", "mutex", "lockd", "clocksync", "clockd", "consensus", "ticket", "mcast", "gossip"}
 	for tool, own := range protocols {
 		out, err := exec.Command("go", "list", "-deps", "../../cmd/"+tool).Output()
 		if err != nil {

@@ -1,4 +1,4 @@
-package main
+package clockd
 
 import (
 	"net"
@@ -49,9 +49,9 @@ func (v *virtualClock) Status() clockStatus {
 	return clockStatus{FreqPPM: v.d.FrequencyPPM(), Pending: v.d.Pending(v.raw.At(v.sys)).Seconds()}
 }
 
-// nowReport is what a serve node's control socket answers: one JSON line
+// NowReport is what a serve node's control socket answers: one JSON line
 // per connection.
-type nowReport struct {
+type NowReport struct {
 	Event    string  `json:"event"`
 	Time     string  `json:"time"`
 	System   string  `json:"system"`
@@ -62,12 +62,12 @@ type nowReport struct {
 	clockStatus
 }
 
-func (n *server) report() nowReport {
+func (n *server) report() NowReport {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	sys := time.Now()
 	t := n.clk.At(sys)
-	r := nowReport{Event: "now", Time: t.UTC().Format(time.RFC3339Nano), System: sys.UTC().Format(time.RFC3339Nano),
+	r := NowReport{Event: "now", Time: t.UTC().Format(time.RFC3339Nano), System: sys.UTC().Format(time.RFC3339Nano),
 		Offset: t.Sub(sys).Seconds(), Synced: n.srv.Synced, Stratum: n.srv.Stratum, Upstream: n.upstream,
 		clockStatus: n.clk.Status()}
 	if !r.Synced {

@@ -1,6 +1,6 @@
 //go:build linux && (amd64 || arm64 || riscv64 || ppc64le || s390x || loong64 || mips64 || mips64le)
 
-package main
+package clockd
 
 import (
 	"bufio"

@@ -1,0 +1,221 @@
+// Package clockd is clocksync's service around the pure pkg/clocksync:
+// the NTP server on a real socket with the kernel's receive timestamps,
+// the clock it serves (virtual and deliberately wrong, or the system clock
+// slewed through adjtimex), its control socket, and the query client.
+package clockd
+
+import (
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/roundtable-go/roundtable/pkg/cli"
+	"github.com/roundtable-go/roundtable/pkg/clock"
+	"github.com/roundtable-go/roundtable/pkg/clocksync"
+)
+
+// node is a server's clock: a (possibly deliberately wrong) local clock
+// disciplined towards its upstream, and what it says about itself.
+type server struct {
+	mu       sync.Mutex
+	clk      localClock
+	srv      clocksync.Server
+	upstream string
+	fatal    error // why following the upstream had to stop the server
+}
+
+func (n *server) now() time.Time { return n.at(time.Now()) }
+
+// at maps a system clock reading to this node's disciplined time.
+func (n *server) at(sys time.Time) time.Time {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.clk.At(sys)
+}
+
+// ServeConfig is what `clocksync serve` is told by its flags.
+type ServeConfig struct {
+	Bind      string        // address to answer on, resolved
+	Upstream  string        // HOST:PORT to discipline this server's clock from; "" none
+	Poll      time.Duration // how often to query the upstream
+	Stratum   int           // declare the clock synchronised at this stratum (1-15); 0 not
+	Skew      time.Duration // start the virtual clock off by this much
+	DriftPPM  float64       // make the virtual clock run fast (+) or slow (-)
+	MaxSlew   float64       // fastest correction, in ppm
+	MakeStep  time.Duration // when behind by more than this, step forward at once
+	Apply     bool          // discipline the system clock (adjtimex) instead of a virtual one
+	Socket    string        // control socket for 'clocksync now --socket'; "" none
+	ReadyFile string        // written with the address once up; "" none
+	Log       *slog.Logger
+}
+
+// Serve answers NTPv4 requests until a signal (nil), or until following
+// the upstream had to stop the server (77: the clock cannot be changed).
+func Serve(cfg ServeConfig) error {
+	log, bind, upstream := cfg.Log, cfg.Bind, cfg.Upstream
+	n := &server{srv: clocksync.Server{Precision: -20}, upstream: upstream}
+	if cfg.Apply {
+		if cfg.Skew != 0 || cfg.DriftPPM != 0 || upstream == "" {
+			return cli.Exitf(cli.ExitUsage, "--apply disciplines the system clock from --upstream; it cannot be combined with --skew or --drift-ppm")
+		}
+		kc, err := newKernelClock(cfg.MakeStep)
+		if err != nil {
+			return cli.Exitf(cli.ExitNoPerm, "%v", err)
+		}
+		n.clk = kc
+		log.Warn("--apply: this server will slew the system clock", "upstream", upstream)
+	} else {
+		n.clk = &virtualClock{raw: clock.Skewed{Base: clock.System{}, Offset: cfg.Skew, DriftPPM: cfg.DriftPPM, Epoch: time.Now()},
+			d: clocksync.Discipline{MaxSlewPPM: cfg.MaxSlew, MakeStep: cfg.MakeStep}}
+	}
+	if st := cfg.Stratum; st != 0 {
+		if st < 1 || st > 15 || upstream != "" {
+			return cli.Exitf(cli.ExitUsage, "--stratum must be 1 to 15, and not combined with --upstream")
+		}
+		n.srv.Synced, n.srv.Stratum, n.srv.RefID = true, uint8(st), [4]byte{'L', 'O', 'C', 'L'}
+	}
+	if d := cfg.DriftPPM; d < -100000 || d > 100000 {
+		return cli.Exitf(cli.ExitUsage, "--drift-ppm must be within ±100000")
+	}
+	addr, err := net.ResolveUDPAddr("udp", bind)
+	if err != nil {
+		return cli.Exitf(cli.ExitUsage, "--bind: %v", err)
+	}
+	conn, err := net.ListenUDP("udp", addr)
+	if err != nil {
+		return cli.Exitf(cli.ExitUnavailable, "%v", err)
+	}
+	defer conn.Close()
+	if path := cfg.Socket; path != "" {
+		ln, err := cli.ListenControl("clocksync", path)
+		if err != nil {
+			return err
+		}
+		defer ln.Close()
+		go n.control(ln)
+	}
+	if err := cli.WriteReadyFile(cfg.ReadyFile, conn.LocalAddr().String()); err != nil {
+		return cli.Exitf(cli.ExitUsage, "--ready-file: %v", err)
+	}
+	log.Info("serving NTP", "addr", conn.LocalAddr(), "synced", n.srv.Synced, "stratum", n.srv.Stratum, "upstream", upstream)
+	sigs, stopSigs := cli.NotifySignals()
+	defer stopSigs()
+	done := make(chan struct{})
+	go func() { <-sigs; close(done); conn.Close() }()
+	if upstream != "" {
+		go func() {
+			if err := n.follow(upstream, cfg.Poll, done, log); err != nil {
+				n.mu.Lock()
+				n.fatal = err
+				n.mu.Unlock()
+				conn.Close()
+			}
+		}()
+	}
+	// The kernel stamps each datagram on arrival (SO_TIMESTAMPNS): T2 is
+	// then the arrival time, not when this goroutine got to run.
+	stamped := enableRxTimestamps(conn) == nil
+	buf := make([]byte, 1024)
+	oob := make([]byte, 128)
+	var dropped uint64
+	for {
+		k, oobn, _, from, err := conn.ReadMsgUDP(buf, oob)
+		arrival := time.Now()
+		if stamped {
+			if t, ok := rxTimestamp(oob[:oobn]); ok {
+				arrival = t
+			}
+		}
+		recv := n.at(arrival)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				log.Info("stopped", "dropped", dropped)
+				n.mu.Lock()
+				defer n.mu.Unlock()
+				if n.fatal != nil {
+					return cli.Exitf(cli.ExitNoPerm, "%v", n.fatal)
+				}
+				return nil
+			}
+			continue
+		}
+		req, err := clocksync.Unmarshal(buf[:k])
+		if err != nil {
+			dropped++
+			log.Debug("malformed request dropped", "from", from, "err", err)
+			continue
+		}
+		log.Debug("request", "from", from, "mode", req.Mode, "version", req.Version)
+		n.mu.Lock()
+		srv := n.srv
+		n.mu.Unlock()
+		if srv.RefTime.IsZero() {
+			srv.RefTime = recv.Truncate(time.Second)
+		}
+		rep, ok := srv.Reply(req, recv, recv)
+		if !ok {
+			dropped++
+			continue
+		}
+		// T3 as late as possible: stamp again right before sending.
+		rep.Transmit, rep.TransmitRaw = n.now(), 0
+		_, _ = conn.WriteToUDP(rep.Marshal(), from)
+	}
+}
+
+// follow polls the upstream and disciplines the node's clock; after eight
+// polls without a usable answer the node declares itself unsynchronised.
+func (n *server) follow(upstream string, poll time.Duration, done <-chan struct{}, log interface {
+	Info(string, ...any)
+	Warn(string, ...any)
+}) error {
+	if poll < 10*time.Millisecond {
+		poll = 10 * time.Millisecond
+	}
+	conn, err := net.Dial("udp", upstream)
+	if err != nil {
+		log.Warn("upstream unreachable", "upstream", upstream, "err", err)
+		return nil
+	}
+	defer conn.Close()
+	misses := 0
+	t := time.NewTicker(poll)
+	defer t.Stop()
+	for {
+		rep, s, ok := exchange(conn, n.now, poll)
+		n.mu.Lock()
+		if ok && rep.Leap != clocksync.LeapAlarm && rep.Stratum >= 1 && rep.Stratum < 15 {
+			misses = 0
+			if err := n.clk.Update(time.Now(), s.Offset()); err != nil {
+				n.mu.Unlock()
+				return err
+			}
+			first := !n.srv.Synced
+			n.srv.Synced, n.srv.Stratum = true, rep.Stratum+1
+			if ip, _, err := net.SplitHostPort(upstream); err == nil {
+				if v4 := net.ParseIP(ip).To4(); v4 != nil {
+					copy(n.srv.RefID[:], v4)
+				}
+			}
+			n.srv.RefTime = s.T4
+			n.srv.RootDelay = rep.RootDelay + s.Delay()
+			// What is still being slewed away counts as dispersion, plus
+			// 1000 ppm of the poll interval as a growth bound.
+			n.srv.RootDisp = rep.RootDisp + absDur(s.Offset()) + poll/1000
+			if first {
+				log.Info("synchronised", "upstream", upstream, "stratum", n.srv.Stratum, "offset", s.Offset())
+			}
+		} else if misses++; misses >= 8 && n.srv.Synced {
+			n.srv.Synced = false
+			log.Warn("lost the upstream: unsynchronised", "upstream", upstream)
+		}
+		n.mu.Unlock()
+		select {
+		case <-done:
+			return nil
+		case <-t.C:
+		}
+	}
+}
