@@ -3,7 +3,7 @@
 # suite: formatting, vet, unit/simulator/multi-process tests with -race,
 # and a short fuzzing pass over every decoder.
 #
-#   scripts/test.sh            everything (about 8 minutes on 2 cores)
+#   scripts/test.sh            everything (about 7 minutes on 2 cores)
 #   FUZZTIME=0 scripts/test.sh skip the fuzzing pass (seed corpora still run)
 #   FUZZTIME=30s scripts/test.sh  fuzz each decoder longer (default: 100000
 #                              executions each, a few seconds; a count, not a
