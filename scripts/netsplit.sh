@@ -85,8 +85,8 @@ drop() { # from to: member "to" drops what "from" sends
 case "$cmd" in
   up)
     [[ "$n" =~ ^[1-9][0-9]*$ ]] && [ "$n" -le 50 ] || die "-n wants 1 to 50" 64
-    ip netns add "$(ns hub)"
-    in_ns hub ip link add br0 type bridge
+    ip netns add "$(ns hub)" 2>/dev/null || die "cannot make network namespaces here" 69
+    in_ns hub ip link add br0 type bridge || { ip netns del "$(ns hub)"; die "cannot make a bridge here" 69; }
     in_ns hub ip link set br0 up
     in_ns hub ip link set lo up
     : >"$dir/peers"
