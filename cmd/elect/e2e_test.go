@@ -55,7 +55,6 @@ func startClusterIn(t *testing.T, dir string, n int, args ...string) *cluster {
 }
 
 func (c *cluster) ctl(args ...string) { c.t.Helper(); c.Ctl(args...) }
-func (c *cluster) pid(id int) int     { return c.Pid(id) }
 
 // reports parses a member's stdout into leader events.
 func (c *cluster) reports(id int) []election.LeaderEvent {

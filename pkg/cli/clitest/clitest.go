@@ -108,17 +108,6 @@ func (c *Cluster) Ctl(args ...string) {
 	}
 }
 
-// Pid is member i's process ID.
-func (c *Cluster) Pid(i int) int {
-	c.T.Helper()
-	b, err := os.ReadFile(c.File(i, "pid"))
-	if err != nil {
-		c.T.Fatal(err)
-	}
-	p, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	return p
-}
-
 // Gone reports whether process pid has exited (it no longer exists, or
 // it is a zombie waiting for its parent).
 func Gone(pid int) bool {
