@@ -67,6 +67,23 @@ type Config struct {
 	// derived from ID (deterministic).
 	Rand *rand.Rand
 
+	// Lease, when positive, turns leader leases on (doc.go "Leases"): a
+	// leader holds the lease only while a majority, itself included, has
+	// acknowledged one of its heartbeats within Lease, and a process
+	// acknowledges no other leader before its promise has run out. Must be
+	// at least 2·Heartbeat.
+	Lease time.Duration
+	// Drift bounds how far any process's clock rate may be from real time
+	// (0.01 = 1%); leases are shortened to cover it. Default 0.01.
+	Drift float64
+	// Guard is how long before the lease's end, as the followers' promises
+	// bound it, the leader's own lease ends: the time to stop what the
+	// lease protects. Default Lease/10.
+	Guard time.Duration
+
+	// leaseBug plants a bug for the lease checker. Tests only.
+	leaseBug leaseBug
+
 	// naiveTerms plants a bug for the checkers to catch: winners take
 	// term+1 instead of an owned term. Tests only.
 	naiveTerms bool
@@ -110,6 +127,25 @@ func (c *Config) fill() error {
 		return fmt.Errorf("election: timeout %v must be at least twice the heartbeat %v", c.Timeout, c.Heartbeat)
 	case c.Algo < Bully || c.Algo > ChangRoberts:
 		return fmt.Errorf("election: unknown algorithm %d", c.Algo)
+	case c.Lease < 0:
+		return fmt.Errorf("election: negative lease %v", c.Lease)
+	}
+	if c.Lease == 0 {
+		return nil
+	}
+	if c.Drift <= 0 {
+		c.Drift = 0.01
+	}
+	if c.Guard <= 0 {
+		c.Guard = c.Lease / 10
+	}
+	switch {
+	case c.Lease < 2*c.Heartbeat:
+		return fmt.Errorf("election: lease %v must be at least twice the heartbeat %v", c.Lease, c.Heartbeat)
+	case c.Drift >= 0.2:
+		return fmt.Errorf("election: clock drift %v must be below 0.2", c.Drift)
+	case time.Duration(float64(c.Lease)*(1-c.Drift)/(1+c.Drift))-c.Guard <= c.Heartbeat:
+		return fmt.Errorf("election: lease %v leaves no time after drift %v and guard %v", c.Lease, c.Drift, c.Guard)
 	}
 	return nil
 }
@@ -207,6 +243,8 @@ type Machine struct {
 
 	algo algorithm // what differs between bully, ring and Chang–Roberts
 
+	lease leases // when cfg.Lease > 0 (lease.go)
+
 	out    []node.Envelope[Msg]
 	events []node.Event
 }
@@ -258,8 +296,12 @@ func (m *Machine) Status() any {
 	case m.electing:
 		state = "candidate"
 	}
-	return map[string]any{"id": m.cfg.ID, "algo": m.cfg.Algo.String(), "leader": m.leader,
+	st := map[string]any{"id": m.cfg.ID, "algo": m.cfg.Algo.String(), "leader": m.leader,
 		"term": m.leaderTerm, "max_term": m.term, "state": state, "priority": m.cfg.Priority}
+	if m.cfg.Lease > 0 {
+		st["lease"] = m.lease.held
+	}
+	return st
 }
 
 // better reports whether a outranks b: higher priority, then higher ID.
@@ -318,6 +360,11 @@ func (m *Machine) Step(now time.Time, in node.Envelope[Msg]) error {
 	switch msg.Type {
 	case MsgHeartbeat:
 		m.claim(now, msg.Leader, msg.Term)
+		if m.cfg.Lease > 0 {
+			m.leaseHeartbeat(now, msg.Leader, msg.Term, msg.Round)
+		}
+	case MsgLeaseAck:
+		m.leaseAck(now, in.From, msg.Term, msg.Round)
 	case MsgElection:
 		m.observe(now, msg.Term)
 		m.algo.election(now, in.From, msg)
@@ -334,6 +381,9 @@ func (m *Machine) Step(now time.Time, in node.Envelope[Msg]) error {
 	case MsgStale:
 		m.observe(now, msg.Term)
 	case MsgResign:
+		if msg.Leader == in.From {
+			m.leaseResigned(in.From)
+		}
 		if msg.Leader == m.leader && !m.leading && msg.Term == m.leaderTerm {
 			m.lostLeader(now)
 		}
@@ -371,6 +421,9 @@ func (m *Machine) start(now time.Time) {
 	if !m.started {
 		m.started = true
 		m.joinUntil = now.Add(m.cfg.Timeout)
+		if m.cfg.leaseBug != bugNoQuiet {
+			m.lease.quietUntil = now.Add(m.cfg.Lease)
+		}
 	}
 }
 
@@ -430,6 +483,7 @@ func (m *Machine) endElection() {
 }
 
 func (m *Machine) stepDown(reason string) {
+	m.leaseLost(reason)
 	m.leading = false
 	m.nextBeat = time.Time{}
 	m.events = append(m.events, StepDownEvent{Event: "stepdown", Term: m.leaderTerm, Reason: reason})
@@ -453,6 +507,10 @@ func (m *Machine) become(now time.Time) {
 	m.leading = true
 	m.adopt(m.cfg.ID, t)
 	m.nextBeat = now.Add(m.cfg.Heartbeat)
+	if m.cfg.Lease > 0 {
+		m.leaseReset()
+		m.nextBeat = now // acknowledgements start the lease: ask at once
+	}
 }
 
 func (m *Machine) campaign(now time.Time) {
@@ -468,10 +526,15 @@ func (m *Machine) Tick(now time.Time) {
 	if m.retired {
 		return
 	}
+	m.leaseTick(now)
 	if m.leading && !m.nextBeat.After(now) {
+		var seq uint64
+		if m.cfg.Lease > 0 {
+			seq = m.leaseBeat(now)
+		}
 		for _, p := range m.peers {
 			if p != m.cfg.ID {
-				m.send(p, Msg{Type: MsgHeartbeat, Leader: m.cfg.ID, Term: m.leaderTerm})
+				m.send(p, Msg{Type: MsgHeartbeat, Leader: m.cfg.ID, Term: m.leaderTerm, Round: seq})
 			}
 		}
 		m.nextBeat = now.Add(m.cfg.Heartbeat)
@@ -526,6 +589,9 @@ func (m *Machine) Ready() node.Ready[Msg] {
 	wake(m.electAt)
 	wake(m.answerBy)
 	wake(m.coordBy)
+	if m.lease.held {
+		wake(m.lease.end)
+	}
 	if !m.leading && m.leader != node.None {
 		wake(m.hb.Deadline(m.leader))
 	}

@@ -34,13 +34,19 @@ const (
 	MsgCampaign MsgType = 8
 	// MsgRetire is a local request: resign if leading, then stop taking part.
 	MsgRetire MsgType = 9
+	// MsgLeaseAck acknowledges heartbeat Round of term Term and promises
+	// the leader Lease (doc.go "Leases").
+	MsgLeaseAck MsgType = 10
 )
 
 var typeNames = map[MsgType]string{
 	MsgHeartbeat: "heartbeat", MsgElection: "election", MsgAnswer: "answer",
 	MsgCoordinator: "coordinator", MsgAck: "ack", MsgStale: "stale", MsgResign: "resign",
-	MsgCampaign: "campaign", MsgRetire: "retire",
+	MsgCampaign: "campaign", MsgRetire: "retire", MsgLeaseAck: "lease-ack",
 }
+
+// onWire reports whether t travels between processes.
+func onWire(t MsgType) bool { return t >= MsgHeartbeat && t <= MsgResign || t == MsgLeaseAck }
 
 func (t MsgType) String() string {
 	if s, ok := typeNames[t]; ok {
@@ -62,7 +68,7 @@ type Msg struct {
 	Prio   uint64  // the sender's priority
 	Leader node.ID // Heartbeat/Coordinator: the leader; Chang–Roberts Election: the candidate
 	Origin node.ID // ring messages: the process that started this circulation
-	Round  uint64  // ring messages: the origin's circulation number
+	Round  uint64  // ring messages: the origin's circulation number; Heartbeat, LeaseAck: the heartbeat's number
 	Of     MsgType // Ack: which message type is acknowledged
 	// Members: ring Election, the live members collected so far; ring
 	// Coordinator, the new ring. Chang–Roberts Election: one entry, the
@@ -79,7 +85,7 @@ type Codec struct{}
 func (Codec) Family() wire.Family { return wire.FamilyElection }
 
 func (Codec) Marshal(m Msg) (uint8, []byte, error) {
-	if m.Type == 0 || m.Type > MsgResign {
+	if !onWire(m.Type) {
 		return 0, nil, fmt.Errorf("election: %v is not a wire message", m.Type)
 	}
 	if len(m.Members) > maxMembers {
@@ -102,7 +108,7 @@ func (Codec) Marshal(m Msg) (uint8, []byte, error) {
 
 func (Codec) Unmarshal(typ uint8, p []byte) (Msg, error) {
 	m := Msg{Type: MsgType(typ)}
-	if m.Type == 0 || m.Type > MsgResign {
+	if !onWire(m.Type) {
 		return Msg{}, fmt.Errorf("%w: election message type %d", wire.ErrMalformed, typ)
 	}
 	d := wire.NewDec(p)

@@ -26,6 +26,9 @@ type scenario struct {
 	n          int
 	prio       map[node.ID]uint64
 	persist    map[node.ID]uint64
+	lease      time.Duration // leases on (doc.go "Leases")
+	leaseBug       leaseBug // a planted lease bug
+	leases         *LeaseChecker
 	logf       func(string, ...any) // when set, every event is logged (debugging a seed)
 }
 
@@ -52,7 +55,7 @@ func (sc *scenario) build(opts sim.Options) (*sim.Sim[Msg], *Checker) {
 	ids := sc.ids()
 	factory := func(id node.ID, inc int, rng *rand.Rand) node.Machine[Msg] {
 		m, err := New(Config{ID: id, Peers: ids, Algo: sc.algo, Priority: sc.prio[id], Rand: rng,
-			Term: sc.persist[id], naiveTerms: sc.naiveTerms})
+			Term: sc.persist[id], naiveTerms: sc.naiveTerms, Lease: sc.lease, leaseBug: sc.leaseBug})
 		if err != nil {
 			panic(err)
 		}
@@ -62,12 +65,16 @@ func (sc *scenario) build(opts sim.Options) (*sim.Sim[Msg], *Checker) {
 	s0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	s := sim.New[Msg](opts, Codec{}, factory, ids...)
 	chk := NewChecker()
+	sc.leases = NewLeaseChecker()
 	if sc.logf != nil {
 		s.Trace = func(line string) { sc.logf("%s", line) }
 	}
 	s.OnEvent = func(at time.Time, id node.ID, ev node.Event) error {
 		if sc.logf != nil {
 			sc.logf("%v node %d: %v", at.Sub(s0), id, ev)
+		}
+		if le, ok := ev.(LeaseEvent); ok {
+			return sc.leases.Observe(id, at, le, s.RealTime(id, le.Until))
 		}
 		le, ok := ev.(LeaderEvent)
 		if !ok {
@@ -135,9 +142,15 @@ func (sc *scenario) run() (time.Duration, uint64, error) {
 	s, _ := sc.build(opts)
 	ids := s.IDs()
 	// Clocks: offsets up to ±500 ms and drifts up to ±200 ppm. Timeouts
-	// are measured on each process's own clock.
+	// are measured on each process's own clock. With leases, drifts go up
+	// to ±0.9% (the default Drift bound is 1%), so that the lease's drift
+	// margin is what keeps holders apart.
+	ppm := 200.0
+	if sc.lease > 0 {
+		ppm = 9000
+	}
 	for _, id := range ids {
-		s.SetClock(id, time.Duration(r.Int64N(int64(time.Second)))-500*time.Millisecond, r.Float64()*400-200)
+		s.SetClock(id, time.Duration(r.Int64N(int64(time.Second)))-500*time.Millisecond, (r.Float64()*2-1)*ppm)
 	}
 	if err := s.RunFor(time.Second); err != nil {
 		return 0, 0, err
@@ -149,6 +162,9 @@ func (sc *scenario) run() (time.Duration, uint64, error) {
 		case 0:
 			if s.Live() > 1 {
 				s.Crash(id)
+				if err := sc.leases.Crashed(id, s.Now()); err != nil {
+					return 0, 0, fmt.Errorf("sim seed %d: %v", sc.seed, err)
+				}
 			}
 		case 1:
 			s.Restart(id)
@@ -194,6 +210,10 @@ func (sc *scenario) run() (time.Duration, uint64, error) {
 	if err := agreed(s, best); err != nil {
 		return 0, 0, fmt.Errorf("sim seed %d: liveness: %v after healing: %v", sc.seed, livenessBound, err)
 	}
+	if sc.lease > 0 && 2*s.Live() > len(ids) && !s.Machine(best).(*Machine).lease.held {
+		return 0, 0, fmt.Errorf("sim seed %d: liveness: %v after healing, leader %d with a live majority holds no lease",
+			sc.seed, livenessBound, best)
+	}
 	if s.Stats.Rejected != 0 {
 		return 0, 0, fmt.Errorf("sim seed %d: %d messages rejected by correct processes", sc.seed, s.Stats.Rejected)
 	}
@@ -220,6 +240,131 @@ func TestSimProperties(t *testing.T) {
 			t.Logf("%s: %d seeds passed; slowest convergence after healing %v (seed %d), bound %v",
 				algo, len(sim.Seeds()), worst, worstSeed, livenessBound)
 		})
+	}
+}
+
+// TestSimLeases runs the same faults with leases on: whatever crashes,
+// pauses, partitions, clock drifts up to 0.9% and message loss do, no two
+// processes hold a lease at the same real time, and after healing the
+// leader of a live majority holds one.
+func TestSimLeases(t *testing.T) {
+	for _, algo := range []Algo{Bully, Ring, ChangRoberts} {
+		t.Run(algo.String(), func(t *testing.T) {
+			t.Parallel()
+			intervals := 0
+			for _, seed := range sim.Seeds() {
+				sc := newScenario(algo, seed)
+				sc.lease = 200 * time.Millisecond
+				if _, _, err := sc.run(); err != nil {
+					t.Fatalf("%v\nreplay: go test ./pkg/election -run 'TestSimLeases/%s' -seed %d", err, algo, seed)
+				}
+				intervals += sc.leases.Intervals
+			}
+			t.Logf("%s: %d seeds, %d lease intervals, none overlapping", algo, len(sim.Seeds()), intervals)
+		})
+	}
+}
+
+// TestSimCatchesLeaseBug plants a bug the lease checker must catch:
+// followers acknowledge a new leader while still promised to the old one.
+func TestSimCatchesLeaseBug(t *testing.T) {
+	caught := 0
+	var first error
+	for seed := uint64(1); seed <= 200; seed++ {
+		sc := newScenario(Bully, seed)
+		sc.lease, sc.leaseBug = 200*time.Millisecond, bugIgnorePromises
+		if _, _, err := sc.run(); err != nil && strings.Contains(err.Error(), "two lease holders") {
+			caught++
+			if first == nil {
+				first = err
+			}
+		}
+	}
+	if caught == 0 {
+		t.Fatal("planted lease bug (promises ignored) never caught in 200 seeds")
+	}
+	t.Logf("planted lease bug caught in %d/200 seeds, e.g. %v", caught, first)
+}
+
+// leaseSchedule is one targeted lease schedule: three bully processes with
+// a 1 ms heartbeat, so that a follower's acknowledgement comes within a
+// millisecond of its promise's end, and no guard time, so that only the
+// drift margin and the promises keep holders apart. It returns the
+// checker's verdict.
+func leaseSchedule(bug leaseBug, restart bool) (*LeaseChecker, error) {
+	ids := []node.ID{1, 2, 3}
+	factory := func(id node.ID, inc int, rng *rand.Rand) node.Machine[Msg] {
+		m, err := New(Config{ID: id, Peers: ids, Rand: rng, Heartbeat: time.Millisecond, Timeout: 4 * time.Millisecond,
+			AnswerTimeout: 2 * time.Millisecond, Lease: 200 * time.Millisecond, Guard: time.Microsecond, leaseBug: bug})
+		if err != nil {
+			panic(err)
+		}
+		return m
+	}
+	s := sim.New[Msg](sim.Options{Seed: 1, MinLatency: 500 * time.Microsecond, MaxLatency: 500 * time.Microsecond}, Codec{}, factory, ids...)
+	// The leader's clock runs 0.9% slow (its lease lasts longer in real
+	// time), the followers' 0.9% fast (their promises end sooner).
+	s.SetClock(3, 0, -9000)
+	s.SetClock(1, 0, 9000)
+	s.SetClock(2, 0, 9000)
+	chk := NewLeaseChecker()
+	s.OnEvent = func(at time.Time, id node.ID, ev node.Event) error {
+		if le, ok := ev.(LeaseEvent); ok {
+			return chk.Observe(id, at, le, s.RealTime(id, le.Until))
+		}
+		return nil
+	}
+	if err := s.RunFor(time.Second); err != nil {
+		return chk, err
+	}
+	if !s.Machine(3).(*Machine).lease.held {
+		return chk, fmt.Errorf("3 holds no lease before the faults")
+	}
+	s.Isolate(3)
+	if restart {
+		// The followers crash and restart once 3's last heartbeats have
+		// landed: they forget their promises to 3 and must stay quiet
+		// for a lease.
+		if err := s.RunFor(2 * time.Millisecond); err != nil {
+			return chk, err
+		}
+		for _, id := range []node.ID{1, 2} {
+			s.Crash(id)
+			s.Restart(id)
+		}
+	}
+	if err := s.RunFor(time.Second); err != nil {
+		return chk, err
+	}
+	if !s.Machine(2).(*Machine).lease.held {
+		return chk, fmt.Errorf("2 holds no lease after 3 was cut off")
+	}
+	return chk, nil
+}
+
+// TestSimLeaseSchedules: targeted schedules reach what random ones rarely
+// do, and each fails with its planted bug: a leader that ignores clock
+// drift overlaps its successor; followers that forget their promises on
+// restart hand a new leader a lease while the old one still runs.
+func TestSimLeaseSchedules(t *testing.T) {
+	for _, restart := range []bool{false, true} {
+		chk, err := leaseSchedule(0, restart)
+		if err != nil {
+			t.Fatalf("restart=%v: %v", restart, err)
+		}
+		t.Logf("restart=%v: %d lease intervals, no overlap", restart, chk.Intervals)
+	}
+	for _, c := range []struct {
+		name    string
+		bug     leaseBug
+		restart bool
+	}{{"no drift margin", bugNoDrift, false}, {"no quiet time after restart", bugNoQuiet, true}} {
+		_, err := leaseSchedule(c.bug, c.restart)
+		if err == nil || !strings.Contains(err.Error(), "two lease holders") {
+			t.Errorf("planted bug %q not caught: %v", c.name, err)
+		} else {
+			t.Logf("planted bug %q caught: %v", c.name, err)
+		}
 	}
 }
 

@@ -1,0 +1,290 @@
+package election
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/roundtable-go/roundtable/pkg/node"
+)
+
+// LeaseEvent reports that this process, as leader of Term, holds the lease
+// until Until (its own clock) or no longer holds it. A user that must be
+// the only actor in the cluster acts only between a held event and Until
+// (doc.go "Leases"). Renewals move Until forward; they are events so that a
+// runner can move its own deadline, and are not printed.
+// Text form: "lease held term 7" or "lease lost term 7 (reason)".
+type LeaseEvent struct {
+	Event   string    `json:"event"` // "lease"
+	Term    uint64    `json:"term"`
+	Held    bool      `json:"held"`
+	Reason  string    `json:"reason,omitempty"` // why a lease ended
+	Renewed bool      `json:"-"`                // Held, and it was held already
+	Until   time.Time `json:"-"`                // the lease's end on this process's clock
+}
+
+func (e LeaseEvent) Kind() string { return "lease" }
+func (e LeaseEvent) String() string {
+	if e.Held {
+		return fmt.Sprintf("lease held term %d", e.Term)
+	}
+	return fmt.Sprintf("lease lost term %d (%s)", e.Term, e.Reason)
+}
+
+// leases is the lease state (doc.go "Leases"). Every process keeps a
+// promise; a leader also counts acknowledgements of its heartbeats.
+type leases struct {
+	// promise: this process acknowledges no leader but promisedTo before
+	// promiseUntil (own clock), nor anyone before quietUntil (a restarted
+	// process does not remember the promises of its earlier life).
+	promisedTo   node.ID
+	promiseUntil time.Time
+	quietUntil   time.Time
+
+	// leader side, for the current term
+	seq   uint64               // heartbeat number
+	sent  map[uint64]time.Time // heartbeat number → when sent
+	acked map[node.ID]uint64   // highest heartbeat each process acknowledged (self included)
+	end   time.Time            // the lease runs until here
+	held  bool
+}
+
+// usable is how long after sending a heartbeat its acknowledgements let a
+// leader act: the followers promise Lease on their clocks from receipt,
+// which in real time is at least Lease/(1+Drift) after the send; the
+// leader measures on a clock that may run fast by Drift, so it stops at
+// Lease·(1−Drift)/(1+Drift) by its clock, and Guard earlier still so that
+// what it runs can be stopped in time.
+func (m *Machine) usable() time.Duration {
+	r := m.cfg.Drift
+	if m.cfg.leaseBug == bugNoDrift {
+		r = 0
+	}
+	return time.Duration(float64(m.cfg.Lease)*(1-r)/(1+r)) - m.cfg.Guard
+}
+
+// leaseBug names a bug the tests plant to prove the lease checker fails.
+type leaseBug uint8
+
+const (
+	bugIgnorePromises leaseBug = 1 + iota // acknowledge anyone at once
+	bugNoDrift                            // no margin for clock rates
+	bugNoQuiet                            // a restarted process acknowledges at once
+)
+
+// mayAck reports whether this process may promise l now.
+func (m *Machine) mayAck(l node.ID, now time.Time) bool {
+	ls := &m.lease
+	if m.cfg.leaseBug == bugIgnorePromises {
+		return true
+	}
+	if now.Before(ls.quietUntil) {
+		return false
+	}
+	return ls.promisedTo == l || ls.promisedTo == node.None || !now.Before(ls.promiseUntil)
+}
+
+func (m *Machine) promise(l node.ID, now time.Time) {
+	m.lease.promisedTo = l
+	m.lease.promiseUntil = now.Add(m.cfg.Lease)
+}
+
+// leaseBeat numbers a heartbeat the leader sends now, and lets the leader
+// count itself when its own promise allows.
+func (m *Machine) leaseBeat(now time.Time) uint64 {
+	ls := &m.lease
+	ls.seq++
+	if ls.sent == nil {
+		ls.sent = map[uint64]time.Time{}
+		ls.acked = map[node.ID]uint64{}
+	}
+	ls.sent[ls.seq] = now
+	for k, t := range ls.sent {
+		if now.Sub(t) > m.cfg.Lease {
+			delete(ls.sent, k)
+		}
+	}
+	if m.mayAck(m.cfg.ID, now) {
+		m.promise(m.cfg.ID, now)
+		m.leaseAck(now, m.cfg.ID, m.leaderTerm, ls.seq)
+	}
+	return ls.seq
+}
+
+// leaseHeartbeat: a follower that accepted l as leader of term acknowledges
+// heartbeat seq, if its promise allows.
+func (m *Machine) leaseHeartbeat(now time.Time, l node.ID, term, seq uint64) {
+	if m.leading || m.leader != l || m.leaderTerm != term || !m.mayAck(l, now) {
+		return
+	}
+	m.promise(l, now)
+	m.send(l, Msg{Type: MsgLeaseAck, Term: term, Round: seq})
+}
+
+// leaseAck counts an acknowledgement of heartbeat seq of term by from. The
+// lease runs from the send time of the newest heartbeat that a majority
+// acknowledged (an acknowledgement of a later heartbeat promises at least
+// as long).
+func (m *Machine) leaseAck(now time.Time, from node.ID, term, seq uint64) {
+	ls := &m.lease
+	if !m.leading || term != m.leaderTerm || ls.acked == nil || seq > ls.seq {
+		return
+	}
+	ls.acked[from] = max(ls.acked[from], seq)
+	quorum := len(m.peers)/2 + 1
+	if len(ls.acked) < quorum {
+		return
+	}
+	seqs := make([]uint64, 0, len(ls.acked))
+	for _, s := range ls.acked {
+		seqs = append(seqs, s)
+	}
+	slices.Sort(seqs)
+	k := seqs[len(seqs)-quorum]
+	sent, ok := ls.sent[k]
+	if !ok {
+		return
+	}
+	end := sent.Add(m.usable())
+	if !end.After(ls.end) || !end.After(now) {
+		return
+	}
+	ls.end = end
+	m.events = append(m.events, LeaseEvent{Event: "lease", Term: m.leaderTerm, Held: true, Renewed: ls.held, Until: end})
+	ls.held = true
+}
+
+// leaseReset starts counting afresh for a new term.
+func (m *Machine) leaseReset() {
+	ls := &m.lease
+	ls.sent, ls.acked = map[uint64]time.Time{}, map[node.ID]uint64{}
+	ls.end = time.Time{}
+}
+
+// leaseLost ends a held lease.
+func (m *Machine) leaseLost(reason string) {
+	ls := &m.lease
+	if !ls.held {
+		return
+	}
+	ls.held = false
+	m.events = append(m.events, LeaseEvent{Event: "lease", Term: m.leaderTerm, Held: false, Reason: reason, Until: ls.end})
+}
+
+// leaseTick ends a lease that ran out.
+func (m *Machine) leaseTick(now time.Time) {
+	if m.lease.held && !now.Before(m.lease.end) {
+		m.leaseLost("no majority acknowledged within the lease")
+	}
+}
+
+// leaseResigned: the leader this process promised resigned; it ran nothing
+// when it did (a runner resigns once its command has ended), so the promise
+// is void.
+func (m *Machine) leaseResigned(l node.ID) {
+	if m.lease.promisedTo == l {
+		m.lease.promisedTo, m.lease.promiseUntil = node.None, time.Time{}
+	}
+}
+
+// LeaseChecker verifies the lease property from LeaseEvents placed on a
+// common time line (the simulator's real time, or one host's clock): the
+// intervals from a held event to the lease's end, as last reported, of
+// different leaderships never overlap. Observe each event with its time and
+// its Until converted to the same time line.
+type LeaseChecker struct {
+	open      map[node.ID]*span
+	done      []span
+	Intervals int
+	// Overlap is the largest overlap seen (zero when safe).
+	Overlap time.Duration
+}
+
+type span struct {
+	id         node.ID
+	term       uint64
+	from, till time.Time
+}
+
+// NewLeaseChecker returns an empty LeaseChecker.
+func NewLeaseChecker() *LeaseChecker { return &LeaseChecker{open: map[node.ID]*span{}} }
+
+// Observe takes ev, reported by id at real time at, with ev.Until already
+// mapped to real time as until.
+func (c *LeaseChecker) Observe(id node.ID, at time.Time, ev LeaseEvent, until time.Time) error {
+	sp := c.open[id]
+	if ev.Held {
+		if sp == nil || sp.term != ev.Term {
+			if sp != nil {
+				if err := c.close(sp); err != nil {
+					return err
+				}
+			}
+			sp = &span{id: id, term: ev.Term, from: at, till: until}
+			c.open[id] = sp
+			c.Intervals++
+		}
+		if until.After(sp.till) {
+			sp.till = until
+		}
+		return c.against(sp)
+	}
+	if sp != nil {
+		delete(c.open, id)
+		return c.close(sp)
+	}
+	return nil
+}
+
+// Crashed closes id's open lease: what it ran died with it.
+func (c *LeaseChecker) Crashed(id node.ID, at time.Time) error {
+	sp := c.open[id]
+	if sp == nil {
+		return nil
+	}
+	delete(c.open, id)
+	if at.Before(sp.till) {
+		sp.till = at
+	}
+	return c.close(sp)
+}
+
+func (c *LeaseChecker) close(sp *span) error {
+	c.done = append(c.done, *sp)
+	return c.against(sp)
+}
+
+// against checks sp against every other leadership's interval.
+func (c *LeaseChecker) against(sp *span) error {
+	check := func(o *span) error {
+		if o.id == sp.id {
+			// One process's successive terms: its runner stops what
+			// the old lease ran before it starts anything under the new.
+			return nil
+		}
+		lo, hi := sp.from, sp.till
+		if o.from.After(lo) {
+			lo = o.from
+		}
+		if o.till.Before(hi) {
+			hi = o.till
+		}
+		if d := hi.Sub(lo); d > 0 {
+			c.Overlap = max(c.Overlap, d)
+			return fmt.Errorf("two lease holders at once: %d (term %d) and %d (term %d) overlap by %v",
+				sp.id, sp.term, o.id, o.term, d)
+		}
+		return nil
+	}
+	for _, o := range c.open {
+		if err := check(o); err != nil {
+			return err
+		}
+	}
+	for i := range c.done {
+		if err := check(&c.done[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
