@@ -27,8 +27,8 @@ type scenario struct {
 	prio       map[node.ID]uint64
 	persist    map[node.ID]uint64
 	lease      time.Duration // leases on (doc.go "Leases")
-	leaseBug       leaseBug // a planted lease bug
-	leases         *LeaseChecker
+	leaseBug   leaseBug      // a planted lease bug
+	leases     *LeaseChecker
 	logf       func(string, ...any) // when set, every event is logged (debugging a seed)
 }
 

@@ -169,7 +169,9 @@ func (s *Sim[M]) LocalNow(id node.ID) time.Time { return s.nodes[id].clk.At(s.no
 // RealTime maps a reading of id's clock to the simulator's time line,
 // the inverse of LocalNow: checkers use it to put a deadline a machine
 // computed on its own clock beside other machines' events.
-func (s *Sim[M]) RealTime(id node.ID, local time.Time) time.Time { return s.nodes[id].clk.BaseOf(local) }
+func (s *Sim[M]) RealTime(id node.ID, local time.Time) time.Time {
+	return s.nodes[id].clk.BaseOf(local)
+}
 
 // Paused reports whether id is paused.
 func (s *Sim[M]) Paused(id node.ID) bool { n := s.nodes[id]; return n != nil && n.paused }
