@@ -218,14 +218,19 @@ func TestPausedLeaderStepsDownAndStopsChild(t *testing.T) {
 	if fields[1] != strconv.FormatUint(t1, 10) {
 		t.Fatalf("child saw ELECT_TERM=%s, leader term is %d", fields[1], t1)
 	}
-	// SIGSTOP the leader past the timeout: the others elect 4.
+	// SIGSTOP the leader past the timeout: the others elect 4. By the time
+	// 4's child starts, 5's lease has run out and its watchdog has killed
+	// 5's child, though 5 itself is stopped.
 	c.ctl("pause", "5")
 	t2 := c.waitAgree([]int{1, 2, 3, 4}, 4, t1)
 	if f := strings.Fields(c.waitFile("child-4")); f[1] != strconv.FormatUint(t2, 10) {
 		t.Fatalf("new leader's child saw ELECT_TERM=%s, want %d", f[1], t2)
 	}
-	// SIGCONT: 5 learns of term t2 > t1, steps down, stops its child and
-	// exits 76.
+	if !clitest.Gone(childPid) {
+		t.Fatalf("4's child started while paused 5's child %d still ran", childPid)
+	}
+	// SIGCONT: 5 learns of term t2 > t1 (and that its lease ran out),
+	// steps down and exits 76.
 	c.ctl("resume", "5")
 	code := c.waitFile("5.exit")
 	if code != strconv.Itoa(cli.ExitLost) {
@@ -234,8 +239,8 @@ func TestPausedLeaderStepsDownAndStopsChild(t *testing.T) {
 	if alive(childPid) {
 		t.Fatalf("the old leader's child %d is still running", childPid)
 	}
-	if out, _ := os.ReadFile(filepath.Join(dir, "5.log")); !strings.Contains(string(out), "leadership lost") {
-		t.Errorf("no 'leadership lost' in member 5's log:\n%s", out)
+	if out, _ := os.ReadFile(filepath.Join(dir, "5.log")); !strings.Contains(string(out), " lost") {
+		t.Errorf("no 'leadership lost' or 'lease lost' in member 5's log:\n%s", out)
 	}
 	c.check()
 }

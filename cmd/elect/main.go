@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sort"
@@ -33,6 +34,8 @@ var runFlags = cli.WithEnv(tool, append(cli.NodeFlags(),
 	&ucli.StringFlag{Name: "state-file", Usage: "persist the highest term here, so terms keep growing across restarts"},
 	&ucli.DurationFlag{Name: "kill-grace", Value: 5 * time.Second, Usage: "after leadership is lost: SIGTERM the child, then SIGKILL after this long"},
 	&ucli.BoolFlag{Name: "rerun", Usage: "with a child: stay in the election after losing leadership and run the child again on every new term"},
+	&ucli.DurationFlag{Name: "lease", DefaultText: "the timeout", Usage: "run the command only while a majority has acknowledged this leader within this long; 0: lead without a majority (faster, but two commands can overlap under partitions or pauses)"},
+	&ucli.Float64Flag{Name: "clock-drift", Value: 0.01, Usage: "the largest difference in clock rate between any member and real time (0.01 = 1%); leases are shortened by it"},
 ))
 
 var statusFlags = cli.WithEnv(tool, append(cli.ClientFlags(),
@@ -53,12 +56,23 @@ func newApp() *ucli.App {
 				Usage:     "take part in the election; print 'leader ID term T' on every change",
 				ArgsUsage: "[-- command args...]",
 				Description: `Runs one member. Every change of leader is printed on stdout as
-'leader <id> term <term>' (JSON lines with --json). With '-- command', the
-command runs only while this member leads, with ELECT_LEADER, ELECT_TERM and
-ELECT_ID in its environment; if leadership is lost it gets SIGTERM, then
-SIGKILL after --kill-grace, and elect exits 76 (or, with --rerun, waits to
-lead again). When the command exits by itself, elect resigns and exits with
-the command's code.
+'leader <id> term <term>' (JSON lines with --json), and on the leader
+'lease held term <term>' once a majority of the members (the leader
+included) has acknowledged it, 'lease lost term <term> (<reason>)' when that
+ends.
+
+With '-- command', the command runs only while this member holds the lease,
+with ELECT_LEADER, ELECT_TERM and ELECT_ID in its environment. Members
+acknowledge no other leader until their acknowledgement has run out, so no
+two commands ever run at once, even across partitions, pauses (SIGSTOP) and
+clock drift up to --clock-drift: a watchdog process kills the command at
+the lease's end even if elect itself is stopped. When the lease is lost the
+command gets SIGTERM, then SIGKILL after --kill-grace or at the lease's end,
+whichever is first, and elect exits 76 (or, with --rerun, waits to lead
+again). When the command exits by itself, elect resigns and exits with the
+command's code. --lease 0 runs the command as soon as this member leads,
+without a majority: failover is faster, but a partitioned or paused leader's
+command can overlap the next one's for up to --timeout.
 
 Examples:
    elect run --id 1 --peers 1=127.0.0.1:7001,2=127.0.0.1:7002,3=127.0.0.1:7003
@@ -108,16 +122,25 @@ func run(c *ucli.Context) error {
 		ID: self, Peers: cli.IDs(cm.Peers), Algo: algo, Priority: c.Uint64("priority"),
 		Heartbeat: c.Duration("heartbeat"), Timeout: c.Duration("timeout"), AnswerTimeout: c.Duration("answer-timeout"),
 		Term: startTerm, Rand: rand.New(rand.NewPCG(mb.Incarnation, uint64(self))),
+		Drift: c.Float64("clock-drift"),
 	}
 	if cfg.Heartbeat <= 0 || cfg.Timeout <= 0 || cfg.AnswerTimeout <= 0 {
 		return cli.Exitf(cli.ExitUsage, "--heartbeat, --timeout and --answer-timeout must be positive")
+	}
+	if c.IsSet("lease") {
+		cfg.Lease = c.Duration("lease")
+	} else if cfg.Lease = cfg.Timeout; cfg.Lease < 2*cfg.Heartbeat {
+		cfg.Lease = 2 * cfg.Heartbeat
+	}
+	if cfg.Drift <= 0 || cfg.Drift >= 0.2 {
+		return cli.Exitf(cli.ExitUsage, "--clock-drift must be above 0 and below 0.2, got %v", cfg.Drift)
 	}
 	m, err := election.New(cfg)
 	if err != nil {
 		return cli.Exitf(cli.ExitUsage, "%v", err)
 	}
 	drv := driver.New[election.Msg](m, election.Codec{}, mb.Net, driver.Config{Framer: mb.Framer, Log: cm.Log})
-	live, err := mb.Start(drv, "algo", algo, "heartbeat", cfg.Heartbeat, "timeout", cfg.Timeout, "term", startTerm)
+	live, err := mb.Start(drv, "algo", algo, "heartbeat", cfg.Heartbeat, "timeout", cfg.Timeout, "lease", cfg.Lease, "term", startTerm)
 	if err != nil {
 		return err
 	}
@@ -134,10 +157,28 @@ func run(c *ucli.Context) error {
 	var (
 		kid      *cli.Child
 		kidDone  <-chan struct{}
-		leading  bool
+		leading  bool // leads (and, with leases, holds the lease)
 		lastTerm = startTerm
 		grace    = c.Duration("kill-grace")
+		leased   = cfg.Lease > 0
+		until    time.Time // the lease's end
 	)
+	start := func(leader node.ID, term uint64) error {
+		env := []string{"ELECT_LEADER=" + leader.String(), "ELECT_TERM=" + strconv.FormatUint(term, 10),
+			"ELECT_ID=" + self.String()}
+		var err error
+		if leased {
+			kid, err = cli.StartLeased(child, env, until)
+		} else {
+			kid, err = cli.StartChild(child, env)
+		}
+		if err != nil {
+			return err
+		}
+		kidDone = kid.Done()
+		cm.Log.Info("child started", "pid", kid.Pid(), "term", term)
+		return nil
+	}
 	for {
 		select {
 		case err := <-live.Done:
@@ -152,27 +193,47 @@ func run(c *ucli.Context) error {
 						cm.Log.Error("cannot persist term", "err", err)
 					}
 				}
-				leading = ev.Self
 				if ev.Self {
 					cm.Log.Info("leading", "term", ev.Term)
 				}
-				if ev.Self && len(child) > 0 && kid == nil {
-					env := []string{"ELECT_LEADER=" + ev.Leader.String(), "ELECT_TERM=" + strconv.FormatUint(ev.Term, 10),
-						"ELECT_ID=" + self.String()}
-					if kid, err = cli.StartChild(child, env); err != nil {
+				if !leased {
+					leading = ev.Self
+					if ev.Self && len(child) > 0 && kid == nil {
+						if err := start(ev.Leader, ev.Term); err != nil {
+							retire()
+							return err
+						}
+					}
+				}
+			case election.LeaseEvent:
+				if !ev.Renewed {
+					cm.Out.Event(ev)
+				}
+				leading, until = ev.Held, ev.Until
+				if ev.Held && kid != nil {
+					kid.Extend(ev.Until)
+				}
+				if ev.Held && len(child) > 0 && kid == nil {
+					if err := start(self, ev.Term); errors.Is(err, cli.ErrLeaseOver) {
+						cm.Log.Warn("the lease ended before the command could start", "term", ev.Term)
+						leading = false
+					} else if err != nil {
 						retire()
 						return err
 					}
-					kidDone = kid.Done()
-					cm.Log.Info("child started", "pid", kid.Pid(), "term", ev.Term)
 				}
 			case election.StepDownEvent:
 				cm.Log.Warn("stepped down", "term", ev.Term, "reason", ev.Reason)
 				leading = false
 			}
 			if !leading && kid != nil {
-				cm.Log.Warn("leadership lost: stopping child", "pid", kid.Pid(), "grace", grace)
-				kid.Stop(grace)
+				g := grace
+				if leased {
+					// The watchdog kills at the lease's end in any case.
+					g = min(g, max(time.Until(until), 0))
+				}
+				cm.Log.Warn("leadership lost: stopping child", "pid", kid.Pid(), "grace", g)
+				kid.Stop(g)
 				kid, kidDone = nil, nil
 				if !c.Bool("rerun") {
 					retire()
@@ -180,6 +241,17 @@ func run(c *ucli.Context) error {
 				}
 			}
 		case <-kidDone:
+			if leased && !time.Now().Before(until) {
+				// The watchdog killed the command at the lease's end
+				// while this process could not act (stopped, starved).
+				cm.Log.Warn("the lease ran out: the watchdog stopped the child", "pid", kid.Pid(), "code", kid.ExitCode())
+				kid, kidDone, leading = nil, nil, false
+				if !c.Bool("rerun") {
+					retire()
+					return cli.Exitf(cli.ExitLost, "lease lost while the command ran")
+				}
+				continue
+			}
 			code := kid.ExitCode()
 			cm.Log.Info("child exited; resigning", "code", code)
 			retire()

@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,28 +15,13 @@ import (
 )
 
 // netsplit starts n lockd members, each in a network namespace of its own
-// (scripts/netsplit.sh), and removes them when the test ends. It skips the
-// test where namespaces cannot be made (not root, no ip or iptables).
+// (clitest.Netsplit), and waits until member 1 serves clients.
 func netsplit(t *testing.T, n int, args ...string) (*cluster, func(args ...string)) {
 	t.Helper()
-	script := clitest.Script(t, "netsplit.sh")
 	dir := t.TempDir()
-	ctl := func(args ...string) {
-		t.Helper()
-		if out, err := exec.Command(script, append(args, "-d", dir)...).CombinedOutput(); err != nil {
-			t.Fatalf("netsplit.sh %v: %v\n%s", args, err, out)
-		}
-	}
-	up := append([]string{"up", "-n", "3", "-d", dir, lockdBin, "serve", "--no-color", "--socket", filepath.Join(dir, "{id}.sock")}, args...)
-	out, err := exec.Command(script, up...).CombinedOutput()
-	if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == 69 && !strings.Contains(string(out), "not ready") {
-		t.Skipf("no network namespaces here: %s", out)
-	}
-	t.Cleanup(func() { exec.Command(script, "down", "-d", dir).Run() })
-	if err != nil {
-		t.Fatalf("netsplit.sh up: %v\n%s", err, out)
-	}
-	c := &cluster{&clitest.Cluster{T: t, Dir: dir, N: n}}
+	cl, ctl := clitest.Netsplit(t, dir, n, nil,
+		append([]string{lockdBin, "serve", "--no-color", "--socket", filepath.Join(dir, "{id}.sock")}, args...)...)
+	c := &cluster{cl}
 	clitest.WaitFor(t, 20*time.Second, func() bool {
 		return exec.Command(lockdBin, "run", "--socket", c.sock(1), "--nonblock", "probe", "--", "true").Run() == nil
 	})

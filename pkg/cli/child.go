@@ -15,8 +15,10 @@ import (
 // coordination sockets do not leak into it).
 type Child struct {
 	cmd   *exec.Cmd
+	pgid  int
 	done  chan struct{}
 	state *os.ProcessState
+	lease *os.File // StartLeased: the watchdog's deadlines
 }
 
 // StartChild starts args (exec'd directly; wrap in "sh -c" to use a
@@ -29,20 +31,32 @@ func StartChild(args []string, env []string) (*Child, error) {
 	if len(args) == 0 {
 		return nil, Exitf(ExitUsage, "no command given after --")
 	}
+	return startChild(args, env, 0)
+}
+
+// startChild starts the command in process group pgid, or in a new group
+// of its own when pgid is 0.
+func startChild(args []string, env []string, pgid int) (*Child, error) {
 	cmd := exec.Command(args[0], args[1:]...)
 	if errors.Is(cmd.Err, exec.ErrNotFound) {
 		return nil, Exitf(ExitNotFound, "%s: command not found", args[0])
 	}
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: pgid, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
+		if pgid != 0 && (errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.ESRCH)) {
+			return nil, err
+		}
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, Exitf(ExitNotFound, "%s: command not found", args[0])
 		}
 		return nil, Exitf(ExitCannotExec, "%s: %v", args[0], err)
 	}
-	c := &Child{cmd: cmd, done: make(chan struct{})}
+	if pgid == 0 {
+		pgid = cmd.Process.Pid
+	}
+	c := &Child{cmd: cmd, pgid: pgid, done: make(chan struct{})}
 	go func() {
 		_ = cmd.Wait()
 		c.state = cmd.ProcessState
@@ -63,7 +77,8 @@ func StatusCode(ps *os.ProcessState) int {
 	return ps.ExitCode()
 }
 
-// Pid returns the child's process ID (also its process group ID).
+// Pid returns the child's process ID (also its process group ID, unless
+// the child is leased: then the group is its watchdog's).
 func (c *Child) Pid() int { return c.cmd.Process.Pid }
 
 // Done is closed when the child has exited.
@@ -74,7 +89,7 @@ func (c *Child) Signal(sig syscall.Signal) {
 	select {
 	case <-c.done:
 	default:
-		_ = syscall.Kill(-c.Pid(), sig)
+		_ = syscall.Kill(-c.pgid, sig)
 	}
 }
 
@@ -93,6 +108,6 @@ func (c *Child) Stop(grace time.Duration) {
 	case <-c.done:
 	case <-t.C:
 	}
-	_ = syscall.Kill(-c.Pid(), syscall.SIGKILL)
+	_ = syscall.Kill(-c.pgid, syscall.SIGKILL)
 	<-c.done
 }

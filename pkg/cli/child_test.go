@@ -89,3 +89,77 @@ func TestChildPath(t *testing.T) {
 		t.Fatalf("found through an empty PATH entry: %v (code %d)", err, Code(err))
 	}
 }
+
+// TestLeasedChildDiesAtDeadline: a leased command that nobody extends is
+// killed (SIGKILL, with everything in its group) once its deadline has
+// passed, and not before; its watchdog goes with it.
+func TestLeasedChildDiesAtDeadline(t *testing.T) {
+	start := time.Now()
+	until := start.Add(300 * time.Millisecond)
+	c, err := StartLeased([]string{"sh", "-c", "sleep 30 & sleep 30"}, nil, until)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-c.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("leased child still running 10 s after its deadline")
+	}
+	if now := time.Now(); now.Before(until) {
+		t.Fatalf("killed %v before its deadline", until.Sub(now))
+	}
+	if c.ExitCode() != 128+int(syscall.SIGKILL) {
+		t.Fatalf("exit code %d, want %d (SIGKILL)", c.ExitCode(), 128+int(syscall.SIGKILL))
+	}
+	waitGroupGone(t, c.pgid)
+}
+
+// waitGroupGone waits until no process is left in group pgid.
+func waitGroupGone(t *testing.T, pgid int) {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); syscall.Kill(-pgid, 0) == nil; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("process group %d still has members", pgid)
+		}
+	}
+}
+
+// TestLeasedChildExtended: a command whose deadline keeps moving runs on;
+// signals reach it and not the watchdog; when it exits by itself, the
+// watchdog clears its group and leaves.
+func TestLeasedChildExtended(t *testing.T) {
+	c, err := StartLeased([]string{"sh", "-c", "trap 'exit 7' TERM; while :; do sleep 0.01; done"}, nil, time.Now().Add(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 30; i++ { // 600 ms, six times the lease
+		c.Extend(time.Now().Add(100 * time.Millisecond))
+		select {
+		case <-c.Done():
+			t.Fatalf("killed while its deadline was being extended (exit %d)", c.ExitCode())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	c.Extend(time.Now().Add(time.Hour))
+	c.Signal(syscall.SIGTERM)
+	<-c.Done()
+	if c.ExitCode() != 7 {
+		t.Fatalf("exit code %d, want 7 from the command's TERM trap", c.ExitCode())
+	}
+	waitGroupGone(t, c.pgid)
+}
+
+// TestLeaseOverBeforeStart: a deadline already past starts nothing.
+func TestLeaseOverBeforeStart(t *testing.T) {
+	c, err := StartLeased([]string{"sleep", "30"}, nil, time.Now().Add(-time.Second))
+	if err == nil {
+		<-c.Done() // the watchdog fired before the command joined: it must be gone at once
+		if c.ExitCode() != 128+int(syscall.SIGKILL) {
+			t.Fatalf("a command started after its deadline exited %d", c.ExitCode())
+		}
+		return
+	}
+	if err != ErrLeaseOver {
+		t.Fatalf("err %v, want ErrLeaseOver", err)
+	}
+}

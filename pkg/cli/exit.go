@@ -82,6 +82,7 @@ func Exit(tool string, err error) {
 // errors (unknown flags and the like). Messages go to stderr, prefixed with
 // the tool's name once.
 func Main(app *ucli.App) {
+	RunWatchdog()
 	Exit(app.Name, Prepare(app).Run(Reorder(app, os.Args)))
 }
 

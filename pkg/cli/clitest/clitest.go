@@ -83,14 +83,54 @@ func StartCluster(t testing.TB, dir string, n int, cmd ...string) *Cluster {
 	t.Cleanup(func() {
 		exec.Command(Script(t, "cluster.sh"), "stop", "-d", dir).Run()
 		if t.Failed() {
-			for i := 1; i <= n; i++ {
-				out, _ := os.ReadFile(c.File(i, "out"))
-				log, _ := os.ReadFile(c.File(i, "log"))
-				t.Logf("member %d stdout:\n%s\nstderr:\n%s", i, out, log)
-			}
+			c.logAll()
 		}
 	})
 	return c
+}
+
+// Netsplit starts n members of cmd, as StartCluster does, but each in a
+// network namespace of its own on a bridge (scripts/netsplit.sh), so that
+// partitions are real; env is added to the members' environment. It skips
+// the test where namespaces cannot be made (not root, no ip or iptables),
+// and removes the members and namespaces when the test ends. ctl runs a
+// netsplit.sh command on the cluster ("partition", "1,2/3"; "heal"; ...).
+func Netsplit(t testing.TB, dir string, n int, env []string, cmd ...string) (c *Cluster, ctl func(args ...string)) {
+	t.Helper()
+	script := Script(t, "netsplit.sh")
+	ctl = func(args ...string) {
+		t.Helper()
+		x := exec.Command(script, append(args, "-d", dir)...)
+		x.Env = append(os.Environ(), env...)
+		if out, err := x.CombinedOutput(); err != nil {
+			t.Fatalf("netsplit.sh %v: %v\n%s", args, err, out)
+		}
+	}
+	up := exec.Command(script, append([]string{"up", "-n", strconv.Itoa(n), "-d", dir}, cmd...)...)
+	up.Env = append(os.Environ(), env...)
+	out, err := up.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == 69 && !strings.Contains(string(out), "not ready") {
+		t.Skipf("no network namespaces here: %s", out)
+	}
+	c = &Cluster{T: t, Dir: dir, N: n}
+	t.Cleanup(func() {
+		exec.Command(script, "down", "-d", dir).Run()
+		if t.Failed() {
+			c.logAll()
+		}
+	})
+	if err != nil {
+		t.Fatalf("netsplit.sh up: %v\n%s", err, out)
+	}
+	return c, ctl
+}
+
+func (c *Cluster) logAll() {
+	for i := 1; i <= c.N; i++ {
+		out, _ := os.ReadFile(c.File(i, "out"))
+		log, _ := os.ReadFile(c.File(i, "log"))
+		c.T.Logf("member %d stdout:\n%s\nstderr:\n%s", i, out, log)
+	}
 }
 
 // File is member i's file with the given extension ("out", "log", "pid").

@@ -1,0 +1,156 @@
+package cli
+
+import (
+	"encoding/binary"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+	"unsafe"
+)
+
+// A leased child runs under a deadline that must hold even when its
+// supervisor cannot act: a supervisor stopped with SIGSTOP, or starved of
+// CPU, must not leave its command running past the lease it was granted.
+// So the deadline is kept by a second process, a watchdog: this same
+// binary, re-executed with watchdogEnv set. The watchdog leads a process
+// group of its own, the command joins that group, and when the deadline
+// passes without being moved the watchdog sends SIGKILL to the whole
+// group, itself included. Deadlines are absolute CLOCK_MONOTONIC readings,
+// which both processes share, so a supervisor paused between computing a
+// deadline and writing it cannot stretch it.
+const watchdogEnv = "ROUNDTABLE_WATCHDOG_DEADLINE"
+
+// monotonic reads CLOCK_MONOTONIC in nanoseconds (the clock Go's own
+// timers use).
+func monotonic() int64 {
+	var ts syscall.Timespec
+	_, _, _ = syscall.Syscall(syscall.SYS_CLOCK_GETTIME, 1 /* CLOCK_MONOTONIC */, uintptr(unsafe.Pointer(&ts)), 0)
+	return ts.Nano()
+}
+
+// monoBase pairs a CLOCK_MONOTONIC reading with a time.Time taken just
+// after it, so a time.Time deadline converts to CLOCK_MONOTONIC without
+// reading the clock again at conversion time. The conversion errs early,
+// by the microseconds between the two readings.
+var monoBase = func() struct {
+	mono int64
+	t    time.Time
+} {
+	m := monotonic()
+	return struct {
+		mono int64
+		t    time.Time
+	}{m, time.Now()}
+}()
+
+func monoOf(t time.Time) int64 { return monoBase.mono + int64(t.Sub(monoBase.t)) }
+
+// RunWatchdog turns this process into a watchdog if it was started as one
+// (StartLeased), and never returns then. Main calls it first.
+func RunWatchdog() {
+	v, ok := os.LookupEnv(watchdogEnv)
+	if !ok {
+		return
+	}
+	deadline, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		os.Exit(ExitUsage)
+	}
+	// Signals sent to the command's group reach the watchdog too: it
+	// outlives them, and only SIGKILL or its deadline end it.
+	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1,
+		syscall.SIGUSR2, syscall.SIGPIPE, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU)
+	moved := make(chan int64)
+	go func() {
+		var b [8]byte
+		for {
+			if _, err := io.ReadFull(os.Stdin, b[:]); err != nil {
+				close(moved) // the supervisor is done, or gone
+				return
+			}
+			moved <- int64(binary.LittleEndian.Uint64(b[:]))
+		}
+	}()
+	for {
+		left := deadline - monotonic()
+		if left <= 0 {
+			break
+		}
+		t := time.NewTimer(time.Duration(left))
+		select {
+		case d, ok := <-moved:
+			t.Stop()
+			if !ok {
+				deadline = 0
+			} else {
+				deadline = d
+			}
+		case <-t.C:
+		}
+	}
+	_ = syscall.Kill(0, syscall.SIGKILL) // the whole group, the watchdog last
+	os.Exit(1)
+}
+
+// ErrLeaseOver is StartLeased's error when the deadline passed before the
+// command could start.
+var ErrLeaseOver = errors.New("the lease ended before the command started")
+
+// StartLeased starts args as StartChild does, but the command may run only
+// until the deadline, which Extend moves: past it, a watchdog process kills
+// the command's whole process group, whether or not this process is
+// running then. Signal and Stop reach the command's group as before; the
+// watchdog ignores everything but SIGKILL.
+func StartLeased(args, env []string, until time.Time) (*Child, error) {
+	if len(args) == 0 {
+		return nil, Exitf(ExitUsage, "no command given after --")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, Exitf(ExitCannotExec, "cannot find this program to watch the command: %v", err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	wd := exec.Command(self)
+	wd.Env = append(os.Environ(), watchdogEnv+"="+strconv.FormatInt(monoOf(until), 10))
+	wd.Stdin, wd.Stderr = r, os.Stderr
+	wd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := wd.Start(); err != nil {
+		w.Close()
+		return nil, Exitf(ExitCannotExec, "cannot start the watchdog: %v", err)
+	}
+	go func() { _ = wd.Wait() }()
+	c, err := startChild(args, env, wd.Process.Pid)
+	if err != nil {
+		_ = syscall.Kill(-wd.Process.Pid, syscall.SIGKILL)
+		w.Close()
+		if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.ESRCH) {
+			return nil, ErrLeaseOver // the watchdog's group is gone: it fired
+		}
+		return nil, err
+	}
+	c.lease = w
+	go func() {
+		<-c.done
+		w.Close() // the watchdog clears the group, then exits
+	}()
+	return c, nil
+}
+
+// Extend moves a leased child's deadline.
+func (c *Child) Extend(until time.Time) {
+	if c.lease == nil {
+		return
+	}
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], uint64(monoOf(until)))
+	_, _ = c.lease.Write(b[:])
+}
