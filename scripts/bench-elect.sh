@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # bench-elect.sh — failover time of elect: 5 members on loopback with the
 # default settings; SIGKILL the leader and time until every survivor has
-# printed the new leader. Prints every trial, the median and the maximum.
+# printed the new leader, and until the new leader holds its lease (when a
+# command given to `elect run -- cmd` starts). Prints every trial, the
+# median and the maximum.
 # When etcd and etcdctl are installed, measures `etcdctl elect` failover in
 # the same run and prints the ratio.
 #
@@ -34,9 +36,12 @@ wait_all() { # leader ids...
   done
 }
 
+# lease_time FILE: the time of the first 'lease held' JSON line, or nothing.
+lease_time() { grep -m1 '"event":"lease".*"held":true' "$1" 2>/dev/null | sed -E 's/^\{"time":"([^"]+)".*/\1/'; }
+
 fmt() { awk -v us="$1" 'BEGIN { printf "%.1f ms", us / 1000 }'; }
 
-results=()
+results=(); leases=()
 echo "elect failover, $algo, 5 members on loopback, defaults (heartbeat 50ms, timeout 200ms); SIGKILL the leader"
 for ((t = 1; t <= trials; t++)); do
   rm -rf "$work/c"
@@ -52,7 +57,14 @@ for ((t = 1; t <= trials; t++)); do
   done
   ms=$(( (last - t0) / 1000 ))
   results+=("$ms")
-  echo "trial $t: $(fmt "$ms")"
+  deadline=$(( $(date +%s) + 20 ))
+  until [ -n "$(lease_time "$work/c/4.out")" ]; do
+    [ "$(date +%s)" -lt "$deadline" ] || { echo "bench: member 4 never held the lease" >&2; exit 1; }
+    sleep 0.01
+  done
+  lus=$(( ($(ts_ns "$(lease_time "$work/c/4.out")") - t0) / 1000 ))
+  leases+=("$lus")
+  echo "trial $t: $(fmt "$ms"), lease held after $(fmt "$lus")"
   scripts/cluster.sh stop -d "$work/c" >/dev/null
 done
 
@@ -61,6 +73,9 @@ n=${#sorted[@]}
 if (( n % 2 )); then med=${sorted[$((n / 2))]}; else med=$(( (sorted[n/2 - 1] + sorted[n/2]) / 2 )); fi
 max=${sorted[$((n - 1))]}
 echo "elect ($algo): median $(fmt "$med"), max $(fmt "$max") over $n trials (target: median ≤ 250 ms)"
+lsorted=($(printf '%s\n' "${leases[@]}" | sort -n))
+if (( n % 2 )); then lmed=${lsorted[$((n / 2))]}; else lmed=$(( (lsorted[n/2 - 1] + lsorted[n/2]) / 2 )); fi
+echo "elect ($algo): new leader holds its lease (its command starts): median $(fmt "$lmed"), max $(fmt "${lsorted[$((n - 1))]}")"
 
 if command -v etcd >/dev/null 2>&1 && command -v etcdctl >/dev/null 2>&1; then
   echo
@@ -81,6 +96,7 @@ if command -v etcd >/dev/null 2>&1 && command -v etcdctl >/dev/null 2>&1; then
   etcd_us=$(( ($(now_ns) - t0) / 1000 ))
   echo "etcdctl elect: failover $(fmt "$etcd_us")"
   awk -v a="$etcd_us" -v b="$med" 'BEGIN { printf "ratio: elect median is %.0f× faster than etcdctl elect\n", a / b }'
+  awk -v a="$etcd_us" -v b="$lmed" 'BEGIN { printf "ratio: elect lease median is %.0f× faster than etcdctl elect\n", a / b }'
 else
   echo "(etcd/etcdctl not installed: etcdctl elect not measured in this run; install etcd-server and etcd-client to compare)"
 fi

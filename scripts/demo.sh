@@ -30,6 +30,13 @@ wait_leader() { # leader, members...
     done
   done
 }
+wait_line() { # file pattern: the command starts once the leader holds its lease
+  local deadline=$(( $(date +%s) + 15 ))
+  until grep -q "$2" "$1" 2>/dev/null; do
+    [ "$(date +%s)" -lt "$deadline" ] || { echo "demo: no '$2' in $1" >&2; exit 1; }
+    sleep 0.01
+  done
+}
 show() { for i in "$@"; do echo "member $i: $(leader_of "$i")"; done; }
 
 say "starting 5 members: scripts/cluster.sh start -n 5 bin/elect run --rerun -- <command run only by the leader>"
@@ -38,7 +45,9 @@ scripts/cluster.sh start -n 5 -d "$dir" bin/elect run --rerun --kill-grace 1s --
 cat "$dir/peers"
 wait_leader 5 1 2 3 4 5
 show 1 2 3 4 5
-grep -h 'now leading' "$dir"/*.out
+wait_line "$dir/5.out" 'lease held'
+wait_line "$dir/5.out" 'now leading'
+grep -h 'lease held\|now leading' "$dir"/*.out
 
 say "elect status --peers @peers"
 bin/elect status --peers "@$dir/peers"
@@ -49,7 +58,9 @@ scripts/cluster.sh kill 5 -d "$dir"
 wait_leader 4 1 2 3 4
 echo "all survivors agreed within $(( ($(date +%s%N) - start) / 1000000 )) ms (measured by polling their output)"
 show 1 2 3 4
-grep -h 'now leading' "$dir/4.out"
+wait_line "$dir/4.out" 'now leading'
+echo "member 4's command started $(( ($(date +%s%N) - start) / 1000000 )) ms after the kill, once it held the lease:"
+grep -h 'lease held\|now leading' "$dir/4.out"
 
 say "elect status: member 5 is silent, the rest agree"
 bin/elect status --peers "@$dir/peers" || true
@@ -58,7 +69,9 @@ say "restart member 5: under bully the highest-priority member takes over again,
 scripts/cluster.sh restart 5 -d "$dir"
 wait_leader 5 1 2 3 4 5
 show 1 2 3 4 5
-echo "member 4 stopped its command when it lost leadership (from its log):"
+wait_line "$dir/4.out" 'lease lost'
+echo "member 4 lost its lease and stopped its command (stdout, then its log):"
+grep -h 'lease lost' "$dir/4.out" | sed 's/^/  /'
 grep -h 'leadership lost' "$dir/4.log" | sed 's/^/  /'
 
 say "stopping the cluster"

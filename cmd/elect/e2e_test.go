@@ -34,7 +34,12 @@ func transportFor(peers map[node.ID]string) (transport.Transport, error) {
 
 var electBin string
 
-func TestMain(m *testing.M) { clitest.Main(m, "elect", &electBin) }
+func TestMain(m *testing.M) {
+	if file := os.Getenv(witnessEnv); file != "" {
+		witness(file) // this test binary, run by elect as the command
+	}
+	clitest.Main(m, "elect", &electBin)
+}
 
 // waitLimit bounds every wait for an event; it is a failure deadline, not
 // a synchronisation device.

@@ -31,6 +31,39 @@
 // The defaults (Heartbeat 50ms, Timeout 200ms, AnswerTimeout 50ms) allow
 // three consecutive heartbeat losses and an MDT of up to ~20ms.
 //
+// # Leases
+//
+// Terms keep two leaders apart for a reader that checks them, but during a
+// partition or a pause the old leader does not know it was replaced, so
+// two leaders can act at once. With Config.Lease set, a leader may act only
+// while it holds a lease, and no two processes ever hold one at the same
+// real time. The seeds stop at election; the rule is the read lease of
+// Chandra et al. ("Paxos made live") and of Raft's §9, here over heartbeats:
+//
+//   - The leader numbers its heartbeats. A follower that accepts the
+//     heartbeat's leader answers with MsgLeaseAck and thereby promises to
+//     acknowledge no other leader for Lease on its own clock, from receipt.
+//     While promised, it still follows elections, but acknowledges nobody
+//     else; a newly elected leader simply waits for the old promises to run
+//     out.
+//   - The leader holds the lease from the send time s of the newest
+//     heartbeat that a majority, itself included, acknowledged, until
+//     s + Lease·(1−Drift)/(1+Drift) − Guard on its own clock. Any two
+//     majorities share a process, whose promise covers the old lease in
+//     real time whenever every clock runs within a factor 1±Drift of real
+//     time (the clock-rate assumption; offsets do not matter, only rates).
+//     Guard leaves time to stop what the lease protects.
+//   - A leader counts itself only under the same rule: a process promised
+//     to another leader does not count itself before the promise ends.
+//   - A process that starts (or restarts: promises are not persisted)
+//     acknowledges nobody for one Lease.
+//   - A leader that resigns (MsgResign) has stopped what it ran, so its
+//     followers' promises to it end at once.
+//
+// The cost is the wait for the old promises: a new leader holds its lease
+// at most one Lease after the old leader's last acknowledged heartbeat,
+// and a leader cut off from a majority loses its lease within one Lease.
+//
 // # Filling the seeds' gaps
 //
 // The seeds assume reliable links. Here ring hops are acknowledged; a
