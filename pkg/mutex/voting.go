@@ -38,10 +38,24 @@ import (
 // coordinator with this one, so every later token is larger. Counters are
 // persisted (Config.Term, Clock) so that holds across restarts too.
 //
+// Fairness. The seed lets a requester that is denied retry after a random
+// backoff, and accepts that it may starve. Here it cannot, because a free
+// vote goes to the requester that has waited longest: every request
+// carries its age (how long its client has been waiting, on the
+// requester's clock, in Seq), a coordinator remembers the requesters it
+// denied for Lease/2, and grants a free vote only to a requester at least
+// as old as every one it remembers (ties to the lower ID). Without that, a
+// daemon whose own coordinator is the first asked hands the vote from one
+// of its clients to the next in the same instant, and remote requesters
+// in backoff never see it free (two such clients took 296 of 298 entries
+// in 8 s; TestVotingFairness). A requester denied for an older one gives
+// its votes back as before, so the oldest always gathers its quorum: the
+// order stays global and nobody livelocks. Non-blocking requests are
+// not remembered.
+//
 // Fault model: crash and restart (votes forgotten), loss, duplication,
 // reordering, partitions (a minority side never gathers m votes), paused
-// daemons, clock rates within 10%. No fairness: the seed's starvation is
-// real under contention, bounded here only by the backoff's randomness.
+// daemons, clock rates within 10%.
 
 type voteRec struct {
 	node    node.ID
@@ -49,8 +63,18 @@ type voteRec struct {
 	expires time.Time
 }
 
+// denied is a requester a coordinator denied: it is owed the vote before
+// any younger requester.
+type denied struct {
+	age time.Duration // how long its client had waited when it asked
+	at  time.Time     // when it asked (this coordinator's clock)
+}
+
+func (w denied) ageAt(now time.Time) time.Duration { return w.age + now.Sub(w.at) }
+
 type voteWant struct {
 	client   uint64
+	since    time.Time // when the client asked this daemon
 	nonBlock bool
 	attempt  uint64
 	tries    int
@@ -78,6 +102,7 @@ type voting struct {
 	alive   *fd.Timeout
 	high    uint64 // highest stamp or token this coordinator knows
 	votes   map[string]*voteRec
+	waiters map[string]map[node.ID]denied // denied requesters, per name
 	wants   map[string][]*voteWant
 	seq     uint64
 	quiet   time.Time // no votes before then (restart: forgotten votes run out)
@@ -111,7 +136,7 @@ func newVoting(cfg Config) (*voting, error) {
 		return nil, fmt.Errorf("mutex: voting needs n/2 < m ≤ n votes, got m = %d for n = %d", m, len(ids))
 	}
 	return &voting{cfg: cfg, ids: ids, m: m, alive: fd.NewTimeout(2 * cfg.Lease), high: cfg.Term,
-		votes: map[string]*voteRec{}, wants: map[string][]*voteWant{}, seq: firstAttempt(cfg)}, nil
+		votes: map[string]*voteRec{}, waiters: map[string]map[node.ID]denied{}, wants: map[string][]*voteWant{}, seq: firstAttempt(cfg)}, nil
 }
 
 func (v *voting) begin(now time.Time) {
@@ -171,9 +196,24 @@ func (v *voting) handle(now time.Time, from node.ID, msg Msg) {
 		if v.cfg.voteEarlyExpiry && vote != nil {
 			free = !now.Before(vote.expires.Add(-v.cfg.Lease * 3 / 4))
 		}
-		if now.Before(v.quiet) || !mine && !free {
+		age := time.Duration(min(msg.Seq, maxAge)) * time.Microsecond
+		if now.Before(v.quiet) || !mine && (!free || v.owed(now, msg.Name, from, age)) {
+			if !msg.NonBlock {
+				ws := v.waiters[msg.Name]
+				if ws == nil {
+					ws = map[node.ID]denied{}
+					v.waiters[msg.Name] = ws
+				}
+				ws[from] = denied{age: age, at: now}
+			}
 			v.send(from, Msg{Type: MsgVDeny, Name: msg.Name, Attempt: msg.Attempt, Token: v.high})
 			return
+		}
+		if ws := v.waiters[msg.Name]; ws != nil {
+			delete(ws, from)
+			if len(ws) == 0 {
+				delete(v.waiters, msg.Name)
+			}
 		}
 		if !mine {
 			v.votes[msg.Name] = &voteRec{node: from, attempt: msg.Attempt}
@@ -193,10 +233,37 @@ func (v *voting) handle(now time.Time, from node.ID, msg Msg) {
 		if vote := v.votes[msg.Name]; vote != nil && vote.node == from && vote.attempt == msg.Attempt {
 			delete(v.votes, msg.Name)
 		}
+		if msg.Seq == withdraw {
+			delete(v.waiters[msg.Name], from)
+		}
 	case MsgVGrant, MsgVDeny, MsgVAck:
 		v.answer(now, from, msg)
 	case MsgVAlive:
 	}
+}
+
+// maxAge bounds a request's age on the wire (µs): one hour.
+const maxAge = uint64(time.Hour / time.Microsecond)
+
+// withdraw in a release's Seq: the requester stopped waiting for Name.
+const withdraw = 1
+
+// owed reports whether a requester other than from, remembered within the
+// last Lease/2, has waited longer than from (age): the vote is owed to it.
+func (v *voting) owed(now time.Time, name string, from node.ID, age time.Duration) bool {
+	for id, w := range v.waiters[name] {
+		if now.Sub(w.at) >= v.cfg.Lease/2 {
+			delete(v.waiters[name], id)
+			continue
+		}
+		if id == from {
+			continue
+		}
+		if a := w.ageAt(now); a > age || a == age && id < from {
+			return true
+		}
+	}
+	return false
 }
 
 // answer handles a coordinator's reply to this daemon's request.
@@ -217,7 +284,7 @@ func (v *voting) answer(now time.Time, from node.ID, msg Msg) {
 	case msg.Type == MsgVGrant && w.phase == voteAsking:
 		w.stamps[from] = msg.Token
 		if len(w.stamps) < v.m {
-			v.send(w.asked[len(w.stamps)], Msg{Type: MsgVRequest, Name: msg.Name, Attempt: w.attempt, Token: v.high})
+			v.sendRequest(now, w.asked[len(w.stamps)], msg.Name, w)
 			w.next = now.Add(v.cfg.Lease / 4)
 		}
 		if len(w.stamps) == v.m {
@@ -282,7 +349,13 @@ func (v *voting) ask(now time.Time, name string, w *voteWant) {
 	w.attempt, w.tries, w.phase = v.seq, w.tries+1, voteAsking
 	w.asked, w.stamps, w.token = asked, map[node.ID]uint64{}, 0
 	w.next = now.Add(v.cfg.Lease / 4)
-	v.send(asked[0], Msg{Type: MsgVRequest, Name: name, Attempt: w.attempt, Token: v.high})
+	v.sendRequest(now, asked[0], name, w)
+}
+
+// sendRequest asks coordinator c for its vote, with the client's age.
+func (v *voting) sendRequest(now time.Time, c node.ID, name string, w *voteWant) {
+	age := uint64(max(now.Sub(w.since), 0) / time.Microsecond)
+	v.send(c, Msg{Type: MsgVRequest, Name: name, Attempt: w.attempt, Token: v.high, Seq: min(age, maxAge), NonBlock: w.nonBlock})
 }
 
 // giveUp: denied. Votes received go back (the seed's release of partial
@@ -335,7 +408,7 @@ func (v *voting) request(now time.Time, msg Msg) error {
 		if ok, err := admit(msg, q, func(w *voteWant) uint64 { return w.client }, &v.events); !ok {
 			return err
 		}
-		w := &voteWant{client: msg.Client, nonBlock: msg.NonBlock}
+		w := &voteWant{client: msg.Client, nonBlock: msg.NonBlock, since: now}
 		v.wants[msg.Name] = append(q, w)
 		if len(q) == 0 {
 			v.ask(now, msg.Name, w)
@@ -391,7 +464,7 @@ func (v *voting) Tick(now time.Time) {
 			// Resend to the coordinator being asked; if it is declared
 			// dead, a new attempt goes to live ones.
 			if c := w.asked[len(w.stamps)]; v.live(c, now) {
-				v.send(c, Msg{Type: MsgVRequest, Name: name, Attempt: w.attempt, Token: v.high})
+				v.sendRequest(now, c, name, w)
 				w.next = now.Add(v.cfg.Lease / 4)
 			} else {
 				v.giveUp(now, name, w)
