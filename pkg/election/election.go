@@ -400,6 +400,11 @@ func (m *Machine) local(now time.Time, msg Msg) error {
 		if !m.retired && !m.leading {
 			m.campaign(now)
 		}
+	case MsgNewTerm:
+		if m.leading && !m.retired {
+			m.stepDown("a new term was asked for")
+			m.campaign(now)
+		}
 	case MsgRetire:
 		if m.leading {
 			for _, p := range m.peers {

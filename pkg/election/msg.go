@@ -34,6 +34,10 @@ const (
 	MsgCampaign MsgType = 8
 	// MsgRetire is a local request: resign if leading, then stop taking part.
 	MsgRetire MsgType = 9
+	// MsgNewTerm is a local request: a leader gives up its term and
+	// campaigns for a higher one (its user ran out of numbers in this
+	// term: lockd's fencing tokens are term<<32 | counter).
+	MsgNewTerm MsgType = 11
 	// MsgLeaseAck acknowledges heartbeat Round of term Term and promises
 	// the leader Lease (doc.go "Leases").
 	MsgLeaseAck MsgType = 10
@@ -42,7 +46,7 @@ const (
 var typeNames = map[MsgType]string{
 	MsgHeartbeat: "heartbeat", MsgElection: "election", MsgAnswer: "answer",
 	MsgCoordinator: "coordinator", MsgAck: "ack", MsgStale: "stale", MsgResign: "resign",
-	MsgCampaign: "campaign", MsgRetire: "retire", MsgLeaseAck: "lease-ack",
+	MsgCampaign: "campaign", MsgRetire: "retire", MsgLeaseAck: "lease-ack", MsgNewTerm: "new-term",
 }
 
 // onWire reports whether t travels between processes.

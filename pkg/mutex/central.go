@@ -79,6 +79,7 @@ type central struct {
 	vouchUntil map[node.ID]time.Time
 	nextPing   time.Time
 	counter    uint64
+	newTerm    bool   // the counter is at maxGrants: take a new term (renewTerm)
 	attempts   uint64 // acquisitions started by this daemon's clients
 
 	loopback []Msg     // messages to ourselves (the coordinator's own clients)
@@ -191,6 +192,7 @@ func (m *central) send(to node.ID, msg Msg) {
 // Step implements node.Machine.
 func (m *central) Step(now time.Time, in node.Envelope[Msg]) error {
 	m.clock = now
+	defer m.renewTerm(now)
 	if in.From == m.cfg.ID {
 		return m.local(now, in.Msg)
 	}
@@ -349,8 +351,27 @@ func (m *central) startLeading(now time.Time) {
 	clear(m.reported)
 	clear(m.vouchUntil)
 	clear(m.pingSent)
-	m.counter = 0
+	m.counter = m.cfg.firstCounter
 	m.nextPing = now
+}
+
+// maxGrants is how many grants a term can number: tokens are
+// term<<32 | counter, so a coordinator whose counter would pass 32 bits
+// asks its election for a new term instead (newTerm), and grants again
+// under it, after the usual takeover, with tokens above every earlier one.
+const maxGrants = 1<<32 - 1
+
+// renewTerm acts on newTerm: step down and campaign, which the embedded
+// election turns into leadership of a higher term.
+func (m *central) renewTerm(now time.Time) {
+	if !m.newTerm {
+		return
+	}
+	m.newTerm = false
+	if m.leading {
+		_ = m.el.Step(now, node.Envelope[election.Msg]{From: m.cfg.ID, To: m.cfg.ID, Msg: election.Msg{Type: election.MsgNewTerm}})
+		m.afterElection(now)
+	}
 }
 
 func (m *central) stopLeading() {
@@ -647,6 +668,10 @@ func (m *central) grantNext(now time.Time, name string) {
 	if l == nil || l.holder != nil || len(l.queue) == 0 || !m.grantable(now, name) {
 		return
 	}
+	if m.counter >= maxGrants {
+		m.newTerm = true // this term's numbers are used up
+		return
+	}
 	w := l.queue[0]
 	l.queue = l.queue[1:]
 	m.counter++
@@ -705,6 +730,7 @@ func (m *central) onRelease(now time.Time, from node.ID, msg Msg) {
 // Tick implements node.Machine.
 func (m *central) Tick(now time.Time) {
 	m.clock = now
+	m.renewTerm(now)
 	m.el.Tick(now)
 	m.afterElection(now)
 	var renewals []LockRec

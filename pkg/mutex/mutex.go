@@ -77,6 +77,10 @@ type Config struct {
 	// tests that count hops).
 	RingHold time.Duration
 
+	// firstCounter is where a central coordinator's grant counter starts
+	// in each term (default 0). Tests only: they start near the limit.
+	firstCounter uint64
+
 	// noTakeoverWait plants a bug: a new coordinator grants unreported
 	// locks at once. Tests only.
 	noTakeoverWait bool

@@ -686,3 +686,62 @@ func TestCentralStatusOnCoordinatorIsCurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestCentralTermRunsOutOfNumbers: fencing tokens are term<<32 | counter.
+// A coordinator whose counter reaches 2^32 − 1 must take a new term rather
+// than let the counter spill into the term's bits: tokens keep growing
+// across the change, and clients keep being served. The counter starts a
+// few grants short of the limit.
+func TestCentralTermRunsOutOfNumbers(t *testing.T) {
+	ids := []node.ID{1, 2, 3}
+	s := sim.New[Msg](sim.Options{Seed: 1, MinLatency: time.Millisecond, MaxLatency: time.Millisecond}, Codec{},
+		func(id node.ID, _ int, rng *rand.Rand) node.Machine[Msg] {
+			m, err := New(Config{ID: id, Peers: ids, Algo: Central, Lease: time.Second, Rand: rng, firstCounter: maxGrants - 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m
+		}, ids...)
+	chk := NewChecker()
+	var tokens []uint64
+	s.OnEvent = func(at time.Time, id node.ID, ev node.Event) error {
+		if err := chk.Observe(id, ev); err != nil {
+			return err
+		}
+		if g, ok := ev.(GrantEvent); ok {
+			tokens = append(tokens, g.Token)
+			s.At(at.Add(5*time.Millisecond), func() {
+				s.Inject(id, Msg{Type: LocalRelease, Name: g.Name, Client: g.Client})
+				s.Inject(id, Msg{Type: LocalAcquire, Name: g.Name, Client: g.Client})
+			})
+		}
+		return nil
+	}
+	s.Invariant = func() error { return Exclusive(s) }
+	if err := s.RunFor(3 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		s.Inject(id, Msg{Type: LocalAcquire, Name: "x", Client: 1})
+	}
+	if err := s.RunFor(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if len(tokens) < 10 {
+		t.Fatalf("only %d grants in 5 s across the term change: %v", len(tokens), tokens)
+	}
+	terms := map[uint64]bool{}
+	for i, tok := range tokens {
+		terms[tok>>32] = true
+		if i > 0 && tok <= tokens[i-1] {
+			t.Fatalf("token %d after %d: fencing tokens went backwards", tok, tokens[i-1])
+		}
+		if tok&maxGrants == 0 {
+			t.Fatalf("token %#x: the counter wrapped into the term", tok)
+		}
+	}
+	if len(terms) < 2 {
+		t.Fatalf("all %d grants in one term: the counter's limit was not reached", len(tokens))
+	}
+	t.Logf("%d grants over %d terms, tokens %#x … %#x", len(tokens), len(terms), tokens[0], tokens[len(tokens)-1])
+}
