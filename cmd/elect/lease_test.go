@@ -9,6 +9,7 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -211,4 +212,96 @@ func TestLeaseJSON(t *testing.T) {
 		t.Fatalf("no held lease in %s", out)
 	}
 	clitest.CheckJSON(t, "elect", out)
+}
+
+// TestChaos: for CHAOS_SECS seconds (scripts/chaos.sh; skipped without
+// it), random partitions, one-way cuts, pauses, kills and restarts of three
+// members in network namespaces of their own, each running the witness
+// under its lease (--rerun). Then everything heals, and a command must run
+// again. The witness must show no two commands at once, whatever happened.
+func TestChaos(t *testing.T) {
+	secs, _ := strconv.Atoi(os.Getenv("CHAOS_SECS"))
+	if secs <= 0 {
+		t.Skip("CHAOS_SECS not set (scripts/chaos.sh sets it)")
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "witness")
+	_, ctl := clitest.Netsplit(t, dir, 3, []string{witnessEnv + "=" + file},
+		electBin, "run", "--no-color", "--rerun", "--kill-grace", "100ms", "--state-file", filepath.Join(dir, "{id}.state"),
+		"--", os.Args[0])
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("chaos for %d s, seed %d", secs, seed)
+	rng := rand.New(rand.NewPCG(seed, 1))
+	end := time.Now().Add(time.Duration(secs) * time.Second)
+	var down, paused []int
+	var did []string
+	for time.Now().Before(end) {
+		n := 1 + rng.IntN(3)
+		id := strconv.Itoa(n)
+		switch rng.IntN(8) {
+		case 0, 1:
+			a := []string{"1,2/3", "1,3/2", "2,3/1"}[rng.IntN(3)]
+			ctl("partition", a)
+			did = append(did, "partition "+a)
+		case 2:
+			to := strconv.Itoa(1 + rng.IntN(3))
+			if to != id {
+				ctl("oneway", id, to)
+				did = append(did, "oneway "+id+"→"+to)
+			}
+		case 3, 4:
+			ctl("heal")
+			did = append(did, "heal")
+		case 5:
+			if len(down)+len(paused) == 0 {
+				ctl("pause", id)
+				paused = append(paused, n)
+				did = append(did, "pause "+id)
+			}
+		case 6:
+			if len(down)+len(paused) == 0 {
+				ctl("kill", id)
+				down = append(down, n)
+				did = append(did, "kill "+id)
+			}
+		case 7:
+			for _, p := range paused {
+				ctl("resume", strconv.Itoa(p))
+				did = append(did, "resume "+strconv.Itoa(p))
+			}
+			for _, d := range down {
+				ctl("restart", strconv.Itoa(d))
+				did = append(did, "restart "+strconv.Itoa(d))
+			}
+			paused, down = nil, nil
+		}
+		time.Sleep(time.Duration(300+rng.IntN(1200)) * time.Millisecond) // the pace of the chaos
+	}
+	ctl("heal")
+	for _, p := range paused {
+		ctl("resume", strconv.Itoa(p))
+	}
+	for _, d := range down {
+		ctl("restart", strconv.Itoa(d))
+	}
+	healed := time.Now().UnixNano()
+	// After healing, some member's command runs (again, or still) for a
+	// while.
+	clitest.WaitFor(t, 30*time.Second, func() bool {
+		for _, r := range readRuns(file) {
+			if r.till-max(r.from, healed) >= int64(50*time.Millisecond) {
+				return true
+			}
+		}
+		return false
+	})
+	for i := 1; i <= 3; i++ {
+		ctl("stop", strconv.Itoa(i))
+	}
+	runs := readRuns(file)
+	t.Logf("did: %s", strings.Join(did, ", "))
+	if found := overlaps(runs); len(found) > 0 {
+		t.Fatalf("two commands at once:\n%s", strings.Join(found, "\n"))
+	}
+	t.Logf("witness: %d commands, none overlapping", len(runs))
 }
