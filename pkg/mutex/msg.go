@@ -53,7 +53,11 @@ const (
 	// Central again.
 	MsgUnavailable MsgType = 57 // → requester: a non-blocking request cannot be decided now (takeover, no majority)
 
-	msgLast = MsgUnavailable
+	// MsgVFree → the longest-waiting requester a coordinator denied: the
+	// vote for Name is free now; ask again without waiting out the backoff.
+	MsgVFree MsgType = 58
+
+	msgLast = MsgVFree
 
 	// Local requests (From == self), never on the wire.
 	LocalAcquire MsgType = 64
@@ -65,7 +69,7 @@ var msgNames = map[MsgType]string{MsgPing: "ping", MsgVouch: "vouch", MsgCollect
 	MsgRelease: "release", MsgRevoked: "revoked", MsgRARequest: "ra-request", MsgRAOK: "ra-ok",
 	MsgRADeny: "ra-deny", MsgRAAlive: "ra-alive", MsgTRToken: "tr-token", MsgTRAck: "tr-ack", MsgTRAlive: "tr-alive",
 	MsgVRequest: "v-request", MsgVGrant: "v-grant", MsgVDeny: "v-deny", MsgVConfirm: "v-confirm", MsgVAck: "v-ack",
-	MsgVRelease: "v-release", MsgVAlive: "v-alive", MsgUnavailable: "unavailable",
+	MsgVRelease: "v-release", MsgVAlive: "v-alive", MsgUnavailable: "unavailable", MsgVFree: "v-free",
 	LocalAcquire: "local-acquire", LocalRelease: "local-release"}
 
 func (t MsgType) String() string {
