@@ -1,0 +1,106 @@
+package ticket
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/roundtable-go/roundtable/pkg/node"
+)
+
+// Disjoint checks Theorem 3.1 (and Theorem 4.1's statement) at one
+// instant: no ticket lies in the range S_p (owned or coordinated) of two
+// processes that own one (linking or coordinator; a leaving process has
+// stopped acting). It returns the first conflict.
+func Disjoint(ms map[node.ID]*Machine) error {
+	holder := map[uint32]node.ID{}
+	for _, id := range sortedIDs(ms) {
+		for _, t := range ms[id].Range() {
+			if other, ok := holder[t]; ok {
+				return fmt.Errorf("ticket %d is in the ranges of both %d (%s) and %d (%s)",
+					t, other, ms[other].st, id, ms[id].st)
+			}
+			holder[t] = id
+		}
+	}
+	return nil
+}
+
+// Covered checks Lemma 3.1 once the pool has settled: no hand-over is in
+// progress, every one of the n tickets is owned or coordinated, each
+// owner's successor owns the ticket it names and names it as predecessor,
+// and a process still asking for a ticket does so only because none is
+// free (or the pool has ended: its last member left).
+func Covered(ms map[node.ID]*Machine, n uint32) error {
+	covered := map[uint32]node.ID{}
+	owners := map[node.ID]*Machine{}
+	var asking []node.ID
+	for _, id := range sortedIDs(ms) {
+		m := ms[id]
+		if m.st == stJoining {
+			asking = append(asking, id)
+			continue
+		}
+		if m.st == stLinking || m.st == stLeaving || m.await {
+			return fmt.Errorf("process %d is still %s (awaiting its successor: %v)", id, m.st, m.await)
+		}
+		if m.st != stCoordinator {
+			continue
+		}
+		owners[id] = m
+		for _, t := range m.Range() {
+			covered[t] = id
+		}
+	}
+	if len(owners) == 0 {
+		return nil // the pool ended
+	}
+	if len(asking) > 0 && len(owners) < int(n) {
+		return fmt.Errorf("process %d still asks for a ticket while %d of %d are free", asking[0], int(n)-len(owners), n)
+	}
+	if uint32(len(covered)) != n {
+		return fmt.Errorf("%d of %d tickets owned or coordinated", len(covered), n)
+	}
+	for id, m := range owners {
+		s := owners[m.succ]
+		if s == nil {
+			return fmt.Errorf("%d's successor %d owns no ticket", id, m.succ)
+		}
+		if s.ticket != m.succTicket && m.succ != id {
+			return fmt.Errorf("%d thinks its successor %d owns %d; it owns %d", id, m.succ, m.succTicket, s.ticket)
+		}
+		if s.pred != id && len(owners) > 1 {
+			return fmt.Errorf("%d's successor %d names %d as its predecessor", id, m.succ, s.pred)
+		}
+	}
+	return nil
+}
+
+func sortedIDs(ms map[node.ID]*Machine) []node.ID {
+	ids := make([]node.ID, 0, len(ms))
+	for id := range ms {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// EpochChecker checks, from TakenEvents, that each ticket's epochs
+// strictly grow: every hand-out of a ticket has a larger fencing number
+// than any before it.
+type EpochChecker struct {
+	last  map[uint32]uint64
+	Taken int
+}
+
+// NewEpochChecker returns an empty EpochChecker.
+func NewEpochChecker() *EpochChecker { return &EpochChecker{last: map[uint32]uint64{}} }
+
+// Observe checks one TakenEvent reported by id.
+func (c *EpochChecker) Observe(id node.ID, ev TakenEvent) error {
+	c.Taken++
+	if ev.Epoch == 0 || ev.Epoch <= c.last[ev.Ticket] {
+		return fmt.Errorf("process %d took ticket %d with epoch %d after epoch %d", id, ev.Ticket, ev.Epoch, c.last[ev.Ticket])
+	}
+	c.last[ev.Ticket] = ev.Epoch
+	return nil
+}

@@ -1,0 +1,39 @@
+package ticket
+
+import "fmt"
+
+// TakenEvent: this process owns Ticket of a pool of N and may act on it;
+// Epoch grows by one each time the ticket is handed out (a fencing
+// number). Text form: "taken 3 epoch 7 of 8".
+type TakenEvent struct {
+	Event  string `json:"event"` // "taken"
+	Ticket uint32 `json:"ticket"`
+	Epoch  uint64 `json:"epoch"`
+	N      uint32 `json:"tickets"`
+}
+
+func (e TakenEvent) Kind() string { return "taken" }
+func (e TakenEvent) String() string {
+	return fmt.Sprintf("taken %d epoch %d of %d", e.Ticket, e.Epoch, e.N)
+}
+
+// ReleasedEvent: this process no longer acts on Ticket (it is leaving).
+type ReleasedEvent struct {
+	Event  string `json:"event"` // "released"
+	Ticket uint32 `json:"ticket"`
+	Epoch  uint64 `json:"epoch"`
+}
+
+func (e ReleasedEvent) Kind() string { return "released" }
+func (e ReleasedEvent) String() string {
+	return fmt.Sprintf("released %d epoch %d", e.Ticket, e.Epoch)
+}
+
+// LeftEvent: this process has left the core; its range belongs to its
+// predecessor.
+type LeftEvent struct {
+	Event string `json:"event"` // "left"
+}
+
+func (e LeftEvent) Kind() string   { return "left" }
+func (e LeftEvent) String() string { return "left" }

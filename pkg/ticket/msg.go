@@ -1,0 +1,173 @@
+package ticket
+
+import (
+	"fmt"
+
+	"github.com/roundtable-go/roundtable/pkg/node"
+	"github.com/roundtable-go/roundtable/pkg/wire"
+)
+
+// MsgType is a ticket message type. Values are part of the wire protocol:
+// append only.
+type MsgType uint8
+
+const (
+	// MsgCJoin asks a coordinator for a ticket (Algorithm 1, CJOIN).
+	// Ticket: the free ticket the joiner would like, or NoTicket.
+	MsgCJoin MsgType = 1
+	// MsgAckCJoin grants one (Algorithm 1, ACKCJOIN; the seed's message
+	// list calls it ACKJOIN): Ticket t, the new successor Succ owning
+	// SuccTicket, the pool size N, the coordinator's Cview, and the epochs
+	// of the tickets the joiner now coordinates.
+	MsgAckCJoin MsgType = 2
+	// MsgReject refuses a CJOIN (|S_p| ≤ 1, or the coordinator is not
+	// ready: joining, linking, leaving): View tells the joiner whom to ask.
+	// It also answers a CLEAVE sent to a process that is not the sender's
+	// predecessor (any more): Succ names a closer one to try.
+	MsgReject MsgType = 3
+	// MsgNewSucc is a new predecessor introducing itself (Algorithm 1,
+	// NEWSUCC; used but not listed in the seed).
+	MsgNewSucc MsgType = 4
+	// MsgAckSucc accepts it (ACKSUCC).
+	MsgAckSucc MsgType = 5
+	// MsgCLeave is a leaving coordinator handing its range to its
+	// predecessor (Algorithm 2, CLEAVE): its successor Succ with
+	// SuccTicket, and the epochs of the tickets it coordinated.
+	MsgCLeave MsgType = 6
+	// MsgAckCLeave lets it go (ACKCLEAVE).
+	MsgAckCLeave MsgType = 7
+
+	// MsgJoin is a local request (From == self): take a ticket.
+	MsgJoin MsgType = 64
+	// MsgLeave is a local request: give the ticket back and leave the core.
+	MsgLeave MsgType = 65
+)
+
+var typeNames = map[MsgType]string{
+	MsgCJoin: "cjoin", MsgAckCJoin: "ackcjoin", MsgReject: "reject", MsgNewSucc: "newsucc",
+	MsgAckSucc: "acksucc", MsgCLeave: "cleave", MsgAckCLeave: "ackcleave", MsgJoin: "join", MsgLeave: "leave",
+}
+
+func (t MsgType) String() string {
+	if s, ok := typeNames[t]; ok {
+		return s
+	}
+	return fmt.Sprintf("type(%d)", uint8(t))
+}
+
+// NoTicket is the absent ticket number on the wire.
+const NoTicket = ^uint32(0)
+
+// Owner is one entry of a Cview: the process owning Ticket.
+type Owner struct {
+	Ticket uint32
+	ID     node.ID
+}
+
+// Epoch is the fencing epoch of one ticket: it grows by one each time the
+// ticket is handed out.
+type Epoch struct {
+	Ticket uint32
+	Epoch  uint64
+}
+
+// Msg is one ticket message. Which fields matter depends on Type.
+type Msg struct {
+	Type MsgType
+	// Attempt numbers a joiner's CJOINs; ACKCJOIN and REJECT echo it, and
+	// a coordinator's answer to one attempt is final (doc.go).
+	Attempt    uint64
+	Ticket     uint32
+	Succ       node.ID
+	SuccTicket uint32
+	N          uint32
+	View       []Owner
+	Epochs     []Epoch
+}
+
+// MaxTickets bounds a pool, so that a view and a range's epochs fit a
+// frame (4096 · ~12 bytes).
+const MaxTickets = 4096
+
+// maxEpoch bounds epochs on the wire, as node.MaxTerm bounds terms: room
+// for 2^62 more hand-outs above anything a peer can claim.
+const maxEpoch = 1 << 62
+
+// Codec encodes ticket messages for package wire.
+type Codec struct{}
+
+func (Codec) Family() wire.Family { return wire.FamilyTicket }
+
+func onWire(t MsgType) bool { return t >= MsgCJoin && t <= MsgAckCLeave }
+
+func (Codec) Marshal(m Msg) (uint8, []byte, error) {
+	if !onWire(m.Type) {
+		return 0, nil, fmt.Errorf("ticket: %v is not a wire message", m.Type)
+	}
+	if len(m.View) > MaxTickets || len(m.Epochs) > MaxTickets {
+		return 0, nil, fmt.Errorf("ticket: %d view entries or %d epochs exceed %d", len(m.View), len(m.Epochs), MaxTickets)
+	}
+	var e wire.Enc
+	e.Uvarint(m.Attempt)
+	e.Uvarint(uint64(m.Ticket))
+	e.Uvarint(uint64(m.Succ))
+	e.Uvarint(uint64(m.SuccTicket))
+	e.Uvarint(uint64(m.N))
+	e.Uvarint(uint64(len(m.View)))
+	for _, o := range m.View {
+		e.Uvarint(uint64(o.Ticket))
+		e.Uvarint(uint64(o.ID))
+	}
+	e.Uvarint(uint64(len(m.Epochs)))
+	for _, ep := range m.Epochs {
+		e.Uvarint(uint64(ep.Ticket))
+		e.Uvarint(ep.Epoch)
+	}
+	return uint8(m.Type), e.B, nil
+}
+
+func (Codec) Unmarshal(typ uint8, p []byte) (Msg, error) {
+	m := Msg{Type: MsgType(typ)}
+	if !onWire(m.Type) {
+		return Msg{}, fmt.Errorf("%w: ticket message type %d", wire.ErrMalformed, typ)
+	}
+	d := wire.NewDec(p)
+	m.Attempt = d.Uvarint()
+	m.Ticket = u32(d)
+	m.Succ = node.ID(u32(d))
+	m.SuccTicket = u32(d)
+	m.N = u32(d)
+	if n := d.Count(MaxTickets, 2); n > 0 {
+		m.View = make([]Owner, n)
+		for i := range m.View {
+			m.View[i] = Owner{Ticket: u32(d), ID: node.ID(u32(d))}
+		}
+	}
+	if n := d.Count(MaxTickets, 2); n > 0 {
+		m.Epochs = make([]Epoch, n)
+		for i := range m.Epochs {
+			m.Epochs[i] = Epoch{Ticket: u32(d), Epoch: d.Uvarint()}
+		}
+	}
+	if err := d.Done(); err != nil {
+		return Msg{}, err
+	}
+	if m.N > MaxTickets {
+		return Msg{}, fmt.Errorf("%w: pool of %d tickets above %d", wire.ErrMalformed, m.N, MaxTickets)
+	}
+	for _, ep := range m.Epochs {
+		if ep.Epoch > maxEpoch {
+			return Msg{}, fmt.Errorf("%w: epoch %d above %d", wire.ErrMalformed, ep.Epoch, uint64(maxEpoch))
+		}
+	}
+	return m, nil
+}
+
+func u32(d *wire.Dec) uint32 {
+	v := d.Uvarint()
+	if v > 1<<32-1 {
+		d.Fail("32-bit field")
+		return 0
+	}
+	return uint32(v)
+}

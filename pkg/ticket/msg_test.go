@@ -1,0 +1,48 @@
+package ticket
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/roundtable-go/roundtable/pkg/wire"
+)
+
+func TestCodecRoundTrip(t *testing.T) {
+	for _, m := range []Msg{
+		{Type: MsgCJoin, Attempt: 1 << 40, Ticket: NoTicket},
+		{Type: MsgAckCJoin, Attempt: 7, Ticket: 3, Succ: 9, SuccTicket: 1, N: 8,
+			View: []Owner{{3, 4}, {7, 1}}, Epochs: []Epoch{{3, 2}, {2, 1}}},
+		{Type: MsgReject, Attempt: 7, N: 8, Succ: 4294967295},
+		{Type: MsgNewSucc},
+		{Type: MsgCLeave, Ticket: 4, Succ: 2, SuccTicket: 0, N: 5, Epochs: []Epoch{{4, 9}}},
+	} {
+		typ, p, err := Codec{}.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := Codec{}.Unmarshal(typ, p)
+		if err != nil || !reflect.DeepEqual(got, m) {
+			t.Fatalf("%+v -> %+v, %v", m, got, err)
+		}
+	}
+	if _, _, err := (Codec{}).Marshal(Msg{Type: MsgJoin}); err == nil {
+		t.Fatal("a local request must not be encodable")
+	}
+	for _, m := range []Msg{{Type: MsgAckCJoin, N: MaxTickets + 1}, {Type: MsgCLeave, Epochs: []Epoch{{1, maxEpoch + 1}}}} {
+		typ, p, _ := Codec{}.Marshal(m)
+		if _, err := (Codec{}).Unmarshal(typ, p); err == nil {
+			t.Fatalf("%+v decoded: bounds not checked", m)
+		}
+	}
+}
+
+func FuzzCodec(f *testing.F) {
+	typ, p, _ := Codec{}.Marshal(Msg{Type: MsgAckCJoin, Ticket: 3, N: 8, View: []Owner{{3, 4}}, Epochs: []Epoch{{3, 2}}})
+	f.Add(typ, p)
+	f.Add(uint8(6), []byte{})
+	f.Fuzz(func(t *testing.T, typ uint8, p []byte) {
+		if err := wire.RoundTrip[Msg](Codec{}, typ, p); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -1,0 +1,572 @@
+package ticket
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/roundtable-go/roundtable/pkg/node"
+)
+
+// Config configures a Machine.
+type Config struct {
+	ID node.ID
+	// Tickets is the pool size n for the process that founds the pool
+	// (it owns ticket n−1 and coordinates all others); 0 for a joiner.
+	Tickets int
+	// Contacts are processes a joiner may ask first.
+	Contacts []node.ID
+	// Retry is how often an unanswered request is sent again, and the
+	// base of a rejected joiner's backoff. Default 50ms.
+	Retry time.Duration
+	// Rand chooses tickets, coordinators and backoffs. Required.
+	Rand *rand.Rand
+
+	// bug plants a bug for the checkers. Tests only.
+	bug bug
+}
+
+type bug uint8
+
+const (
+	bugCleaveFromAnyone bug = 1 + iota // serve a CLEAVE from a process that is not the successor
+	bugKeepSucc                        // grant a ticket but keep the old successor (Algorithm 1 without ImmedSucc_p = q)
+)
+
+type state uint8
+
+const (
+	stIdle        state = iota // not asked to join
+	stJoining                  // CJOIN outstanding
+	stLinking                  // ticket granted; NEWSUCC outstanding (may not act)
+	stCoordinator              // owns its ticket and may act
+	stLeaving                  // CLEAVE outstanding; acts no more
+	stLeft
+)
+
+var stateNames = [...]string{"idle", "joining", "linking", "coordinator", "leaving", "left"}
+
+func (s state) String() string { return stateNames[s] }
+
+// answer is a coordinator's final answer to one CJOIN attempt, replayed to
+// duplicates.
+type answer struct {
+	attempt uint64
+	reply   Msg
+	at      time.Time
+}
+
+// forget is how long a coordinator replays an answer; a duplicate delayed
+// longer than this is outside the fault model.
+const forget = time.Minute
+
+// Machine is one process of the pool (§3: Algorithms 1 and 2). Create it
+// with New; the runner calls Tick once at start.
+type Machine struct {
+	cfg Config
+	st  state
+	n   uint32
+
+	ticket     uint32 // owned
+	epoch      uint64 // the owned ticket's epoch
+	succ       node.ID
+	succTicket uint32
+	pred       node.ID
+	view       map[uint32]node.ID // Cview: ticket → owner, as far as known
+	epochs     map[uint32]uint64  // last epoch of each ticket in S_p
+
+	// joiner
+	attempt    uint64
+	target     node.ID
+	want       uint32
+	joinAt     time.Time             // send (or resend) the CJOIN then
+	succAt     time.Time             // resend NEWSUCC then (awaitSucc)
+	leaveAt    time.Time             // resend CLEAVE then (stLeaving)
+	await      bool                  // NEWSUCC sent to succ, not acknowledged
+	leaveReq   bool                  // leave once linked
+	tried      map[node.ID]time.Time // joiner: who rejected us lately
+	leftEpochs []Epoch               // leaving: the epochs of the range handed back
+
+	// coordinator memory
+	answered map[node.ID]answer
+	cleaved  map[node.ID]time.Time // former successors whose CLEAVE we acknowledged
+	lastPred node.ID               // left: who let us go
+	lastSucc node.ID               // left: our successor then
+
+	now    time.Time
+	out    []node.Envelope[Msg]
+	events []node.Event
+}
+
+// New returns a Machine.
+func New(cfg Config) (*Machine, error) {
+	if cfg.ID == node.None {
+		return nil, errors.New("ticket: ID must not be 0")
+	}
+	if cfg.Rand == nil {
+		return nil, errors.New("ticket: Config.Rand is required")
+	}
+	if cfg.Tickets < 0 || cfg.Tickets > MaxTickets {
+		return nil, fmt.Errorf("ticket: pool of %d tickets (want 1 to %d)", cfg.Tickets, MaxTickets)
+	}
+	if cfg.Tickets == 0 && len(cfg.Contacts) == 0 {
+		return nil, errors.New("ticket: a joiner needs contacts")
+	}
+	if cfg.Retry <= 0 {
+		cfg.Retry = 50 * time.Millisecond
+	}
+	return &Machine{cfg: cfg, view: map[uint32]node.ID{}, epochs: map[uint32]uint64{},
+		answered: map[node.ID]answer{}, cleaved: map[node.ID]time.Time{}, tried: map[node.ID]time.Time{},
+		attempt: cfg.Rand.Uint64() >> 20}, nil
+}
+
+// Ticket returns the owned ticket and its epoch, and whether this process
+// may act on it (it is a coordinator).
+func (m *Machine) Ticket() (uint32, uint64, bool) {
+	return m.ticket, m.epoch, m.st == stCoordinator
+}
+
+// size is |S_p|: own ticket and the free ones down to the successor's.
+func (m *Machine) size() uint32 {
+	if m.succ == m.cfg.ID {
+		return m.n
+	}
+	return (m.ticket - m.succTicket + m.n) % m.n
+}
+
+// Range returns S_p, own ticket first, when this process coordinates.
+func (m *Machine) Range() []uint32 {
+	if m.st != stLinking && m.st != stCoordinator {
+		return nil
+	}
+	return m.span()
+}
+
+// span is S_p computed from the ticket and the successor.
+func (m *Machine) span() []uint32 {
+	out := make([]uint32, 0, m.size())
+	for k := uint32(0); k < m.size(); k++ {
+		out = append(out, (m.ticket-k+m.n)%m.n)
+	}
+	return out
+}
+
+func (m *Machine) inS(t uint32) bool { return t < m.n && (m.ticket-t+m.n)%m.n < m.size() }
+
+func (m *Machine) send(to node.ID, msg Msg) {
+	m.out = append(m.out, node.Envelope[Msg]{From: m.cfg.ID, To: to, Msg: msg})
+}
+
+func (m *Machine) viewList() []Owner {
+	out := make([]Owner, 0, len(m.view))
+	for t, id := range m.view {
+		out = append(out, Owner{Ticket: t, ID: id})
+	}
+	slices.SortFunc(out, func(a, b Owner) int { return int(a.Ticket) - int(b.Ticket) })
+	return out
+}
+
+// handOver lists the epochs of tickets this process stops coordinating,
+// for the process taking them over, and forgets them.
+func (m *Machine) handOver(tickets []uint32) []Epoch {
+	var out []Epoch
+	for _, t := range tickets {
+		if e := m.epochs[t]; e > 0 {
+			out = append(out, Epoch{Ticket: t, Epoch: e})
+		}
+		delete(m.epochs, t)
+	}
+	return out
+}
+
+// Step implements node.Machine.
+func (m *Machine) Step(now time.Time, in node.Envelope[Msg]) error {
+	m.now = now
+	msg := in.Msg
+	if in.From == m.cfg.ID {
+		switch msg.Type {
+		case MsgJoin:
+			m.join(now)
+		case MsgLeave:
+			m.leave(now)
+		default:
+			return fmt.Errorf("ticket: %v is not a local request", msg.Type)
+		}
+		return nil
+	}
+	if m.n != 0 && msg.N != 0 && msg.N != m.n {
+		return fmt.Errorf("ticket: %v from %d for a pool of %d tickets, this one has %d", msg.Type, in.From, msg.N, m.n)
+	}
+	switch msg.Type {
+	case MsgCJoin:
+		m.onCJoin(now, in.From, msg)
+	case MsgAckCJoin:
+		m.onAckCJoin(now, in.From, msg)
+	case MsgReject:
+		m.onReject(now, in.From, msg)
+	case MsgNewSucc:
+		m.onNewSucc(in.From)
+	case MsgAckSucc:
+		if m.await && in.From == m.succ {
+			m.await, m.succAt = false, time.Time{}
+			if m.st == stLinking {
+				m.act(now)
+			}
+		}
+	case MsgCLeave:
+		m.onCLeave(now, in.From, msg)
+	case MsgAckCLeave:
+		if m.st == stLeaving && in.From == m.pred {
+			m.st, m.leaveAt, m.lastPred, m.lastSucc = stLeft, time.Time{}, in.From, m.succ
+			m.events = append(m.events, LeftEvent{Event: "left"})
+		}
+	default:
+		return fmt.Errorf("ticket: unexpected %v from %d", msg.Type, in.From)
+	}
+	return nil
+}
+
+// join founds the pool or starts asking for a ticket.
+func (m *Machine) join(now time.Time) {
+	if m.st != stIdle {
+		return
+	}
+	if m.cfg.Tickets > 0 {
+		// Bootstrap (a gap in the seed): the founder owns ticket n−1 and,
+		// being its own successor, coordinates all n.
+		m.n = uint32(m.cfg.Tickets)
+		m.ticket, m.succ, m.succTicket, m.pred = m.n-1, m.cfg.ID, m.n-1, m.cfg.ID
+		m.view[m.ticket] = m.cfg.ID
+		m.epochs[m.ticket] = 1
+		m.act(now)
+		return
+	}
+	m.st = stJoining
+	m.target = m.cfg.Contacts[m.cfg.Rand.IntN(len(m.cfg.Contacts))]
+	m.want = NoTicket
+	m.attempt++
+	m.joinAt = now
+	m.sendJoin(now)
+}
+
+func (m *Machine) sendJoin(now time.Time) {
+	m.send(m.target, Msg{Type: MsgCJoin, Attempt: m.attempt, Ticket: m.want})
+	m.joinAt = now.Add(m.cfg.Retry)
+}
+
+// act: this process may now act on its ticket.
+func (m *Machine) act(now time.Time) {
+	m.st = stCoordinator
+	m.epoch = m.epochs[m.ticket]
+	m.events = append(m.events, TakenEvent{Event: "taken", Ticket: m.ticket, Epoch: m.epoch, N: m.n})
+	if m.leaveReq {
+		m.leave(now)
+	}
+}
+
+// onCJoin: Algorithm 1, "Receiving a cjoin request". Requests are served
+// one at a time, in arrival order (Lemma 3.2); the answer to an attempt is
+// final and replayed to its duplicates, so a joiner that was rejected and
+// moved on is never granted by a late copy.
+func (m *Machine) onCJoin(now time.Time, from node.ID, msg Msg) {
+	if a, ok := m.answered[from]; ok && now.Sub(a.at) < forget {
+		switch {
+		case msg.Attempt == a.attempt:
+			m.send(from, a.reply)
+			return
+		case msg.Attempt < a.attempt:
+			return // older than an attempt already answered
+		}
+	}
+	ready := m.st == stCoordinator && !m.await
+	if !ready || m.size() <= 1 {
+		next, view := m.succ, m.viewList()
+		if m.st == stLeft {
+			next, view = m.lastSucc, nil // our view is history: follow the ring
+		}
+		reply := Msg{Type: MsgReject, Attempt: msg.Attempt, N: m.n, View: view, Succ: next}
+		m.answered[from] = answer{attempt: msg.Attempt, reply: reply, at: now}
+		m.send(from, reply)
+		return
+	}
+	// Choose t ∈ S_p \ {own ticket}: the one asked for if possible.
+	t := msg.Ticket
+	if t == m.ticket || !m.inS(t) {
+		t = (m.ticket - 1 - uint32(m.cfg.Rand.IntN(int(m.size()-1))) + m.n) % m.n
+	}
+	// The joiner takes t down to our successor's ticket (exclusive); alone,
+	// down to our own.
+	stop := m.succTicket
+	if m.succ == m.cfg.ID {
+		stop = m.ticket
+	}
+	var given []uint32
+	for k := uint32(0); k < (t-stop+m.n)%m.n; k++ {
+		given = append(given, (t-k+m.n)%m.n)
+	}
+	m.epochs[t]++ // handed out once more
+	succ, succTicket := m.succ, stop
+	m.view[t] = from
+	reply := Msg{Type: MsgAckCJoin, Attempt: msg.Attempt, Ticket: t, Succ: succ, SuccTicket: succTicket, N: m.n,
+		View: m.viewList(), Epochs: m.handOver(given)}
+	if m.cfg.bug != bugKeepSucc {
+		m.succ, m.succTicket = from, t
+	}
+	m.answered[from] = answer{attempt: msg.Attempt, reply: reply, at: now}
+	m.send(from, reply)
+}
+
+// onAckCJoin: Algorithm 1, "Initialisation of variables when cjoin
+// accepted".
+func (m *Machine) onAckCJoin(now time.Time, from node.ID, msg Msg) {
+	if m.st != stJoining || from != m.target || msg.Attempt != m.attempt || msg.N == 0 || msg.N > MaxTickets ||
+		msg.Ticket >= msg.N || msg.SuccTicket >= msg.N {
+		return
+	}
+	m.n, m.ticket, m.succ, m.succTicket, m.pred = msg.N, msg.Ticket, msg.Succ, msg.SuccTicket, from
+	clear(m.view)
+	for _, o := range msg.View {
+		if o.Ticket < m.n {
+			m.view[o.Ticket] = o.ID
+		}
+	}
+	for _, e := range msg.Epochs {
+		m.epochs[e.Ticket] = e.Epoch
+	}
+	m.st, m.joinAt = stLinking, time.Time{}
+	m.await = true
+	m.send(m.succ, Msg{Type: MsgNewSucc})
+	m.succAt = now.Add(m.cfg.Retry)
+}
+
+// onReject: a coordinator refused (a joiner), or a CLEAVE went to a
+// process that is not our predecessor (a leaver).
+func (m *Machine) onReject(now time.Time, from node.ID, msg Msg) {
+	switch {
+	case m.st == stLeaving && from == m.pred && msg.Succ != node.None && msg.Succ != m.cfg.ID:
+		m.pred = msg.Succ
+		m.sendCleave(now)
+	case m.st == stJoining && from == m.target && msg.Attempt == m.attempt:
+		m.tried[from] = now
+		m.attempt++
+		if m.pickTarget(from, msg) {
+			m.joinAt = now // the next coordinator on the ring, at once
+			m.sendJoin(now)
+			return
+		}
+		// Round the ring (or nowhere to go): every coordinator is full or
+		// busy. Start again after a backoff of one to two Retry periods.
+		clear(m.tried)
+		m.joinAt = now.Add(m.cfg.Retry + time.Duration(m.cfg.Rand.Int64N(int64(m.cfg.Retry))))
+	}
+}
+
+// pickTarget chooses whom to ask after from rejected us, and reports
+// whether that continues a walk (ask at once) or starts afresh (back off).
+// First choice: from's successor, so that the walk visits every
+// coordinator in ring order, which a view cannot promise (views are only as
+// fresh as the last hand-over). When the walk comes back to a coordinator
+// that rejected us, it starts again at the coordinator of a random free
+// ticket in from's view (§3.1: the owner of the nearest owned ticket
+// above it), or at a contact.
+func (m *Machine) pickTarget(from node.ID, msg Msg) bool {
+	if _, rejected := m.tried[msg.Succ]; msg.Succ != node.None && msg.Succ != m.cfg.ID && !rejected {
+		m.target, m.want = msg.Succ, NoTicket
+		return true
+	}
+	n := msg.N
+	owner := map[uint32]node.ID{}
+	for _, o := range msg.View {
+		if o.Ticket < n {
+			owner[o.Ticket] = o.ID
+		}
+	}
+	if n > 0 && len(owner) > 0 && uint32(len(owner)) < n {
+		var free []uint32
+		for t := uint32(0); t < n; t++ {
+			if _, ok := owner[t]; !ok {
+				free = append(free, t)
+			}
+		}
+		f := free[m.cfg.Rand.IntN(len(free))]
+		for u := (f + 1) % n; ; u = (u + 1) % n {
+			if id, ok := owner[u]; ok {
+				if id != m.cfg.ID {
+					m.target, m.want = id, f
+					return false
+				}
+				break
+			}
+		}
+	}
+	ids := slices.Clone(m.cfg.Contacts)
+	for _, o := range msg.View {
+		if o.ID != m.cfg.ID {
+			ids = append(ids, o.ID)
+		}
+	}
+	m.target, m.want = ids[m.cfg.Rand.IntN(len(ids))], NoTicket
+	return false
+}
+
+// onNewSucc: Algorithm 2, "A new predecessor".
+func (m *Machine) onNewSucc(from node.ID) {
+	switch m.st {
+	case stLeaving, stLeft:
+		m.pred = from
+		m.send(from, m.cleaveMsg())
+	case stLinking, stCoordinator:
+		m.pred = from
+		m.send(from, Msg{Type: MsgAckSucc})
+	}
+}
+
+// sendCleave sends (or resends) our CLEAVE to our predecessor. A process
+// whose predecessor has not introduced itself yet (a joiner's NEWSUCC is
+// on its way) waits for it: onNewSucc answers it with the CLEAVE.
+func (m *Machine) sendCleave(now time.Time) {
+	m.leaveAt = now.Add(m.cfg.Retry)
+	if m.pred != m.cfg.ID {
+		m.send(m.pred, m.cleaveMsg())
+	}
+}
+
+func (m *Machine) cleaveMsg() Msg {
+	return Msg{Type: MsgCLeave, Ticket: m.ticket, Succ: m.succ, SuccTicket: m.succTicket, N: m.n,
+		Epochs: m.leftEpochs}
+}
+
+// onCLeave: Algorithm 2, "Receiving a cleave request". Only the current
+// successor's CLEAVE is served; anyone else is told who our successor is,
+// which walks a leaver with a stale predecessor towards the real one.
+func (m *Machine) onCLeave(now time.Time, from node.ID, msg Msg) {
+	if at, ok := m.cleaved[from]; ok && now.Sub(at) < forget {
+		m.send(from, Msg{Type: MsgAckCLeave})
+		return
+	}
+	serve := from == m.succ && (m.st == stLinking || m.st == stCoordinator)
+	if m.cfg.bug == bugCleaveFromAnyone {
+		serve = m.st == stLinking || m.st == stCoordinator
+	}
+	// Two neighbours leaving at once would each wait for the other (the
+	// seed's rule skips a CLEAVE while leaving): when every process of a
+	// stretch leaves, nobody would serve. A leaving process serves its
+	// leaving successor when its ID is lower; it acts on nothing, so this
+	// only merges what it will hand on.
+	mergeOnly := from == m.succ && m.st == stLeaving && m.cfg.ID < from
+	serve = serve || mergeOnly
+	if !serve || msg.SuccTicket >= m.n {
+		next := m.succ
+		if m.st == stLeft {
+			next = m.lastPred
+		}
+		if next != from {
+			m.send(from, Msg{Type: MsgReject, Succ: next})
+		}
+		return
+	}
+	m.cleaved[from] = now
+	m.send(from, Msg{Type: MsgAckCLeave})
+	delete(m.view, msg.Ticket)
+	for _, e := range msg.Epochs {
+		if e.Ticket < m.n {
+			m.epochs[e.Ticket] = max(m.epochs[e.Ticket], e.Epoch)
+		}
+	}
+	m.succ, m.succTicket = msg.Succ, msg.SuccTicket
+	if mergeOnly {
+		m.leftEpochs = append(m.leftEpochs, m.handOver(slices.Collect(maps.Keys(m.epochs)))...)
+		if m.succ == m.cfg.ID { // everyone else has gone: the pool ends
+			m.st, m.leaveAt = stLeft, time.Time{}
+			m.events = append(m.events, LeftEvent{Event: "left"})
+		}
+		return
+	}
+	if m.succ == m.cfg.ID {
+		m.await, m.succAt, m.pred = false, time.Time{}, m.cfg.ID // alone again
+		if m.st == stLinking {
+			m.act(now)
+		}
+		return
+	}
+	m.await = true
+	m.send(m.succ, Msg{Type: MsgNewSucc})
+	m.succAt = now.Add(m.cfg.Retry)
+}
+
+// leave: Algorithm 2, "Leaving the cluster". The ticket is given up (no
+// longer acted on) before the CLEAVE goes out.
+func (m *Machine) leave(now time.Time) {
+	switch m.st {
+	case stIdle:
+		m.st = stLeft
+	case stJoining, stLinking:
+		m.leaveReq = true
+	case stCoordinator:
+		m.events = append(m.events, ReleasedEvent{Event: "released", Ticket: m.ticket, Epoch: m.epoch})
+		if m.succ == m.cfg.ID {
+			m.st = stLeft // the last member: the pool ends with it
+			m.events = append(m.events, LeftEvent{Event: "left"})
+			return
+		}
+		m.st, m.await = stLeaving, false
+		m.leftEpochs = m.handOver(m.span())
+		m.sendCleave(now)
+	}
+}
+
+// Tick implements node.Machine.
+func (m *Machine) Tick(now time.Time) {
+	m.now = now
+	if m.st == stJoining && !now.Before(m.joinAt) {
+		m.sendJoin(now)
+	}
+	if m.await && (m.st == stLinking || m.st == stCoordinator) && !now.Before(m.succAt) {
+		m.send(m.succ, Msg{Type: MsgNewSucc})
+		m.succAt = now.Add(m.cfg.Retry)
+	}
+	if m.st == stLeaving && !now.Before(m.leaveAt) {
+		m.sendCleave(now)
+	}
+	for id, a := range m.answered {
+		if now.Sub(a.at) >= forget {
+			delete(m.answered, id)
+		}
+	}
+	for id, at := range m.cleaved {
+		if now.Sub(at) >= forget {
+			delete(m.cleaved, id)
+		}
+	}
+}
+
+// Ready implements node.Machine.
+func (m *Machine) Ready() node.Ready[Msg] {
+	r := node.Ready[Msg]{Msgs: m.out, Events: m.events}
+	m.out, m.events = nil, nil
+	var due []time.Time
+	if m.st == stJoining {
+		due = append(due, m.joinAt)
+	}
+	if m.await && (m.st == stLinking || m.st == stCoordinator) {
+		due = append(due, m.succAt)
+	}
+	if m.st == stLeaving {
+		due = append(due, m.leaveAt)
+	}
+	for _, t := range due {
+		if !t.IsZero() && (r.Wake.IsZero() || t.Before(r.Wake)) {
+			r.Wake = t
+		}
+	}
+	return r
+}
+
+// Status describes the machine for status queries.
+func (m *Machine) Status() any {
+	return map[string]any{"id": m.cfg.ID, "state": m.st.String(), "tickets": m.n, "ticket": m.ticket,
+		"epoch": m.epoch, "succ": m.succ, "succ_ticket": m.succTicket, "pred": m.pred, "range": m.Range()}
+}
