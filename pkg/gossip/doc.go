@@ -1,0 +1,44 @@
+// Package gossip is a lightweight probabilistic broadcast (the seeds'
+// PrCast, seed 000 §2: "delivered to all destinations with high
+// probability"), as a pure state machine: ticketd tells ordinary members who
+// took and released which ticket through it, and mcast's gossip mode
+// disseminates lines with it.
+//
+// # The protocol
+//
+// Push (Eugster et al., "Lightweight probabilistic broadcast", seed 000's
+// reference [7]): every Period each process sends the events it is
+// spreading to Fanout random members (default ⌈ln n⌉ + 1); an event is
+// spread for TTL rounds after a process first gets it (default
+// ⌈log₂ n⌉ + 2), and a process delivers each event once. Push alone leaves a
+// few processes without an event when loss is heavy, so each round also
+// does one pull (anti-entropy, as Bimodal Multicast, reference [5]): a
+// digest (per origin, the sequence number below which it has everything)
+// goes to one random member, which answers with the kept events the asker
+// lacks. Repaired events are delivered but not pushed on.
+//
+// # Bounds and drop policy
+//
+// Everything a process holds is bounded, and nothing is dropped silently
+// (unbounded gossip queues are a known failure of serf and consul):
+//
+//   - Buffer (default 256) bounds the events being pushed; when full, the
+//     events with the fewest rounds left go first, as they have spread the
+//     most. Counted as "dropped".
+//   - History (default 4096) bounds the events kept for repair; the oldest
+//     go first. Counted as "evicted". An event that every process has
+//     evicted cannot be repaired any more: agreement holds for events
+//     younger than History broadcasts.
+//   - A push or repair carries at most 48 KiB of payload (the rest waits for
+//     the next round); a payload is at most MaxPayload (32 KiB).
+//
+// # Fault model and guarantees
+//
+// Loss, duplication, reordering, crashes. Integrity always (an event is
+// delivered at most once, and only as its origin broadcast it); agreement
+// among processes that do not crash once loss stops (every event one of
+// them delivered, or broadcast, all of them deliver), within the History
+// bound. No order: deliveries from one origin may come in any order. A
+// process that restarts must broadcast under a new identity (its sequence
+// numbers start again at 1). Checker checks integrity and agreement.
+package gossip

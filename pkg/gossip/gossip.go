@@ -1,0 +1,325 @@
+package gossip
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/roundtable-go/roundtable/pkg/node"
+)
+
+// Config configures a Machine. Zero values mean the default.
+type Config struct {
+	ID    node.ID
+	Peers []node.ID // the group, this process included
+	// Fanout is how many random peers each round's push goes to; default
+	// ⌈ln n⌉ + 1, the fanout at which an infection reaches everyone with
+	// high probability (Eugster et al., lpbcast).
+	Fanout int
+	// Period is the length of a round: one push and one pull. Default 100ms.
+	Period time.Duration
+	// TTL is how many rounds an event is pushed on after a process first
+	// gets it; default ⌈log₂ n⌉ + 2.
+	TTL int
+	// Buffer bounds the events a process is pushing (default 256). When it
+	// is full the events with the fewest rounds left are dropped first:
+	// they have spread the most. Drops are counted, never silent.
+	Buffer int
+	// History bounds the events kept to answer pulls (default 4096); the
+	// oldest go first. An event every process has evicted can no longer be
+	// repaired.
+	History int
+	// Rand chooses peers. Required.
+	Rand *rand.Rand
+
+	// noDedup plants a bug for the checker: deliver every copy. Tests only.
+	noDedup bool
+	// noPull plants a weakness: no anti-entropy. Tests only.
+	noPull bool
+}
+
+// DeliverEvent is one delivered broadcast. Text form: "<origin> <seq> <payload>".
+type DeliverEvent struct {
+	Event   string  `json:"event"` // "deliver"
+	Origin  node.ID `json:"origin"`
+	Seq     uint64  `json:"seq"`
+	Payload []byte  `json:"payload"`
+}
+
+func (e DeliverEvent) Kind() string { return "deliver" }
+func (e DeliverEvent) String() string {
+	return fmt.Sprintf("%d %d %s", e.Origin, e.Seq, e.Payload)
+}
+
+type key struct {
+	origin node.ID
+	seq    uint64
+}
+
+// pushBudget bounds the payload bytes of one push or repair, so that it
+// fits a frame with room to spare.
+const pushBudget = 48 << 10
+
+// Machine is one process's gossip state. Create it with New; the runner
+// calls Tick once at start.
+type Machine struct {
+	cfg   Config
+	peers []node.ID // others
+
+	seq   uint64                      // own broadcasts so far
+	next  map[node.ID]uint64          // per origin: every seq below is delivered
+	above map[node.ID]map[uint64]bool // delivered seqs at or above next
+	buf   []Event                     // being pushed
+	hist  map[key]Event               // kept for repair
+	order []key                       // hist, oldest first
+	round time.Time                   // next round
+	stats map[string]uint64
+
+	out    []node.Envelope[Msg]
+	events []node.Event
+}
+
+// New returns a Machine.
+func New(cfg Config) (*Machine, error) {
+	if cfg.ID == node.None || !slices.Contains(cfg.Peers, cfg.ID) {
+		return nil, fmt.Errorf("gossip: id %d is not in the group", cfg.ID)
+	}
+	if cfg.Rand == nil {
+		return nil, errors.New("gossip: Config.Rand is required")
+	}
+	n := len(cfg.Peers)
+	if cfg.Fanout <= 0 {
+		cfg.Fanout = int(math.Ceil(math.Log(float64(n)))) + 1
+	}
+	if cfg.Period <= 0 {
+		cfg.Period = 100 * time.Millisecond
+	}
+	if cfg.TTL <= 0 {
+		cfg.TTL = int(math.Ceil(math.Log2(float64(n)))) + 2
+	}
+	cfg.TTL = min(cfg.TTL, 255)
+	if cfg.Buffer <= 0 {
+		cfg.Buffer = 256
+	}
+	if cfg.History <= 0 {
+		cfg.History = 4096
+	}
+	m := &Machine{cfg: cfg, next: map[node.ID]uint64{}, above: map[node.ID]map[uint64]bool{},
+		hist: map[key]Event{}, stats: map[string]uint64{}}
+	for _, p := range cfg.Peers {
+		if p != cfg.ID {
+			m.peers = append(m.peers, p)
+		}
+	}
+	slices.Sort(m.peers)
+	m.peers = slices.Compact(m.peers)
+	return m, nil
+}
+
+// Stats returns the machine's counters: delivered, duplicates, dropped
+// (buffer full), evicted (history full), pushed, repaired.
+func (m *Machine) Stats() map[string]uint64 { return m.stats }
+
+// Status implements the status query.
+func (m *Machine) Status() any {
+	return map[string]any{"id": m.cfg.ID, "buffer": len(m.buf), "history": len(m.hist), "counters": m.stats}
+}
+
+func (m *Machine) has(o node.ID, s uint64) bool {
+	if s < m.nextOf(o) {
+		return true
+	}
+	return m.above[o][s]
+}
+
+func (m *Machine) nextOf(o node.ID) uint64 {
+	if v, ok := m.next[o]; ok {
+		return v
+	}
+	return 1
+}
+
+// take delivers ev if it is new, keeps it for repair, and pushes it on for
+// ttl more rounds.
+func (m *Machine) take(ev Event, ttl uint8) {
+	if m.has(ev.Origin, ev.Seq) && !m.cfg.noDedup {
+		m.stats["duplicates"]++
+		return
+	}
+	m.stats["delivered"]++
+	m.events = append(m.events, DeliverEvent{Event: "deliver", Origin: ev.Origin, Seq: ev.Seq, Payload: ev.Payload})
+	// Record: advance the contiguous prefix, or remember the gap-filler.
+	nx := m.nextOf(ev.Origin)
+	if ev.Seq == nx {
+		nx++
+		for m.above[ev.Origin][nx] {
+			delete(m.above[ev.Origin], nx)
+			nx++
+		}
+		m.next[ev.Origin] = nx
+	} else if ev.Seq > nx {
+		if m.above[ev.Origin] == nil {
+			m.above[ev.Origin] = map[uint64]bool{}
+		}
+		m.above[ev.Origin][ev.Seq] = true
+	}
+	k := key{ev.Origin, ev.Seq}
+	if _, ok := m.hist[k]; !ok {
+		m.hist[k] = Event{Origin: ev.Origin, Seq: ev.Seq, Payload: ev.Payload}
+		m.order = append(m.order, k)
+		for len(m.order) > m.cfg.History {
+			delete(m.hist, m.order[0])
+			m.order = m.order[1:]
+			m.stats["evicted"]++
+		}
+	}
+	if ttl > 0 {
+		m.buf = append(m.buf, Event{Origin: ev.Origin, Seq: ev.Seq, TTL: ttl, Payload: ev.Payload})
+		if len(m.buf) > m.cfg.Buffer {
+			// Drop the events with the fewest rounds left (stable: the
+			// oldest of those first).
+			slices.SortStableFunc(m.buf, func(a, b Event) int { return int(b.TTL) - int(a.TTL) })
+			m.stats["dropped"] += uint64(len(m.buf) - m.cfg.Buffer)
+			m.buf = m.buf[:m.cfg.Buffer]
+		}
+	}
+}
+
+// Step implements node.Machine.
+func (m *Machine) Step(now time.Time, in node.Envelope[Msg]) error {
+	msg := in.Msg
+	if in.From == m.cfg.ID {
+		if msg.Type != MsgBroadcast || len(msg.Events) != 1 {
+			return fmt.Errorf("gossip: %v is not a local request", msg.Type)
+		}
+		if len(msg.Events[0].Payload) > MaxPayload {
+			return fmt.Errorf("gossip: payload of %d bytes exceeds %d", len(msg.Events[0].Payload), MaxPayload)
+		}
+		m.seq++
+		m.take(Event{Origin: m.cfg.ID, Seq: m.seq, Payload: msg.Events[0].Payload}, uint8(m.cfg.TTL))
+		return nil
+	}
+	if !slices.Contains(m.peers, in.From) {
+		return fmt.Errorf("gossip: message from %d, not in the group", in.From)
+	}
+	switch msg.Type {
+	case MsgPush:
+		for _, ev := range msg.Events {
+			m.take(ev, max(ev.TTL, 1)-1) // one round spent getting here
+		}
+	case MsgRepair:
+		for _, ev := range msg.Events {
+			m.take(ev, 0) // repaired events are not pushed on
+		}
+	case MsgDigest:
+		m.repair(in.From, msg.Digest)
+	default:
+		return fmt.Errorf("gossip: unexpected %v from %d", msg.Type, in.From)
+	}
+	return nil
+}
+
+// repair answers a digest with the kept events the asker lacks, within one
+// frame's budget.
+func (m *Machine) repair(to node.ID, digest []Have) {
+	next := map[node.ID]uint64{}
+	for _, h := range digest {
+		next[h.Origin] = h.Next
+	}
+	var evs []Event
+	size := 0
+	for _, k := range m.order {
+		n, ok := next[k.origin]
+		if !ok {
+			n = 1
+		}
+		if k.seq < n {
+			continue
+		}
+		ev := m.hist[k]
+		if size+len(ev.Payload) > pushBudget || len(evs) == maxEvents {
+			break
+		}
+		size += len(ev.Payload)
+		evs = append(evs, ev)
+	}
+	if len(evs) > 0 {
+		m.stats["repaired"] += uint64(len(evs))
+		m.send(to, Msg{Type: MsgRepair, Events: evs})
+	}
+}
+
+func (m *Machine) send(to node.ID, msg Msg) {
+	m.out = append(m.out, node.Envelope[Msg]{From: m.cfg.ID, To: to, Msg: msg})
+}
+
+// pick returns k distinct random peers.
+func (m *Machine) pick(k int) []node.ID {
+	k = min(k, len(m.peers))
+	out := make([]node.ID, 0, k)
+	for _, i := range m.cfg.Rand.Perm(len(m.peers))[:k] {
+		out = append(out, m.peers[i])
+	}
+	return out
+}
+
+// Tick implements node.Machine: once per Period, push the buffer to Fanout
+// random peers and send a digest to one.
+func (m *Machine) Tick(now time.Time) {
+	if m.round.IsZero() {
+		// Rounds start at a random phase, so members do not all gossip
+		// in the same instant.
+		m.round = now.Add(time.Duration(m.cfg.Rand.Int64N(int64(m.cfg.Period))))
+		return
+	}
+	if now.Before(m.round) {
+		return
+	}
+	m.round = now.Add(m.cfg.Period)
+	if len(m.peers) == 0 {
+		return
+	}
+	if len(m.buf) > 0 {
+		var push []Event
+		size := 0
+		keep := m.buf[:0]
+		for _, ev := range m.buf {
+			if size+len(ev.Payload) > pushBudget || len(push) == maxEvents {
+				keep = append(keep, ev) // next round
+				continue
+			}
+			size += len(ev.Payload)
+			push = append(push, ev)
+			if ev.TTL > 1 {
+				ev.TTL--
+				keep = append(keep, ev)
+			}
+		}
+		m.buf = keep
+		for _, p := range m.pick(m.cfg.Fanout) {
+			m.stats["pushed"]++
+			m.send(p, Msg{Type: MsgPush, Events: push})
+		}
+	}
+	if !m.cfg.noPull {
+		digest := make([]Have, 0, len(m.next))
+		for o := range m.next {
+			digest = append(digest, Have{Origin: o, Next: m.next[o]})
+		}
+		slices.SortFunc(digest, func(a, b Have) int { return int(a.Origin) - int(b.Origin) })
+		if len(digest) > maxDigest {
+			digest = digest[:maxDigest]
+		}
+		m.send(m.pick(1)[0], Msg{Type: MsgDigest, Digest: digest})
+	}
+}
+
+// Ready implements node.Machine.
+func (m *Machine) Ready() node.Ready[Msg] {
+	r := node.Ready[Msg]{Msgs: m.out, Events: m.events, Wake: m.round}
+	m.out, m.events = nil, nil
+	return r
+}
