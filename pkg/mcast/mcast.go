@@ -1,0 +1,472 @@
+package mcast
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/roundtable-go/roundtable/pkg/node"
+)
+
+// Order is a delivery guarantee.
+type Order uint8
+
+const (
+	Unordered Order = 1 // reliable: integrity, validity, agreement
+	FIFO      Order = 2 // reliable, and each sender's messages in the order sent
+	Causal    Order = 3 // reliable, and in happens-before order
+)
+
+func (o Order) String() string {
+	switch o {
+	case Unordered:
+		return "unordered"
+	case FIFO:
+		return "fifo"
+	case Causal:
+		return "causal"
+	}
+	return fmt.Sprintf("order(%d)", uint8(o))
+}
+
+// ParseOrder parses "unordered", "fifo" or "causal".
+func ParseOrder(s string) (Order, error) {
+	for _, o := range []Order{Unordered, FIFO, Causal} {
+		if o.String() == s {
+			return o, nil
+		}
+	}
+	return 0, fmt.Errorf("mcast: unknown order %q (want unordered, fifo or causal)", s)
+}
+
+// Config configures a Machine. Zero values mean the default.
+type Config struct {
+	ID    node.ID
+	Peers []node.ID // the group, this process included; identical on every member
+	Order Order     // default FIFO
+	// Period is how often a member sends its digest to every other
+	// member. Default 50ms.
+	Period time.Duration
+	// Suspect is the silence after which a member no longer counts for
+	// "delivered by all" (StableEvent). Default 20·Period.
+	Suspect time.Duration
+	// Keep bounds the messages held for members that have not
+	// acknowledged them (default 65536). Past it, messages that every
+	// unsuspected member has are dropped even if a suspected one lacks
+	// them; counted as "abandoned".
+	Keep int
+
+	bug bug // planted bugs, tests only
+}
+
+type bug uint8
+
+const (
+	bugEarly   bug = 1 + iota // FIFO: deliver from the hold-back queue one step early
+	bugNoMerge                // causal: deliver without checking the other vector entries
+	bugNoRelay                // retransmit only one's own messages
+)
+
+// DeliverEvent is one delivery. Text form: "<sender> <seq> <payload>".
+type DeliverEvent struct {
+	Event   string   `json:"event"` // "deliver"
+	Sender  node.ID  `json:"sender"`
+	Seq     uint64   `json:"seq"`
+	VT      []uint64 `json:"vt,omitempty"`
+	Payload []byte   `json:"payload"`
+}
+
+func (e DeliverEvent) Kind() string { return "deliver" }
+func (e DeliverEvent) String() string {
+	return fmt.Sprintf("%d %d %s", e.Sender, e.Seq, e.Payload)
+}
+
+// SendEvent records one of this member's own multicasts, in order: with
+// the deliveries it lets a checker rebuild happens-before.
+type SendEvent struct {
+	Event   string   `json:"event"` // "send"
+	Seq     uint64   `json:"seq"`
+	VT      []uint64 `json:"vt,omitempty"`
+	Payload []byte   `json:"payload"`
+}
+
+func (e SendEvent) Kind() string   { return "send" }
+func (e SendEvent) String() string { return fmt.Sprintf("send %d", e.Seq) }
+
+// StableEvent: every member not suspected has delivered this member's own
+// messages up to Seq. Not printed; a runner waits for it at end of input.
+type StableEvent struct {
+	Event string `json:"event"` // "stable"
+	Seq   uint64 `json:"seq"`
+}
+
+func (e StableEvent) Kind() string   { return "stable" }
+func (e StableEvent) String() string { return fmt.Sprintf("stable %d", e.Seq) }
+
+// budget bounds the payload bytes of one data frame.
+const budget = 48 << 10
+
+// Machine is one member's multicast state. Create it with New; the runner
+// calls Tick once at start.
+type Machine struct {
+	cfg   Config
+	peers []node.ID // sorted, self included
+	idx   map[node.ID]int
+	me    int
+
+	seq   uint64
+	store []map[uint64]Item // per sender: received, not yet stable
+	recv  []uint64          // per sender: received without a gap
+	above []map[uint64]bool // per sender: received beyond recv
+	deliv []uint64          // per sender: delivered without a gap (causal: V_i)
+	done  []map[uint64]bool // unordered: delivered beyond deliv
+
+	peerRecv, peerDeliv [][]uint64
+	heard               []time.Time
+	nextDigest          time.Time
+	nak                 map[node.ID]bool // digest owed now (a gap was seen)
+	stable              uint64           // last StableEvent
+	held                int
+	stats               map[string]uint64
+
+	out    []node.Envelope[Msg]
+	events []node.Event
+}
+
+// New returns a Machine.
+func New(cfg Config) (*Machine, error) {
+	if cfg.ID == node.None || !slices.Contains(cfg.Peers, cfg.ID) {
+		return nil, fmt.Errorf("mcast: id %d is not in the group", cfg.ID)
+	}
+	if len(cfg.Peers) > maxMembers {
+		return nil, fmt.Errorf("mcast: %d members exceed %d", len(cfg.Peers), maxMembers)
+	}
+	if cfg.Order == 0 {
+		cfg.Order = FIFO
+	}
+	if cfg.Order > Causal {
+		return nil, errors.New("mcast: unknown order")
+	}
+	if cfg.Period <= 0 {
+		cfg.Period = 50 * time.Millisecond
+	}
+	if cfg.Suspect <= 0 {
+		cfg.Suspect = 20 * cfg.Period
+	}
+	if cfg.Keep <= 0 {
+		cfg.Keep = 65536
+	}
+	peers := slices.Clone(cfg.Peers)
+	slices.Sort(peers)
+	peers = slices.Compact(peers)
+	n := len(peers)
+	m := &Machine{cfg: cfg, peers: peers, idx: map[node.ID]int{}, store: make([]map[uint64]Item, n),
+		recv: make([]uint64, n), above: make([]map[uint64]bool, n), deliv: make([]uint64, n), done: make([]map[uint64]bool, n),
+		peerRecv: make([][]uint64, n), peerDeliv: make([][]uint64, n), heard: make([]time.Time, n),
+		nak: map[node.ID]bool{}, stats: map[string]uint64{}}
+	for i, p := range peers {
+		m.idx[p] = i
+		m.store[i], m.above[i], m.done[i] = map[uint64]Item{}, map[uint64]bool{}, map[uint64]bool{}
+	}
+	m.me = m.idx[cfg.ID]
+	return m, nil
+}
+
+// Stats returns the counters: sent, delivered, duplicates, retransmitted,
+// abandoned.
+func (m *Machine) Stats() map[string]uint64 { return m.stats }
+
+// Status describes the machine for status queries.
+func (m *Machine) Status() any {
+	return map[string]any{"id": m.cfg.ID, "order": m.cfg.Order.String(), "sent": m.seq, "received": m.recv,
+		"delivered": m.deliv, "held": m.held, "counters": m.stats}
+}
+
+// Step implements node.Machine.
+func (m *Machine) Step(now time.Time, in node.Envelope[Msg]) error {
+	msg := in.Msg
+	if in.From == m.cfg.ID {
+		if msg.Type != MsgSend || len(msg.Items) != 1 {
+			return fmt.Errorf("mcast: %v is not a local request", msg.Type)
+		}
+		return m.send(now, msg.Items[0].Payload)
+	}
+	q, ok := m.idx[in.From]
+	if !ok {
+		return fmt.Errorf("mcast: message from %d, not in the group", in.From)
+	}
+	m.heard[q] = now
+	switch msg.Type {
+	case MsgData:
+		for _, it := range msg.Items {
+			if err := m.receive(in.From, it); err != nil {
+				return err
+			}
+		}
+		m.deliver()
+	case MsgDigest:
+		if len(msg.Recv) != len(m.peers) || len(msg.Deliv) != len(m.peers) {
+			return fmt.Errorf("mcast: digest from %d for %d members, the group has %d (are the peer lists identical?)",
+				in.From, len(msg.Recv), len(m.peers))
+		}
+		m.peerRecv[q], m.peerDeliv[q] = msg.Recv, msg.Deliv
+		m.retransmit(in.From, msg.Recv)
+		m.collect()
+		m.checkStable(now)
+	default:
+		return fmt.Errorf("mcast: unexpected %v from %d", msg.Type, in.From)
+	}
+	return nil
+}
+
+// send multicasts payload: numbered, timestamped (causal: V_i[i] + 1, the
+// seed's "increment state of i", then the whole vector), delivered here at
+// once (validity), and sent to every other member.
+func (m *Machine) send(now time.Time, payload []byte) error {
+	if len(payload) > MaxPayload {
+		return fmt.Errorf("mcast: a message of %d bytes exceeds %d", len(payload), MaxPayload)
+	}
+	m.seq++
+	it := Item{Sender: m.cfg.ID, Seq: m.seq, Payload: payload}
+	if m.cfg.Order == Causal {
+		it.VT = slices.Clone(m.deliv)
+		it.VT[m.me] = m.seq
+	}
+	m.stats["sent"]++
+	m.events = append(m.events, SendEvent{Event: "send", Seq: it.Seq, VT: it.VT, Payload: payload})
+	m.store[m.me][m.seq] = it
+	m.held++
+	m.recv[m.me] = m.seq
+	m.deliver()
+	for _, p := range m.peers {
+		if p != m.cfg.ID {
+			m.out = append(m.out, node.Envelope[Msg]{From: m.cfg.ID, To: p, Msg: Msg{Type: MsgData, Items: []Item{it}}})
+		}
+	}
+	return nil
+}
+
+// receive stores a message (its first copy), whoever relayed it.
+func (m *Machine) receive(from node.ID, it Item) error {
+	s, ok := m.idx[it.Sender]
+	if !ok {
+		return fmt.Errorf("mcast: message of %d, not in the group", it.Sender)
+	}
+	if m.cfg.Order == Causal && len(it.VT) != len(m.peers) || m.cfg.Order == Causal && it.VT[s] != it.Seq {
+		return fmt.Errorf("mcast: %d/%d from %d without a vector timestamp for %d members", it.Sender, it.Seq, from, len(m.peers))
+	}
+	if it.Seq <= m.recv[s] || m.above[s][it.Seq] {
+		m.stats["duplicates"]++
+		return nil
+	}
+	m.store[s][it.Seq] = it
+	m.held++
+	if it.Seq == m.recv[s]+1 {
+		m.recv[s]++
+		for m.above[s][m.recv[s]+1] {
+			delete(m.above[s], m.recv[s]+1)
+			m.recv[s]++
+		}
+	} else {
+		m.above[s][it.Seq] = true
+		m.nak[from] = true // a gap: tell whoever sent this what we have
+	}
+	return nil
+}
+
+// deliver delivers everything the order allows.
+func (m *Machine) deliver() {
+	for progress := true; progress; {
+		progress = false
+		for s := range m.peers {
+			switch m.cfg.Order {
+			case Unordered:
+				for _, seq := range slices.Sorted(maps.Keys(m.store[s])) {
+					if seq > m.deliv[s] && !m.done[s][seq] {
+						m.emit(s, m.store[s][seq])
+						m.done[s][seq] = true
+						for m.done[s][m.deliv[s]+1] {
+							delete(m.done[s], m.deliv[s]+1)
+							m.deliv[s]++
+						}
+					}
+				}
+			case FIFO:
+				// Seed 004: deliver when S = R + 1; hold back when S > R + 1.
+				for {
+					it, ok := m.store[s][m.deliv[s]+1]
+					if !ok && m.cfg.bug == bugEarly {
+						it, ok = m.store[s][m.deliv[s]+2]
+					}
+					if !ok {
+						break
+					}
+					m.emit(s, it)
+					m.deliv[s] = it.Seq
+					progress = true
+				}
+			case Causal:
+				// Seed 004: deliver when V_j[j] = V_i[j] + 1 and V_j[k] ≤ V_i[k]
+				// for every k ≠ j; then V_i[j] + 1.
+				for {
+					it, ok := m.store[s][m.deliv[s]+1]
+					if !ok || !m.causallyReady(s, it) {
+						break
+					}
+					m.emit(s, it)
+					m.deliv[s]++
+					progress = true
+				}
+			}
+		}
+	}
+}
+
+func (m *Machine) causallyReady(s int, it Item) bool {
+	if m.cfg.bug == bugNoMerge {
+		return true
+	}
+	for k, v := range it.VT {
+		if k != s && v > m.deliv[k] {
+			return false
+		}
+	}
+	return true
+}
+
+func (m *Machine) emit(s int, it Item) {
+	m.stats["delivered"]++
+	if s == m.me {
+		return // own messages: the SendEvent stands for their delivery
+	}
+	m.events = append(m.events, DeliverEvent{Event: "deliver", Sender: it.Sender, Seq: it.Seq, VT: it.VT, Payload: it.Payload})
+}
+
+// retransmit sends q what it lacks of what we hold: anyone's messages, so
+// that a message some members got before its sender crashed still reaches
+// the rest (agreement).
+func (m *Machine) retransmit(q node.ID, theirs []uint64) {
+	var items []Item
+	size := 0
+	for s := range m.peers {
+		if m.cfg.bug == bugNoRelay && s != m.me {
+			continue
+		}
+		for _, seq := range slices.Sorted(maps.Keys(m.store[s])) {
+			if seq <= theirs[s] {
+				continue
+			}
+			it := m.store[s][seq]
+			if size+len(it.Payload) > budget || len(items) == maxItems {
+				break
+			}
+			size += len(it.Payload)
+			items = append(items, it)
+		}
+	}
+	if len(items) > 0 {
+		m.stats["retransmitted"] += uint64(len(items))
+		m.out = append(m.out, node.Envelope[Msg]{From: m.cfg.ID, To: q, Msg: Msg{Type: MsgData, Items: items}})
+	}
+}
+
+func (m *Machine) suspected(q int, now time.Time) bool {
+	return q != m.me && (m.heard[q].IsZero() || now.Sub(m.heard[q]) > m.cfg.Suspect)
+}
+
+// collect forgets messages every member has received (and this one has
+// delivered); past Keep, members that are suspected stop holding them back.
+func (m *Machine) collect() {
+	for _, lenient := range []bool{false, true} {
+		if lenient && m.held <= m.cfg.Keep {
+			return
+		}
+		now := m.lastHeard()
+		for s := range m.peers {
+			stable := m.deliv[s]
+			for q := range m.peers {
+				if q == m.me {
+					continue
+				}
+				if lenient && m.suspected(q, now) {
+					continue
+				}
+				if m.peerRecv[q] == nil {
+					stable = 0
+					break
+				}
+				stable = min(stable, m.peerRecv[q][s])
+			}
+			for seq := range m.store[s] {
+				if seq <= stable {
+					delete(m.store[s], seq)
+					m.held--
+					if lenient {
+						m.stats["abandoned"]++
+					}
+				}
+			}
+		}
+	}
+}
+
+func (m *Machine) lastHeard() time.Time {
+	var t time.Time
+	for _, h := range m.heard {
+		if h.After(t) {
+			t = h
+		}
+	}
+	return t
+}
+
+// checkStable reports how far every unsuspected member has delivered this
+// member's own messages.
+func (m *Machine) checkStable(now time.Time) {
+	s := m.seq
+	for q := range m.peers {
+		if q == m.me || m.suspected(q, now) {
+			continue
+		}
+		if m.peerDeliv[q] == nil {
+			return
+		}
+		s = min(s, m.peerDeliv[q][m.me])
+	}
+	if s > m.stable {
+		m.stable = s
+		m.events = append(m.events, StableEvent{Event: "stable", Seq: s})
+	}
+}
+
+// Tick implements node.Machine: digests every Period, and at once to a
+// member whose message showed a gap.
+func (m *Machine) Tick(now time.Time) {
+	digest := Msg{Type: MsgDigest, Recv: slices.Clone(m.recv), Deliv: slices.Clone(m.deliv)}
+	if !now.Before(m.nextDigest) {
+		m.nextDigest = now.Add(m.cfg.Period)
+		for _, p := range m.peers {
+			if p != m.cfg.ID {
+				m.out = append(m.out, node.Envelope[Msg]{From: m.cfg.ID, To: p, Msg: digest})
+			}
+		}
+		clear(m.nak)
+		m.checkStable(now)
+	}
+}
+
+// Ready implements node.Machine.
+func (m *Machine) Ready() node.Ready[Msg] {
+	if len(m.nak) > 0 {
+		digest := Msg{Type: MsgDigest, Recv: slices.Clone(m.recv), Deliv: slices.Clone(m.deliv)}
+		for _, p := range slices.Sorted(maps.Keys(m.nak)) {
+			m.out = append(m.out, node.Envelope[Msg]{From: m.cfg.ID, To: p, Msg: digest})
+		}
+		clear(m.nak)
+	}
+	r := node.Ready[Msg]{Msgs: m.out, Events: m.events, Wake: m.nextDigest}
+	m.out, m.events = nil, nil
+	return r
+}

@@ -1,0 +1,150 @@
+package mcast
+
+import (
+	"fmt"
+
+	"github.com/roundtable-go/roundtable/pkg/node"
+	"github.com/roundtable-go/roundtable/pkg/wire"
+)
+
+// MsgType is an mcast message type. Values are part of the wire protocol:
+// append only.
+type MsgType uint8
+
+const (
+	// MsgData carries multicast messages (its own or relayed ones).
+	MsgData MsgType = 1
+	// MsgDigest tells every member, per sender (in peer order), how many of
+	// its messages this member has received without a gap (Recv) and
+	// delivered (Deliv): the basis of retransmission, of relaying a
+	// crashed sender's messages, and of garbage collection.
+	MsgDigest MsgType = 2
+
+	// MsgSend is a local request (From == self): multicast Items[0].Payload.
+	MsgSend MsgType = 64
+)
+
+var typeNames = map[MsgType]string{MsgData: "data", MsgDigest: "digest", MsgSend: "send"}
+
+func (t MsgType) String() string {
+	if s, ok := typeNames[t]; ok {
+		return s
+	}
+	return fmt.Sprintf("type(%d)", uint8(t))
+}
+
+// Item is one multicast message: the Seq-th (from 1) of Sender, with its
+// vector timestamp (causal order only, one entry per member in peer order).
+type Item struct {
+	Sender  node.ID
+	Seq     uint64
+	VT      []uint64
+	Payload []byte
+}
+
+// Msg is one mcast frame.
+type Msg struct {
+	Type  MsgType
+	Items []Item
+	Recv  []uint64
+	Deliv []uint64
+}
+
+// Bounds on the wire.
+const (
+	MaxPayload = 60 << 10 // a payload that fits one frame
+	maxItems   = 4096
+	maxMembers = 1024
+	maxSeq     = 1 << 62
+)
+
+// Codec encodes mcast messages for package wire.
+type Codec struct{}
+
+func (Codec) Family() wire.Family { return wire.FamilyMcast }
+
+func (Codec) Marshal(m Msg) (uint8, []byte, error) {
+	if m.Type != MsgData && m.Type != MsgDigest {
+		return 0, nil, fmt.Errorf("mcast: %v is not a wire message", m.Type)
+	}
+	if len(m.Items) > maxItems || len(m.Recv) > maxMembers || len(m.Deliv) > maxMembers {
+		return 0, nil, fmt.Errorf("mcast: message too large")
+	}
+	var e wire.Enc
+	e.Uvarint(uint64(len(m.Items)))
+	for _, it := range m.Items {
+		if len(it.Payload) > MaxPayload || len(it.VT) > maxMembers {
+			return 0, nil, fmt.Errorf("mcast: item too large")
+		}
+		e.Uvarint(uint64(it.Sender))
+		e.Uvarint(it.Seq)
+		e.Uvarint(uint64(len(it.VT)))
+		for _, v := range it.VT {
+			e.Uvarint(v)
+		}
+		e.Bytes(it.Payload)
+	}
+	for _, vec := range [][]uint64{m.Recv, m.Deliv} {
+		e.Uvarint(uint64(len(vec)))
+		for _, v := range vec {
+			e.Uvarint(v)
+		}
+	}
+	return uint8(m.Type), e.B, nil
+}
+
+func (Codec) Unmarshal(typ uint8, p []byte) (Msg, error) {
+	m := Msg{Type: MsgType(typ)}
+	if m.Type != MsgData && m.Type != MsgDigest {
+		return Msg{}, fmt.Errorf("%w: mcast message type %d", wire.ErrMalformed, typ)
+	}
+	d := wire.NewDec(p)
+	if n := d.Count(maxItems, 4); n > 0 {
+		m.Items = make([]Item, n)
+		for i := range m.Items {
+			it := &m.Items[i]
+			v := d.Uvarint()
+			if v > 1<<32-1 {
+				d.Fail("sender")
+			}
+			it.Sender, it.Seq = node.ID(v), d.Uvarint()
+			if k := d.Count(maxMembers, 1); k > 0 {
+				it.VT = make([]uint64, k)
+				for j := range it.VT {
+					it.VT[j] = d.Uvarint()
+				}
+			}
+			it.Payload = d.Bytes(MaxPayload)
+		}
+	}
+	vec := func() []uint64 {
+		var out []uint64
+		if k := d.Count(maxMembers, 1); k > 0 {
+			out = make([]uint64, k)
+			for j := range out {
+				out[j] = d.Uvarint()
+			}
+		}
+		return out
+	}
+	m.Recv, m.Deliv = vec(), vec()
+	if err := d.Done(); err != nil {
+		return Msg{}, err
+	}
+	for _, it := range m.Items {
+		if it.Sender == node.None || it.Seq == 0 || it.Seq > maxSeq {
+			return Msg{}, fmt.Errorf("%w: item %d/%d", wire.ErrMalformed, it.Sender, it.Seq)
+		}
+		for _, v := range it.VT {
+			if v > maxSeq {
+				return Msg{}, fmt.Errorf("%w: vector entry %d", wire.ErrMalformed, v)
+			}
+		}
+	}
+	for _, v := range append(append([]uint64{}, m.Recv...), m.Deliv...) {
+		if v > maxSeq {
+			return Msg{}, fmt.Errorf("%w: digest entry %d", wire.ErrMalformed, v)
+		}
+	}
+	return m, nil
+}

@@ -1,0 +1,157 @@
+package mcast
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/roundtable-go/roundtable/pkg/node"
+	"github.com/roundtable-go/roundtable/pkg/sim"
+)
+
+type scenario struct {
+	seed  uint64
+	order Order
+	bug   bug
+}
+
+// run: members multicast at random over 3 s of loss, duplication,
+// reordering, crashes (some right after a send, so that only some members
+// got it), pauses and partitions; then everything heals (the crashed stay
+// down) and after 5 s the logs must pass Check.
+func (sc scenario) run() (sends int, err error) {
+	r := rand.New(rand.NewPCG(sc.seed, 31))
+	n := 3 + r.IntN(4)
+	ids := make([]node.ID, n)
+	for i := range ids {
+		ids[i] = node.ID(i + 1)
+	}
+	opts := sim.Options{Seed: sc.seed, MinLatency: time.Millisecond, MaxLatency: time.Duration(2+r.IntN(20)) * time.Millisecond,
+		Drop: r.Float64() * 0.3, Dup: r.Float64() * 0.1}
+	s := sim.New[Msg](opts, Codec{}, func(id node.ID, inc int, _ *rand.Rand) node.Machine[Msg] {
+		if inc > 1 {
+			panic("mcast members do not restart in this model")
+		}
+		m, err := New(Config{ID: id, Peers: ids, Order: sc.order, bug: sc.bug})
+		if err != nil {
+			panic(err)
+		}
+		return m
+	}, ids...)
+	logs := map[node.ID][]Record{}
+	for _, id := range ids {
+		logs[id] = nil
+	}
+	s.OnEvent = func(_ time.Time, id node.ID, ev node.Event) error {
+		switch e := ev.(type) {
+		case SendEvent:
+			logs[id] = append(logs[id], Record{Send: true, Seq: e.Seq, Payload: e.Payload})
+		case DeliverEvent:
+			logs[id] = append(logs[id], Record{Sender: e.Sender, Seq: e.Seq, Payload: e.Payload})
+		}
+		return nil
+	}
+	crashed := map[node.ID]bool{}
+	fail := func(err error) (int, error) {
+		return sends, fmt.Errorf("%v seed %d (%d members, drop %.2f, dup %.2f): %v", sc.order, sc.seed, n, opts.Drop, opts.Dup, err)
+	}
+	for step := 0; step < 30; step++ {
+		id := ids[r.IntN(n)]
+		switch r.IntN(10) {
+		case 0:
+			if len(crashed) < n-1 && !crashed[id] {
+				// Crash right after a send: its copies are in flight, and
+				// the loss decides who gets one.
+				sends++
+				s.Inject(id, Msg{Type: MsgSend, Items: []Item{{Payload: []byte(fmt.Sprintf("last words of %d", id))}}})
+				s.Crash(id)
+				crashed[id] = true
+			}
+		case 1:
+			s.Pause(id)
+		case 2:
+			s.Resume(id)
+		case 3:
+			s.RandomPartition(r)
+		case 4:
+			s.Heal()
+		default:
+			for k := r.IntN(5); k >= 0; k-- {
+				sender := ids[r.IntN(n)]
+				if !crashed[sender] && !s.Paused(sender) {
+					sends++
+					s.Inject(sender, Msg{Type: MsgSend, Items: []Item{{Payload: []byte(fmt.Sprintf("m%d-%d", step, k))}}})
+				}
+			}
+		}
+		if err := s.RunFor(time.Duration(20+r.IntN(180)) * time.Millisecond); err != nil {
+			return fail(err)
+		}
+	}
+	s.Heal()
+	s.SetFaults(0, 0)
+	for _, id := range ids {
+		s.Resume(id)
+	}
+	if err := s.RunFor(5 * time.Second); err != nil {
+		return fail(err)
+	}
+	if s.Stats.Rejected != 0 {
+		return fail(fmt.Errorf("%d messages rejected", s.Stats.Rejected))
+	}
+	if err := Check(sc.order, logs, crashed); err != nil {
+		return fail(err)
+	}
+	return sends, nil
+}
+
+func TestSimOrders(t *testing.T) {
+	for _, order := range []Order{Unordered, FIFO, Causal} {
+		t.Run(order.String(), func(t *testing.T) {
+			t.Parallel()
+			total := 0
+			for _, seed := range sim.Seeds() {
+				k, err := scenario{seed: seed, order: order}.run()
+				if err != nil {
+					t.Fatalf("%v\nreplay: go test ./pkg/mcast -run 'TestSimOrders/%s' -seed %d", err, order, seed)
+				}
+				total += k
+			}
+			t.Logf("%v: %d seeds passed, %d messages multicast", order, len(sim.Seeds()), total)
+		})
+	}
+}
+
+// TestSimCatchesPlantedBug: delivering from the hold-back queue one step
+// early (FIFO), skipping the vector-clock condition (causal), and not
+// relaying a crashed sender's messages (agreement) are each caught.
+func TestSimCatchesPlantedBug(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		order Order
+		bug   bug
+		want  string
+	}{
+		{"early delivery", FIFO, bugEarly, "fifo"},
+		{"no vector merge", Causal, bugNoMerge, "causal"},
+		{"no relay", FIFO, bugNoRelay, "agreement"},
+	} {
+		caught := 0
+		var first error
+		for seed := uint64(1); seed <= 200; seed++ {
+			if _, err := (scenario{seed: seed, order: c.order, bug: c.bug}).run(); err != nil && strings.Contains(err.Error(), c.want) {
+				caught++
+				if first == nil {
+					first = err
+				}
+			}
+		}
+		if caught == 0 {
+			t.Errorf("planted bug %q never caught in 200 seeds", c.name)
+		} else {
+			t.Logf("planted bug %q caught in %d/200 seeds, e.g. %v", c.name, caught, first)
+		}
+	}
+}
