@@ -21,6 +21,7 @@ func TestToolDependencies(t *testing.T) {
 		"lockd":     {"mutex", "election", "lockd"},
 		"clocksync": {"clocksync", "election", "clockd"},
 		"consensus": {"consensus"},
+		"mcast":     {"mcast", "gossip"},
 	}
 	all := []string{"election", "mutex", "lockd", "clocksync", "clockd", "consensus", "ticket", "mcast", "gossip"}
 	for tool, own := range protocols {

@@ -52,6 +52,11 @@ type Config struct {
 	// Suspect is the silence after which a member no longer counts for
 	// "delivered by all" (StableEvent). Default 20·Period.
 	Suspect time.Duration
+	// Window bounds the own messages sent eagerly beyond what every
+	// member has acknowledged (default 1024); later ones go out as the
+	// digests ask for them. Four windows unacknowledged refuse sends
+	// (ErrFull) until a RoomEvent.
+	Window int
 	// Keep bounds the messages held for members that have not
 	// acknowledged them (default 65536). Past it, messages that every
 	// unsuspected member has are dropped even if a suspected one lacks
@@ -95,15 +100,17 @@ type SendEvent struct {
 func (e SendEvent) Kind() string   { return "send" }
 func (e SendEvent) String() string { return fmt.Sprintf("send %d", e.Seq) }
 
-// StableEvent: every member not suspected has delivered this member's own
-// messages up to Seq. Not printed; a runner waits for it at end of input.
-type StableEvent struct {
-	Event string `json:"event"` // "stable"
-	Seq   uint64 `json:"seq"`
+// DoneEvent: this member's input has ended, and every member it does not
+// suspect has ended its input too, delivered everything this member
+// delivered (its own messages included), and has nothing this member has
+// not delivered. A runner may exit then without costing anyone agreement.
+type DoneEvent struct {
+	Event string `json:"event"` // "done"
+	Sent  uint64 `json:"sent"`
 }
 
-func (e StableEvent) Kind() string   { return "stable" }
-func (e StableEvent) String() string { return fmt.Sprintf("stable %d", e.Seq) }
+func (e DoneEvent) Kind() string   { return "done" }
+func (e DoneEvent) String() string { return fmt.Sprintf("done after %d", e.Sent) }
 
 // budget bounds the payload bytes of one data frame.
 const budget = 48 << 10
@@ -121,13 +128,19 @@ type Machine struct {
 	recv  []uint64          // per sender: received without a gap
 	above []map[uint64]bool // per sender: received beyond recv
 	deliv []uint64          // per sender: delivered without a gap (causal: V_i)
+	high  []uint64          // per sender: the highest seq received
 	done  []map[uint64]bool // unordered: delivered beyond deliv
 
 	peerRecv, peerDeliv [][]uint64
 	heard               []time.Time
 	nextDigest          time.Time
 	nak                 map[node.ID]bool // digest owed now (a gap was seen)
-	stable              uint64           // last StableEvent
+	final               uint64           // 0 while input is open, then seq+1
+	endedAt             time.Time
+	peerFinal           []uint64
+	isDone              bool
+	full                bool      // a send was refused with ErrFull
+	started             time.Time // first Tick
 	held                int
 	stats               map[string]uint64
 
@@ -158,13 +171,16 @@ func New(cfg Config) (*Machine, error) {
 	if cfg.Keep <= 0 {
 		cfg.Keep = 65536
 	}
+	if cfg.Window <= 0 {
+		cfg.Window = 1024
+	}
 	peers := slices.Clone(cfg.Peers)
 	slices.Sort(peers)
 	peers = slices.Compact(peers)
 	n := len(peers)
 	m := &Machine{cfg: cfg, peers: peers, idx: map[node.ID]int{}, store: make([]map[uint64]Item, n),
-		recv: make([]uint64, n), above: make([]map[uint64]bool, n), deliv: make([]uint64, n), done: make([]map[uint64]bool, n),
-		peerRecv: make([][]uint64, n), peerDeliv: make([][]uint64, n), heard: make([]time.Time, n),
+		recv: make([]uint64, n), high: make([]uint64, n), above: make([]map[uint64]bool, n), deliv: make([]uint64, n), done: make([]map[uint64]bool, n),
+		peerRecv: make([][]uint64, n), peerDeliv: make([][]uint64, n), heard: make([]time.Time, n), peerFinal: make([]uint64, n),
 		nak: map[node.ID]bool{}, stats: map[string]uint64{}}
 	for i, p := range peers {
 		m.idx[p] = i
@@ -188,10 +204,22 @@ func (m *Machine) Status() any {
 func (m *Machine) Step(now time.Time, in node.Envelope[Msg]) error {
 	msg := in.Msg
 	if in.From == m.cfg.ID {
-		if msg.Type != MsgSend || len(msg.Items) != 1 {
-			return fmt.Errorf("mcast: %v is not a local request", msg.Type)
+		switch {
+		case msg.Type == MsgEnd:
+			if m.final == 0 {
+				m.final, m.endedAt = m.seq+1, now
+				m.nextDigest = now // tell everyone at once
+			}
+			m.checkDone(now)
+			return nil
+		case msg.Type == MsgSend && len(msg.Items) == 1 && m.final == 0:
+			if m.seq-m.acked(now) >= 4*uint64(m.cfg.Window) {
+				m.full = true
+				return ErrFull
+			}
+			return m.send(now, msg.Items[0].Payload)
 		}
-		return m.send(now, msg.Items[0].Payload)
+		return fmt.Errorf("mcast: %v is not a local request here", msg.Type)
 	}
 	q, ok := m.idx[in.From]
 	if !ok {
@@ -211,10 +239,14 @@ func (m *Machine) Step(now time.Time, in node.Envelope[Msg]) error {
 			return fmt.Errorf("mcast: digest from %d for %d members, the group has %d (are the peer lists identical?)",
 				in.From, len(msg.Recv), len(m.peers))
 		}
-		m.peerRecv[q], m.peerDeliv[q] = msg.Recv, msg.Deliv
+		m.peerRecv[q], m.peerDeliv[q], m.peerFinal[q] = msg.Recv, msg.Deliv, msg.Final
 		m.retransmit(in.From, msg.Recv)
+		if m.full && m.seq-m.acked(now) < 2*uint64(m.cfg.Window) {
+			m.full = false
+			m.events = append(m.events, RoomEvent{Event: "room"})
+		}
 		m.collect()
-		m.checkStable(now)
+		m.checkDone(now)
 	default:
 		return fmt.Errorf("mcast: unexpected %v from %d", msg.Type, in.From)
 	}
@@ -238,14 +270,49 @@ func (m *Machine) send(now time.Time, payload []byte) error {
 	m.events = append(m.events, SendEvent{Event: "send", Seq: it.Seq, VT: it.VT, Payload: payload})
 	m.store[m.me][m.seq] = it
 	m.held++
-	m.recv[m.me] = m.seq
+	m.recv[m.me], m.high[m.me] = m.seq, m.seq
 	m.deliver()
+	if m.seq-m.acked(now) > uint64(m.cfg.Window) {
+		// Past the window the message waits for the digests: each member
+		// gets it when it asks, at the pace it can take.
+		m.stats["deferred"]++
+		return nil
+	}
 	for _, p := range m.peers {
 		if p != m.cfg.ID {
 			m.out = append(m.out, node.Envelope[Msg]{From: m.cfg.ID, To: p, Msg: Msg{Type: MsgData, Items: []Item{it}}})
 		}
 	}
 	return nil
+}
+
+// ErrFull is a send refused because this member holds too many of its own
+// messages that some member has not acknowledged (4·Window): the sender
+// waits for a RoomEvent.
+var ErrFull = errors.New("mcast: too many messages not yet acknowledged")
+
+// RoomEvent: sends are accepted again after ErrFull.
+type RoomEvent struct {
+	Event string `json:"event"` // "room"
+}
+
+func (e RoomEvent) Kind() string   { return "room" }
+func (e RoomEvent) String() string { return "room" }
+
+// acked is how many of its own messages every unsuspected member has
+// received.
+func (m *Machine) acked(now time.Time) uint64 {
+	a := m.seq
+	for q := range m.peers {
+		if q == m.me || m.suspected(q, now) {
+			continue
+		}
+		if m.peerRecv[q] == nil {
+			return 0
+		}
+		a = min(a, m.peerRecv[q][m.me])
+	}
+	return a
 }
 
 // receive stores a message (its first copy), whoever relayed it.
@@ -263,6 +330,7 @@ func (m *Machine) receive(from node.ID, it Item) error {
 	}
 	m.store[s][it.Seq] = it
 	m.held++
+	m.high[s] = max(m.high[s], it.Seq)
 	if it.Seq == m.recv[s]+1 {
 		m.recv[s]++
 		for m.above[s][m.recv[s]+1] {
@@ -354,15 +422,18 @@ func (m *Machine) retransmit(q node.ID, theirs []uint64) {
 		if m.cfg.bug == bugNoRelay && s != m.me {
 			continue
 		}
-		for _, seq := range slices.Sorted(maps.Keys(m.store[s])) {
-			if seq <= theirs[s] {
+		// From the first message q lacks up to the highest we hold, by
+		// lookup: the cost is the frame's, not the store's.
+		for seq, looked := theirs[s]+1, 0; seq <= m.high[s] && looked < 4*maxItems; seq, looked = seq+1, looked+1 {
+			it, ok := m.store[s][seq]
+			if !ok {
 				continue
 			}
-			it := m.store[s][seq]
-			if size+len(it.Payload) > budget || len(items) == maxItems {
+			cost := len(it.Payload) + 16 + 4*len(it.VT)
+			if size+cost > budget || len(items) == maxItems {
 				break
 			}
-			size += len(it.Payload)
+			size += cost
 			items = append(items, it)
 		}
 	}
@@ -372,8 +443,16 @@ func (m *Machine) retransmit(q node.ID, theirs []uint64) {
 	}
 }
 
+// suspected: q has been silent for Suspect (never heard of: Suspect since
+// this member started).
 func (m *Machine) suspected(q int, now time.Time) bool {
-	return q != m.me && (m.heard[q].IsZero() || now.Sub(m.heard[q]) > m.cfg.Suspect)
+	if q == m.me {
+		return false
+	}
+	if m.heard[q].IsZero() {
+		return !m.started.IsZero() && now.Sub(m.started) > m.cfg.Suspect
+	}
+	return now.Sub(m.heard[q]) > m.cfg.Suspect
 }
 
 // collect forgets messages every member has received (and this one has
@@ -422,29 +501,41 @@ func (m *Machine) lastHeard() time.Time {
 	return t
 }
 
-// checkStable reports how far every unsuspected member has delivered this
-// member's own messages.
-func (m *Machine) checkStable(now time.Time) {
-	s := m.seq
+// checkDone emits DoneEvent once this member's input has ended and every
+// unsuspected member has ended its input, delivered all this member has,
+// and holds nothing this member has not delivered.
+func (m *Machine) checkDone(now time.Time) {
+	if m.isDone || m.final == 0 {
+		return
+	}
 	for q := range m.peers {
-		if q == m.me || m.suspected(q, now) {
+		// A member counts as gone only if it stayed silent through a whole
+		// Suspect after our input ended: one cut off by a partition that
+		// has just healed is heard again before that.
+		if q == m.me || m.suspected(q, now) && now.Sub(m.endedAt) > m.cfg.Suspect {
 			continue
 		}
-		if m.peerDeliv[q] == nil {
+		if m.peerDeliv[q] == nil || m.peerFinal[q] == 0 || m.deliv[q] < m.peerFinal[q]-1 {
 			return
 		}
-		s = min(s, m.peerDeliv[q][m.me])
+		for s := range m.peers {
+			// Everyone the same: received and delivered alike.
+			if m.peerDeliv[q][s] != m.deliv[s] || m.peerRecv[q][s] != m.recv[s] || m.recv[s] != m.deliv[s] {
+				return
+			}
+		}
 	}
-	if s > m.stable {
-		m.stable = s
-		m.events = append(m.events, StableEvent{Event: "stable", Seq: s})
-	}
+	m.isDone = true
+	m.events = append(m.events, DoneEvent{Event: "done", Sent: m.seq})
 }
 
 // Tick implements node.Machine: digests every Period, and at once to a
 // member whose message showed a gap.
 func (m *Machine) Tick(now time.Time) {
-	digest := Msg{Type: MsgDigest, Recv: slices.Clone(m.recv), Deliv: slices.Clone(m.deliv)}
+	if m.started.IsZero() {
+		m.started = now
+	}
+	digest := Msg{Type: MsgDigest, Recv: slices.Clone(m.recv), Deliv: slices.Clone(m.deliv), Final: m.final}
 	if !now.Before(m.nextDigest) {
 		m.nextDigest = now.Add(m.cfg.Period)
 		for _, p := range m.peers {
@@ -453,14 +544,14 @@ func (m *Machine) Tick(now time.Time) {
 			}
 		}
 		clear(m.nak)
-		m.checkStable(now)
+		m.checkDone(now)
 	}
 }
 
 // Ready implements node.Machine.
 func (m *Machine) Ready() node.Ready[Msg] {
 	if len(m.nak) > 0 {
-		digest := Msg{Type: MsgDigest, Recv: slices.Clone(m.recv), Deliv: slices.Clone(m.deliv)}
+		digest := Msg{Type: MsgDigest, Recv: slices.Clone(m.recv), Deliv: slices.Clone(m.deliv), Final: m.final}
 		for _, p := range slices.Sorted(maps.Keys(m.nak)) {
 			m.out = append(m.out, node.Envelope[Msg]{From: m.cfg.ID, To: p, Msg: digest})
 		}

@@ -22,9 +22,11 @@ const (
 
 	// MsgSend is a local request (From == self): multicast Items[0].Payload.
 	MsgSend MsgType = 64
+	// MsgEnd is a local request: this member's input has ended.
+	MsgEnd MsgType = 65
 )
 
-var typeNames = map[MsgType]string{MsgData: "data", MsgDigest: "digest", MsgSend: "send"}
+var typeNames = map[MsgType]string{MsgData: "data", MsgDigest: "digest", MsgSend: "send", MsgEnd: "end"}
 
 func (t MsgType) String() string {
 	if s, ok := typeNames[t]; ok {
@@ -48,6 +50,9 @@ type Msg struct {
 	Items []Item
 	Recv  []uint64
 	Deliv []uint64
+	// Final (digests): 0 while the member's input is open; then one more
+	// than the number of messages it sent.
+	Final uint64
 }
 
 // Bounds on the wire.
@@ -90,6 +95,7 @@ func (Codec) Marshal(m Msg) (uint8, []byte, error) {
 			e.Uvarint(v)
 		}
 	}
+	e.Uvarint(m.Final)
 	return uint8(m.Type), e.B, nil
 }
 
@@ -128,6 +134,10 @@ func (Codec) Unmarshal(typ uint8, p []byte) (Msg, error) {
 		return out
 	}
 	m.Recv, m.Deliv = vec(), vec()
+	m.Final = d.Uvarint()
+	if m.Final > maxSeq {
+		d.Fail("final count")
+	}
 	if err := d.Done(); err != nil {
 		return Msg{}, err
 	}
