@@ -136,9 +136,13 @@ func run(c *ucli.Context) error {
 	inputErr := make(chan error, 1)
 	room := make(chan struct{}, 1)
 	go func() {
-		n, err := feed(ctx, os.Stdin, b64, func(p []byte) error {
+		n, err := feed(ctx, os.Stdin, b64, func(batch [][]byte) error {
+			items := make([]mcast.Item, len(batch))
+			for i, p := range batch {
+				items[i].Payload = p
+			}
 			for {
-				err := drv.Request(ctx, mcast.Msg{Type: mcast.MsgSend, Items: []mcast.Item{{Payload: p}}})
+				err := drv.Request(ctx, mcast.Msg{Type: mcast.MsgSend, Items: items})
 				if !errors.Is(err, mcast.ErrFull) {
 					return err
 				}
@@ -211,39 +215,90 @@ func run(c *ucli.Context) error {
 	}
 }
 
-// feed reads lines from r and hands each (decoded with b64) to send. A line
-// longer than a frame, or bad base64, is a usage error naming the line.
-func feed(ctx context.Context, r io.Reader, b64 bool, send func([]byte) error) (uint64, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), maxLine+2)
-	var n uint64
-	for sc.Scan() {
-		p := slices.Clone(sc.Bytes())
-		if len(p) > 0 && p[len(p)-1] == '\r' {
-			p = p[:len(p)-1]
-		}
-		if b64 {
-			d, err := base64.StdEncoding.DecodeString(string(p))
-			if err != nil {
-				return n, cli.Exitf(cli.ExitUsage, "line %d is not base64: %v", n+1, err)
+// feed reads lines from r and hands them (decoded with b64) to send, in
+// batches of what is already there (at most batchMax lines): a fast
+// producer fills frames, a slow one sends each line at once. A line longer
+// than a frame, or bad base64, is a usage error naming the line.
+func feed(ctx context.Context, r io.Reader, b64 bool, send func([][]byte) error) (uint64, error) {
+	type line struct {
+		p   []byte
+		err error
+	}
+	lines := make(chan line, batchMax)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 64<<10), maxLine+2)
+		var n uint64
+		for sc.Scan() {
+			n++
+			p := slices.Clone(sc.Bytes())
+			if len(p) > 0 && p[len(p)-1] == '\r' {
+				p = p[:len(p)-1]
 			}
-			p = d
+			if b64 {
+				d, err := base64.StdEncoding.DecodeString(string(p))
+				if err != nil {
+					lines <- line{err: cli.Exitf(cli.ExitUsage, "line %d is not base64: %v", n, err)}
+					return
+				}
+				p = d
+			}
+			if len(p) > maxLine {
+				lines <- line{err: cli.Exitf(cli.ExitUsage, "line %d is %d bytes, over the limit of %d: split it (nothing of it was sent)", n, len(p), maxLine)}
+				return
+			}
+			select {
+			case lines <- line{p: p}:
+			case <-ctx.Done():
+				return
+			}
 		}
-		if len(p) > maxLine {
-			return n, cli.Exitf(cli.ExitUsage, "line %d is %d bytes, over the limit of %d: split it (nothing of it was sent)", n+1, len(p), maxLine)
+		if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
+			lines <- line{err: cli.Exitf(cli.ExitUsage, "line %d is over the limit of %d bytes: split it (nothing of it was sent)", n+1, maxLine)}
+		} else if err != nil {
+			lines <- line{err: cli.Exitf(cli.ExitUsage, "reading stdin: %v", err)}
 		}
-		if err := send(p); err != nil {
-			return n, err
+	}()
+	var sent uint64
+	for {
+		l, ok := <-lines
+		if !ok {
+			return sent, ctx.Err()
 		}
-		n++
+		if l.err != nil {
+			return sent, l.err
+		}
+		batch := [][]byte{l.p}
+	more:
+		for len(batch) < batchMax {
+			select {
+			case l, ok = <-lines:
+				if !ok || l.err != nil {
+					// Send what came before; the end or the error next time.
+					if err := send(batch); err != nil {
+						return sent, err
+					}
+					sent += uint64(len(batch))
+					if !ok {
+						return sent, ctx.Err()
+					}
+					return sent, l.err
+				}
+				batch = append(batch, l.p)
+			default:
+				break more
+			}
+		}
+		if err := send(batch); err != nil {
+			return sent, err
+		}
+		sent += uint64(len(batch))
 	}
-	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
-		return n, cli.Exitf(cli.ExitUsage, "line %d is over the limit of %d bytes: split it (nothing of it was sent)", n+1, maxLine)
-	} else if err != nil {
-		return n, cli.Exitf(cli.ExitUsage, "reading stdin: %v", err)
-	}
-	return n, ctx.Err()
 }
+
+// batchMax is the most lines one request to the member carries.
+const batchMax = 256
 
 // printer writes deliveries, and with --json the member's own sends and its
 // clean exit, which is what 'mcast check' reads.

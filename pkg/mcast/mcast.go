@@ -53,7 +53,7 @@ type Config struct {
 	// "delivered by all" (StableEvent). Default 20·Period.
 	Suspect time.Duration
 	// Window bounds the own messages sent eagerly beyond what every
-	// member has acknowledged (default 1024); later ones go out as the
+	// member has acknowledged (default 4096); later ones go out as the
 	// digests ask for them. Four windows unacknowledged refuse sends
 	// (ErrFull) until a RoomEvent.
 	Window int
@@ -134,13 +134,16 @@ type Machine struct {
 	peerRecv, peerDeliv [][]uint64
 	heard               []time.Time
 	nextDigest          time.Time
-	nak                 map[node.ID]bool // digest owed now (a gap was seen)
+	nak                 map[node.ID]bool // digest owed now (new data, or a gap)
+	sentHigh            [][]uint64       // per member, per sender: the highest seq sent to it
+	sentAt              [][]time.Time    // ... and when
 	final               uint64           // 0 while input is open, then seq+1
 	endedAt             time.Time
 	peerFinal           []uint64
 	isDone              bool
 	full                bool      // a send was refused with ErrFull
 	started             time.Time // first Tick
+	now                 time.Time // of the current Step or Tick
 	held                int
 	stats               map[string]uint64
 
@@ -172,7 +175,7 @@ func New(cfg Config) (*Machine, error) {
 		cfg.Keep = 65536
 	}
 	if cfg.Window <= 0 {
-		cfg.Window = 1024
+		cfg.Window = 4096
 	}
 	peers := slices.Clone(cfg.Peers)
 	slices.Sort(peers)
@@ -181,8 +184,9 @@ func New(cfg Config) (*Machine, error) {
 	m := &Machine{cfg: cfg, peers: peers, idx: map[node.ID]int{}, store: make([]map[uint64]Item, n),
 		recv: make([]uint64, n), high: make([]uint64, n), above: make([]map[uint64]bool, n), deliv: make([]uint64, n), done: make([]map[uint64]bool, n),
 		peerRecv: make([][]uint64, n), peerDeliv: make([][]uint64, n), heard: make([]time.Time, n), peerFinal: make([]uint64, n),
-		nak: map[node.ID]bool{}, stats: map[string]uint64{}}
+		nak: map[node.ID]bool{}, stats: map[string]uint64{}, sentHigh: make([][]uint64, n), sentAt: make([][]time.Time, n)}
 	for i, p := range peers {
+		m.sentHigh[i], m.sentAt[i] = make([]uint64, n), make([]time.Time, n)
 		m.idx[p] = i
 		m.store[i], m.above[i], m.done[i] = map[uint64]Item{}, map[uint64]bool{}, map[uint64]bool{}
 	}
@@ -202,6 +206,7 @@ func (m *Machine) Status() any {
 
 // Step implements node.Machine.
 func (m *Machine) Step(now time.Time, in node.Envelope[Msg]) error {
+	m.now = now
 	msg := in.Msg
 	if in.From == m.cfg.ID {
 		switch {
@@ -212,12 +217,24 @@ func (m *Machine) Step(now time.Time, in node.Envelope[Msg]) error {
 			}
 			m.checkDone(now)
 			return nil
-		case msg.Type == MsgSend && len(msg.Items) == 1 && m.final == 0:
+		case msg.Type == MsgSend && len(msg.Items) >= 1 && len(msg.Items) <= maxBatch && m.final == 0:
+			for _, it := range msg.Items {
+				if len(it.Payload) > MaxPayload {
+					return fmt.Errorf("mcast: a message of %d bytes exceeds %d", len(it.Payload), MaxPayload)
+				}
+			}
 			if m.seq-m.acked(now) >= 4*uint64(m.cfg.Window) {
 				m.full = true
 				return ErrFull
 			}
-			return m.send(now, msg.Items[0].Payload)
+			var eager []Item
+			for _, it := range msg.Items {
+				if item, eagerOK := m.send(now, it.Payload); eagerOK {
+					eager = append(eager, item)
+				}
+			}
+			m.broadcast(eager)
+			return nil
 		}
 		return fmt.Errorf("mcast: %v is not a local request here", msg.Type)
 	}
@@ -228,10 +245,16 @@ func (m *Machine) Step(now time.Time, in node.Envelope[Msg]) error {
 	m.heard[q] = now
 	switch msg.Type {
 	case MsgData:
+		before := m.stats["received"]
 		for _, it := range msg.Items {
 			if err := m.receive(in.From, it); err != nil {
 				return err
 			}
+		}
+		if m.stats["received"] > before {
+			// Acknowledge at once: the digest opens the sender's window
+			// (and repairs) without waiting for the next Period.
+			m.nak[in.From] = true
 		}
 		m.deliver()
 	case MsgDigest:
@@ -253,13 +276,13 @@ func (m *Machine) Step(now time.Time, in node.Envelope[Msg]) error {
 	return nil
 }
 
+// maxBatch is the most lines one MsgSend request may carry.
+const maxBatch = 1024
+
 // send multicasts payload: numbered, timestamped (causal: V_i[i] + 1, the
 // seed's "increment state of i", then the whole vector), delivered here at
 // once (validity), and sent to every other member.
-func (m *Machine) send(now time.Time, payload []byte) error {
-	if len(payload) > MaxPayload {
-		return fmt.Errorf("mcast: a message of %d bytes exceeds %d", len(payload), MaxPayload)
-	}
+func (m *Machine) send(now time.Time, payload []byte) (Item, bool) {
 	m.seq++
 	it := Item{Sender: m.cfg.ID, Seq: m.seq, Payload: payload}
 	if m.cfg.Order == Causal {
@@ -276,14 +299,31 @@ func (m *Machine) send(now time.Time, payload []byte) error {
 		// Past the window the message waits for the digests: each member
 		// gets it when it asks, at the pace it can take.
 		m.stats["deferred"]++
-		return nil
+		return it, false
 	}
-	for _, p := range m.peers {
-		if p != m.cfg.ID {
-			m.out = append(m.out, node.Envelope[Msg]{From: m.cfg.ID, To: p, Msg: Msg{Type: MsgData, Items: []Item{it}}})
+	return it, true
+}
+
+// broadcast sends items to every other member, as few frames as fit.
+func (m *Machine) broadcast(items []Item) {
+	for len(items) > 0 {
+		n, size := 0, 0
+		for n < len(items) && n < maxItems {
+			cost := len(items[n].Payload) + 16 + 4*len(items[n].VT)
+			if n > 0 && size+cost > budget {
+				break
+			}
+			size += cost
+			n++
 		}
+		for q, p := range m.peers {
+			if p != m.cfg.ID {
+				m.out = append(m.out, node.Envelope[Msg]{From: m.cfg.ID, To: p, Msg: Msg{Type: MsgData, Items: items[:n]}})
+				m.sentHigh[q][m.me], m.sentAt[q][m.me] = max(m.sentHigh[q][m.me], items[n-1].Seq), m.now
+			}
+		}
+		items = items[n:]
 	}
-	return nil
 }
 
 // ErrFull is a send refused because this member holds too many of its own
@@ -330,6 +370,7 @@ func (m *Machine) receive(from node.ID, it Item) error {
 	}
 	m.store[s][it.Seq] = it
 	m.held++
+	m.stats["received"]++
 	m.high[s] = max(m.high[s], it.Seq)
 	if it.Seq == m.recv[s]+1 {
 		m.recv[s]++
@@ -418,13 +459,21 @@ func (m *Machine) emit(s int, it Item) {
 func (m *Machine) retransmit(q node.ID, theirs []uint64) {
 	var items []Item
 	size := 0
+	qi := m.idx[q]
 	for s := range m.peers {
 		if m.cfg.bug == bugNoRelay && s != m.me {
 			continue
 		}
+		start := theirs[s] + 1
+		if start <= m.sentHigh[qi][s] && m.now.Sub(m.sentAt[qi][s]) < m.cfg.Period {
+			// What we sent q lately is probably in flight: resend it only
+			// once it has had a Period to arrive.
+			start = m.sentHigh[qi][s] + 1
+		}
 		// From the first message q lacks up to the highest we hold, by
 		// lookup: the cost is the frame's, not the store's.
-		for seq, looked := theirs[s]+1, 0; seq <= m.high[s] && looked < 4*maxItems; seq, looked = seq+1, looked+1 {
+		last := uint64(0)
+		for seq, looked := start, 0; seq <= m.high[s] && looked < 4*maxItems; seq, looked = seq+1, looked+1 {
 			it, ok := m.store[s][seq]
 			if !ok {
 				continue
@@ -435,6 +484,10 @@ func (m *Machine) retransmit(q node.ID, theirs []uint64) {
 			}
 			size += cost
 			items = append(items, it)
+			last = seq
+		}
+		if last > 0 {
+			m.sentHigh[qi][s], m.sentAt[qi][s] = max(m.sentHigh[qi][s], last), m.now
 		}
 	}
 	if len(items) > 0 {
@@ -532,6 +585,7 @@ func (m *Machine) checkDone(now time.Time) {
 // Tick implements node.Machine: digests every Period, and at once to a
 // member whose message showed a gap.
 func (m *Machine) Tick(now time.Time) {
+	m.now = now
 	if m.started.IsZero() {
 		m.started = now
 	}

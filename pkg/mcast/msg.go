@@ -20,7 +20,8 @@ const (
 	// crashed sender's messages, and of garbage collection.
 	MsgDigest MsgType = 2
 
-	// MsgSend is a local request (From == self): multicast Items[0].Payload.
+	// MsgSend is a local request (From == self): multicast the payloads of
+	// Items, in order (up to 1,024 at once, sent in as few frames as fit).
 	MsgSend MsgType = 64
 	// MsgEnd is a local request: this member's input has ended.
 	MsgEnd MsgType = 65
