@@ -134,10 +134,9 @@ type Machine struct {
 	peerRecv, peerDeliv [][]uint64
 	heard               []time.Time
 	nextDigest          time.Time
-	nak                 map[node.ID]bool // digest owed now (new data, or a gap)
-	sentHigh            [][]uint64       // per member, per sender: the highest seq sent to it
-	sentAt              [][]time.Time    // ... and when
-	final               uint64           // 0 while input is open, then seq+1
+	nak                 map[node.ID]bool       // digest owed now (new data, or a gap)
+	lastSent            []map[uint64]time.Time // per sender: when we last sent each message we hold
+	final               uint64                 // 0 while input is open, then seq+1
 	endedAt             time.Time
 	peerFinal           []uint64
 	isDone              bool
@@ -184,9 +183,9 @@ func New(cfg Config) (*Machine, error) {
 	m := &Machine{cfg: cfg, peers: peers, idx: map[node.ID]int{}, store: make([]map[uint64]Item, n),
 		recv: make([]uint64, n), high: make([]uint64, n), above: make([]map[uint64]bool, n), deliv: make([]uint64, n), done: make([]map[uint64]bool, n),
 		peerRecv: make([][]uint64, n), peerDeliv: make([][]uint64, n), heard: make([]time.Time, n), peerFinal: make([]uint64, n),
-		nak: map[node.ID]bool{}, stats: map[string]uint64{}, sentHigh: make([][]uint64, n), sentAt: make([][]time.Time, n)}
+		nak: map[node.ID]bool{}, stats: map[string]uint64{}, lastSent: make([]map[uint64]time.Time, n)}
 	for i, p := range peers {
-		m.sentHigh[i], m.sentAt[i] = make([]uint64, n), make([]time.Time, n)
+		m.lastSent[i] = map[uint64]time.Time{}
 		m.idx[p] = i
 		m.store[i], m.above[i], m.done[i] = map[uint64]Item{}, map[uint64]bool{}, map[uint64]bool{}
 	}
@@ -263,7 +262,10 @@ func (m *Machine) Step(now time.Time, in node.Envelope[Msg]) error {
 				in.From, len(msg.Recv), len(m.peers))
 		}
 		m.peerRecv[q], m.peerDeliv[q], m.peerFinal[q] = msg.Recv, msg.Deliv, msg.Final
-		m.retransmit(in.From, msg.Recv)
+		if len(msg.High) != 0 && len(msg.High) != len(m.peers) {
+			return fmt.Errorf("mcast: digest from %d with %d high marks for %d members", in.From, len(msg.High), len(m.peers))
+		}
+		m.retransmit(in.From, msg.Recv, msg.High)
 		if m.full && m.seq-m.acked(now) < 2*uint64(m.cfg.Window) {
 			m.full = false
 			m.events = append(m.events, RoomEvent{Event: "room"})
@@ -316,11 +318,13 @@ func (m *Machine) broadcast(items []Item) {
 			size += cost
 			n++
 		}
-		for q, p := range m.peers {
+		for _, p := range m.peers {
 			if p != m.cfg.ID {
 				m.out = append(m.out, node.Envelope[Msg]{From: m.cfg.ID, To: p, Msg: Msg{Type: MsgData, Items: items[:n]}})
-				m.sentHigh[q][m.me], m.sentAt[q][m.me] = max(m.sentHigh[q][m.me], items[n-1].Seq), m.now
 			}
+		}
+		for _, it := range items[:n] {
+			m.lastSent[m.me][it.Seq] = m.now
 		}
 		items = items[n:]
 	}
@@ -456,26 +460,23 @@ func (m *Machine) emit(s int, it Item) {
 // retransmit sends q what it lacks of what we hold: anyone's messages, so
 // that a message some members got before its sender crashed still reaches
 // the rest (agreement).
-func (m *Machine) retransmit(q node.ID, theirs []uint64) {
+func (m *Machine) retransmit(q node.ID, theirs, theirHigh []uint64) {
 	var items []Item
 	size := 0
-	qi := m.idx[q]
 	for s := range m.peers {
 		if m.cfg.bug == bugNoRelay && s != m.me {
 			continue
 		}
-		start := theirs[s] + 1
-		if start <= m.sentHigh[qi][s] && m.now.Sub(m.sentAt[qi][s]) < m.cfg.Period {
-			// What we sent q lately is probably in flight: resend it only
-			// once it has had a Period to arrive.
-			start = m.sentHigh[qi][s] + 1
-		}
 		// From the first message q lacks up to the highest we hold, by
 		// lookup: the cost is the frame's, not the store's.
-		last := uint64(0)
-		for seq, looked := start, 0; seq <= m.high[s] && looked < 4*maxItems; seq, looked = seq+1, looked+1 {
+		for seq, looked := theirs[s]+1, 0; seq <= m.high[s] && looked < 4*maxItems; seq, looked = seq+1, looked+1 {
 			it, ok := m.store[s][seq]
 			if !ok {
+				continue
+			}
+			if t, sent := m.lastSent[s][seq]; sent && m.now.Sub(t) < m.cfg.Period && (theirHigh == nil || seq > theirHigh[s]) {
+				// Sent lately and nothing later has reached q: probably in
+				// flight, not lost. Resent if still missing a Period on.
 				continue
 			}
 			cost := len(it.Payload) + 16 + 4*len(it.VT)
@@ -484,10 +485,7 @@ func (m *Machine) retransmit(q node.ID, theirs []uint64) {
 			}
 			size += cost
 			items = append(items, it)
-			last = seq
-		}
-		if last > 0 {
-			m.sentHigh[qi][s], m.sentAt[qi][s] = max(m.sentHigh[qi][s], last), m.now
+			m.lastSent[s][seq] = m.now
 		}
 	}
 	if len(items) > 0 {
@@ -534,6 +532,7 @@ func (m *Machine) collect() {
 			for seq := range m.store[s] {
 				if seq <= stable {
 					delete(m.store[s], seq)
+					delete(m.lastSent[s], seq)
 					m.held--
 					if lenient {
 						m.stats["abandoned"]++
@@ -572,8 +571,11 @@ func (m *Machine) checkDone(now time.Time) {
 			return
 		}
 		for s := range m.peers {
-			// Everyone the same: received and delivered alike.
-			if m.peerDeliv[q][s] != m.deliv[s] || m.peerRecv[q][s] != m.recv[s] || m.recv[s] != m.deliv[s] {
+			// Everyone the same: received and delivered alike. (Causal
+			// order can hold a received message back for good, when what
+			// it depends on died with its sender and every member that
+			// had it: then nobody delivers it, and agreement holds.)
+			if m.peerDeliv[q][s] != m.deliv[s] || m.peerRecv[q][s] != m.recv[s] {
 				return
 			}
 		}
@@ -589,7 +591,7 @@ func (m *Machine) Tick(now time.Time) {
 	if m.started.IsZero() {
 		m.started = now
 	}
-	digest := Msg{Type: MsgDigest, Recv: slices.Clone(m.recv), Deliv: slices.Clone(m.deliv), Final: m.final}
+	digest := Msg{Type: MsgDigest, Recv: slices.Clone(m.recv), Deliv: slices.Clone(m.deliv), High: slices.Clone(m.high), Final: m.final}
 	if !now.Before(m.nextDigest) {
 		m.nextDigest = now.Add(m.cfg.Period)
 		for _, p := range m.peers {
@@ -605,7 +607,7 @@ func (m *Machine) Tick(now time.Time) {
 // Ready implements node.Machine.
 func (m *Machine) Ready() node.Ready[Msg] {
 	if len(m.nak) > 0 {
-		digest := Msg{Type: MsgDigest, Recv: slices.Clone(m.recv), Deliv: slices.Clone(m.deliv), Final: m.final}
+		digest := Msg{Type: MsgDigest, Recv: slices.Clone(m.recv), Deliv: slices.Clone(m.deliv), High: slices.Clone(m.high), Final: m.final}
 		for _, p := range slices.Sorted(maps.Keys(m.nak)) {
 			m.out = append(m.out, node.Envelope[Msg]{From: m.cfg.ID, To: p, Msg: digest})
 		}

@@ -2,6 +2,7 @@ package mcast
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/roundtable-go/roundtable/pkg/node"
 	"github.com/roundtable-go/roundtable/pkg/wire"
@@ -51,6 +52,9 @@ type Msg struct {
 	Items []Item
 	Recv  []uint64
 	Deliv []uint64
+	// High (digests): per sender, the highest sequence number received; a
+	// message below it that is missing is lost, not in flight.
+	High []uint64
 	// Final (digests): 0 while the member's input is open; then one more
 	// than the number of messages it sent.
 	Final uint64
@@ -73,7 +77,7 @@ func (Codec) Marshal(m Msg) (uint8, []byte, error) {
 	if m.Type != MsgData && m.Type != MsgDigest {
 		return 0, nil, fmt.Errorf("mcast: %v is not a wire message", m.Type)
 	}
-	if len(m.Items) > maxItems || len(m.Recv) > maxMembers || len(m.Deliv) > maxMembers {
+	if len(m.Items) > maxItems || len(m.Recv) > maxMembers || len(m.Deliv) > maxMembers || len(m.High) > maxMembers {
 		return 0, nil, fmt.Errorf("mcast: message too large")
 	}
 	var e wire.Enc
@@ -90,7 +94,7 @@ func (Codec) Marshal(m Msg) (uint8, []byte, error) {
 		}
 		e.Bytes(it.Payload)
 	}
-	for _, vec := range [][]uint64{m.Recv, m.Deliv} {
+	for _, vec := range [][]uint64{m.Recv, m.Deliv, m.High} {
 		e.Uvarint(uint64(len(vec)))
 		for _, v := range vec {
 			e.Uvarint(v)
@@ -134,7 +138,7 @@ func (Codec) Unmarshal(typ uint8, p []byte) (Msg, error) {
 		}
 		return out
 	}
-	m.Recv, m.Deliv = vec(), vec()
+	m.Recv, m.Deliv, m.High = vec(), vec(), vec()
 	m.Final = d.Uvarint()
 	if m.Final > maxSeq {
 		d.Fail("final count")
@@ -152,7 +156,7 @@ func (Codec) Unmarshal(typ uint8, p []byte) (Msg, error) {
 			}
 		}
 	}
-	for _, v := range append(append([]uint64{}, m.Recv...), m.Deliv...) {
+	for _, v := range slices.Concat(m.Recv, m.Deliv, m.High) {
 		if v > maxSeq {
 			return Msg{}, fmt.Errorf("%w: digest entry %d", wire.ErrMalformed, v)
 		}

@@ -10,7 +10,7 @@ import (
 func TestCodecRoundTrip(t *testing.T) {
 	for _, m := range []Msg{
 		{Type: MsgData, Items: []Item{{Sender: 3, Seq: 1, Payload: []byte("hello")}, {Sender: 9, Seq: 1 << 40, VT: []uint64{1, 0, 7}, Payload: []byte{}}}},
-		{Type: MsgDigest, Recv: []uint64{1, 2, 3}, Deliv: []uint64{1, 2, 2}},
+		{Type: MsgDigest, Recv: []uint64{1, 2, 3}, Deliv: []uint64{1, 2, 2}, High: []uint64{1, 4, 3}, Final: 9},
 	} {
 		typ, p, err := Codec{}.Marshal(m)
 		if err != nil {

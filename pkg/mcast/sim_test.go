@@ -11,6 +11,8 @@ import (
 	"github.com/roundtable-go/roundtable/pkg/sim"
 )
 
+var dbg bool
+
 type scenario struct {
 	seed  uint64
 	order Order
@@ -108,6 +110,13 @@ func (sc scenario) run() (sends int, err error) {
 	}
 	if err := s.RunFor(5 * time.Second); err != nil {
 		return fail(err)
+	}
+	if dbg {
+		for _, id := range ids {
+			if m, ok := s.Machine(id).(*Machine); ok && m != nil {
+				fmt.Println(id, "crashed", crashed[id], "recv", m.recv, "deliv", m.deliv, "high", m.high, "final", m.final, "pf", m.peerFinal, "held", m.held)
+			}
+		}
 	}
 	for _, id := range ids {
 		if !crashed[id] && !done[id] {
