@@ -3,6 +3,7 @@ package gossip
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -165,4 +166,106 @@ func TestSimCatchesPlantedBugs(t *testing.T) {
 		t.Error("push alone under 50% loss never missed an event: the agreement check sees nothing")
 	}
 	t.Logf("duplicates caught in %d/20 seeds; push alone at 50%% loss missed events in %d/20 seeds", caught, missed)
+}
+
+// glomers runs the Gossip Glomers 3d/3e workload: 25 members, 100 ms
+// one-way latency, 100 operations per second for secs seconds, half of them
+// broadcasts at random members and half reads (local, no messages). With
+// nemesis, random partitions come and go during the first half. It
+// reports messages per operation as Maelstrom counts them (messages between
+// members ÷ all client operations, reads included) and the stable latency
+// of each broadcast (from the broadcast to the last member having it).
+func glomers(t *testing.T, cfg Config, secs int, nemesis bool) (msgsPerOp float64, median, worst time.Duration) {
+	t.Helper()
+	const n = 25
+	ids := make([]node.ID, n)
+	for i := range ids {
+		ids[i] = node.ID(i + 1)
+	}
+	s := sim.New[Msg](sim.Options{Seed: 7, MinLatency: 100 * time.Millisecond, MaxLatency: 100 * time.Millisecond},
+		Codec{Fam: wire.FamilyMcast}, func(id node.ID, _ int, r *rand.Rand) node.Machine[Msg] {
+			c := cfg
+			c.ID, c.Peers, c.Rand = id, ids, r
+			m, err := New(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m
+		}, ids...)
+	type key2 struct {
+		o node.ID
+		s uint64
+	}
+	sent := map[key2]time.Time{}
+	have := map[key2]int{}
+	var lat []time.Duration
+	msgs := 0 // messages sent when the last broadcast reached everyone
+	s.OnEvent = func(at time.Time, id node.ID, ev node.Event) error {
+		if d, ok := ev.(DeliverEvent); ok {
+			k := key2{d.Origin, d.Seq}
+			have[k]++
+			if have[k] == n {
+				lat = append(lat, at.Sub(sent[k]))
+				msgs = 0
+				for _, v := range s.Stats.Sent {
+					msgs += v
+				}
+			}
+		}
+		return nil
+	}
+	r := rand.New(rand.NewPCG(7, 7))
+	seqs := map[node.ID]uint64{}
+	start := s.Now()
+	ops := 0
+	for i := 0; i < 100*secs; i++ {
+		at := start.Add(time.Duration(i) * 10 * time.Millisecond)
+		ops++
+		if i%2 == 1 {
+			continue // a read: answered locally
+		}
+		origin := ids[r.IntN(n)]
+		s.At(at, func() {
+			seqs[origin]++
+			sent[key2{origin, seqs[origin]}] = s.Now()
+			s.Inject(origin, Msg{Type: MsgBroadcast, Events: []Event{{Payload: []byte("x")}}})
+		})
+	}
+	if nemesis {
+		for k := 0; k < secs/2; k += 2 {
+			s.At(start.Add(time.Duration(k)*time.Second), func() { s.RandomPartition(r) })
+			s.At(start.Add(time.Duration(k)*time.Second+time.Second), func() { s.Heal() })
+		}
+	}
+	if err := s.RunFor(time.Duration(secs)*time.Second + 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if len(lat) != len(sent) {
+		t.Fatalf("%d of %d broadcasts reached every member", len(lat), len(sent))
+	}
+	// Messages count until the last broadcast reached every member; the
+	// 10 s tail is only there to be sure none is missing.
+	slices.Sort(lat)
+	return float64(msgs) / float64(ops), lat[len(lat)/2], lat[len(lat)-1]
+}
+
+// TestGlomersWorkload reports the Gossip Glomers 3d/3e numbers for the
+// default configuration and for the one documented for low traffic
+// (fanout 4, period 200 ms), with and without partitions. Every broadcast
+// must reach every member; the numbers are logged, not asserted
+// (benchmarks, not timed tests).
+func TestGlomersWorkload(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"defaults", Config{}},
+		{"fanout 4, period 200ms", Config{Fanout: 4, Period: 200 * time.Millisecond}},
+	} {
+		for _, nemesis := range []bool{false, true} {
+			per, med, worst := glomers(t, c.cfg, 20, nemesis)
+			t.Logf("%s, partitions %v: %.1f messages per operation, stable latency median %v, max %v",
+				c.name, nemesis, per, med.Round(time.Millisecond), worst.Round(time.Millisecond))
+		}
+	}
 }

@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# bench-mcast.sh — mcast's numbers, measured in one run on this machine:
+#
+#   1. flood: 3 members on loopback, `mcast bench` flat out, 64-byte
+#      messages: delivered msgs/s per member (all senders), latency;
+#   2. latency at 1,000 msgs/s from every member, beside the loopback UDP
+#      one-way latency that `mcast bench` measures;
+#   3. pipes: 3 members each piping 200,000 64-byte lines stdin → stdout:
+#      delivered lines/s per member;
+#   4. dissemination against serf (installed with apt-get when missing and
+#      root): 10 local members, time from one line (`serf event`) to the
+#      last member printing it (running its event handler), median of 20,
+#      and the ratio.
+#
+#   scripts/bench-mcast.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$PATH:/usr/local/go/bin"
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+go build -o "$work/mcast" ./cmd/mcast
+mc="$work/mcast"
+
+ports() { # n: n free-looking UDP ports from a random base
+  local base=$((20000 + RANDOM % 20000))
+  for ((i = 0; i < $1; i++)); do echo $((base + i)); done
+}
+peers() { # n
+  local i=1
+  for p in $(ports "$1"); do printf '%d=127.0.0.1:%d\n' "$i" "$p"; i=$((i + 1)); done >"$work/peers"
+}
+
+echo "== 1. flood: 3 members, mcast bench flat out, 64-byte messages, 200,000 sent by each"
+peers 3
+for i in 1 2 3; do "$mc" bench --id "$i" --peers @"$work/peers" --count 200000 --size 64 2>/dev/null >"$work/flood.$i" & done
+wait
+cat "$work"/flood.*
+
+echo
+echo "== 2. latency at 1,000 msgs/s from each of 3 members (3,000 each)"
+peers 3
+for i in 1 2 3; do "$mc" bench --id "$i" --peers @"$work/peers" --count 3000 --rate 1000 --size 64 2>/dev/null >"$work/rate.$i" & done
+wait
+cat "$work"/rate.*
+
+echo
+echo "== 3. pipes: 3 members, each piping 200,000 64-byte lines through stdin to stdout"
+peers 3
+start=$(date +%s%N)
+for i in 1 2 3; do seq -f '%063g' 1 200000 | "$mc" run --id "$i" --peers @"$work/peers" 2>/dev/null | wc -l >"$work/pipe.$i" & done
+wait
+ms=$(( ($(date +%s%N) - start) / 1000000 ))
+for i in 1 2 3; do
+  awk -v n="$(cat "$work/pipe.$i")" -v ms="$ms" -v i="$i" 'BEGIN { printf "member %d: %d lines delivered in %d ms: %.0f lines/s\n", i, n, ms, n * 1000 / ms }'
+done
+
+echo
+echo "== 4. dissemination: 10 local members, one line to the last member's output, median of 20"
+ts_ns() { date -d "$1" +%s%N; }
+median() { sort -n | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else print int((a[NR / 2] + a[NR / 2 + 1]) / 2) }'; }
+n=10
+peers $n
+mkfifo "$work/in"
+for i in $(seq 1 $n); do
+  if [ "$i" = 1 ]; then
+    "$mc" run --id 1 --peers @"$work/peers" --json --ready-file "$work/ready.1" <"$work/in" >"$work/d.1" 2>/dev/null &
+  else
+    "$mc" run --id "$i" --peers @"$work/peers" --json --linger 10m --ready-file "$work/ready.$i" </dev/null >"$work/d.$i" 2>/dev/null &
+  fi
+  pids+=($!)
+done
+exec 3>"$work/in"
+for i in $(seq 1 $n); do until [ -s "$work/ready.$i" ]; do sleep 0.01; done; done
+: >"$work/mcast.lat"
+for k in $(seq 1 20); do
+  t0=$(date +%s%N)
+  echo "line $k" >&3
+  for i in $(seq 2 $n); do
+    until grep -q "\"sender\":1,\"seq\":$k," "$work/d.$i" 2>/dev/null; do sleep 0.002; done
+  done
+  last=0
+  for i in $(seq 2 $n); do
+    t=$(ts_ns "$(grep -m1 "\"sender\":1,\"seq\":$k," "$work/d.$i" | sed -E 's/^\{"time":"([^"]+)".*/\1/')")
+    [ "$t" -gt "$last" ] && last=$t
+  done
+  echo $(( (last - t0) / 1000 )) >>"$work/mcast.lat"
+  sleep 0.2
+done
+exec 3>&-
+mcast_us=$(median <"$work/mcast.lat")
+echo "mcast: median $(awk -v u="$mcast_us" 'BEGIN { printf "%.2f ms", u / 1000 }') from the write to member 1's stdin to the last of the other 9 printing the line"
+
+if ! command -v serf >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  (apt-get install -y serf || (apt-get update && apt-get install -y serf)) >/dev/null 2>&1 || true
+fi
+if ! command -v serf >/dev/null 2>&1; then
+  echo "(serf is not installed and cannot be here: the serf comparison is skipped)"
+  exit 0
+fi
+cat >"$work/handler.sh" <<EOF
+#!/bin/sh
+read -r payload
+echo "\$SERF_SELF_NAME \$payload \$(date +%s%N)" >>"$work/serf.events"
+EOF
+chmod +x "$work/handler.sh"
+: >"$work/serf.events"
+base=$((40000 + RANDOM % 10000))
+for i in $(seq 1 $n); do
+  args=(agent -node "n$i" -bind "127.0.0.1:$((base + i))" -rpc-addr "127.0.0.1:$((base + 100 + i))"
+        -event-handler "user:bench=$work/handler.sh" -log-level err)
+  [ "$i" -gt 1 ] && args+=(-join "127.0.0.1:$((base + 1))")
+  serf "${args[@]}" >"$work/serf.$i.log" 2>&1 &
+  pids+=($!)
+  # The first agent must listen before the others join it.
+  [ "$i" = 1 ] && until serf members -rpc-addr "127.0.0.1:$((base + 101))" >/dev/null 2>&1; do sleep 0.05; done
+done
+deadline=$(( $(date +%s) + 30 ))
+until [ "$(serf members -rpc-addr "127.0.0.1:$((base + 101))" 2>/dev/null | grep -c alive || true)" = "$n" ]; do
+  [ "$(date +%s)" -lt "$deadline" ] || { echo "serf: the 10 agents did not form a cluster within 30 s" >&2; exit 1; }
+  sleep 0.1
+done
+: >"$work/serf.lat"
+for k in $(seq 1 20); do
+  t0=$(date +%s%N)
+  serf event -coalesce=false -rpc-addr "127.0.0.1:$((base + 101))" bench "e$k" >/dev/null
+  until [ "$(grep -c " e$k " "$work/serf.events")" -ge "$n" ]; do sleep 0.002; done
+  last=$(grep " e$k " "$work/serf.events" | awk '{ print $3 }' | sort -n | tail -1)
+  echo $(( (last - t0) / 1000 )) >>"$work/serf.lat"
+  sleep 0.2
+done
+serf_us=$(median <"$work/serf.lat")
+echo "serf:  median $(awk -v u="$serf_us" 'BEGIN { printf "%.2f ms", u / 1000 }') from 'serf event' to the last of the 10 agents running its handler"
+awk -v a="$mcast_us" -v b="$serf_us" 'BEGIN { printf "ratio: mcast takes %.3f of serf'"'"'s time (target ≤ 0.5)\n", a / b }'
