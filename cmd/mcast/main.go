@@ -60,7 +60,9 @@ happens-before).
 Orders: unordered (reliable: nothing lost, duplicated or invented among
 members that do not crash, even when a sender crashes mid-multicast), fifo
 (each sender's lines in the order sent), causal (a line after everything
-its sender had seen when it wrote it).
+its sender had seen when it wrote it), gossip (for big groups: each line
+pushed to a few random members per round, gaps pulled; every member gets
+it with high probability, in no particular order; --period is the round).
 
 A line may be at most 61,440 bytes (one frame); a longer one stops mcast
 with exit 64 before anything of it is sent: split it, or compress it and
@@ -104,12 +106,15 @@ func run(c *ucli.Context) error {
 	if c.Args().Len() > 0 {
 		return cli.Exitf(cli.ExitUsage, "run takes no arguments, got %q (the lines come on stdin)", c.Args().First())
 	}
+	if c.Duration("period") <= 0 || c.Duration("suspect") <= 0 || c.Duration("linger") < 0 {
+		return cli.Exitf(cli.ExitUsage, "--period and --suspect must be positive, --linger not negative")
+	}
+	if c.String("order") == "gossip" {
+		return runGossip(c)
+	}
 	order, err := mcast.ParseOrder(c.String("order"))
 	if err != nil {
 		return cli.Exitf(cli.ExitUsage, "--order: %v", err)
-	}
-	if c.Duration("period") <= 0 || c.Duration("suspect") <= 0 || c.Duration("linger") < 0 {
-		return cli.Exitf(cli.ExitUsage, "--period and --suspect must be positive, --linger not negative")
 	}
 	mb, err := cli.Join(c, tool)
 	if err != nil {

@@ -54,6 +54,15 @@ func (e DeliverEvent) String() string {
 	return fmt.Sprintf("%d %d %s", e.Origin, e.Seq, e.Payload)
 }
 
+// IdleEvent: every broadcast of this process has been pushed for all its
+// rounds. A runner whose input has ended may leave then.
+type IdleEvent struct {
+	Event string `json:"event"` // "idle"
+}
+
+func (e IdleEvent) Kind() string   { return "idle" }
+func (e IdleEvent) String() string { return "idle" }
+
 type key struct {
 	origin node.ID
 	seq    uint64
@@ -76,6 +85,7 @@ type Machine struct {
 	hist  map[key]Event               // kept for repair
 	order []key                       // hist, oldest first
 	round time.Time                   // next round
+	busy  bool                        // own broadcasts not yet pushed out
 	stats map[string]uint64
 
 	out    []node.Envelope[Msg]
@@ -192,14 +202,19 @@ func (m *Machine) take(ev Event, ttl uint8) {
 func (m *Machine) Step(now time.Time, in node.Envelope[Msg]) error {
 	msg := in.Msg
 	if in.From == m.cfg.ID {
-		if msg.Type != MsgBroadcast || len(msg.Events) != 1 {
+		if msg.Type != MsgBroadcast || len(msg.Events) == 0 || len(msg.Events) > maxEvents {
 			return fmt.Errorf("gossip: %v is not a local request", msg.Type)
 		}
-		if len(msg.Events[0].Payload) > MaxPayload {
-			return fmt.Errorf("gossip: payload of %d bytes exceeds %d", len(msg.Events[0].Payload), MaxPayload)
+		for _, ev := range msg.Events {
+			if len(ev.Payload) > MaxPayload {
+				return fmt.Errorf("gossip: payload of %d bytes exceeds %d", len(ev.Payload), MaxPayload)
+			}
 		}
-		m.seq++
-		m.take(Event{Origin: m.cfg.ID, Seq: m.seq, Payload: msg.Events[0].Payload}, uint8(m.cfg.TTL))
+		for _, ev := range msg.Events {
+			m.seq++
+			m.take(Event{Origin: m.cfg.ID, Seq: m.seq, Payload: ev.Payload}, uint8(m.cfg.TTL))
+		}
+		m.busy = true
 		return nil
 	}
 	if !slices.Contains(m.peers, in.From) {
@@ -279,6 +294,10 @@ func (m *Machine) Tick(now time.Time) {
 		return
 	}
 	m.round = now.Add(m.cfg.Period)
+	if m.busy && len(m.buf) == 0 {
+		m.busy = false
+		m.events = append(m.events, IdleEvent{Event: "idle"})
+	}
 	if len(m.peers) == 0 {
 		return
 	}

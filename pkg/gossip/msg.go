@@ -20,7 +20,8 @@ const (
 	// MsgRepair answers a digest with events the asker lacks.
 	MsgRepair MsgType = 3
 
-	// MsgBroadcast is a local request (From == self): disseminate Events[0].Payload.
+	// MsgBroadcast is a local request (From == self): disseminate the
+	// payloads of Events, in order.
 	MsgBroadcast MsgType = 64
 )
 
