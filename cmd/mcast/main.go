@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
@@ -139,7 +140,7 @@ func run(c *ucli.Context) error {
 	// writes (one write per line capped a member near 100,000 lines/s).
 	stdout := bufio.NewWriterSize(os.Stdout, 64<<10)
 	defer stdout.Flush()
-	out := printer{out: cli.NewOutput(stdout, c.Bool(cli.FlagJSON)), member: self, b64: b64}
+	out := printer{out: cli.NewOutput(stdout, c.Bool(cli.FlagJSON)), w: stdout, member: self, b64: b64}
 
 	// Lines go to the driver from their own goroutine: a Request waits for
 	// the driver, which may be waiting for this loop to take its events.
@@ -238,81 +239,118 @@ func run(c *ucli.Context) error {
 // producer fills frames, a slow one sends each line at once. A line longer
 // than a frame, or bad base64, is a usage error naming the line.
 func feed(ctx context.Context, r io.Reader, b64 bool, send func([][]byte) error) (uint64, error) {
-	type line struct {
-		p   []byte
-		err error
+	type chunk struct {
+		lines [][]byte
+		err   error
 	}
-	lines := make(chan line, batchMax)
+	// The reader hands over what it has read whenever the sender is ready
+	// for more: under load, big batches; when lines trickle in, one at a
+	// time.
+	chunks := make(chan chunk, 1)
 	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(r)
-		sc.Buffer(make([]byte, 64<<10), maxLine+2)
-		var n uint64
-		for sc.Scan() {
-			n++
-			p := slices.Clone(sc.Bytes())
-			if len(p) > 0 && p[len(p)-1] == '\r' {
-				p = p[:len(p)-1]
-			}
-			if b64 {
-				d, err := base64.StdEncoding.DecodeString(string(p))
-				if err != nil {
-					lines <- line{err: cli.Exitf(cli.ExitUsage, "line %d is not base64: %v", n, err)}
-					return
-				}
-				p = d
-			}
-			if len(p) > maxLine {
-				lines <- line{err: cli.Exitf(cli.ExitUsage, "line %d is %d bytes, over the limit of %d: split it (nothing of it was sent)", n, len(p), maxLine)}
-				return
-			}
+		defer close(chunks)
+		var n uint64 // lines so far
+		emit := func(c chunk) bool {
 			select {
-			case lines <- line{p: p}:
+			case chunks <- c:
+				return true
 			case <-ctx.Done():
-				return
+				return false
 			}
 		}
-		if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
-			lines <- line{err: cli.Exitf(cli.ExitUsage, "line %d is over the limit of %d bytes: split it (nothing of it was sent)", n+1, maxLine)}
-		} else if err != nil {
-			lines <- line{err: cli.Exitf(cli.ExitUsage, "reading stdin: %v", err)}
+		// Each read returns what stdin has: its complete lines are one
+		// batch (a trickle sends lines one by one, a flood in bulk).
+		buf := make([]byte, 0, 256<<10)
+		for {
+			if len(buf) == cap(buf) {
+				grown := make([]byte, len(buf), 2*cap(buf))
+				copy(grown, buf)
+				buf = grown
+			}
+			k, err := r.Read(buf[len(buf):cap(buf)])
+			buf = buf[:len(buf)+k]
+			var batch [][]byte
+			start := 0
+			for i := 0; i < len(buf); i++ {
+				if buf[i] != '\n' {
+					continue
+				}
+				n++
+				p, perr := decodeLine(buf[start:i], n, b64)
+				if perr != nil {
+					emit(chunk{lines: batch, err: perr})
+					return
+				}
+				batch = append(batch, p)
+				start = i + 1
+				if len(batch) == batchMax {
+					if !emit(chunk{lines: batch}) {
+						return
+					}
+					batch = nil
+				}
+			}
+			rest := copy(buf, buf[start:])
+			buf = buf[:rest]
+			if limit := maxLine + 1; rest > limit && !b64 || rest > limit/3*4+8 {
+				emit(chunk{lines: batch, err: cli.Exitf(cli.ExitUsage, "line %d is over the limit of %d bytes: split it (nothing of it was sent)", n+1, maxLine)})
+				return
+			}
+			if err != nil {
+				var final error
+				if len(buf) > 0 { // a last line without a newline
+					n++
+					p, perr := decodeLine(buf, n, b64)
+					if perr != nil {
+						final = perr
+					} else {
+						batch = append(batch, p)
+					}
+				}
+				if !errors.Is(err, io.EOF) && final == nil {
+					final = cli.Exitf(cli.ExitUsage, "reading stdin: %v", err)
+				}
+				emit(chunk{lines: batch, err: final})
+				return
+			}
+			if len(batch) > 0 && !emit(chunk{lines: batch}) {
+				return
+			}
 		}
 	}()
 	var sent uint64
-	for {
-		l, ok := <-lines
-		if !ok {
-			return sent, ctx.Err()
-		}
-		if l.err != nil {
-			return sent, l.err
-		}
-		batch := [][]byte{l.p}
-	more:
-		for len(batch) < batchMax {
-			select {
-			case l, ok = <-lines:
-				if !ok || l.err != nil {
-					// Send what came before; the end or the error next time.
-					if err := send(batch); err != nil {
-						return sent, err
-					}
-					sent += uint64(len(batch))
-					if !ok {
-						return sent, ctx.Err()
-					}
-					return sent, l.err
-				}
-				batch = append(batch, l.p)
-			default:
-				break more
+	for ch := range chunks {
+		if len(ch.lines) > 0 {
+			if err := send(ch.lines); err != nil {
+				return sent, err
 			}
+			sent += uint64(len(ch.lines))
 		}
-		if err := send(batch); err != nil {
-			return sent, err
+		if ch.err != nil {
+			return sent, ch.err
 		}
-		sent += uint64(len(batch))
 	}
+	return sent, ctx.Err()
+}
+
+// decodeLine turns the n-th input line into a payload: without its \r,
+// base64-decoded with b64, within the frame limit.
+func decodeLine(line []byte, n uint64, b64 bool) ([]byte, error) {
+	p := slices.Clone(line)
+	if len(p) > 0 && p[len(p)-1] == '\r' {
+		p = p[:len(p)-1]
+	}
+	if b64 {
+		d, err := base64.StdEncoding.DecodeString(string(p))
+		if err != nil {
+			return nil, cli.Exitf(cli.ExitUsage, "line %d is not base64: %v", n, err)
+		}
+		p = d
+	}
+	if len(p) > maxLine {
+		return nil, cli.Exitf(cli.ExitUsage, "line %d is %d bytes, over the limit of %d: split it (nothing of it was sent)", n, len(p), maxLine)
+	}
+	return p, nil
 }
 
 // batchMax is the most lines one request to the member carries.
@@ -322,6 +360,7 @@ const batchMax = 256
 // clean exit, which is what 'mcast check' reads.
 type printer struct {
 	out    *cli.Output
+	w      *bufio.Writer // the buffer under out: text lines go straight in
 	member node.ID
 	b64    bool
 }
@@ -347,22 +386,41 @@ func (p printer) payload(b []byte) string {
 
 func now() string { return time.Now().Format(time.RFC3339Nano) }
 
+// text writes '<sender> <seq> <payload>' without formatting allocations:
+// at a few hundred thousand lines a second they add up.
+func (p printer) text(sender node.ID, seq uint64, payload []byte) {
+	var num [48]byte
+	b := strconv.AppendUint(num[:0], uint64(sender), 10)
+	b = append(b, ' ')
+	b = strconv.AppendUint(b, seq, 10)
+	b = append(b, ' ')
+	p.w.Write(b)
+	if p.b64 {
+		enc := base64.NewEncoder(base64.StdEncoding, p.w)
+		enc.Write(payload)
+		enc.Close()
+	} else {
+		p.w.Write(payload)
+	}
+	p.w.WriteByte('\n')
+}
+
 func (p printer) deliver(ev mcast.DeliverEvent) {
-	pl := p.payload(ev.Payload)
 	if !p.out.IsJSON() {
-		p.out.Line(fmt.Sprintf("%d %d %s", ev.Sender, ev.Seq, pl))
+		p.text(ev.Sender, ev.Seq, ev.Payload)
 		return
 	}
+	pl := p.payload(ev.Payload)
 	p.out.JSON(logLine{Time: now(), Event: "deliver", Member: p.member, Sender: ev.Sender, Seq: ev.Seq, VT: ev.VT, Payload: &pl})
 }
 
 // send prints the member's own line, which it delivers as it sends it.
 func (p printer) send(ev mcast.SendEvent) {
-	pl := p.payload(ev.Payload)
 	if !p.out.IsJSON() {
-		p.out.Line(fmt.Sprintf("%d %d %s", p.member, ev.Seq, pl))
+		p.text(p.member, ev.Seq, ev.Payload)
 		return
 	}
+	pl := p.payload(ev.Payload)
 	p.out.JSON(logLine{Time: now(), Event: "send", Member: p.member, Seq: ev.Seq, VT: ev.VT, Payload: &pl})
 }
 
