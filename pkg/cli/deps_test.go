@@ -21,9 +21,9 @@ func TestToolDependencies(t *testing.T) {
 		"lockd":     {"mutex", "election", "lockd"},
 		"clocksync": {"clocksync", "election", "clockd"},
 		"consensus": {"consensus"},
-		"mcast":     {"mcast", "gossip"},
+		"mcast":     {"mcast", "gossip", "mcastd"},
 	}
-	all := []string{"election", "mutex", "lockd", "clocksync", "clockd", "consensus", "ticket", "mcast", "gossip"}
+	all := []string{"election", "mutex", "lockd", "clocksync", "clockd", "consensus", "ticket", "mcast", "gossip", "mcastd"}
 	for tool, own := range protocols {
 		out, err := exec.Command("go", "list", "-deps", "../../cmd/"+tool).Output()
 		if err != nil {

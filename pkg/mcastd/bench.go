@@ -1,4 +1,4 @@
-package main
+package mcastd
 
 import (
 	"context"
@@ -6,85 +6,45 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"log/slog"
 	"net"
 	"slices"
 	"time"
 
-	ucli "github.com/urfave/cli/v2"
-
 	"github.com/roundtable-go/roundtable/pkg/cli"
-	"github.com/roundtable-go/roundtable/pkg/driver"
 	"github.com/roundtable-go/roundtable/pkg/mcast"
 	"github.com/roundtable-go/roundtable/pkg/node"
 )
 
-var benchFlags = cli.WithEnv(tool, append(cli.NodeFlags(),
-	&ucli.StringFlag{Name: "order", Value: "fifo", Usage: "unordered, fifo or causal"},
-	&ucli.IntFlag{Name: "size", Value: 64, Usage: "message size in bytes (at least 20: sequence, send time, checksum)"},
-	&ucli.IntFlag{Name: "count", Value: 100000, Usage: "messages this member sends"},
-	&ucli.IntFlag{Name: "rate", Usage: "messages per second this member sends (0: as fast as the group takes them)"},
-	lingerFlag,
-))
-
-// benchCommand is 'mcast bench': a flood in the style of corosync's
-// cpghum, on the same member as 'mcast run'.
-func benchCommand() *ucli.Command {
-	return &ucli.Command{
-		Name:  "bench",
-		Usage: "flood the group with numbered, checksummed messages and report throughput and latency",
-		Description: `Runs one member that sends --count messages of --size bytes (at --rate per
-second, or as fast as the group takes them) while delivering everyone
-else's. Each message carries its sequence number, its send time and a
-CRC-32 of the rest; every delivery is checked (sequence per sender,
-checksum). At the end the member prints what it sent and delivered,
-messages/s and MB/s delivered, and the latency percentiles (delivery time
-minus send time, so members must share a clock: one host, or synchronised
-ones), and the one-way UDP latency on loopback measured beside it. Run it
-on every member at once.
-
-Examples:
-   mcast bench --id 1 --peers @peers.txt --count 200000 --size 64
-   mcast bench --id 2 --peers @peers.txt --rate 1000 --count 5000 --json`,
-		Flags:  benchFlags,
-		Action: bench,
-	}
+// BenchConfig is one member's part of a flood.
+type BenchConfig struct {
+	Self   node.ID
+	Order  mcast.Order
+	Size   int // bytes per message, at least BenchHeader
+	Count  int
+	Rate   int // per second; 0: as fast as the group takes them
+	Linger time.Duration
 }
 
-const benchHeader = 20 // seq 8, send time 8, crc 4
+// BenchHeader is a bench message's header: sequence, send time, CRC-32.
+const BenchHeader = 20
 
-func bench(c *ucli.Context) error {
-	order, err := mcast.ParseOrder(c.String("order"))
-	if err != nil {
-		return cli.Exitf(cli.ExitUsage, "--order: %v", err)
-	}
-	size, count, rate := c.Int("size"), c.Int("count"), c.Int("rate")
-	if size < benchHeader || size > mcast.MaxPayload || count < 0 || rate < 0 {
-		return cli.Exitf(cli.ExitUsage, "--size must be %d to %d, --count and --rate not negative", benchHeader, mcast.MaxPayload)
-	}
-	udp := udpBound()
-	mb, err := cli.Join(c, tool)
-	if err != nil {
-		return err
-	}
-	defer mb.Close()
-	self, cm := mb.ID, mb.Common
-	m, err := mcast.New(mcast.Config{ID: self, Peers: cli.IDs(cm.Peers), Order: order})
-	if err != nil {
-		return cli.Exitf(cli.ExitUsage, "%v", err)
-	}
-	drv := driver.New[mcast.Msg](m, mcast.Codec{}, mb.Net, driver.Config{Framer: mb.Framer, Log: cm.Log})
-	live, err := mb.Start(drv, "order", order, "size", size, "count", count, "rate", rate)
-	if err != nil {
-		return err
-	}
-	defer live.Stop()
+// Bench floods the group through m in the style of corosync's cpghum:
+// numbered messages that carry their send time and a CRC-32 of the rest,
+// every delivery checked, and at the end one report (text or JSON on out)
+// with msgs/s, MB/s, latency percentiles and the loopback UDP one-way
+// latency measured before the start.
+func Bench(live *cli.Running, m *Multicast, cfg BenchConfig, out *cli.Output, log *slog.Logger) error {
+	udp := UDPBound()
+	size, count, rate, self, order := cfg.Size, cfg.Count, cfg.Rate, cfg.Self, cfg.Order
+	drv := m.Drv
+	room := m.room
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	room := make(chan struct{}, 1)
 	sendErr := make(chan error, 1)
 	start := time.Now()
 	go func() {
-		filler := make([]byte, size-benchHeader)
+		filler := make([]byte, size-BenchHeader)
 		for i := range filler {
 			filler[i] = byte('a' + i%26)
 		}
@@ -159,7 +119,7 @@ func bench(c *ucli.Context) error {
 			text += "; first error: " + firstErr
 			res["first_error"] = firstErr
 		}
-		cm.Out.Value(text, res)
+		out.Value(text, res)
 		if errs > 0 {
 			return cli.Exitf(1, "%d deliveries failed their checks", errs)
 		}
@@ -171,9 +131,9 @@ func bench(c *ucli.Context) error {
 			if err != nil {
 				return err
 			}
-			linger = time.After(c.Duration("linger"))
+			linger = time.After(cfg.Linger)
 		case <-linger:
-			cm.Log.Warn("--linger ran out before the group finished")
+			log.Warn("--linger ran out before the group finished")
 			return report()
 		case ev := <-live.Events:
 			switch ev := ev.(type) {
@@ -213,30 +173,30 @@ func bench(c *ucli.Context) error {
 }
 
 func benchPayload(seq uint64, filler []byte) []byte {
-	p := make([]byte, benchHeader+len(filler))
+	p := make([]byte, BenchHeader+len(filler))
 	binary.BigEndian.PutUint64(p, seq)
 	binary.BigEndian.PutUint64(p[8:], uint64(time.Now().UnixNano()))
-	copy(p[benchHeader:], filler)
+	copy(p[BenchHeader:], filler)
 	stampCRC(p)
 	return p
 }
 
 func stampCRC(p []byte) {
-	binary.BigEndian.PutUint32(p[16:], crc32.ChecksumIEEE(append(slices.Clone(p[:16]), p[benchHeader:]...)))
+	binary.BigEndian.PutUint32(p[16:], crc32.ChecksumIEEE(append(slices.Clone(p[:16]), p[BenchHeader:]...)))
 }
 
 func benchCheck(p []byte) (seq, sent uint64, ok bool) {
-	if len(p) < benchHeader {
+	if len(p) < BenchHeader {
 		return 0, 0, false
 	}
 	seq, sent = binary.BigEndian.Uint64(p), binary.BigEndian.Uint64(p[8:])
-	return seq, sent, binary.BigEndian.Uint32(p[16:]) == crc32.ChecksumIEEE(append(slices.Clone(p[:16]), p[benchHeader:]...))
+	return seq, sent, binary.BigEndian.Uint32(p[16:]) == crc32.ChecksumIEEE(append(slices.Clone(p[:16]), p[BenchHeader:]...))
 }
 
-// udpBound measures the one-way UDP latency on loopback: half the median
+// UDPBound measures the one-way UDP latency on loopback: half the median
 // round trip of 1,000 ping-pongs between two sockets, the floor under any
 // delivery latency here.
-func udpBound() time.Duration {
+func UDPBound() time.Duration {
 	a, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		return 0

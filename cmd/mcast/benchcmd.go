@@ -1,0 +1,39 @@
+package main
+
+import (
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/roundtable-go/roundtable/pkg/cli"
+)
+
+var benchFlags = cli.WithEnv(tool, append(cli.NodeFlags(),
+	&ucli.StringFlag{Name: "order", Value: "fifo", Usage: "unordered, fifo or causal"},
+	&ucli.IntFlag{Name: "size", Value: 64, Usage: "message size in bytes (at least 20: sequence, send time, checksum)"},
+	&ucli.IntFlag{Name: "count", Value: 100000, Usage: "messages this member sends"},
+	&ucli.IntFlag{Name: "rate", Usage: "messages per second this member sends (0: as fast as the group takes them)"},
+	lingerFlag,
+))
+
+// benchCommand is 'mcast bench': a flood in the style of corosync's
+// cpghum, on the same member as 'mcast run'.
+func benchCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:  "bench",
+		Usage: "flood the group with numbered, checksummed messages and report throughput and latency",
+		Description: `Runs one member that sends --count messages of --size bytes (at --rate per
+second, or as fast as the group takes them) while delivering everyone
+else's. Each message carries its sequence number, its send time and a
+CRC-32 of the rest; every delivery is checked (sequence per sender,
+checksum). At the end the member prints what it sent and delivered,
+messages/s and MB/s delivered, and the latency percentiles (delivery time
+minus send time, so members must share a clock: one host, or synchronised
+ones), and the one-way UDP latency on loopback measured beside it. Run it
+on every member at once.
+
+Examples:
+   mcast bench --id 1 --peers @peers.txt --count 200000 --size 64
+   mcast bench --id 2 --peers @peers.txt --rate 1000 --count 5000 --json`,
+		Flags:  benchFlags,
+		Action: bench,
+	}
+}

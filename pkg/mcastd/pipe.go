@@ -1,0 +1,203 @@
+// Package mcastd is what `mcast run` and `mcast bench` do around a
+// multicast machine on real sockets: stdin lines in batches, deliveries
+// out, the end of input, and the logs `mcast check` reads. The protocols
+// are pkg/mcast and pkg/gossip; this package is their service.
+package mcastd
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/roundtable-go/roundtable/pkg/cli"
+	"github.com/roundtable-go/roundtable/pkg/driver"
+	"github.com/roundtable-go/roundtable/pkg/gossip"
+	"github.com/roundtable-go/roundtable/pkg/mcast"
+	"github.com/roundtable-go/roundtable/pkg/node"
+)
+
+// Member is the protocol side of a pipe: how lines go in, how events come
+// out, and when a member whose input ended may leave.
+type Member interface {
+	// Submit hands a batch of lines to the machine, waiting while the
+	// group lags (back-pressure on stdin rather than memory).
+	Submit(ctx context.Context, lines [][]byte) error
+	// End tells the machine the input ended.
+	End(ctx context.Context) error
+	// Handle prints what ev delivers and notes what it says.
+	Handle(ev node.Event, p *Printer)
+	// Finished reports whether the member may leave, its input having
+	// ended after sent lines.
+	Finished(sent uint64) bool
+}
+
+// Pipe runs a member's pipe until the input has ended and the member is
+// finished (or linger has run out after the end), a signal, or a transport
+// failure. Lines are submitted from their own goroutine: a request waits
+// for the driver, which may be waiting for this loop to take its events.
+func Pipe(live *cli.Running, m Member, in io.Reader, b64 bool, p *Printer, linger time.Duration, log *slog.Logger) error {
+	defer p.Flush()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sent := make(chan uint64, 1)
+	inputErr := make(chan error, 1)
+	go func() {
+		n, err := Feed(ctx, in, b64, func(batch [][]byte) error { return m.Submit(ctx, batch) })
+		if err == nil {
+			err = m.End(ctx)
+		}
+		if err != nil {
+			inputErr <- err
+			return
+		}
+		sent <- n
+	}()
+	var (
+		total uint64
+		eof   bool
+		after <-chan time.Time
+	)
+	finish := func() error {
+		p.Exit(total)
+		return p.Flush()
+	}
+	for {
+		select {
+		case err := <-inputErr:
+			if errors.Is(err, context.Canceled) {
+				continue
+			}
+			return err
+		case total = <-sent:
+			eof = true
+			log.Info("end of input", "sent", total)
+			if m.Finished(total) {
+				return finish()
+			}
+			after = time.After(linger)
+		case <-after:
+			log.Warn("--linger ran out before the group had finished", "sent", total)
+			return finish()
+		case ev := <-live.Events:
+			m.Handle(ev, p)
+			if eof && m.Finished(total) {
+				return finish()
+			}
+			if len(live.Events) == 0 {
+				// Nothing else waiting: a quiet group's lines appear at
+				// once, a busy one's leave in large writes.
+				if err := p.Flush(); err != nil {
+					return cli.Exitf(cli.ExitUnavailable, "writing stdout: %v", err)
+				}
+			}
+		case s := <-live.Signals:
+			log.Info("signal: stopping", "signal", s)
+			return &cli.ExitError{Code: cli.SignalCode(s)}
+		case err := <-live.Done:
+			return cli.Failed(err)
+		}
+	}
+}
+
+// Multicast is a pkg/mcast machine behind a pipe.
+type Multicast struct {
+	Drv  *driver.Driver[mcast.Msg]
+	room chan struct{}
+	done bool
+}
+
+// NewMulticast wraps drv.
+func NewMulticast(drv *driver.Driver[mcast.Msg]) *Multicast {
+	return &Multicast{Drv: drv, room: make(chan struct{}, 1)}
+}
+
+// Submit sends a batch, waiting for a RoomEvent while the group lags.
+func (m *Multicast) Submit(ctx context.Context, lines [][]byte) error {
+	items := make([]mcast.Item, len(lines))
+	for i, l := range lines {
+		items[i].Payload = l
+	}
+	for {
+		err := m.Drv.Request(ctx, mcast.Msg{Type: mcast.MsgSend, Items: items})
+		if !errors.Is(err, mcast.ErrFull) {
+			return err
+		}
+		select {
+		case <-m.room:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// End tells the machine the input ended.
+func (m *Multicast) End(ctx context.Context) error {
+	return m.Drv.Request(ctx, mcast.Msg{Type: mcast.MsgEnd})
+}
+
+// Handle prints deliveries and own sends, and notes room and done.
+func (m *Multicast) Handle(ev node.Event, p *Printer) {
+	switch ev := ev.(type) {
+	case mcast.DeliverEvent:
+		p.Deliver(ev)
+	case mcast.SendEvent:
+		p.Send(ev)
+	case mcast.RoomEvent:
+		m.Room()
+	case mcast.DoneEvent:
+		m.done = true
+	}
+}
+
+// Room lets a waiting Submit try again.
+func (m *Multicast) Room() {
+	select {
+	case m.room <- struct{}{}:
+	default:
+	}
+}
+
+// Finished: every unsuspected member has ended its input and everyone
+// delivered the same (DoneEvent).
+func (m *Multicast) Finished(uint64) bool { return m.done }
+
+// Gossip is a pkg/gossip machine behind a pipe.
+type Gossip struct {
+	Drv  *driver.Driver[gossip.Msg]
+	Self node.ID
+	own  uint64 // own lines taken by the machine
+	idle bool
+}
+
+// Submit hands a batch to the machine.
+func (g *Gossip) Submit(ctx context.Context, lines [][]byte) error {
+	evs := make([]gossip.Event, len(lines))
+	for i, l := range lines {
+		evs[i].Payload = l
+	}
+	return g.Drv.Request(ctx, gossip.Msg{Type: gossip.MsgBroadcast, Events: evs})
+}
+
+// End: gossip has nothing to tell the group.
+func (g *Gossip) End(context.Context) error { return nil }
+
+// Handle prints deliveries (own ones as sends) and notes idleness.
+func (g *Gossip) Handle(ev node.Event, p *Printer) {
+	switch ev := ev.(type) {
+	case gossip.DeliverEvent:
+		if ev.Origin == g.Self {
+			p.Send(mcast.SendEvent{Seq: ev.Seq, Payload: ev.Payload})
+			g.own++
+			g.idle = false
+		} else {
+			p.Deliver(mcast.DeliverEvent{Sender: ev.Origin, Seq: ev.Seq, Payload: ev.Payload})
+		}
+	case gossip.IdleEvent:
+		g.idle = true
+	}
+}
+
+// Finished: every line taken and pushed for all its rounds.
+func (g *Gossip) Finished(sent uint64) bool { return sent == 0 || g.own >= sent && g.idle }
