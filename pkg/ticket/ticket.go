@@ -96,7 +96,6 @@ type Machine struct {
 	lastPred node.ID               // left: who let us go
 	lastSucc node.ID               // left: our successor then
 
-	now    time.Time
 	out    []node.Envelope[Msg]
 	events []node.Event
 }
@@ -184,7 +183,6 @@ func (m *Machine) handOver(tickets []uint32) []Epoch {
 
 // Step implements node.Machine.
 func (m *Machine) Step(now time.Time, in node.Envelope[Msg]) error {
-	m.now = now
 	msg := in.Msg
 	if in.From == m.cfg.ID {
 		switch msg.Type {
@@ -520,7 +518,6 @@ func (m *Machine) leave(now time.Time) {
 
 // Tick implements node.Machine.
 func (m *Machine) Tick(now time.Time) {
-	m.now = now
 	if m.st == stJoining && !now.Before(m.joinAt) {
 		m.sendJoin(now)
 	}
