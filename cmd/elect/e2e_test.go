@@ -422,7 +422,10 @@ func TestAuthentication(t *testing.T) {
 	os.WriteFile(good, []byte(strings.Repeat("ab", 32)+"\n"), 0o600)
 	os.WriteFile(bad, []byte(strings.Repeat("cd", 32)+"\n"), 0o600)
 	peersFile := filepath.Join(dir, "peers")
-	c := startClusterIn(t, dir, 5, "--key-file", good)
+	// With --state-file, as docs/elect.md asks of members that restart:
+	// without it the restarted member would lead its old term again, which
+	// the checker rejects (a fencing number handed out twice).
+	c := startClusterIn(t, dir, 5, "--key-file", good, "--state-file", filepath.Join(dir, "{id}.state"))
 	t1 := c.waitAgree([]int{1, 2, 3, 4, 5}, 5, 0)
 	c.ctl("kill", "5")
 	t2 := c.waitAgree([]int{1, 2, 3, 4}, 4, t1)

@@ -13,7 +13,11 @@ import (
 //   - no two processes lead the same term (every report of term T names the
 //     same leader);
 //   - per process, reported terms never decrease, and a repeated term names
-//     the same leader.
+//     the same leader;
+//   - no process announces its own leadership of a term twice: a term it
+//     led is never led again, across restarts (a restarted process that
+//     forgot its term could otherwise win the same owned term and hand
+//     out the same fencing number).
 //
 // Restarted processes keep their history here: a process that restarts must
 // not report a term below one it reported before (it persists its term or
@@ -21,12 +25,13 @@ import (
 type Checker struct {
 	leaderOf map[uint64]node.ID
 	last     map[node.ID]uint64
+	led      map[node.ID]map[uint64]bool
 	Reports  int
 }
 
 // NewChecker returns an empty checker.
 func NewChecker() *Checker {
-	return &Checker{leaderOf: map[uint64]node.ID{}, last: map[node.ID]uint64{}}
+	return &Checker{leaderOf: map[uint64]node.ID{}, last: map[node.ID]uint64{}, led: map[node.ID]map[uint64]bool{}}
 }
 
 // Observe checks one report by process reporter.
@@ -43,6 +48,15 @@ func (c *Checker) Observe(reporter node.ID, ev LeaderEvent) error {
 		return fmt.Errorf("process %d reported term %d after term %d: terms went backwards", reporter, ev.Term, last)
 	}
 	c.last[reporter] = ev.Term
+	if ev.Leader == reporter {
+		if c.led[reporter] == nil {
+			c.led[reporter] = map[uint64]bool{}
+		}
+		if c.led[reporter][ev.Term] {
+			return fmt.Errorf("process %d announced its leadership of term %d twice (a term reused after a restart?)", reporter, ev.Term)
+		}
+		c.led[reporter][ev.Term] = true
+	}
 	return nil
 }
 
