@@ -29,6 +29,9 @@ type Discipline struct {
 	PhaseGain float64
 
 	stepBack bool // planted bug for tests: step backwards when ahead
+	// stepBackLarge plants the subtler bug: step backwards only when ahead
+	// by more than MakeStep, as a forward step is made. Tests only.
+	stepBackLarge bool
 
 	started   bool
 	baseRaw   time.Time
@@ -88,7 +91,7 @@ func (d *Discipline) Update(raw time.Time, offset time.Duration) {
 	d.started = true
 	d.baseRaw, d.base = raw, now
 	d.remaining = time.Duration(float64(offset) * d.PhaseGain)
-	if offset > d.MakeStep || d.stepBack && -offset > d.MakeStep/10 {
+	if offset > d.MakeStep || d.stepBack && -offset > d.MakeStep/10 || d.stepBackLarge && -offset > d.MakeStep {
 		d.base = d.base.Add(offset) // behind by a lot: step forward
 		d.fll.fixed(offset)
 		d.remaining = 0

@@ -19,11 +19,17 @@ import (
 const convergedBound = 5 * time.Millisecond
 
 func runDiscipline(seed uint64, skewAt func(r *rand.Rand) (time.Duration, float64), planted bool) (worst time.Duration, err error) {
+	return runDisciplineWith(seed, skewAt, Discipline{stepBack: planted}, convergedBound)
+}
+
+// runDisciplineWith runs d against a clock skewed by skewAt for 120 s,
+// failing if it ever goes backwards or, with a positive bound, if it is
+// further than bound from true time after 60 s.
+func runDisciplineWith(seed uint64, skewAt func(r *rand.Rand) (time.Duration, float64), d Discipline, bound time.Duration) (worst time.Duration, err error) {
 	r := rand.New(rand.NewPCG(seed, 9))
 	skew, ppm := skewAt(r)
 	epoch := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	raw := clock.Skewed{Offset: skew, DriftPPM: ppm, Epoch: epoch}
-	d := Discipline{stepBack: planted}
 	var prev time.Time
 	var t1 time.Time                 // the outstanding poll's send time on the disciplined clock
 	var answerAt, serverAt time.Time // when its answer arrives (true time), and the server's stamp
@@ -54,10 +60,62 @@ func runDiscipline(seed uint64, skewAt func(r *rand.Rand) (time.Duration, float6
 			worst = max(worst, off)
 		}
 	}
-	if worst > convergedBound {
+	if bound > 0 && worst > bound {
 		return worst, errAt(seed, 0, "after convergence still %v from true time (skew %v, drift %.0f ppm)", worst, skew, ppm)
 	}
 	return worst, nil
+}
+
+// largeSkew is 1 to 5 s either way: beyond MakeStep (1 s), where a clock
+// behind is stepped forward and a clock ahead must only be slewed.
+func largeSkew(r *rand.Rand) (time.Duration, float64) {
+	s := time.Second + time.Duration(r.Int64N(int64(4*time.Second)))
+	if r.IntN(2) == 0 {
+		s = -s
+	}
+	return s, r.Float64()*400 - 200
+}
+
+// TestDisciplineLargeSkews: clocks several seconds off. Behind, the
+// discipline steps forward and converges as usual; ahead, it may only slew,
+// so time never goes backwards — and it does get closer. (The ±500 ms runs
+// never reach the step branch.)
+func TestDisciplineLargeSkews(t *testing.T) {
+	var worstBehind time.Duration
+	for _, seed := range sim.Seeds() {
+		skew, _ := largeSkew(rand.New(rand.NewPCG(seed, 9)))
+		bound := convergedBound
+		if skew > 0 {
+			bound = 0 // ahead: slewing seconds away takes far longer than the run
+		}
+		w, err := runDisciplineWith(seed, largeSkew, Discipline{}, bound)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if skew > 0 && w >= skew {
+			t.Fatalf("seed %d: %v ahead, still %v ahead after 60 s: no progress", seed, skew, w)
+		}
+		if skew < 0 {
+			worstBehind = max(worstBehind, w)
+		}
+	}
+	t.Logf("large skews (1-5 s either way): %d seeds; never backwards; behind: worst error after 60 s %v (bound %v); ahead: closer every time",
+		len(sim.Seeds()), worstBehind, convergedBound)
+}
+
+// TestDisciplineCatchesLargeStepBack: stepping back only past MakeStep,
+// the mirror of the forward step, must be caught by the large skews.
+func TestDisciplineCatchesLargeStepBack(t *testing.T) {
+	caught := 0
+	for seed := uint64(1); seed <= 50; seed++ {
+		if _, err := runDisciplineWith(seed, largeSkew, Discipline{stepBackLarge: true}, 0); err != nil && strings.Contains(err.Error(), "backwards") {
+			caught++
+		}
+	}
+	if caught == 0 {
+		t.Fatal("stepping back past MakeStep was never caught")
+	}
+	t.Logf("planted bug (step back past MakeStep) caught in %d/50 seeds", caught)
 }
 
 func TestDisciplineProperties(t *testing.T) {
