@@ -70,11 +70,11 @@ func (Codec) Unmarshal(typ uint8, p []byte) (Msg, error) {
 		var en Entry
 		ln := d.Count(maxLabel, 1)
 		for j := 0; j < ln; j++ {
-			v := d.Uvarint()
-			if v == 0 || v > 1<<32-1 {
+			id := d.ID()
+			if id == node.None {
 				d.Fail("process id")
 			}
-			en.Label = append(en.Label, node.ID(v))
+			en.Label = append(en.Label, id)
 		}
 		en.Value = string(d.Bytes(maxValue))
 		m.Entries = append(m.Entries, en)

@@ -118,14 +118,14 @@ func (Codec) Unmarshal(typ uint8, p []byte) (Msg, error) {
 	d := wire.NewDec(p)
 	m.Term = d.Uvarint()
 	m.Prio = d.Uvarint()
-	m.Leader = id(d)
-	m.Origin = id(d)
+	m.Leader = d.ID()
+	m.Origin = d.ID()
 	m.Round = d.Uvarint()
 	m.Of = MsgType(d.U8())
 	if n := d.Count(maxMembers, 2); n > 0 {
 		m.Members = make([]Member, n)
 		for i := range m.Members {
-			m.Members[i] = Member{ID: id(d), Prio: d.Uvarint()}
+			m.Members[i] = Member{ID: d.ID(), Prio: d.Uvarint()}
 		}
 	}
 	if err := d.Done(); err != nil {
@@ -135,13 +135,4 @@ func (Codec) Unmarshal(typ uint8, p []byte) (Msg, error) {
 		return Msg{}, fmt.Errorf("%w: election term %d above %d", wire.ErrMalformed, m.Term, uint64(node.MaxTerm))
 	}
 	return m, nil
-}
-
-func id(d *wire.Dec) node.ID {
-	v := d.Uvarint()
-	if v > 1<<32-1 {
-		d.Fail("process id")
-		return 0
-	}
-	return node.ID(v)
 }

@@ -107,13 +107,13 @@ func (Codec) Unmarshal(typ uint8, p []byte) (Msg, error) {
 	if n := d.Count(maxEvents, 4); n > 0 {
 		m.Events = make([]Event, n)
 		for i := range m.Events {
-			m.Events[i] = Event{Origin: id(d), Seq: d.Uvarint(), TTL: d.U8(), Payload: d.Bytes(MaxPayload)}
+			m.Events[i] = Event{Origin: d.ID(), Seq: d.Uvarint(), TTL: d.U8(), Payload: d.Bytes(MaxPayload)}
 		}
 	}
 	if n := d.Count(maxDigest, 2); n > 0 {
 		m.Digest = make([]Have, n)
 		for i := range m.Digest {
-			m.Digest[i] = Have{Origin: id(d), Next: d.Uvarint()}
+			m.Digest[i] = Have{Origin: d.ID(), Next: d.Uvarint()}
 		}
 	}
 	if err := d.Done(); err != nil {
@@ -130,13 +130,4 @@ func (Codec) Unmarshal(typ uint8, p []byte) (Msg, error) {
 		}
 	}
 	return m, nil
-}
-
-func id(d *wire.Dec) node.ID {
-	v := d.Uvarint()
-	if v > 1<<32-1 {
-		d.Fail("process id")
-		return 0
-	}
-	return node.ID(v)
 }

@@ -114,11 +114,7 @@ func (Codec) Unmarshal(typ uint8, p []byte) (Msg, error) {
 		m.Items = make([]Item, n)
 		for i := range m.Items {
 			it := &m.Items[i]
-			v := d.Uvarint()
-			if v > 1<<32-1 {
-				d.Fail("sender")
-			}
-			it.Sender, it.Seq = node.ID(v), d.Uvarint()
+			it.Sender, it.Seq = d.ID(), d.Uvarint()
 			if k := d.Count(maxMembers, 1); k > 0 {
 				it.VT = make([]uint64, k)
 				for j := range it.VT {

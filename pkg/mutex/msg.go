@@ -197,22 +197,14 @@ func (Codec) Unmarshal(typ uint8, p []byte) (Msg, error) {
 		m.Locks = make([]LockRec, 0, n)
 		for i := 0; i < n && d.Err() == nil; i++ {
 			l := LockRec{Name: string(d.Bytes(maxName))}
-			id := d.Uvarint()
-			if id > 1<<32-1 {
-				d.Fail("process id")
-			}
-			l.Node, l.Client, l.Token, l.Attempt = node.ID(id), d.Uvarint(), d.Uvarint(), d.Uvarint()
+			l.Node, l.Client, l.Token, l.Attempt = d.ID(), d.Uvarint(), d.Uvarint(), d.Uvarint()
 			m.Locks = append(m.Locks, l)
 		}
 	}
 	if n := d.Count(maxMembers, 2); n > 0 {
 		m.Members = make([]Member, 0, n)
 		for i := 0; i < n && d.Err() == nil; i++ {
-			id := d.Uvarint()
-			if id > 1<<32-1 {
-				d.Fail("process id")
-			}
-			m.Members = append(m.Members, Member{ID: node.ID(id), Boot: d.Uvarint()})
+			m.Members = append(m.Members, Member{ID: d.ID(), Boot: d.Uvarint()})
 		}
 	}
 	if err := d.Done(); err != nil {

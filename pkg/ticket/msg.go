@@ -133,20 +133,20 @@ func (Codec) Unmarshal(typ uint8, p []byte) (Msg, error) {
 	}
 	d := wire.NewDec(p)
 	m.Attempt = d.Uvarint()
-	m.Ticket = u32(d)
-	m.Succ = node.ID(u32(d))
-	m.SuccTicket = u32(d)
-	m.N = u32(d)
+	m.Ticket = d.U32("ticket field")
+	m.Succ = d.ID()
+	m.SuccTicket = d.U32("ticket field")
+	m.N = d.U32("ticket field")
 	if n := d.Count(MaxTickets, 2); n > 0 {
 		m.View = make([]Owner, n)
 		for i := range m.View {
-			m.View[i] = Owner{Ticket: u32(d), ID: node.ID(u32(d))}
+			m.View[i] = Owner{Ticket: d.U32("ticket field"), ID: d.ID()}
 		}
 	}
 	if n := d.Count(MaxTickets, 2); n > 0 {
 		m.Epochs = make([]Epoch, n)
 		for i := range m.Epochs {
-			m.Epochs[i] = Epoch{Ticket: u32(d), Epoch: d.Uvarint()}
+			m.Epochs[i] = Epoch{Ticket: d.U32("ticket field"), Epoch: d.Uvarint()}
 		}
 	}
 	if err := d.Done(); err != nil {
@@ -161,13 +161,4 @@ func (Codec) Unmarshal(typ uint8, p []byte) (Msg, error) {
 		}
 	}
 	return m, nil
-}
-
-func u32(d *wire.Dec) uint32 {
-	v := d.Uvarint()
-	if v > 1<<32-1 {
-		d.Fail("32-bit field")
-		return 0
-	}
-	return uint32(v)
 }

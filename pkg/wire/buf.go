@@ -3,6 +3,8 @@ package wire
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/roundtable-go/roundtable/pkg/node"
 )
 
 // Enc appends values to a payload. The zero value is ready to use.
@@ -96,6 +98,21 @@ func (d *Dec) Uvarint() uint64 {
 	d.b = d.b[n:]
 	return v
 }
+
+// U32 reads a uvarint that must fit 32 bits (what names the field in the
+// error).
+func (d *Dec) U32(what string) uint32 {
+	v := d.Uvarint()
+	if v > 1<<32-1 {
+		d.fail(what)
+		return 0
+	}
+	return uint32(v)
+}
+
+// ID reads a process ID: a uvarint that must fit 32 bits. Zero (no
+// process) is the caller's to refuse where it matters.
+func (d *Dec) ID() node.ID { return node.ID(d.U32("process id")) }
 
 func (d *Dec) Varint() int64 {
 	v, n := binary.Varint(d.b)

@@ -287,3 +287,16 @@ func TestStrangersCostNothing(t *testing.T) {
 		t.Fatalf("state kept for %d senders, %d strangers counted", len(b.peers), b.Stranger.Load())
 	}
 }
+
+func TestDecID(t *testing.T) {
+	var e Enc
+	e.Uvarint(1<<32 - 1)
+	e.Uvarint(1 << 32)
+	d := NewDec(e.B)
+	if id := d.ID(); id != 1<<32-1 || d.Err() != nil {
+		t.Fatalf("largest id: %d, %v", id, d.Err())
+	}
+	if d.ID(); d.Err() == nil {
+		t.Fatal("an id above 32 bits decoded")
+	}
+}
