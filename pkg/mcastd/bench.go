@@ -3,7 +3,6 @@ package mcastd
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/crc32"
 	"log/slog"
@@ -37,8 +36,6 @@ const BenchHeader = 20
 func Bench(live *cli.Running, m *Multicast, cfg BenchConfig, out *cli.Output, log *slog.Logger) error {
 	udp := UDPBound()
 	size, count, rate, self, order := cfg.Size, cfg.Count, cfg.Rate, cfg.Self, cfg.Order
-	drv := m.Drv
-	room := m.room
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	sendErr := make(chan error, 1)
@@ -48,19 +45,6 @@ func Bench(live *cli.Running, m *Multicast, cfg BenchConfig, out *cli.Output, lo
 		for i := range filler {
 			filler[i] = byte('a' + i%26)
 		}
-		send := func(items []mcast.Item) error {
-			for {
-				err := drv.Request(ctx, mcast.Msg{Type: mcast.MsgSend, Items: items})
-				if !errors.Is(err, mcast.ErrFull) {
-					return err
-				}
-				select {
-				case <-room:
-				case <-ctx.Done():
-					return ctx.Err()
-				}
-			}
-		}
 		batch := 256
 		var tick *time.Ticker
 		if rate > 0 {
@@ -69,22 +53,22 @@ func Bench(live *cli.Running, m *Multicast, cfg BenchConfig, out *cli.Output, lo
 			defer tick.Stop()
 		}
 		for seq := 1; seq <= count; {
-			var items []mcast.Item
-			for ; seq <= count && len(items) < batch; seq++ {
-				items = append(items, mcast.Item{Payload: benchPayload(uint64(seq), filler)})
+			var lines [][]byte
+			for ; seq <= count && len(lines) < batch; seq++ {
+				lines = append(lines, benchPayload(uint64(seq), filler))
 			}
 			if tick != nil {
 				<-tick.C
 				// The send time goes in as late as possible.
-				binary.BigEndian.PutUint64(items[0].Payload[8:], uint64(time.Now().UnixNano()))
-				stampCRC(items[0].Payload)
+				binary.BigEndian.PutUint64(lines[0][8:], uint64(time.Now().UnixNano()))
+				stampCRC(lines[0])
 			}
-			if err := send(items); err != nil {
+			if err := m.Submit(ctx, lines); err != nil {
 				sendErr <- err
 				return
 			}
 		}
-		sendErr <- drv.Request(ctx, mcast.Msg{Type: mcast.MsgEnd})
+		sendErr <- m.End(ctx)
 	}()
 	var (
 		lat       []time.Duration
@@ -157,10 +141,7 @@ func Bench(live *cli.Running, m *Multicast, cfg BenchConfig, out *cli.Output, lo
 				next[ev.Sender] = max(next[ev.Sender], seq)
 				lat = append(lat, now.Sub(time.Unix(0, int64(sent))))
 			case mcast.RoomEvent:
-				select {
-				case room <- struct{}{}:
-				default:
-				}
+				m.Room()
 			case mcast.DoneEvent:
 				return report()
 			}
