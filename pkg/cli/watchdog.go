@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 	"unsafe"
@@ -36,19 +37,22 @@ func monotonic() int64 {
 // monoBase pairs a CLOCK_MONOTONIC reading with a time.Time taken just
 // after it, so a time.Time deadline converts to CLOCK_MONOTONIC without
 // reading the clock again at conversion time. The conversion errs early,
-// by the microseconds between the two readings.
-var monoBase = func() struct {
+// by the microseconds between the two readings. Taken on first use: tools
+// that never lease a child never pay for it.
+type monoPair struct {
 	mono int64
 	t    time.Time
-} {
-	m := monotonic()
-	return struct {
-		mono int64
-		t    time.Time
-	}{m, time.Now()}
-}()
+}
 
-func monoOf(t time.Time) int64 { return monoBase.mono + int64(t.Sub(monoBase.t)) }
+var monoBase = sync.OnceValue(func() monoPair {
+	m := monotonic()
+	return monoPair{m, time.Now()}
+})
+
+func monoOf(t time.Time) int64 {
+	b := monoBase()
+	return b.mono + int64(t.Sub(b.t))
+}
 
 // RunWatchdog turns this process into a watchdog if it was started as one
 // (StartLeased), and never returns then. Main calls it first.
