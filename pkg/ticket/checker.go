@@ -12,8 +12,19 @@ import (
 // processes that own one (linking or coordinator; a leaving process has
 // stopped acting). It returns the first conflict.
 func Disjoint(ms map[node.ID]*Machine) error {
+	return DisjointActing(ms, nil)
+}
+
+// DisjointActing is Theorem 4.1: among the processes that may act at this
+// instant (acting(id), or all when nil), no ticket lies in two ranges.
+// Under §4 a process whose support has run out, or that has crashed, acts
+// no more even if its state still says coordinator.
+func DisjointActing(ms map[node.ID]*Machine, acting func(node.ID) bool) error {
 	holder := map[uint32]node.ID{}
 	for _, id := range sortedIDs(ms) {
+		if acting != nil && !acting(id) {
+			continue
+		}
 		for _, t := range ms[id].Range() {
 			if other, ok := holder[t]; ok {
 				return fmt.Errorf("ticket %d is in the ranges of both %d (%s) and %d (%s)",

@@ -37,3 +37,30 @@ type LeftEvent struct {
 
 func (e LeftEvent) Kind() string   { return "left" }
 func (e LeftEvent) String() string { return "left" }
+
+// ExcludedEvent: this process lost its support (fewer than half of its
+// predecessors vouched for it within the window, §4) and acts no more;
+// its range will be reclaimed by its predecessor.
+type ExcludedEvent struct {
+	Event  string `json:"event"` // "excluded"
+	Ticket uint32 `json:"ticket"`
+	Epoch  uint64 `json:"epoch"`
+}
+
+func (e ExcludedEvent) Kind() string { return "excluded" }
+func (e ExcludedEvent) String() string {
+	return fmt.Sprintf("excluded %d epoch %d", e.Ticket, e.Epoch)
+}
+
+// ReclaimedEvent: this process excluded its failed successors and now
+// coordinates tickets From down to To (§4, Algorithm 5).
+type ReclaimedEvent struct {
+	Event string `json:"event"` // "reclaimed"
+	From  uint32 `json:"from"`
+	To    uint32 `json:"to"`
+}
+
+func (e ReclaimedEvent) Kind() string { return "reclaimed" }
+func (e ReclaimedEvent) String() string {
+	return fmt.Sprintf("reclaimed %d..%d", e.From, e.To)
+}

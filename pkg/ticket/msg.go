@@ -37,6 +37,41 @@ const (
 	// MsgAckCLeave lets it go (ACKCLEAVE).
 	MsgAckCLeave MsgType = 7
 
+	// §4 (Algorithms 3–5).
+
+	// MsgAlive: the sender is in the core and vouches for the receiver,
+	// one of its 2k+1 closest successors, for this round (ALIVE). Ticket
+	// is the receiver's, as the sender knows it.
+	MsgAlive MsgType = 8
+	// MsgUpdate proposes the receiver's L: Preds is the sender and its 2k
+	// closest predecessors (UPDATE(R)).
+	MsgUpdate MsgType = 9
+	// MsgAckUpdate is the delivery status the seed assumes of its
+	// connection-oriented links, made explicit: Succs is the sender and
+	// its 2k closest successors (so that predecessors learn whom to send
+	// ALIVE), Floor the highest epoch the sender has heard of.
+	MsgAckUpdate MsgType = 10
+	// MsgExclude asks the receiver to be the excluder's new successor
+	// (EXCLUDE); Attempt numbers the exclusion.
+	MsgExclude MsgType = 11
+	// MsgAckExclude answers it with the receiver's L in Preds
+	// (ACKEXCLUDE(L_q)).
+	MsgAckExclude MsgType = 12
+	// MsgReqCoord asks a voter to acknowledge the exclusion of every
+	// ticket strictly between Ticket (the excluder's) and SuccTicket
+	// (the new successor's): REQCOORD(E_pq).
+	MsgReqCoord MsgType = 13
+	// MsgAckCoord acknowledges it (ACKCOORD, used but not listed in the
+	// seed): the sender stops vouching for E_pq.
+	MsgAckCoord MsgType = 14
+	// MsgIntro: the sender owns Ticket and counts the receiver among its
+	// 2k+1 closest predecessors, but has not had its ALIVE lately. The
+	// seed spreads Cview by PrCast for this; a direct word reaches the
+	// few processes that need it even when a failed process sits between.
+	// With Ticket = NoTicket it answers an ALIVE: "gone", the sender has
+	// no such ticket (it left, was excluded, or is a new process).
+	MsgIntro MsgType = 15
+
 	// MsgJoin is a local request (From == self): take a ticket.
 	MsgJoin MsgType = 64
 	// MsgLeave is a local request: give the ticket back and leave the core.
@@ -45,7 +80,9 @@ const (
 
 var typeNames = map[MsgType]string{
 	MsgCJoin: "cjoin", MsgAckCJoin: "ackcjoin", MsgReject: "reject", MsgNewSucc: "newsucc",
-	MsgAckSucc: "acksucc", MsgCLeave: "cleave", MsgAckCLeave: "ackcleave", MsgJoin: "join", MsgLeave: "leave",
+	MsgAckSucc: "acksucc", MsgCLeave: "cleave", MsgAckCLeave: "ackcleave", MsgAlive: "alive", MsgUpdate: "update",
+	MsgAckUpdate: "ackupdate", MsgExclude: "exclude", MsgAckExclude: "ackexclude", MsgReqCoord: "reqcoord",
+	MsgAckCoord: "ackcoord", MsgIntro: "intro", MsgJoin: "join", MsgLeave: "leave",
 }
 
 func (t MsgType) String() string {
@@ -83,11 +120,19 @@ type Msg struct {
 	N          uint32
 	View       []Owner
 	Epochs     []Epoch
+	// §4: a list of predecessors (L or R, closest first), of successors
+	// (closest first), and the highest epoch the sender has heard of.
+	Preds, Succs []Owner
+	Floor        uint64
 }
 
 // MaxTickets bounds a pool, so that a view and a range's epochs fit a
 // frame (4096 · ~12 bytes).
 const MaxTickets = 4096
+
+// MaxList bounds the lists of predecessors and successors (2k+1 each),
+// and so k: at most 63.
+const MaxList = 127
 
 // maxEpoch bounds epochs on the wire, as node.MaxTerm bounds terms: room
 // for 2^62 more hand-outs above anything a peer can claim.
@@ -98,14 +143,15 @@ type Codec struct{}
 
 func (Codec) Family() wire.Family { return wire.FamilyTicket }
 
-func onWire(t MsgType) bool { return t >= MsgCJoin && t <= MsgAckCLeave }
+func onWire(t MsgType) bool { return t >= MsgCJoin && t <= MsgIntro }
 
 func (Codec) Marshal(m Msg) (uint8, []byte, error) {
 	if !onWire(m.Type) {
 		return 0, nil, fmt.Errorf("ticket: %v is not a wire message", m.Type)
 	}
-	if len(m.View) > MaxTickets || len(m.Epochs) > MaxTickets {
-		return 0, nil, fmt.Errorf("ticket: %d view entries or %d epochs exceed %d", len(m.View), len(m.Epochs), MaxTickets)
+	if len(m.View) > MaxTickets || len(m.Epochs) > MaxTickets || len(m.Preds) > MaxList || len(m.Succs) > MaxList {
+		return 0, nil, fmt.Errorf("ticket: %d view entries, %d epochs, %d preds or %d succs exceed the bounds",
+			len(m.View), len(m.Epochs), len(m.Preds), len(m.Succs))
 	}
 	var e wire.Enc
 	e.Uvarint(m.Attempt)
@@ -123,6 +169,14 @@ func (Codec) Marshal(m Msg) (uint8, []byte, error) {
 		e.Uvarint(uint64(ep.Ticket))
 		e.Uvarint(ep.Epoch)
 	}
+	for _, l := range [][]Owner{m.Preds, m.Succs} {
+		e.Uvarint(uint64(len(l)))
+		for _, o := range l {
+			e.Uvarint(uint64(o.Ticket))
+			e.Uvarint(uint64(o.ID))
+		}
+	}
+	e.Uvarint(m.Floor)
 	return uint8(m.Type), e.B, nil
 }
 
@@ -149,11 +203,23 @@ func (Codec) Unmarshal(typ uint8, p []byte) (Msg, error) {
 			m.Epochs[i] = Epoch{Ticket: d.U32("ticket field"), Epoch: d.Uvarint()}
 		}
 	}
+	for _, l := range []*[]Owner{&m.Preds, &m.Succs} {
+		if n := d.Count(MaxList, 2); n > 0 {
+			*l = make([]Owner, n)
+			for i := range *l {
+				(*l)[i] = Owner{Ticket: d.U32("ticket field"), ID: d.ID()}
+			}
+		}
+	}
+	m.Floor = d.Uvarint()
 	if err := d.Done(); err != nil {
 		return Msg{}, err
 	}
 	if m.N > MaxTickets {
 		return Msg{}, fmt.Errorf("%w: pool of %d tickets above %d", wire.ErrMalformed, m.N, MaxTickets)
+	}
+	if m.Floor > maxEpoch {
+		return Msg{}, fmt.Errorf("%w: epoch floor %d above %d", wire.ErrMalformed, m.Floor, uint64(maxEpoch))
 	}
 	for _, ep := range m.Epochs {
 		if ep.Epoch > maxEpoch {

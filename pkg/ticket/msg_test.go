@@ -15,6 +15,10 @@ func TestCodecRoundTrip(t *testing.T) {
 		{Type: MsgReject, Attempt: 7, N: 8, Succ: 4294967295},
 		{Type: MsgNewSucc},
 		{Type: MsgCLeave, Ticket: 4, Succ: 2, SuccTicket: 0, N: 5, Epochs: []Epoch{{4, 9}}},
+		{Type: MsgAlive},
+		{Type: MsgUpdate, Preds: []Owner{{5, 2}, {7, 3}, {1, 9}}},
+		{Type: MsgAckUpdate, Succs: []Owner{{4, 2}, {3, 3}}, Floor: 1 << 33},
+		{Type: MsgReqCoord, Attempt: 3, Ticket: 6, SuccTicket: 2},
 	} {
 		typ, p, err := Codec{}.Marshal(m)
 		if err != nil {
@@ -28,8 +32,12 @@ func TestCodecRoundTrip(t *testing.T) {
 	if _, _, err := (Codec{}).Marshal(Msg{Type: MsgJoin}); err == nil {
 		t.Fatal("a local request must not be encodable")
 	}
-	for _, m := range []Msg{{Type: MsgAckCJoin, N: MaxTickets + 1}, {Type: MsgCLeave, Epochs: []Epoch{{1, maxEpoch + 1}}}} {
-		typ, p, _ := Codec{}.Marshal(m)
+	for _, m := range []Msg{{Type: MsgAckCJoin, N: MaxTickets + 1}, {Type: MsgCLeave, Epochs: []Epoch{{1, maxEpoch + 1}}},
+		{Type: MsgAckUpdate, Floor: maxEpoch + 1}, {Type: MsgUpdate, Preds: make([]Owner, MaxList+1)}} {
+		typ, p, err := Codec{}.Marshal(m)
+		if err != nil {
+			continue // refused on the way out too
+		}
 		if _, err := (Codec{}).Unmarshal(typ, p); err == nil {
 			t.Fatalf("%+v decoded: bounds not checked", m)
 		}

@@ -105,6 +105,9 @@ func TestSimChurn(t *testing.T) {
 // the successor, or granting a ticket without taking the joiner as
 // successor, must be caught.
 func TestSimCatchesPlantedBugs(t *testing.T) {
+	if raceOn {
+		t.Skip("single-goroutine simulator sweep: run without -race")
+	}
 	for _, b := range []struct {
 		name string
 		bug  bug

@@ -25,6 +25,30 @@ type Config struct {
 	// Rand chooses tickets, coordinators and backoffs. Required.
 	Rand *rand.Rand
 
+	// FaultTolerant runs §4 (rounds.go, exclude.go): ALIVE and UPDATE
+	// rounds, support, weak failure detection and exclusion. Without it
+	// the machine is §3's: a crashed process keeps its range for good.
+	FaultTolerant bool
+	// §4. K: a member stays in the core while at least half of its 2k+1
+	// closest predecessors vouch for it (support, rounds.go). Default 1.
+	K int
+	// Round is the period of ALIVE and UPDATE messages. Default 100ms.
+	Round time.Duration
+	// Delta (δ) is how long a request waits for its answer before the
+	// receiver is weakly detected as faulty. Default Round/2.
+	Delta time.Duration
+	// Suspect is how many rounds without an ACKUPDATE from the successor
+	// weakly detect it as faulty. Default 3.
+	Suspect int
+	// Window is how many rounds one ALIVE vouches for. Default 3.
+	Window int
+	// Drift bounds the rate difference of any two clocks. Default 0.01.
+	Drift float64
+	// Margin is added to a temporary coordinator's wait before it hands
+	// out the excluded tickets: the time a host needs to stop what an
+	// excluded member was running (the kill grace of ticketd run).
+	Margin time.Duration
+
 	// bug plants a bug for the checkers. Tests only.
 	bug bug
 }
@@ -34,6 +58,9 @@ type bug uint8
 const (
 	bugCleaveFromAnyone bug = 1 + iota // serve a CLEAVE from a process that is not the successor
 	bugKeepSucc                        // grant a ticket but keep the old successor (Algorithm 1 without ImmedSucc_p = q)
+	bugServeWhileTemp                  // serve CJOIN while a temporary coordinator (§4)
+	bugNoBan                           // acknowledge an exclusion but keep vouching for E_pq
+	bugShortTemp                       // hand out excluded tickets after one round
 )
 
 type state uint8
@@ -45,9 +72,10 @@ const (
 	stCoordinator              // owns its ticket and may act
 	stLeaving                  // CLEAVE outstanding; acts no more
 	stLeft
+	stExcluded // lost its support (§4): acts no more, must join again
 )
 
-var stateNames = [...]string{"idle", "joining", "linking", "coordinator", "leaving", "left"}
+var stateNames = [...]string{"idle", "joining", "linking", "coordinator", "leaving", "left", "excluded"}
 
 func (s state) String() string { return stateNames[s] }
 
@@ -96,6 +124,27 @@ type Machine struct {
 	lastPred node.ID               // left: who let us go
 	lastSucc node.ID               // left: our successor then
 
+	// §4 (rounds.go, exclude.go)
+	preds      []Owner               // L_p, closest first
+	succs      []Owner               // the 2k+1 closest successors, closest first
+	known      map[node.ID]known     // successors heard of lately
+	claims     map[node.ID]known     // processes that named us their successor lately
+	sentR      []Owner               // R_p: the last UPDATE the successor acknowledged
+	pendR      []Owner               // the UPDATE in flight
+	alive      map[node.ID]time.Time // when each process's last ALIVE arrived
+	graceUntil time.Time             // a newcomer acts without support until then
+	roundAt    time.Time             // next round
+	lastAck    time.Time             // last ACKUPDATE from the successor
+	floor      uint64                // highest epoch heard of
+	ex         *exclusion
+	temp       *temporary
+	bans       []ban
+	exID       uint64
+	updSeq     uint64 // numbers UPDATEs, so that only the answer to the last one counts as its status
+	updAt      time.Time
+	updAcked   bool
+	counts     Counts
+
 	out    []node.Envelope[Msg]
 	events []node.Event
 }
@@ -117,9 +166,30 @@ func New(cfg Config) (*Machine, error) {
 	if cfg.Retry <= 0 {
 		cfg.Retry = 50 * time.Millisecond
 	}
-	return &Machine{cfg: cfg, view: map[uint32]node.ID{}, epochs: map[uint32]uint64{},
+	if cfg.K < 0 || 2*cfg.K+1 > MaxList {
+		return nil, fmt.Errorf("ticket: k = %d (want 0 to %d)", cfg.K, (MaxList-1)/2)
+	}
+	if cfg.K == 0 {
+		cfg.K = 1
+	}
+	if cfg.Round <= 0 {
+		cfg.Round = 100 * time.Millisecond
+	}
+	if cfg.Delta <= 0 {
+		cfg.Delta = cfg.Round / 2
+	}
+	if cfg.Suspect <= 0 {
+		cfg.Suspect = 3
+	}
+	if cfg.Window <= 0 {
+		cfg.Window = 3
+	}
+	if cfg.Drift <= 0 {
+		cfg.Drift = 0.01
+	}
+	return &Machine{cfg: cfg, view: map[uint32]node.ID{}, epochs: map[uint32]uint64{}, alive: map[node.ID]time.Time{}, known: map[node.ID]known{}, claims: map[node.ID]known{},
 		answered: map[node.ID]answer{}, cleaved: map[node.ID]time.Time{}, tried: map[node.ID]time.Time{},
-		attempt: cfg.Rand.Uint64() >> 20}, nil
+		attempt: cfg.Rand.Uint64() >> 44}, nil
 }
 
 // Ticket returns the owned ticket and its epoch, and whether this process
@@ -206,7 +276,7 @@ func (m *Machine) Step(now time.Time, in node.Envelope[Msg]) error {
 	case MsgReject:
 		m.onReject(now, in.From, msg)
 	case MsgNewSucc:
-		m.onNewSucc(in.From)
+		m.onNewSucc(now, in.From, msg)
 	case MsgAckSucc:
 		if m.await && in.From == m.succ {
 			m.await, m.succAt = false, time.Time{}
@@ -216,6 +286,22 @@ func (m *Machine) Step(now time.Time, in node.Envelope[Msg]) error {
 		}
 	case MsgCLeave:
 		m.onCLeave(now, in.From, msg)
+	case MsgAlive:
+		m.onAlive(now, in.From, msg)
+	case MsgUpdate:
+		m.onUpdate(now, in.From, msg)
+	case MsgAckUpdate:
+		m.onAckUpdate(now, in.From, msg)
+	case MsgExclude:
+		m.onExclude(in.From, msg)
+	case MsgAckExclude:
+		m.onAckExclude(now, in.From, msg)
+	case MsgReqCoord:
+		m.onReqCoord(now, in.From, msg)
+	case MsgAckCoord:
+		m.onAckCoord(now, in.From, msg)
+	case MsgIntro:
+		m.onIntro(now, in.From, msg)
 	case MsgAckCLeave:
 		if m.st == stLeaving && in.From == m.pred {
 			m.st, m.leaveAt, m.lastPred, m.lastSucc = stLeft, time.Time{}, in.From, m.succ
@@ -239,13 +325,19 @@ func (m *Machine) join(now time.Time) {
 		m.ticket, m.succ, m.succTicket, m.pred = m.n-1, m.cfg.ID, m.n-1, m.cfg.ID
 		m.view[m.ticket] = m.cfg.ID
 		m.epochs[m.ticket] = 1
+		m.floor = 1
+		m.roundAt = now
 		m.act(now)
 		return
 	}
 	m.st = stJoining
 	m.target = m.cfg.Contacts[m.cfg.Rand.IntN(len(m.cfg.Contacts))]
 	m.want = NoTicket
-	m.attempt++
+	// Attempts only grow, also across restarts of a process that keeps
+	// its ID (its clock moves on): a coordinator ignores attempts older
+	// than one it answered. Milliseconds since 1970 times 2^20, plus a
+	// random offset below 2^20 that keeps two starts in one millisecond apart.
+	m.attempt = max(m.attempt+1, uint64(now.UnixMilli())<<20+m.attempt)
 	m.joinAt = now
 	m.sendJoin(now)
 }
@@ -279,10 +371,22 @@ func (m *Machine) onCJoin(now time.Time, from node.ID, msg Msg) {
 			return // older than an attempt already answered
 		}
 	}
-	ready := m.st == stCoordinator && !m.await
+	if from == m.succ && m.succ != m.cfg.ID {
+		// Our successor's ID asks to join: that process has restarted or
+		// given up its place. Its old place must be excluded first (and
+		// is, at once); granting now would make it its own successor.
+		m.lastAck = time.Time{}
+		reply := Msg{Type: MsgReject, Attempt: msg.Attempt, N: m.n, Succ: m.succ}
+		m.send(from, reply)
+		return
+	}
+	// Not while excluding either: E_pq includes our own free tickets, and a
+	// newcomer placed there would be excluded with the rest.
+	ready := m.st == stCoordinator && !m.await && (m.temp == nil && m.ex == nil || m.cfg.bug == bugServeWhileTemp) &&
+		m.vouched(now) && m.supported(now)
 	if !ready || m.size() <= 1 {
 		next, view := m.succ, m.viewList()
-		if m.st == stLeft {
+		if m.st == stLeft || m.st == stExcluded {
 			next, view = m.lastSucc, nil // our view is history: follow the ring
 		}
 		reply := Msg{Type: MsgReject, Attempt: msg.Attempt, N: m.n, View: view, Succ: next}
@@ -305,13 +409,19 @@ func (m *Machine) onCJoin(now time.Time, from node.ID, msg Msg) {
 	for k := uint32(0); k < (t-stop+m.n)%m.n; k++ {
 		given = append(given, (t-k+m.n)%m.n)
 	}
-	m.epochs[t]++ // handed out once more
+	m.epochs[t] = max(m.epochs[t]+1, m.floor+1) // handed out once more, above anything heard of
+	m.noteEpoch(m.epochs[t])
 	succ, succTicket := m.succ, stop
 	m.view[t] = from
+	succs := m.succs
+	if succ == m.cfg.ID {
+		succs = []Owner{{Ticket: m.ticket, ID: m.cfg.ID}}
+	}
 	reply := Msg{Type: MsgAckCJoin, Attempt: msg.Attempt, Ticket: t, Succ: succ, SuccTicket: succTicket, N: m.n,
-		View: m.viewList(), Epochs: m.handOver(given)}
+		View: m.viewList(), Epochs: m.handOver(given), Preds: m.ownR(), Succs: succs, Floor: m.floor}
 	if m.cfg.bug != bugKeepSucc {
 		m.succ, m.succTicket = from, t
+		m.newSucc(now, from, t)
 	}
 	m.answered[from] = answer{attempt: msg.Attempt, reply: reply, at: now}
 	m.send(from, reply)
@@ -333,10 +443,25 @@ func (m *Machine) onAckCJoin(now time.Time, from node.ID, msg Msg) {
 	}
 	for _, e := range msg.Epochs {
 		m.epochs[e.Ticket] = e.Epoch
+		m.noteEpoch(e.Epoch)
 	}
+	m.noteEpoch(msg.Floor)
+	// Algorithm 4, "Initialisation of variables when cjoin succeeds":
+	// L from the coordinator, R empty; a grace period until the
+	// predecessors have learnt of us (rounds.go).
+	m.preds = m.trim(msg.Preds, 2*m.cfg.K+1, false)
+	clear(m.known)
+	for _, o := range msg.Succs {
+		m.learn(now, o)
+	}
+	m.sentR, m.pendR = nil, nil
+	clear(m.alive)
+	m.alive[from] = now
+	m.graceUntil = now.Add(m.grace())
+	m.lastAck, m.roundAt = now, now
 	m.st, m.joinAt = stLinking, time.Time{}
 	m.await = true
-	m.send(m.succ, Msg{Type: MsgNewSucc})
+	m.send(m.succ, Msg{Type: MsgNewSucc, Ticket: m.ticket, SuccTicket: m.succTicket})
 	m.succAt = now.Add(m.cfg.Retry)
 }
 
@@ -411,13 +536,25 @@ func (m *Machine) pickTarget(from node.ID, msg Msg) bool {
 }
 
 // onNewSucc: Algorithm 2, "A new predecessor".
-func (m *Machine) onNewSucc(from node.ID) {
+func (m *Machine) onNewSucc(now time.Time, from node.ID, msg Msg) {
 	switch m.st {
 	case stLeaving, stLeft:
 		m.pred = from
 		m.send(from, m.cleaveMsg())
 	case stLinking, stCoordinator:
-		m.pred = from
+		if !m.cfg.FaultTolerant {
+			m.pred = from
+		} else if msg.SuccTicket != m.ticket {
+			return // meant for a former place of this ID
+		} else {
+			m.claim(now, from, msg.Ticket)
+		}
+		if len(m.preds) == 0 && m.pred == from {
+			// A founder that was alone: its first predecessor vouches
+			// for it from now (its UPDATE follows within a round).
+			m.preds = []Owner{{Ticket: NoTicket, ID: from}}
+			m.alive[from] = now
+		}
 		m.send(from, Msg{Type: MsgAckSucc})
 	}
 }
@@ -445,7 +582,13 @@ func (m *Machine) onCLeave(now time.Time, from node.ID, msg Msg) {
 		m.send(from, Msg{Type: MsgAckCLeave})
 		return
 	}
-	serve := from == m.succ && (m.st == stLinking || m.st == stCoordinator)
+	// Places are (ID, ticket): a restarted process keeps its ID. A CLEAVE
+	// from our successor's ID for another ticket is not our successor's,
+	// and one that would make our own former place our successor is
+	// refused: the leaver stops answering UPDATEs, so we exclude it, and
+	// that former place with it.
+	samePlace := msg.Ticket == m.succTicket && (msg.Succ != m.cfg.ID || msg.SuccTicket == m.ticket)
+	serve := from == m.succ && samePlace && (m.st == stLinking || m.st == stCoordinator) && m.temp == nil
 	if m.cfg.bug == bugCleaveFromAnyone {
 		serve = m.st == stLinking || m.st == stCoordinator
 	}
@@ -454,11 +597,11 @@ func (m *Machine) onCLeave(now time.Time, from node.ID, msg Msg) {
 	// stretch leaves, nobody would serve. A leaving process serves its
 	// leaving successor when its ID is lower; it acts on nothing, so this
 	// only merges what it will hand on.
-	mergeOnly := from == m.succ && m.st == stLeaving && m.cfg.ID < from
+	mergeOnly := from == m.succ && samePlace && m.st == stLeaving && m.cfg.ID < from
 	serve = serve || mergeOnly
 	if !serve || msg.SuccTicket >= m.n {
 		next := m.succ
-		if m.st == stLeft {
+		if m.st == stLeft || m.st == stExcluded {
 			next = m.lastPred
 		}
 		if next != from {
@@ -472,9 +615,14 @@ func (m *Machine) onCLeave(now time.Time, from node.ID, msg Msg) {
 	for _, e := range msg.Epochs {
 		if e.Ticket < m.n {
 			m.epochs[e.Ticket] = max(m.epochs[e.Ticket], e.Epoch)
+			m.noteEpoch(e.Epoch)
 		}
 	}
 	m.succ, m.succTicket = msg.Succ, msg.SuccTicket
+	if m.succ != m.cfg.ID {
+		m.newSucc(now, m.succ, m.succTicket)
+	}
+	m.dropSucc(now, from)
 	if mergeOnly {
 		m.leftEpochs = append(m.leftEpochs, m.handOver(slices.Collect(maps.Keys(m.epochs)))...)
 		if m.succ == m.cfg.ID { // everyone else has gone: the pool ends
@@ -485,13 +633,14 @@ func (m *Machine) onCLeave(now time.Time, from node.ID, msg Msg) {
 	}
 	if m.succ == m.cfg.ID {
 		m.await, m.succAt, m.pred = false, time.Time{}, m.cfg.ID // alone again
+		m.preds, m.succs = nil, nil
 		if m.st == stLinking {
 			m.act(now)
 		}
 		return
 	}
 	m.await = true
-	m.send(m.succ, Msg{Type: MsgNewSucc})
+	m.send(m.succ, Msg{Type: MsgNewSucc, Ticket: m.ticket, SuccTicket: m.succTicket})
 	m.succAt = now.Add(m.cfg.Retry)
 }
 
@@ -504,6 +653,10 @@ func (m *Machine) leave(now time.Time) {
 	case stJoining, stLinking:
 		m.leaveReq = true
 	case stCoordinator:
+		if m.temp != nil {
+			m.leaveReq = true // hand over once the exclusion is done
+			return
+		}
 		m.events = append(m.events, ReleasedEvent{Event: "released", Ticket: m.ticket, Epoch: m.epoch})
 		if m.succ == m.cfg.ID {
 			m.st = stLeft // the last member: the pool ends with it
@@ -518,11 +671,24 @@ func (m *Machine) leave(now time.Time) {
 
 // Tick implements node.Machine.
 func (m *Machine) Tick(now time.Time) {
+	m.checkSupport(now)
+	if m.inRing() && m.cfg.FaultTolerant {
+		m.exclusionTimers(now)
+		if !now.Before(m.roundAt) {
+			m.round(now)
+		} else if !m.updAt.IsZero() && !now.Before(m.updAt) {
+			if !m.updAcked && m.temp == nil && m.succ != m.cfg.ID && m.st != stLeaving && !m.banned(now, m.succTicket) {
+				m.sendUpdate(now)
+			}
+			m.updAt = time.Time{} // once a round
+		}
+		m.checkSupport(now)
+	}
 	if m.st == stJoining && !now.Before(m.joinAt) {
 		m.sendJoin(now)
 	}
 	if m.await && (m.st == stLinking || m.st == stCoordinator) && !now.Before(m.succAt) {
-		m.send(m.succ, Msg{Type: MsgNewSucc})
+		m.send(m.succ, Msg{Type: MsgNewSucc, Ticket: m.ticket, SuccTicket: m.succTicket})
 		m.succAt = now.Add(m.cfg.Retry)
 	}
 	if m.st == stLeaving && !now.Before(m.leaveAt) {
@@ -554,6 +720,18 @@ func (m *Machine) Ready() node.Ready[Msg] {
 	if m.st == stLeaving {
 		due = append(due, m.leaveAt)
 	}
+	if m.inRing() && m.cfg.FaultTolerant {
+		due = append(due, m.roundAt, m.SupportedUntil())
+		if !m.updAcked {
+			due = append(due, m.updAt)
+		}
+		if m.ex != nil {
+			due = append(due, m.ex.deadline, m.ex.resend)
+		}
+		if m.temp != nil {
+			due = append(due, m.temp.until)
+		}
+	}
 	for _, t := range due {
 		if !t.IsZero() && (r.Wake.IsZero() || t.Before(r.Wake)) {
 			r.Wake = t
@@ -564,6 +742,12 @@ func (m *Machine) Ready() node.Ready[Msg] {
 
 // Status describes the machine for status queries.
 func (m *Machine) Status() any {
-	return map[string]any{"id": m.cfg.ID, "state": m.st.String(), "tickets": m.n, "ticket": m.ticket,
-		"epoch": m.epoch, "succ": m.succ, "succ_ticket": m.succTicket, "pred": m.pred, "range": m.Range()}
+	st := map[string]any{"id": m.cfg.ID, "state": m.st.String(), "tickets": m.n, "ticket": m.ticket,
+		"epoch": m.epoch, "succ": m.succ, "succ_ticket": m.succTicket, "pred": m.pred, "range": m.Range(),
+		"preds": m.preds, "succs": m.succs, "rounds": m.counts.Rounds}
+	if m.temp != nil {
+		st["temporary_until"] = m.temp.until
+		st["temporary_successor"] = m.temp.q.ID
+	}
+	return st
 }

@@ -1,0 +1,259 @@
+package ticket
+
+import (
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/roundtable-go/roundtable/pkg/node"
+)
+
+// epochJump is how far a reclaimed ticket's epoch jumps above the highest
+// epoch this process has heard of: the excluded processes may have handed
+// tickets out since their last word reached it (doc.go, "Fencing").
+const epochJump = 1 << 32
+
+// exclusion is Algorithm 5 in progress at the excluder p.
+type exclusion struct {
+	id       uint64
+	idx      int   // the candidate's index in succs
+	cand     Owner // q: the candidate new successor
+	deadline time.Time
+	asked    bool // REQCOORD sent
+	tries    int  // sends of the current request
+	resend   time.Time
+	need     int
+	voters   map[node.ID]bool
+	acks     map[node.ID]bool
+}
+
+// temporary is a temporary coordinator's state (§4): until it ends, the
+// process serves no CJOIN, sends no UPDATE, and E_pq is not yet its own.
+type temporary struct {
+	until time.Time
+	q     Owner
+}
+
+// ban is a voter's promise (ACKCOORD): no ALIVE to the tickets strictly
+// between from and to, until the temporary coordinator is done.
+type ban struct {
+	from, to uint32
+	until    time.Time
+}
+
+// between reports whether t lies strictly between from and to going down
+// the ring (from's successors up to, not including, to).
+func (m *Machine) between(from, to, t uint32) bool {
+	d := (from - t + m.n) % m.n
+	return d > 0 && d < (from-to+m.n)%m.n || from == to && t != from
+}
+
+func (m *Machine) banned(now time.Time, t uint32) bool {
+	for _, b := range m.bans {
+		if now.Before(b.until) && m.between(b.from, b.to, t) {
+			return true
+		}
+	}
+	return false
+}
+
+// startExclusion: Algorithm 5. The successor did not acknowledge an
+// UPDATE for Suspect rounds; ask the next successors in turn to become
+// ours (EXCLUDE). The seed runs this with probability P_exclude; only the
+// immediate predecessor ever starts it, so P_exclude = 1 here.
+func (m *Machine) startExclusion(now time.Time) {
+	if len(m.succs) < 2 {
+		return // nobody beyond the successor is known: support decides
+	}
+	m.exID++
+	m.ex = &exclusion{id: m.exID, idx: 0}
+	m.nextCandidate(now)
+}
+
+func (m *Machine) nextCandidate(now time.Time) {
+	ex := m.ex
+	for ex.idx++; ex.idx < len(m.succs); ex.idx++ {
+		if c := m.succs[ex.idx]; c.ID != m.cfg.ID && c.ID != m.succ {
+			ex.cand = c
+			ex.tries, ex.resend = 1, now.Add(m.cfg.Delta)
+			ex.deadline = now.Add(exTries * m.cfg.Delta)
+			m.send(c.ID, Msg{Type: MsgExclude, Attempt: ex.id})
+			return
+		}
+	}
+	m.ex = nil // nobody answered: try again next round
+}
+
+// onExclude: "On q receives EXCLUDE: reply ACKEXCLUDE(L_q)".
+func (m *Machine) onExclude(from node.ID, msg Msg) {
+	if m.st != stCoordinator && m.st != stLinking {
+		return
+	}
+	m.send(from, Msg{Type: MsgAckExclude, Attempt: msg.Attempt, Ticket: m.ticket, Preds: m.preds})
+}
+
+// onAckExclude: ask the voters L_q ∩ R_p to acknowledge E_pq.
+func (m *Machine) onAckExclude(now time.Time, from node.ID, msg Msg) {
+	ex := m.ex
+	if ex == nil || ex.asked || from != ex.cand.ID || msg.Attempt != ex.id || msg.Ticket != ex.cand.Ticket {
+		return
+	}
+	r := m.sentR
+	if r == nil {
+		r = m.ownR()
+	}
+	inR := map[node.ID]bool{m.cfg.ID: true}
+	for _, o := range r {
+		inR[o.ID] = true
+	}
+	ex.voters, ex.acks = map[node.ID]bool{}, map[node.ID]bool{}
+	for _, o := range append(msg.Preds, Owner{Ticket: m.ticket, ID: m.cfg.ID}) {
+		if inR[o.ID] && !m.between(m.ticket, ex.cand.Ticket, o.Ticket) && o.Ticket < m.n {
+			ex.voters[o.ID] = true
+		}
+	}
+	// The excluded processes' L is (at most) R_p, this process included:
+	// a strict majority of it must stop vouching for them.
+	ex.need = exclusionQuorum(len(r))
+	if len(ex.voters) < ex.need {
+		m.ex = nil // not enough voters that q and we share: retry later
+		return
+	}
+	ex.asked = true
+	ex.tries, ex.resend = 1, now.Add(m.cfg.Delta)
+	ex.deadline = now.Add(exTries * m.cfg.Delta)
+	if ex.voters[m.cfg.ID] {
+		m.grantBan(now, m.ticket, ex.cand.Ticket)
+		ex.acks[m.cfg.ID] = true
+	}
+	m.askVoters()
+	m.maybeTemp(now)
+}
+
+// onReqCoord: a voter not in E_pq acknowledges and stops vouching for
+// E_pq ("remove processes in E_pq from Cview").
+func (m *Machine) onReqCoord(now time.Time, from node.ID, msg Msg) {
+	if m.st != stCoordinator && m.st != stLinking || msg.Ticket >= m.n || msg.SuccTicket >= m.n ||
+		m.between(msg.Ticket, msg.SuccTicket, m.ticket) {
+		return
+	}
+	m.grantBan(now, msg.Ticket, msg.SuccTicket)
+	m.send(from, Msg{Type: MsgAckCoord, Attempt: msg.Attempt})
+}
+
+// askVoters sends REQCOORD to the voters that have not answered.
+func (m *Machine) askVoters() {
+	ex := m.ex
+	req := Msg{Type: MsgReqCoord, Attempt: ex.id, Ticket: m.ticket, SuccTicket: ex.cand.Ticket}
+	for _, id := range slices.Sorted(maps.Keys(ex.voters)) {
+		if !ex.acks[id] {
+			m.send(id, req)
+		}
+	}
+}
+
+// exTries: each request of Algorithm 5 is sent up to this many times, δ
+// apart, before its receivers count as weakly faulty (the seed's links
+// retransmit within δ).
+const exTries = 3
+
+func (m *Machine) grantBan(now time.Time, from, to uint32) {
+	if m.cfg.bug == bugNoBan {
+		return
+	}
+	m.bans = append(m.bans, ban{from: from, to: to, until: now.Add(m.tempFor((from - to + m.n) % m.n))})
+	for id, k := range m.known {
+		if m.between(from, to, k.ticket) {
+			delete(m.known, id)
+		}
+	}
+	m.recompute(now)
+}
+
+func (m *Machine) onAckCoord(now time.Time, from node.ID, msg Msg) {
+	if ex := m.ex; ex != nil && ex.asked && msg.Attempt == ex.id && ex.voters[from] {
+		ex.acks[from] = true
+		m.maybeTemp(now)
+	}
+}
+
+// maybeTemp: with a quorum of ACKCOORDs, become a temporary coordinator.
+func (m *Machine) maybeTemp(now time.Time) {
+	ex := m.ex
+	if len(ex.acks) < ex.need {
+		return
+	}
+	wait := m.tempFor((m.ticket - ex.cand.Ticket + m.n) % m.n)
+	if m.cfg.bug == bugShortTemp {
+		wait = m.cfg.Round
+	}
+	m.temp = &temporary{until: now.Add(wait), q: ex.cand}
+	m.ex = nil
+}
+
+// exclusionTimers runs Algorithm 5's timeouts and ends a temporary
+// coordinatorship.
+func (m *Machine) exclusionTimers(now time.Time) {
+	if ex := m.ex; ex != nil && now.Before(ex.deadline) && !now.Before(ex.resend) {
+		ex.tries++
+		ex.resend = now.Add(m.cfg.Delta)
+		if ex.asked {
+			m.askVoters()
+		} else {
+			m.send(ex.cand.ID, Msg{Type: MsgExclude, Attempt: ex.id})
+		}
+	}
+	if ex := m.ex; ex != nil && !now.Before(ex.deadline) {
+		if ex.asked {
+			m.ex = nil // too few ACKCOORDs: retry next round
+		} else {
+			m.nextCandidate(now)
+		}
+	}
+	if t := m.temp; t != nil && !now.Before(t.until) {
+		m.reclaim(now)
+	}
+	live := m.bans[:0]
+	for _, b := range m.bans {
+		if now.Before(b.until) {
+			live = append(live, b)
+		}
+	}
+	m.bans = live
+}
+
+// reclaim: the temporary coordinatorship is over; every process in E_pq
+// has stopped, so E_pq joins this process's range and q is its successor.
+func (m *Machine) reclaim(now time.Time) {
+	t := m.temp
+	m.temp = nil
+	from, to := m.ticket, t.q.Ticket
+	m.floor += epochJump
+	var gone []uint32
+	for u := (from - 1 + m.n) % m.n; u != to; u = (u - 1 + m.n) % m.n {
+		gone = append(gone, u)
+		m.epochs[u] = max(m.epochs[u], m.floor)
+		delete(m.view, u)
+	}
+	if len(gone) > 0 {
+		m.events = append(m.events, ReclaimedEvent{Event: "reclaimed", From: gone[0], To: gone[len(gone)-1]})
+	}
+	m.succ, m.succTicket = t.q.ID, t.q.Ticket
+	for id, k := range m.known {
+		if m.between(from, to, k.ticket) {
+			delete(m.known, id)
+		}
+	}
+	m.newSucc(now, t.q.ID, t.q.Ticket)
+	if m.succ == m.cfg.ID {
+		m.pred, m.preds = m.cfg.ID, nil // everyone else is gone
+		return
+	}
+	m.await = true
+	m.send(m.succ, Msg{Type: MsgNewSucc, Ticket: m.ticket, SuccTicket: m.succTicket})
+	m.succAt = now.Add(m.cfg.Retry)
+	if m.leaveReq {
+		m.leaveReq = false
+		m.leave(now)
+	}
+}

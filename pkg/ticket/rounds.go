@@ -1,0 +1,415 @@
+package ticket
+
+import (
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/roundtable-go/roundtable/pkg/node"
+)
+
+// Counts are a machine's §4 message counts, for the checkers and the
+// simulator's report.
+type Counts struct {
+	Rounds int
+	// MaxAliveSent is the most ALIVEs sent in one round; MaxAliveFrom the
+	// most distinct senders heard from in one round (both at most 2k+1).
+	MaxAliveSent, MaxAliveFrom int
+	AliveSent, AliveRecv       int
+	heard                      map[node.ID]bool // this round's senders
+}
+
+// Counts returns the §4 message counts.
+func (m *Machine) Counts() Counts { c := m.counts; c.heard = nil; return c }
+
+// ResetCounts starts the per-round maxima afresh (after a settling period).
+func (m *Machine) ResetCounts() { m.counts.MaxAliveSent, m.counts.MaxAliveFrom = 0, 0 }
+
+// inRing: the process holds a place in the ring and runs rounds (a leaving
+// process too: its successors still count on its ALIVEs until it is gone).
+func (m *Machine) inRing() bool {
+	return m.st == stLinking || m.st == stCoordinator || m.st == stLeaving
+}
+
+// window is how long one ALIVE vouches for its receiver.
+func (m *Machine) window() time.Duration { return time.Duration(m.cfg.Window) * m.cfg.Round }
+
+// grace is how long a newcomer acts before it must have support: its
+// predecessors learn of it one ring hop per round through ACKUPDATE, and
+// half of 2k+1 of them must (k+1 hops), plus one round for the ALIVEs.
+func (m *Machine) grace() time.Duration { return time.Duration(m.cfg.K+2) * m.cfg.Round }
+
+// tempFor is how long a temporary coordinator waits before it hands out
+// the dist−1 excluded tickets, and how long a voter keeps its ban: every
+// process in E_pq has lost its support by then (doc.go, "Safety"). The
+// seed's TempRounds = dist(p,q) term is here too: each process of E_pq
+// may pass one new-predecessor grace on to the next.
+func (m *Machine) tempFor(dist uint32) time.Duration {
+	d := float64(m.window()+m.grace()+time.Duration(dist)*(m.cfg.Round+m.cfg.Delta)) * (1 + 2*m.cfg.Drift)
+	return time.Duration(d) + m.cfg.Round + m.cfg.Margin
+}
+
+// needed is how many of a list of l predecessors must vouch for a member:
+// half, rounded up. An exclusion needs the other side, a strict majority
+// (exclusionQuorum), so the two always meet.
+func needed(l int) int { return (l + 1) / 2 }
+
+// exclusionQuorum is how many voters an exclusion needs against a list of
+// l predecessors: more than l − needed(l).
+func exclusionQuorum(l int) int { return l/2 + 1 }
+
+// SupportedUntil is when this process must stop acting unless more ALIVEs
+// arrive (zero time: it is alone and needs none; its own clock).
+func (m *Machine) SupportedUntil() time.Time {
+	if len(m.preds) == 0 || !m.cfg.FaultTolerant {
+		return time.Time{}
+	}
+	var ts []time.Time
+	for _, o := range m.preds {
+		if at, ok := m.alive[o.ID]; ok {
+			ts = append(ts, at.Add(m.window()))
+		}
+	}
+	slices.SortFunc(ts, func(a, b time.Time) int { return b.Compare(a) })
+	var until time.Time
+	if need := needed(len(m.preds)); len(ts) >= need {
+		until = ts[need-1]
+	}
+	if m.graceUntil.After(until) {
+		until = m.graceUntil
+	}
+	if until.IsZero() {
+		until = time.Unix(0, 1) // never supported: stop at once
+	}
+	return until
+}
+
+// supported reports whether this process may go on acting at now.
+func (m *Machine) supported(now time.Time) bool {
+	u := m.SupportedUntil()
+	return u.IsZero() || now.Before(u)
+}
+
+// vouched reports whether the support comes from ALIVEs, not the grace
+// period: only then may the process serve CJOINs (a newcomer in grace
+// must not create newcomers of its own, doc.go).
+func (m *Machine) vouched(now time.Time) bool {
+	if len(m.preds) == 0 || !m.cfg.FaultTolerant {
+		return true
+	}
+	n := 0
+	for _, o := range m.preds {
+		if at, ok := m.alive[o.ID]; ok && now.Sub(at) < m.window() {
+			n++
+		}
+	}
+	return n >= needed(len(m.preds))
+}
+
+// MayAct reports whether this process may act on its ticket at now (its
+// own clock): it owns one and has support.
+func (m *Machine) MayAct(now time.Time) bool {
+	return (m.st == stLinking || m.st == stCoordinator) && m.supported(now)
+}
+
+// round is Algorithm 3's main loop, once per Round.
+func (m *Machine) round(now time.Time) {
+	m.roundAt = now.Add(m.cfg.Round)
+	if !m.inRing() {
+		return
+	}
+	m.counts.Rounds++
+	m.recompute(now)
+	m.introduce(now)
+	m.counts.MaxAliveFrom = max(m.counts.MaxAliveFrom, len(m.counts.heard))
+	clear(m.counts.heard)
+	// ALIVE to the 2k+1 closest successors (Algorithm 3), except those a
+	// granted exclusion covers (Algorithm 5, REQCOORD).
+	sent := 0
+	for _, o := range m.succs {
+		if sent == 2*m.cfg.K+1 {
+			break
+		}
+		if o.ID == m.cfg.ID || m.banned(now, o.Ticket) {
+			continue
+		}
+		m.send(o.ID, Msg{Type: MsgAlive, Ticket: o.Ticket})
+		sent++
+	}
+	m.counts.AliveSent += sent
+	m.counts.MaxAliveSent = max(m.counts.MaxAliveSent, sent)
+	if m.succ == m.cfg.ID || m.st == stLeaving {
+		return
+	}
+	// UPDATE(R) to the immediate successor, unless a temporary
+	// coordinator (Algorithm 3: TempRounds_p > 0).
+	if m.temp == nil && !m.banned(now, m.succTicket) {
+		m.pendR = m.ownR()
+		m.updSeq++
+		m.sendUpdate(now)
+	}
+	// Weak failure detection: no delivery status for Suspect rounds.
+	if m.temp == nil && m.ex == nil && m.st == stCoordinator && !m.await &&
+		now.Sub(m.lastAck) >= time.Duration(m.cfg.Suspect)*m.cfg.Round {
+		m.startExclusion(now)
+	}
+}
+
+// sendUpdate sends (or, half a round later unanswered, resends) the
+// round's UPDATE: the seed's links are connection oriented and retransmit
+// within δ; one lost datagram must not make a live successor faulty.
+func (m *Machine) sendUpdate(now time.Time) {
+	m.updAt, m.updAcked = now.Add(m.cfg.Round/2), false
+	m.send(m.succ, Msg{Type: MsgUpdate, Attempt: m.updSeq, Ticket: m.ticket, SuccTicket: m.succTicket, Preds: m.pendR})
+}
+
+// ownR is R: this process and its 2k closest predecessors.
+func (m *Machine) ownR() []Owner {
+	r := []Owner{{Ticket: m.ticket, ID: m.cfg.ID}}
+	return m.trim(append(r, m.preds...), 2*m.cfg.K+1, true)
+}
+
+// trim drops duplicates (and this process, unless keepSelf) and keeps the
+// first max entries.
+func (m *Machine) trim(l []Owner, max int, keepSelf bool) []Owner {
+	out := make([]Owner, 0, max)
+	seen := map[node.ID]bool{}
+	for _, o := range l {
+		if len(out) == max {
+			break
+		}
+		if seen[o.ID] || o.ID == node.None || o.Ticket >= m.n || (!keepSelf && o.ID == m.cfg.ID) {
+			continue
+		}
+		seen[o.ID] = true
+		out = append(out, o)
+	}
+	return out
+}
+
+// onAlive records an ALIVE. One meant for a ticket this process does not
+// own (it left, was excluded, or came back as a new process) is answered
+// "gone", so that the sender stops counting us among its successors.
+func (m *Machine) onAlive(now time.Time, from node.ID, msg Msg) {
+	if !m.inRing() || msg.Ticket != m.ticket {
+		m.send(from, Msg{Type: MsgIntro, Ticket: NoTicket})
+		return
+	}
+	m.alive[from] = now
+	m.counts.AliveRecv++
+	if m.counts.heard == nil {
+		m.counts.heard = map[node.ID]bool{}
+	}
+	m.counts.heard[from] = true
+}
+
+// onUpdate: Algorithm 4, "Handling of UPDATE messages": only from the
+// immediate predecessor; answered with the delivery status.
+func (m *Machine) onUpdate(now time.Time, from node.ID, msg Msg) {
+	if !m.inRing() || m.st == stLeaving || msg.SuccTicket != m.ticket || !m.claim(now, from, msg.Ticket) {
+		return
+	}
+	old := m.preds
+	m.preds = m.trim(msg.Preds, 2*m.cfg.K+1, false)
+	// A predecessor new to L has not had time to learn of us (it will, by
+	// our INTRO): it counts as vouching for two rounds (doc.go, "Safety").
+	for _, o := range m.preds {
+		if len(old) > 0 && !slices.ContainsFunc(old, func(p Owner) bool { return p.ID == o.ID }) {
+			if at, ok := m.alive[o.ID]; !ok || at.Before(now.Add(2*m.cfg.Round-m.window())) {
+				m.alive[o.ID] = now.Add(2*m.cfg.Round - m.window())
+				m.send(o.ID, Msg{Type: MsgIntro, Ticket: m.ticket})
+			}
+		}
+	}
+	// The immediate predecessor vouches for us by sending it (it sends
+	// none to a successor it no longer vouches for, round): a new
+	// predecessor's first ALIVE may come after its first UPDATE.
+	m.alive[from] = now
+	m.send(from, m.succsMsg(msg.Attempt))
+}
+
+// claim notes that from (owning ticket t) names us its successor, by
+// NEWSUCC or UPDATE, and reports whether it is our predecessor: the
+// closest such process heard from in the last round and a half. A late
+// duplicate from a process that has since taken another successor, or a
+// predecessor that has left or been excluded, falls silent and drops out;
+// a newcomer inserted before us is closer and wins at once.
+func (m *Machine) claim(now time.Time, from node.ID, t uint32) bool {
+	if t >= m.n || from == m.cfg.ID {
+		return false
+	}
+	m.claims[from] = known{ticket: t, at: now}
+	best, bestD := m.pred, uint32(0)
+	for id, c := range m.claims {
+		if now.Sub(c.at) >= m.cfg.Round*3/2 {
+			delete(m.claims, id)
+			continue
+		}
+		d := (c.ticket - m.ticket + m.n) % m.n
+		if d == 0 {
+			continue
+		}
+		if bestD == 0 || d < bestD || d == bestD && id < best {
+			best, bestD = id, d
+		}
+	}
+	if bestD != 0 {
+		m.pred = best
+	}
+	return m.pred == from
+}
+
+// succsMsg answers the predecessor's UPDATE number seq with our
+// successors (ourselves first).
+func (m *Machine) succsMsg(seq uint64) Msg {
+	succs := append([]Owner{{Ticket: m.ticket, ID: m.cfg.ID}}, m.succs...)
+	return Msg{Type: MsgAckUpdate, Attempt: seq, Succs: m.trim(succs, 2*m.cfg.K+1, true), Floor: m.floor}
+}
+
+// onAckUpdate: the UPDATE was delivered (STATUS OK): R_p := R, and the
+// successor's list of successors becomes ours.
+func (m *Machine) onAckUpdate(now time.Time, from node.ID, msg Msg) {
+	if from != m.succ || !m.inRing() {
+		return
+	}
+	if msg.Attempt == m.updSeq {
+		m.lastAck, m.updAcked = now, true
+		if m.pendR != nil {
+			m.sentR = m.pendR
+		}
+	}
+	m.floor = max(m.floor, msg.Floor)
+	for _, o := range msg.Succs {
+		m.learn(now, o)
+	}
+	m.recompute(now)
+}
+
+// forgetSucc: a successor not heard of for this many windows is dropped
+// (those that left or were excluded say so when an ALIVE reaches them;
+// this is the backstop).
+const forgetSucc = 4
+
+// known is a process this one has heard of as a successor, and when.
+type known struct {
+	ticket uint32
+	at     time.Time
+}
+
+// learn notes a successor.
+func (m *Machine) learn(now time.Time, o Owner) {
+	if o.ID != m.cfg.ID && o.ID != node.None && o.Ticket < m.n {
+		m.known[o.ID] = known{ticket: o.Ticket, at: now}
+	}
+}
+
+// recompute chooses the 2k+1 closest successors: the immediate successor
+// first, then the closest others heard of lately (from the successor's
+// lists and from INTROs), none that an exclusion covers, one per ticket
+// (the latest word wins).
+func (m *Machine) recompute(now time.Time) {
+	m.succs = m.succs[:0]
+	if m.succ == m.cfg.ID || m.succ == node.None {
+		return
+	}
+	m.succs = append(m.succs, Owner{Ticket: m.succTicket, ID: m.succ})
+	dist := func(t uint32) uint32 { return (m.ticket - t + m.n) % m.n }
+	first := dist(m.succTicket)
+	byTicket := map[uint32]Owner{}
+	latest := map[uint32]time.Time{}
+	for id, k := range m.known {
+		if now.Sub(k.at) >= forgetSucc*m.window() && id != m.succ {
+			delete(m.known, id)
+			continue
+		}
+		d := dist(k.ticket)
+		if id == m.succ || d <= first || m.banned(now, k.ticket) {
+			continue
+		}
+		if at, ok := latest[k.ticket]; !ok || k.at.After(at) || k.at.Equal(at) && id < byTicket[k.ticket].ID {
+			byTicket[k.ticket], latest[k.ticket] = Owner{Ticket: k.ticket, ID: id}, k.at
+		}
+	}
+	// Those heard of within the window first, closest first; older ones
+	// only to fill up (a successor whose own successor fell silent still
+	// vouches for what lies beyond it).
+	rest := slices.Collect(maps.Values(byTicket))
+	fresh := func(o Owner) bool { return now.Sub(latest[o.Ticket]) < m.window() }
+	slices.SortFunc(rest, func(a, b Owner) int {
+		if fa, fb := fresh(a), fresh(b); fa != fb {
+			if fa {
+				return -1
+			}
+			return 1
+		}
+		return int(dist(a.Ticket)) - int(dist(b.Ticket))
+	})
+	for _, o := range rest {
+		if len(m.succs) == 2*m.cfg.K+1 {
+			break
+		}
+		m.succs = append(m.succs, o)
+	}
+	slices.SortFunc(m.succs[1:], func(a, b Owner) int { return int(dist(a.Ticket)) - int(dist(b.Ticket)) })
+}
+
+// onIntro: a successor that we do not vouch for yet introduces itself.
+func (m *Machine) onIntro(now time.Time, from node.ID, msg Msg) {
+	if m.st != stCoordinator && m.st != stLinking {
+		return
+	}
+	if msg.Ticket == NoTicket { // gone
+		if from != m.succ {
+			delete(m.known, from)
+			m.recompute(now)
+		}
+		return
+	}
+	if m.banned(now, msg.Ticket) {
+		return
+	}
+	m.learn(now, Owner{Ticket: msg.Ticket, ID: from})
+	m.recompute(now)
+}
+
+// introduce: every round, tell the predecessors in L that have not sent
+// an ALIVE within the last round and a half that we are here.
+func (m *Machine) introduce(now time.Time) {
+	if m.st != stCoordinator && m.st != stLinking {
+		return
+	}
+	for _, o := range m.preds {
+		if at, ok := m.alive[o.ID]; !ok || now.Sub(at) >= m.cfg.Round*3/2 {
+			m.send(o.ID, Msg{Type: MsgIntro, Ticket: m.ticket})
+		}
+	}
+}
+
+// newSucc puts a new immediate successor at the head of the list.
+func (m *Machine) newSucc(now time.Time, id node.ID, t uint32) {
+	m.ex = nil // an exclusion was about the old successor
+	m.lastAck = now
+	m.pendR, m.sentR = nil, nil
+	m.recompute(now)
+}
+
+// dropSucc forgets a successor that has left.
+func (m *Machine) dropSucc(now time.Time, id node.ID) {
+	delete(m.known, id)
+	m.recompute(now)
+}
+
+// checkSupport: a member that has lost its support thinks itself
+// excluded and leaves the core at once (§4, first invariant).
+func (m *Machine) checkSupport(now time.Time) {
+	if !m.inRing() || m.supported(now) {
+		return
+	}
+	if m.st == stLinking || m.st == stCoordinator {
+		m.events = append(m.events, ExcludedEvent{Event: "excluded", Ticket: m.ticket, Epoch: m.epoch})
+	}
+	m.st, m.ex, m.temp, m.await = stExcluded, nil, nil, false
+	m.lastSucc, m.lastPred = m.succ, m.pred
+}
+
+func (m *Machine) noteEpoch(e uint64) { m.floor = max(m.floor, e) }
