@@ -128,7 +128,13 @@
 //   - Places are (ID, ticket): a restarted process keeps its ID. NEWSUCC,
 //     UPDATE and ALIVE name the receiver's ticket and are ignored by a
 //     process for another place; a process's predecessor is the closest
-//     one that named it successor in the last round and a half.
+//     one that named it successor in the last round and a half (never
+//     while it is alone). A predecessor list is cut where it comes back
+//     round to its receiver. CLEAVEs are remembered by incarnation (the
+//     CJOIN attempt that placed the leaver; attempts only grow per ID).
+//   - An empty L means "alone" only for a process that is its own
+//     successor; a founder that grants its first ticket has a newcomer's
+//     grace until its first predecessor vouches for it.
 //   - Lost datagrams: UPDATE is sent again half a round later if
 //     unanswered, EXCLUDE and REQCOORD up to three times δ apart.
 //   - Fencing: epochs of reclaimed tickets jump 2^32 above the highest
@@ -142,11 +148,13 @@
 // seed's model allows at most k failures among any 2k+1 neighbours until
 // they are excluded, and a join or leave shifts those windows too: a
 // process whose L changed while one of its predecessors had failed loses
-// support, stops vouching, and its successors follow. Under the simulator's
-// mix of crashes, pauses, cut-offs and continuous churn most pools end (see
-// TestSimFaults' report). A split of the group longer than the window ends
-// every arc of the ring by design. Until this improves, FaultTolerant is
-// off by default and no tool uses it.
+// support, stops vouching, and its successors follow. Under the
+// simulator's mix of crashes, pauses, cut-offs and continuous churn most
+// pools end (TestSimFaults reports how many), and even churn with no
+// failures still excludes some processes, which Lemma 4.1 says it should
+// not. A split of the group longer than the window ends every arc of the
+// ring by design. Until this improves, FaultTolerant is off by default and
+// no tool uses it.
 //
 // # Fault model without §4
 //

@@ -51,11 +51,17 @@ func (c faults) run() (st faultStats, err error) {
 	opts := sim.Options{Seed: c.seed, MinLatency: time.Millisecond, MaxLatency: time.Duration(2+r.IntN(15)) * time.Millisecond,
 		Drop: r.Float64() * 0.1, Dup: r.Float64() * 0.05}
 	s := sim.New[Msg](opts, Codec{}, func(id node.ID, _ int, rng *rand.Rand) node.Machine[Msg] {
-		cfg := Config{ID: id, Rand: rng, Contacts: []node.ID{1}, FaultTolerant: true, K: c.k, Round: faultRound, Retry: 20 * time.Millisecond, bug: c.bug}
+		// Every other process is a contact, as ticketd's --join lists
+		// every member.
+		var contacts []node.ID
+		for _, o := range ids {
+			if o != id {
+				contacts = append(contacts, o)
+			}
+		}
+		cfg := Config{ID: id, Rand: rng, Contacts: contacts, FaultTolerant: true, K: c.k, Round: faultRound, Retry: 20 * time.Millisecond, bug: c.bug}
 		if id == 1 && machines[1] == nil {
 			cfg.Tickets, cfg.Contacts = c.n, nil
-		} else if id == 1 {
-			cfg.Contacts = []node.ID{2, 3}
 		}
 		m, err := New(cfg)
 		if err != nil {

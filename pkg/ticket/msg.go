@@ -32,7 +32,8 @@ const (
 	MsgAckSucc MsgType = 5
 	// MsgCLeave is a leaving coordinator handing its range to its
 	// predecessor (Algorithm 2, CLEAVE): its successor Succ with
-	// SuccTicket, and the epochs of the tickets it coordinated.
+	// SuccTicket, and the epochs of the tickets it coordinated. Attempt is
+	// the CJOIN attempt that placed it, naming this incarnation.
 	MsgCLeave MsgType = 6
 	// MsgAckCLeave lets it go (ACKCLEAVE).
 	MsgAckCLeave MsgType = 7

@@ -61,8 +61,8 @@ func exclusionQuorum(l int) int { return l/2 + 1 }
 // SupportedUntil is when this process must stop acting unless more ALIVEs
 // arrive (zero time: it is alone and needs none; its own clock).
 func (m *Machine) SupportedUntil() time.Time {
-	if len(m.preds) == 0 || !m.cfg.FaultTolerant {
-		return time.Time{}
+	if !m.cfg.FaultTolerant || m.succ == m.cfg.ID && len(m.preds) == 0 {
+		return time.Time{} // alone: nobody can exclude it
 	}
 	var ts []time.Time
 	for _, o := range m.preds {
@@ -72,7 +72,7 @@ func (m *Machine) SupportedUntil() time.Time {
 	}
 	slices.SortFunc(ts, func(a, b time.Time) int { return b.Compare(a) })
 	var until time.Time
-	if need := needed(len(m.preds)); len(ts) >= need {
+	if need := max(1, needed(len(m.preds))); len(ts) >= need {
 		until = ts[need-1]
 	}
 	if m.graceUntil.After(until) {
@@ -94,7 +94,7 @@ func (m *Machine) supported(now time.Time) bool {
 // period: only then may the process serve CJOINs (a newcomer in grace
 // must not create newcomers of its own, doc.go).
 func (m *Machine) vouched(now time.Time) bool {
-	if len(m.preds) == 0 || !m.cfg.FaultTolerant {
+	if !m.cfg.FaultTolerant || m.succ == m.cfg.ID && len(m.preds) == 0 {
 		return true
 	}
 	n := 0
@@ -103,7 +103,7 @@ func (m *Machine) vouched(now time.Time) bool {
 			n++
 		}
 	}
-	return n >= needed(len(m.preds))
+	return n >= max(1, needed(len(m.preds)))
 }
 
 // MayAct reports whether this process may act on its ticket at now (its
@@ -169,6 +169,20 @@ func (m *Machine) ownR() []Owner {
 	return m.trim(append(r, m.preds...), 2*m.cfg.K+1, true)
 }
 
+// aroundOnce cuts a list of predecessors where it reaches this place: in
+// a ring of fewer than 2k+2 processes the list wraps, and what follows is
+// more than once round (and would keep processes that left in L for
+// ever). An earlier incarnation of this ID at another ticket is not this
+// place (trim drops it).
+func aroundOnce(l []Owner, self Owner) []Owner {
+	for i, o := range l {
+		if o == self {
+			return l[:i]
+		}
+	}
+	return l
+}
+
 // trim drops duplicates (and this process, unless keepSelf) and keeps the
 // first max entries.
 func (m *Machine) trim(l []Owner, max int, keepSelf bool) []Owner {
@@ -210,7 +224,7 @@ func (m *Machine) onUpdate(now time.Time, from node.ID, msg Msg) {
 		return
 	}
 	old := m.preds
-	m.preds = m.trim(msg.Preds, 2*m.cfg.K+1, false)
+	m.preds = m.trim(aroundOnce(msg.Preds, Owner{Ticket: m.ticket, ID: m.cfg.ID}), 2*m.cfg.K+1, false)
 	// A predecessor new to L has not had time to learn of us (it will, by
 	// our INTRO): it counts as vouching for two rounds (doc.go, "Safety").
 	for _, o := range m.preds {
@@ -235,8 +249,8 @@ func (m *Machine) onUpdate(now time.Time, from node.ID, msg Msg) {
 // predecessor that has left or been excluded, falls silent and drops out;
 // a newcomer inserted before us is closer and wins at once.
 func (m *Machine) claim(now time.Time, from node.ID, t uint32) bool {
-	if t >= m.n || from == m.cfg.ID {
-		return false
+	if t >= m.n || from == m.cfg.ID || m.succ == m.cfg.ID {
+		return false // alone, nobody precedes us: a late word from one who left
 	}
 	m.claims[from] = known{ticket: t, at: now}
 	best, bestD := m.pred, uint32(0)

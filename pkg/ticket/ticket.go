@@ -87,6 +87,13 @@ type answer struct {
 	at      time.Time
 }
 
+// cleft names one incarnation of a process that left: its ID and the
+// CJOIN attempt that placed it (attempts only grow per ID).
+type cleft struct {
+	id      node.ID
+	attempt uint64
+}
+
 // forget is how long a coordinator replays an answer; a duplicate delayed
 // longer than this is outside the fault model.
 const forget = time.Minute
@@ -120,9 +127,9 @@ type Machine struct {
 
 	// coordinator memory
 	answered map[node.ID]answer
-	cleaved  map[node.ID]time.Time // former successors whose CLEAVE we acknowledged
-	lastPred node.ID               // left: who let us go
-	lastSucc node.ID               // left: our successor then
+	cleaved  map[cleft]time.Time // former successors whose CLEAVE we acknowledged
+	lastPred node.ID             // left: who let us go
+	lastSucc node.ID             // left: our successor then
 
 	// §4 (rounds.go, exclude.go)
 	preds      []Owner               // L_p, closest first
@@ -188,7 +195,7 @@ func New(cfg Config) (*Machine, error) {
 		cfg.Drift = 0.01
 	}
 	return &Machine{cfg: cfg, view: map[uint32]node.ID{}, epochs: map[uint32]uint64{}, alive: map[node.ID]time.Time{}, known: map[node.ID]known{}, claims: map[node.ID]known{},
-		answered: map[node.ID]answer{}, cleaved: map[node.ID]time.Time{}, tried: map[node.ID]time.Time{},
+		answered: map[node.ID]answer{}, cleaved: map[cleft]time.Time{}, tried: map[node.ID]time.Time{},
 		attempt: cfg.Rand.Uint64() >> 44}, nil
 }
 
@@ -419,6 +426,12 @@ func (m *Machine) onCJoin(now time.Time, from node.ID, msg Msg) {
 	}
 	reply := Msg{Type: MsgAckCJoin, Attempt: msg.Attempt, Ticket: t, Succ: succ, SuccTicket: succTicket, N: m.n,
 		View: m.viewList(), Epochs: m.handOver(given), Preds: m.ownR(), Succs: succs, Floor: m.floor}
+	if m.succ == m.cfg.ID && len(m.preds) == 0 {
+		// Alone until now: our first predecessor will be the joiner, and
+		// it vouches for us once it introduces itself (NEWSUCC); until
+		// then we have a newcomer's grace.
+		m.graceUntil = now.Add(m.grace())
+	}
 	if m.cfg.bug != bugKeepSucc {
 		m.succ, m.succTicket = from, t
 		m.newSucc(now, from, t)
@@ -449,7 +462,7 @@ func (m *Machine) onAckCJoin(now time.Time, from node.ID, msg Msg) {
 	// Algorithm 4, "Initialisation of variables when cjoin succeeds":
 	// L from the coordinator, R empty; a grace period until the
 	// predecessors have learnt of us (rounds.go).
-	m.preds = m.trim(msg.Preds, 2*m.cfg.K+1, false)
+	m.preds = m.trim(aroundOnce(msg.Preds, Owner{Ticket: m.ticket, ID: m.cfg.ID}), 2*m.cfg.K+1, false)
 	clear(m.known)
 	for _, o := range msg.Succs {
 		m.learn(now, o)
@@ -570,7 +583,7 @@ func (m *Machine) sendCleave(now time.Time) {
 }
 
 func (m *Machine) cleaveMsg() Msg {
-	return Msg{Type: MsgCLeave, Ticket: m.ticket, Succ: m.succ, SuccTicket: m.succTicket, N: m.n,
+	return Msg{Type: MsgCLeave, Attempt: m.attempt, Ticket: m.ticket, Succ: m.succ, SuccTicket: m.succTicket, N: m.n,
 		Epochs: m.leftEpochs}
 }
 
@@ -578,7 +591,10 @@ func (m *Machine) cleaveMsg() Msg {
 // successor's CLEAVE is served; anyone else is told who our successor is,
 // which walks a leaver with a stale predecessor towards the real one.
 func (m *Machine) onCLeave(now time.Time, from node.ID, msg Msg) {
-	if at, ok := m.cleaved[from]; ok && now.Sub(at) < forget {
+	// Remembered by incarnation (the attempt that placed it), not ID: a
+	// process that came back under its ID, even to the same ticket, and
+	// leaves again must be served again.
+	if at, ok := m.cleaved[cleft{from, msg.Attempt}]; ok && now.Sub(at) < forget {
 		m.send(from, Msg{Type: MsgAckCLeave})
 		return
 	}
@@ -609,7 +625,7 @@ func (m *Machine) onCLeave(now time.Time, from node.ID, msg Msg) {
 		}
 		return
 	}
-	m.cleaved[from] = now
+	m.cleaved[cleft{from, msg.Attempt}] = now
 	m.send(from, Msg{Type: MsgAckCLeave})
 	delete(m.view, msg.Ticket)
 	for _, e := range msg.Epochs {
