@@ -22,7 +22,7 @@ type exclusion struct {
 	asked    bool // REQCOORD sent
 	tries    int  // sends of the current request
 	resend   time.Time
-	need     int
+	lists    [][]Owner // every L the successor may hold
 	voters   map[node.ID]bool
 	acks     map[node.ID]bool
 }
@@ -98,24 +98,32 @@ func (m *Machine) onAckExclude(now time.Time, from node.ID, msg Msg) {
 	if ex == nil || ex.asked || from != ex.cand.ID || msg.Attempt != ex.id || msg.Ticket != ex.cand.Ticket {
 		return
 	}
-	r := m.sentR
-	if r == nil {
-		r = m.ownR()
+	// The successor's L is one of the Rs sent to it since it last
+	// acknowledged one (or that one), cut where the successor cuts it. A
+	// strict majority of each must stop vouching (doc.go, "Safety").
+	rs := m.sentRs
+	if len(rs) == 0 {
+		rs = [][]Owner{m.ownR()}
 	}
-	inR := map[node.ID]bool{m.cfg.ID: true}
-	for _, o := range r {
-		inR[o.ID] = true
+	succ := Owner{Ticket: m.succTicket, ID: m.succ}
+	inL := map[node.ID]bool{}
+	ex.lists = ex.lists[:0]
+	for _, r := range rs {
+		l := lFor(aroundOnce(r, succ), succ.ID, 2*m.cfg.K+1, m.n)
+		ex.lists = append(ex.lists, l)
+		for _, o := range l {
+			inL[o.ID] = true
+		}
 	}
 	ex.voters, ex.acks = map[node.ID]bool{}, map[node.ID]bool{}
-	for _, o := range append(msg.Preds, Owner{Ticket: m.ticket, ID: m.cfg.ID}) {
-		if inR[o.ID] && !m.between(m.ticket, ex.cand.Ticket, o.Ticket) && o.Ticket < m.n {
+	// Voters: L_q ∩ R_p outside E_pq, this process, and q itself (in a
+	// ring shorter than 2k+2, q is in its predecessors' L too).
+	for _, o := range append(msg.Preds, Owner{Ticket: m.ticket, ID: m.cfg.ID}, ex.cand) {
+		if inL[o.ID] && o.Ticket < m.n && !m.between(m.ticket, ex.cand.Ticket, o.Ticket) {
 			ex.voters[o.ID] = true
 		}
 	}
-	// The excluded processes' L is (at most) R_p, this process included:
-	// a strict majority of it must stop vouching for them.
-	ex.need = exclusionQuorum(len(r))
-	if len(ex.voters) < ex.need {
+	if !ex.quorum(ex.voters) {
 		m.ex = nil // not enough voters that q and we share: retry later
 		return
 	}
@@ -128,6 +136,43 @@ func (m *Machine) onAckExclude(now time.Time, from node.ID, msg Msg) {
 	}
 	m.askVoters()
 	m.maybeTemp(now)
+}
+
+// quorum reports whether the set holds a strict majority of every list
+// the successor may hold as its L (an empty L gives no support; it needs
+// none).
+func (ex *exclusion) quorum(set map[node.ID]bool) bool {
+	for _, l := range ex.lists {
+		n := 0
+		for _, o := range l {
+			if set[o.ID] {
+				n++
+			}
+		}
+		if len(l) > 0 && n < exclusionQuorum(len(l)) {
+			return false
+		}
+	}
+	return true
+}
+
+// lFor is the L that process self makes of a list of predecessors: at
+// most max, without itself, duplicates or tickets out of range (trim, as
+// the receiver runs it).
+func lFor(l []Owner, self node.ID, max int, n uint32) []Owner {
+	out := make([]Owner, 0, max)
+	seen := map[node.ID]bool{}
+	for _, o := range l {
+		if len(out) == max {
+			break
+		}
+		if seen[o.ID] || o.ID == node.None || o.Ticket >= n || o.ID == self {
+			continue
+		}
+		seen[o.ID] = true
+		out = append(out, o)
+	}
+	return out
 }
 
 // onReqCoord: a voter not in E_pq acknowledges and stops vouching for
@@ -180,7 +225,7 @@ func (m *Machine) onAckCoord(now time.Time, from node.ID, msg Msg) {
 // maybeTemp: with a quorum of ACKCOORDs, become a temporary coordinator.
 func (m *Machine) maybeTemp(now time.Time) {
 	ex := m.ex
-	if len(ex.acks) < ex.need {
+	if !ex.quorum(ex.acks) {
 		return
 	}
 	wait := m.tempFor((m.ticket - ex.cand.Ticket + m.n) % m.n)

@@ -105,6 +105,9 @@ func (c faults) run() (st faultStats, err error) {
 		return nil
 	}
 	s.Invariant = func() error { return DisjointActing(machines, acting) }
+	if *traceFlag && len(sim.Seeds()) == 1 {
+		s.Trace = func(l string) { fmt.Println(l) }
+	}
 	fail := func(err error) (faultStats, error) {
 		return st, fmt.Errorf("seed %d (%d processes, %d tickets, k=%d, drop %.2f, dup %.2f): %v",
 			c.seed, c.procs, c.n, c.k, opts.Drop, opts.Dup, err)

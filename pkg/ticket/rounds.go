@@ -145,6 +145,9 @@ func (m *Machine) round(now time.Time) {
 	// coordinator (Algorithm 3: TempRounds_p > 0).
 	if m.temp == nil && !m.banned(now, m.succTicket) {
 		m.pendR = m.ownR()
+		if len(m.sentRs) == 0 || !slices.Equal(m.sentRs[len(m.sentRs)-1], m.pendR) {
+			m.sentRs = append(m.sentRs, m.pendR)
+		}
 		m.updSeq++
 		m.sendUpdate(now)
 	}
@@ -186,19 +189,11 @@ func aroundOnce(l []Owner, self Owner) []Owner {
 // trim drops duplicates (and this process, unless keepSelf) and keeps the
 // first max entries.
 func (m *Machine) trim(l []Owner, max int, keepSelf bool) []Owner {
-	out := make([]Owner, 0, max)
-	seen := map[node.ID]bool{}
-	for _, o := range l {
-		if len(out) == max {
-			break
-		}
-		if seen[o.ID] || o.ID == node.None || o.Ticket >= m.n || (!keepSelf && o.ID == m.cfg.ID) {
-			continue
-		}
-		seen[o.ID] = true
-		out = append(out, o)
+	self := m.cfg.ID
+	if keepSelf {
+		self = node.None
 	}
-	return out
+	return lFor(l, self, max, m.n)
 }
 
 // onAlive records an ALIVE. One meant for a ticket this process does not
@@ -289,7 +284,7 @@ func (m *Machine) onAckUpdate(now time.Time, from node.ID, msg Msg) {
 	if msg.Attempt == m.updSeq {
 		m.lastAck, m.updAcked = now, true
 		if m.pendR != nil {
-			m.sentR = m.pendR
+			m.sentRs = append(m.sentRs[:0], m.pendR)
 		}
 	}
 	m.floor = max(m.floor, msg.Floor)
@@ -403,7 +398,7 @@ func (m *Machine) introduce(now time.Time) {
 func (m *Machine) newSucc(now time.Time, id node.ID, t uint32) {
 	m.ex = nil // an exclusion was about the old successor
 	m.lastAck = now
-	m.pendR, m.sentR = nil, nil
+	m.pendR, m.sentRs = nil, nil
 	m.recompute(now)
 }
 
