@@ -9,6 +9,9 @@
 #       Each member runs: BINARY SUBCOMMAND --id i --peers @DIR/peers
 #       --ready-file DIR/i.ready ARGS...; start returns once all are ready.
 #       "{id}" inside any ARG is replaced by the member's ID (--value v{id}).
+#       With -j (tools whose members find each other, ticketd): instead of
+#       --peers, member i gets --bind with its address and, except member
+#       1 (which founds the group), --join with every other member's.
 #   cluster.sh stop [-d DIR]            SIGTERM every member, wait for exit
 #   cluster.sh kill ID [-d DIR]         SIGKILL member ID
 #   cluster.sh pause ID | resume ID     SIGSTOP / SIGCONT member ID
@@ -19,7 +22,7 @@
 # member did not become ready within $CLUSTER_READY_TIMEOUT seconds (10).
 set -euo pipefail
 
-help() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; }
+help() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
 usage() { help >&2; exit 64; }
 die() { echo "cluster.sh: $1" >&2; exit "${2:-64}"; }
 
@@ -28,11 +31,13 @@ n=3
 cmd=${1:-}; [ -n "$cmd" ] || usage; shift
 case "$cmd" in -h|--help|help) help; exit 0;; esac
 id=""
+joinmode=0
 case "$cmd" in kill|pause|resume|restart|pid) id=${1:-}; [ -n "$id" ] || usage; shift;; esac
 while [ $# -gt 0 ]; do
   case "$1" in
     -n) n=$2; shift 2;;
     -d) dir=$2; shift 2;;
+    -j) joinmode=1; shift;;
     -h|--help) help; exit 0;;
     *) break;;
   esac
@@ -99,7 +104,15 @@ case "$cmd" in
     for ((i = 1; i <= n; i++)); do
       args=()
       for a in "$@"; do args+=("${a//\{id\}/$i}"); done
-      printf '%q ' "$bin" "${sub[@]}" --id "$i" --peers "@$dir/peers" --ready-file "$dir/$i.ready" ${args[@]+"${args[@]}"} >"$dir/$i.cmd"
+      if [ "$joinmode" = 1 ]; then
+        me=$(sed -n "s/^$i=//p" "$dir/peers")
+        others=$(grep -v "^$i=" "$dir/peers" | cut -d= -f2 | paste -sd, -)
+        where=(--bind "$me")
+        if [ "$i" != 1 ] && [ -n "$others" ]; then where+=(--join "$others"); fi
+      else
+        where=(--peers "@$dir/peers")
+      fi
+      printf '%q ' "$bin" "${sub[@]}" --id "$i" "${where[@]}" --ready-file "$dir/$i.ready" ${args[@]+"${args[@]}"} >"$dir/$i.cmd"
       start_member "$i"
     done
     for ((i = 1; i <= n; i++)); do wait_ready "$i"; done

@@ -22,8 +22,9 @@ func TestToolDependencies(t *testing.T) {
 		"clocksync": {"clocksync", "election", "clockd"},
 		"consensus": {"consensus"},
 		"mcast":     {"mcast", "gossip", "mcastd"},
+		"ticketd":   {"ticket", "ticketd"},
 	}
-	all := []string{"election", "mutex", "lockd", "clocksync", "clockd", "consensus", "ticket", "mcast", "gossip", "mcastd"}
+	all := []string{"election", "mutex", "lockd", "clocksync", "clockd", "consensus", "ticket", "ticketd", "mcast", "gossip", "mcastd"}
 	for tool, own := range protocols {
 		out, err := exec.Command("go", "list", "-deps", "../../cmd/"+tool).Output()
 		if err != nil {

@@ -71,12 +71,22 @@ func (m *Member) Start(drv Runner, attrs ...any) (*Running, error) {
 	sigs, stopSig := NotifySignals()
 	r := &Running{Events: events, Done: done, Signals: sigs, cancel: cancel, done: done, stopSig: stopSig}
 	go func() { done <- drv.Run(ctx, func(ev node.Event) { events <- ev }) }()
-	if err := WriteReadyFile(m.readyFile, m.Net.Addr()); err != nil {
-		r.Stop()
-		return nil, Exitf(ExitUsage, "--ready-file: %v", err)
+	if !m.DelayReady {
+		if err := m.WriteReady(); err != nil {
+			r.Stop()
+			return nil, err
+		}
 	}
 	m.Log.Info("started", append([]any{"id", m.ID, "addr", m.Net.Addr(), "members", len(m.Peers)}, attrs...)...)
 	return r, nil
+}
+
+// WriteReady writes --ready-file (Start does, unless DelayReady).
+func (m *Member) WriteReady() error {
+	if err := WriteReadyFile(m.readyFile, m.Net.Addr()); err != nil {
+		return Exitf(ExitUsage, "--ready-file: %v", err)
+	}
+	return nil
 }
 
 // Stop stops the driver and waits for it; it may be called more than once.

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
@@ -63,6 +64,9 @@ type Member struct {
 	Framer      *wire.Framer
 	Net         transport.Transport
 	readyFile   string
+	// DelayReady: Start does not write --ready-file; the tool calls
+	// WriteReady once it is ready (ticketd: once it has found the pool).
+	DelayReady bool
 }
 
 // Join parses --id and --bind on top of Setup, creates the Framer and
@@ -103,6 +107,74 @@ func Join(c *ucli.Context, tool string) (*Member, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+// JoinOpen is Join for a tool whose members are learnt as it runs (ticketd):
+// no --peers; --id and --bind are required, the transport is UDP, frames
+// from any member ID are taken (the key is what keeps strangers out), and
+// control frames addressed to nobody in particular open too, so that a
+// new member can introduce itself to an address (contacts: the --join
+// addresses, checked here like peers' addresses).
+func JoinOpen(c *ucli.Context, tool string, contacts []string) (*Member, error) {
+	log, err := Logger(c, tool)
+	if err != nil {
+		return nil, err
+	}
+	cm := &Common{Tool: tool, Log: log, Out: NewOutput(os.Stdout, c.Bool(FlagJSON)), Cluster: c.String(FlagCluster),
+		Transport: "udp", Peers: map[node.ID]string{}}
+	if kf := c.String(FlagKeyFile); kf != "" {
+		if cm.Key, err = wire.LoadKey(kf); err != nil {
+			return nil, Exitf(ExitUsage, "%v", err)
+		}
+	}
+	if c.String(FlagID) == "" {
+		return nil, Exitf(ExitUsage, "--id is required")
+	}
+	id, err := node.ParseID(c.String(FlagID))
+	if err != nil || id >= wire.ClientIDBase {
+		return nil, Exitf(ExitUsage, "--id: want an integer from 1 to %d", wire.ClientIDBase-1)
+	}
+	if c.String(FlagBind) == "" {
+		return nil, Exitf(ExitUsage, "--bind is required (this member's address, host:port)")
+	}
+	bind, err := ResolveBind(c.String(FlagBind))
+	if err != nil {
+		return nil, Exitf(ExitUsage, "%v", err)
+	}
+	for _, a := range contacts {
+		if err := checkAddr(a, false); err != nil {
+			return nil, Exitf(ExitUsage, "--join: %v", err)
+		}
+	}
+	if cm.Key == nil && !c.Bool(FlagInsecure) {
+		all := map[node.ID]string{id: bind}
+		for i, a := range contacts {
+			all[node.ID(i+2)] = a
+		}
+		if far := remotePeer(all); far != "" {
+			return nil, Exitf(ExitUsage, "%s is not on loopback: give every member --key-file (make one with 'head -c 32 /dev/urandom > cluster.key'), or --insecure to run unauthenticated", far)
+		}
+	}
+	m := &Member{Common: cm, ID: id, Incarnation: uint64(time.Now().UnixNano()), readyFile: c.String(FlagReadyFile)}
+	if m.Framer, err = wire.NewFramer(ClusterKey(cm.Cluster, nil), id, m.Incarnation, cm.Key); err != nil {
+		return nil, Exitf(ExitUsage, "%v", err)
+	}
+	m.Framer.AcceptUnaddressed()
+	if m.Net, err = Listen(c, bind, nil); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// DropFlags returns flags without those named.
+func DropFlags(flags []ucli.Flag, names ...string) []ucli.Flag {
+	var out []ucli.Flag
+	for _, f := range flags {
+		if !slices.Contains(names, f.Names()[0]) {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // remotePeer returns a peer address that is not on loopback, or "".

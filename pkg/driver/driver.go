@@ -37,6 +37,11 @@ type Config struct {
 	// the driver goroutine, after the Framer has authenticated them. It
 	// must not block. Without it they are counted as wrong family.
 	Control func(from node.ID, typ uint8, body []byte)
+	// Seen, when set, sees the header and packet of every frame the
+	// Framer accepted, on the driver goroutine, before it is handled: a
+	// tool that learns its peers' addresses as it runs learns them here,
+	// from authenticated frames only. It must not block.
+	Seen func(h wire.Header, p transport.Packet)
 }
 
 // Counters are the driver's own drop counts, beside the Framer's.
@@ -194,6 +199,7 @@ func (d *Driver[M]) loop(ctx context.Context, pkts <-chan transport.Packet, emit
 		case r := <-d.reqs:
 			if r.fn != nil {
 				r.fn()
+				flush() // fn may have stepped the machine
 				r.done <- nil
 				continue
 			}
@@ -228,6 +234,9 @@ func (d *Driver[M]) receive(p transport.Packet, self node.ID) {
 	if err != nil {
 		d.cfg.Log.Debug("frame dropped", "err", err, "from", h.From)
 		return
+	}
+	if d.cfg.Seen != nil {
+		d.cfg.Seen(h, p)
 	}
 	if h.Family == wire.FamilyControl {
 		if h.Type >= ControlTool && d.cfg.Control != nil {

@@ -115,17 +115,16 @@ func ValidName(name string) error {
 	return nil
 }
 
-// Lease tracks how long a held lock is good for on the client's own clock.
-// It is extended by the daemon's "valid" replies; if they stop (the daemon
-// is paused or dead) the client gives up when the time is out, without
-// waiting to be told.
-type Lease struct{ granted, until, tick, settle time.Time }
+// Lease is a held lock's cli.Lease, extended by the daemon's grant and
+// "valid" replies.
+type Lease struct {
+	*cli.Lease
+	granted time.Time
+}
 
-// NewLease starts the lease of a grant. The checks' clock starts now too:
-// a process stopped before its first check must still find its first
-// check late, and read what the daemon sent meanwhile before deciding.
+// NewLease starts the lease of a grant.
 func NewLease(grant Reply) *Lease {
-	l := &Lease{tick: time.Now(), granted: time.Now()}
+	l := &Lease{Lease: cli.NewLease(time.Time{}), granted: time.Now()}
 	l.Extend(grant)
 	return l
 }
@@ -140,22 +139,10 @@ func (l *Lease) Extend(r Reply) {
 	if r.Event == "valid" && r.Name == "" && !l.granted.Before(time.Unix(0, r.AtNS)) {
 		return
 	}
-	if u := time.Unix(0, r.UntilNS); r.UntilNS > 0 && u.After(l.until) {
-		l.until = u
+	if r.UntilNS > 0 {
+		l.Lease.Extend(time.Unix(0, r.UntilNS))
 	}
 }
 
 // CheckEvery is how often a client judges its lease.
-const CheckEvery = 10 * time.Millisecond
-
-// Overdue is the periodic check. A check that comes late means this
-// process was itself stopped (SIGSTOP) or starved: the daemon's queued
-// extensions are read first, for 50 ms, before the checks decide again.
-func (l *Lease) Overdue() bool {
-	now := time.Now()
-	if now.Sub(l.tick) > 10*CheckEvery {
-		l.settle = now.Add(5 * CheckEvery)
-	}
-	l.tick = now
-	return !now.Before(l.settle) && now.After(l.until)
-}
+const CheckEvery = cli.CheckEvery

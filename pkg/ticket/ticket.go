@@ -49,6 +49,11 @@ type Config struct {
 	// excluded member was running (the kill grace of ticketd run).
 	Margin time.Duration
 
+	// Floor is, for the founder, the highest epoch any ticket of an
+	// earlier life of this pool had (from a state file): every ticket's
+	// epoch starts above it, so fencing numbers grow across restarts.
+	Floor uint64
+
 	// bug plants a bug for the checkers. Tests only.
 	bug bug
 }
@@ -136,7 +141,7 @@ type Machine struct {
 	succs      []Owner               // the 2k+1 closest successors, closest first
 	known      map[node.ID]known     // successors heard of lately
 	claims     map[node.ID]known     // processes that named us their successor lately
-	sentR      []Owner               // R_p: the last UPDATE the successor acknowledged
+	sentRs     [][]Owner             // R_p as the successor may hold it: the last R it acknowledged and every R sent since
 	pendR      []Owner               // the UPDATE in flight
 	alive      map[node.ID]time.Time // when each process's last ALIVE arrived
 	graceUntil time.Time             // a newcomer acts without support until then
@@ -204,6 +209,37 @@ func New(cfg Config) (*Machine, error) {
 func (m *Machine) Ticket() (uint32, uint64, bool) {
 	return m.ticket, m.epoch, m.st == stCoordinator
 }
+
+// Lend starts a new use of the owned ticket: ticketd lends one ticket to
+// one local command after another, and each must get a fencing number
+// above the last one's, so the ticket's epoch grows by one. It reports
+// false unless the process may act at now.
+func (m *Machine) Lend(now time.Time) (epoch uint64, ok bool) {
+	if m.st != stCoordinator || !m.supported(now) {
+		return 0, false
+	}
+	m.epochs[m.ticket]++
+	m.epoch = m.epochs[m.ticket]
+	m.noteEpoch(m.epoch)
+	return m.epoch, true
+}
+
+// State names the process's state: idle, joining, linking, coordinator,
+// leaving, left or excluded.
+func (m *Machine) State() string { return m.st.String() }
+
+// Done reports whether this process has left the core for good (it left
+// or was excluded): to take part again, a new Machine joins.
+func (m *Machine) Done() bool { return m.st == stLeft || m.st == stExcluded }
+
+// Alone reports whether this process is the only one in the core.
+func (m *Machine) Alone() bool { return m.inRing() && m.succ == m.cfg.ID }
+
+// N is the pool's size (0 until known).
+func (m *Machine) N() uint32 { return m.n }
+
+// Floor is the highest epoch this process has heard of.
+func (m *Machine) Floor() uint64 { return m.floor }
 
 // size is |S_p|: own ticket and the free ones down to the successor's.
 func (m *Machine) size() uint32 {
@@ -331,8 +367,8 @@ func (m *Machine) join(now time.Time) {
 		m.n = uint32(m.cfg.Tickets)
 		m.ticket, m.succ, m.succTicket, m.pred = m.n-1, m.cfg.ID, m.n-1, m.cfg.ID
 		m.view[m.ticket] = m.cfg.ID
-		m.epochs[m.ticket] = 1
-		m.floor = 1
+		m.epochs[m.ticket] = m.cfg.Floor + 1
+		m.floor = m.cfg.Floor + 1
 		m.roundAt = now
 		m.act(now)
 		return
@@ -467,7 +503,7 @@ func (m *Machine) onAckCJoin(now time.Time, from node.ID, msg Msg) {
 	for _, o := range msg.Succs {
 		m.learn(now, o)
 	}
-	m.sentR, m.pendR = nil, nil
+	m.sentRs, m.pendR = nil, nil
 	clear(m.alive)
 	m.alive[from] = now
 	m.graceUntil = now.Add(m.grace())

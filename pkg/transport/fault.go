@@ -2,6 +2,7 @@ package transport
 
 import (
 	"math/rand/v2"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -70,4 +71,34 @@ func (t *Faulty) Send(to node.ID, frame []byte) error {
 		time.AfterFunc(d, func() { _ = t.Transport.Send(to, f) })
 	}
 	return nil
+}
+
+// Dynamic is a transport whose peers are learnt as it runs (UDP).
+type Dynamic interface {
+	SetPeer(id node.ID, a netip.AddrPort)
+	SendAddr(a netip.AddrPort, frame []byte) error
+}
+
+// SetPeer passes on to a Dynamic transport underneath (and does nothing
+// otherwise).
+func (t *Faulty) SetPeer(id node.ID, a netip.AddrPort) {
+	if d, ok := t.Transport.(Dynamic); ok {
+		d.SetPeer(id, a)
+	}
+}
+
+// SendAddr passes on to a Dynamic transport underneath, with the drop
+// rate applied.
+func (t *Faulty) SendAddr(a netip.AddrPort, frame []byte) error {
+	d, ok := t.Transport.(Dynamic)
+	if !ok {
+		return ErrUnknownPeer
+	}
+	t.mu.Lock()
+	drop := t.rng.Float64() < t.f.Drop
+	t.mu.Unlock()
+	if drop {
+		return nil
+	}
+	return d.SendAddr(a, frame)
 }

@@ -17,6 +17,9 @@ type Packet struct {
 	// a node answer a process that is not in its peer list, such as a
 	// short-lived status client.
 	Reply func(frame []byte) error
+	// Src is the address the frame came from (zero where the transport
+	// has none, such as the in-memory network).
+	Src netip.AddrPort
 }
 
 // Transport sends frames to peers by ID and receives frames from anyone.
@@ -37,6 +40,7 @@ var ErrUnknownPeer = errors.New("transport: unknown peer")
 // UDP is a Transport over one UDP socket. Each frame is one datagram.
 type UDP struct {
 	conn  *net.UDPConn
+	pmu   sync.RWMutex // guards peers: SetPeer may run beside Send
 	peers map[node.ID]netip.AddrPort
 
 	raw  *rawUDP    // nil: through conn
@@ -83,12 +87,26 @@ func (t *UDP) sendTo(frame []byte, to netip.AddrPort) error {
 }
 
 func (t *UDP) Send(to node.ID, frame []byte) error {
+	t.pmu.RLock()
 	a, ok := t.peers[to]
+	t.pmu.RUnlock()
 	if !ok {
 		return fmt.Errorf("%w %d", ErrUnknownPeer, to)
 	}
 	return t.sendTo(frame, a)
 }
+
+// SetPeer adds a peer or moves it to a new address: for tools whose
+// membership is learnt as they run rather than listed up front.
+func (t *UDP) SetPeer(id node.ID, a netip.AddrPort) {
+	t.pmu.Lock()
+	t.peers[id] = a
+	t.pmu.Unlock()
+}
+
+// SendAddr sends a frame to an address rather than a peer: a first
+// contact whose ID is not known yet.
+func (t *UDP) SendAddr(a netip.AddrPort, frame []byte) error { return t.sendTo(frame, a) }
 
 // Recv reads into one buffer kept for the transport's life and returns a
 // copy of the datagram: a fresh 64 KiB buffer per datagram was 64 KiB to
@@ -118,7 +136,7 @@ func (t *UDP) Recv() (Packet, error) {
 			continue
 		}
 		data := append([]byte(nil), buf[:n]...)
-		return Packet{Data: data, Reply: func(f []byte) error {
+		return Packet{Data: data, Src: from, Reply: func(f []byte) error {
 			return t.sendTo(f, from)
 		}}, nil
 	}

@@ -106,6 +106,8 @@ type Framer struct {
 
 	members map[node.ID]bool // with Only: the senders kept state for, beside clients
 
+	unaddressed bool // AcceptUnaddressed: control frames to Anyone open too
+
 	mu      sync.Mutex
 	peers   map[node.ID]*replayState
 	clients int // entries in peers with a client ID
@@ -161,6 +163,18 @@ func (f *Framer) Only(members []node.ID) {
 	}
 }
 
+// Anyone is the receiver of a frame for whichever member is at the
+// address it is sent to (AcceptUnaddressed). Client IDs stay below it.
+const Anyone node.ID = 0xFFFFFFFF
+
+// AcceptUnaddressed lets control-family frames addressed to Anyone open
+// here: a first contact with a member whose ID the sender does not
+// know yet (a join through an address). Sealed, such a frame still proves
+// its sender holds the key; it can be replayed to another member, which
+// costs that member one answer to the frame's source. Call it before the
+// Framer is in use.
+func (f *Framer) AcceptUnaddressed() { f.unaddressed = true }
+
 // Sealed reports whether this Framer seals and requires sealed frames.
 func (f *Framer) Sealed() bool { return f.aead != nil }
 
@@ -214,7 +228,7 @@ func (f *Framer) open(frame []byte) (Header, []byte, error) {
 	if h.Cluster != f.cluster {
 		return h, nil, ErrCluster
 	}
-	if h.To != f.self {
+	if h.To != f.self && !(f.unaddressed && h.To == Anyone && h.Family == FamilyControl) {
 		return h, nil, ErrMisdirect
 	}
 	if f.members != nil && !f.members[h.From] && h.From < ClientIDBase {

@@ -1,0 +1,293 @@
+package main
+
+// Multi-process tests: real ticketd members on loopback (scripts/cluster.sh
+// -j), real `ticketd run` clients, and a witness owned by the test: the
+// test binary itself, re-executed as the command. The witness appends
+// "enter", a "tick" every millisecond while inside, and "exit" to a shared
+// file (O_APPEND, one write per line) with its ticket and epoch, so the
+// file's order is the real order: between an enter of ticket t and its
+// exit nobody else may enter t.
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/roundtable-go/roundtable/pkg/cli/clitest"
+)
+
+var ticketdBin string
+
+func TestMain(m *testing.M) {
+	if file := os.Getenv("TICKETD_WITNESS"); file != "" {
+		witness(file)
+		return
+	}
+	clitest.Main(m, "ticketd", &ticketdBin)
+}
+
+func witness(file string) {
+	f, err := os.OpenFile(file, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		os.Exit(3)
+	}
+	t, n, ep, pid := os.Getenv("TICKETD_TICKET"), os.Getenv("TICKETD_TICKETS"), os.Getenv("TICKETD_EPOCH"), os.Getpid()
+	write := func(what string) {
+		fmt.Fprintf(f, "%s %s %s %s %d %d %d\n", what, t, n, ep, pid, time.Now().UnixNano(), os.Getppid())
+	}
+	hold, _ := time.ParseDuration(os.Getenv("WITNESS_HOLD"))
+	write("enter")
+	for end := time.Now().Add(hold); time.Now().Before(end); {
+		time.Sleep(time.Millisecond)
+		write("tick")
+	}
+	write("exit")
+	f.Close()
+	os.Exit(0)
+}
+
+type entry struct {
+	what      string
+	ticket, n int
+	epoch     uint64
+	pid       int
+	at        int64
+	ppid      int // the ticketd run that started this witness
+}
+
+func readWitness(t *testing.T, file string) []entry {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	var out []entry
+	sc := bufio.NewScanner(strings.NewReader(string(data)))
+	for sc.Scan() {
+		var e entry
+		if _, err := fmt.Sscanf(sc.Text(), "%s %d %d %d %d %d %d", &e.what, &e.ticket, &e.n, &e.epoch, &e.pid, &e.at, &e.ppid); err != nil {
+			t.Fatalf("witness line %q: %v", sc.Text(), err)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// checkWitness: each ticket has at most one holder at a time (every line
+// between an enter of t and the exit of that holder that speaks of t is
+// the holder's), no more than n are held at once, every ticket is in
+// 0..n−1, and the epochs of successive enters of one ticket strictly
+// grow. Holders that were killed never write exit: gone lists their
+// PIDs, whose section ends at their last line. Returns the sections.
+func checkWitness(t *testing.T, file string, n int, gone map[int]bool) int {
+	t.Helper()
+	es := readWitness(t, file)
+	last := map[int]int{} // pid → index of its last line
+	for i, e := range es {
+		last[e.pid] = i
+	}
+	holder := map[int]int{}    // ticket → pid inside
+	epochs := map[int]uint64{} // ticket → last epoch entered
+	sections := 0
+	for i, e := range es {
+		if e.ticket < 0 || e.ticket >= n || e.n != n {
+			t.Fatalf("line %d: ticket %d of %d, want 0..%d of %d", i+1, e.ticket, e.n, n-1, n)
+		}
+		switch e.what {
+		case "enter":
+			if p, ok := holder[e.ticket]; ok {
+				t.Fatalf("line %d: pid %d enters ticket %d (epoch %d) while pid %d holds it: two holders", i+1, e.pid, e.ticket, e.epoch, p)
+			}
+			if e.epoch <= epochs[e.ticket] {
+				t.Fatalf("line %d: ticket %d epoch %d after %d: epochs went backwards", i+1, e.ticket, e.epoch, epochs[e.ticket])
+			}
+			epochs[e.ticket] = e.epoch
+			holder[e.ticket] = e.pid
+			sections++
+			if len(holder) > n {
+				t.Fatalf("line %d: %d holders at once, n = %d", i+1, len(holder), n)
+			}
+		default:
+			if holder[e.ticket] != e.pid {
+				t.Fatalf("line %d: %s by pid %d on ticket %d, held by pid %d", i+1, e.what, e.pid, e.ticket, holder[e.ticket])
+			}
+		}
+		if e.what == "exit" || gone[e.pid] && last[e.pid] == i {
+			delete(holder, e.ticket)
+		}
+	}
+	return sections
+}
+
+type cluster struct{ *clitest.Cluster }
+
+// startPool starts members members of a pool of n tickets.
+func startPool(t testing.TB, members, n int, args ...string) *cluster {
+	t.Helper()
+	dir := t.TempDir()
+	return &cluster{clitest.StartCluster(t, dir, members, append([]string{"-j", ticketdBin, "serve", "--no-color",
+		"--tickets", fmt.Sprint(n), "--socket", filepath.Join(dir, "{id}.sock"), "--max-kill-grace", "300ms"}, args...)...)}
+}
+
+func (c *cluster) sock(i int) string { return filepath.Join(c.Dir, fmt.Sprintf("%d.sock", i)) }
+
+// client is one `ticketd run -- witness`.
+type client struct {
+	cmd       *exec.Cmd
+	call, ret int64
+	code      int
+	out       strings.Builder
+}
+
+func (c *cluster) run(member int, file string, hold time.Duration, extra ...string) *client {
+	self, _ := os.Executable()
+	args := append(append([]string{"run", "--socket", c.sock(member)}, extra...), "--", self)
+	cl := &client{cmd: exec.Command(ticketdBin, args...)}
+	cl.cmd.Env = append(os.Environ(), "TICKETD_WITNESS="+file, "WITNESS_HOLD="+hold.String())
+	cl.cmd.Stderr = &cl.out
+	cl.call = time.Now().UnixNano()
+	if err := cl.cmd.Start(); err != nil {
+		c.T.Fatal(err)
+	}
+	return cl
+}
+
+func (cl *client) wait() {
+	err := cl.cmd.Wait()
+	cl.ret = time.Now().UnixNano()
+	cl.code = cl.cmd.ProcessState.ExitCode()
+	if ee, ok := err.(*exec.ExitError); ok && ee.ProcessState.ExitCode() == -1 {
+		cl.code = 128 + int(ee.ProcessState.Sys().(syscall.WaitStatus).Signal())
+	}
+}
+
+func (cl *client) exits(t *testing.T, want int, what string) {
+	t.Helper()
+	cl.wait()
+	if cl.code != want {
+		t.Fatalf("%s: exit %d, want %d\n%s", what, cl.code, want, cl.out.String())
+	}
+}
+
+// semModel is a pool of numbered tickets: take(c) → t needs t free, and
+// an epoch above every earlier one of t; give(c, t) needs c to hold t.
+type semState struct {
+	holder map[int]int // ticket → client
+	epoch  map[int]uint64
+}
+
+type semOp struct {
+	take   bool
+	client int
+	ticket int
+}
+
+type semOut struct{ epoch uint64 }
+
+var semModel = porcupine.Model{
+	Init: func() any { return semState{holder: map[int]int{}, epoch: map[int]uint64{}} },
+	Step: func(state, input, output any) (bool, any) {
+		s, in := state.(semState), input.(semOp)
+		if in.take {
+			ep := output.(semOut).epoch
+			if _, held := s.holder[in.ticket]; held || ep <= s.epoch[in.ticket] {
+				return false, s
+			}
+			ns := semState{holder: map[int]int{in.ticket: in.client}, epoch: map[int]uint64{in.ticket: ep}}
+			for k, v := range s.holder {
+				ns.holder[k] = v
+			}
+			for k, v := range s.epoch {
+				if k != in.ticket {
+					ns.epoch[k] = v
+				}
+			}
+			return true, ns
+		}
+		if s.holder[in.ticket] != in.client {
+			return false, s
+		}
+		ns := semState{holder: map[int]int{}, epoch: s.epoch}
+		for k, v := range s.holder {
+			if k != in.ticket {
+				ns.holder[k] = v
+			}
+		}
+		return true, ns
+	},
+	Equal: func(a, b any) bool {
+		x, y := a.(semState), b.(semState)
+		if len(x.holder) != len(y.holder) || len(x.epoch) != len(y.epoch) {
+			return false
+		}
+		for k, v := range x.holder {
+			if y.holder[k] != v {
+				return false
+			}
+		}
+		for k, v := range x.epoch {
+			if y.epoch[k] != v {
+				return false
+			}
+		}
+		return true
+	},
+}
+
+// TestTwentyClientsFiveMembers: 5 members, n = 4, 20 concurrent `ticketd
+// run` spread over the members: never two holders of a ticket, never more
+// than n, epochs grow, every client runs, and the history is
+// linearizable as a pool of numbered tickets with fencing.
+func TestTwentyClientsFiveMembers(t *testing.T) {
+	c := startPool(t, 5, 4)
+	file := filepath.Join(c.Dir, "witness")
+	var clients []*client
+	for i := range 20 {
+		clients = append(clients, c.run(1+i%5, file, 20*time.Millisecond))
+	}
+	var wg sync.WaitGroup
+	for i, cl := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cl.wait()
+			if cl.code != 0 {
+				t.Errorf("client %d: exit %d\n%s", i, cl.code, cl.out.String())
+			}
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	if got := checkWitness(t, file, 4, nil); got != 20 {
+		t.Fatalf("%d sections, want 20", got)
+	}
+	byParent := map[int][]entry{}
+	for _, e := range readWitness(t, file) {
+		byParent[e.ppid] = append(byParent[e.ppid], e)
+	}
+	var ops []porcupine.Operation
+	for i, cl := range clients {
+		es := byParent[cl.cmd.Process.Pid]
+		if len(es) < 2 || es[0].what != "enter" || es[len(es)-1].what != "exit" {
+			t.Fatalf("client %d: witness entries %v", i, es)
+		}
+		enter, exit := es[0], es[len(es)-1]
+		ops = append(ops,
+			porcupine.Operation{ClientId: i, Input: semOp{take: true, client: i, ticket: enter.ticket}, Call: cl.call, Output: semOut{enter.epoch}, Return: enter.at},
+			porcupine.Operation{ClientId: i, Input: semOp{client: i, ticket: exit.ticket}, Call: exit.at, Output: nil, Return: cl.ret})
+	}
+	if !porcupine.CheckOperations(semModel, ops) {
+		t.Fatal("porcupine: the take/give history is not linearizable as a pool of numbered tickets")
+	}
+}

@@ -1,0 +1,185 @@
+// Command ticketd is a decentralised pool of n numbered tickets for
+// scripts: a daemon per host ('ticketd serve') and clients ('ticketd run',
+// 'hold', 'status') that talk to it over a Unix socket. See pkg/ticketd
+// and pkg/ticket.
+package main
+
+import (
+	"os"
+	"strings"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/roundtable-go/roundtable/pkg/cli"
+	"github.com/roundtable-go/roundtable/pkg/ticket"
+	"github.com/roundtable-go/roundtable/pkg/ticketd"
+)
+
+const tool = ticketd.Tool
+
+func socketFlag() ucli.Flag {
+	return &ucli.StringFlag{Name: "socket", Value: cli.DefaultSocket(tool), DefaultText: "$XDG_RUNTIME_DIR/ticketd.sock, else $TMPDIR/roundtable-UID/ticketd.sock",
+		Usage: "the daemon's control socket"}
+}
+
+func serveFlags() []ucli.Flag {
+	node := cli.DropFlags(cli.NodeFlags(), cli.FlagPeers, cli.FlagTransport)
+	return cli.WithEnv(tool, append(node,
+		&ucli.StringFlag{Name: "join", Usage: "addresses of members of the pool (host:port, comma-separated); none: found a new pool"},
+		&ucli.IntFlag{Name: "tickets", Usage: "n, the pool's size: required to found a pool; with --join, checked against the pool's"},
+		&ucli.IntFlag{Name: "k", Value: 1, Usage: "a member stays in the core while k+1 of its 2k+1 closest predecessors vouch for it; survives k failures among 2k+1 neighbours"},
+		&ucli.DurationFlag{Name: "round", Value: 100 * time.Millisecond, Usage: "the period of ALIVE and UPDATE messages; failures are detected in about 3 rounds"},
+		&ucli.DurationFlag{Name: "max-kill-grace", Value: time.Second, Usage: "the longest 'ticketd run --kill-grace' a client may use: how long a command whose ticket is lost gets between SIGTERM and SIGKILL; the members wait this much longer before handing a ticket out again"},
+		&ucli.DurationFlag{Name: "join-timeout", Value: 10 * time.Second, Usage: "give up (exit 69) if no member answers at --join within this"},
+		&ucli.StringFlag{Name: "state-file", Usage: "keep the highest fencing epoch here, so that a pool founded again starts above it"},
+		socketFlag(),
+	))
+}
+
+func waitFlags(extra ...ucli.Flag) []ucli.Flag {
+	return cli.WithEnv(tool, append([]ucli.Flag{socketFlag(),
+		&ucli.DurationFlag{Name: "timeout", Usage: "give up waiting after this long (exit 75); 0 waits for ever"},
+		&ucli.BoolFlag{Name: "nonblock", Aliases: []string{"n"}, Usage: "fail (exit 75) unless a ticket comes within a few rounds"},
+		&ucli.IntFlag{Name: "conflict-exit-code", Aliases: []string{"E"}, Value: cli.ExitBusy, Usage: "exit code when busy or timed out"},
+	}, extra...))
+}
+
+func main() { cli.Main(newApp()) }
+
+func newApp() *ucli.App {
+	return &ucli.App{
+		Name:  tool,
+		Usage: "a pool of n numbered tickets with no server: fencing epochs, sub-second reclaim, no orphaned children",
+		Commands: []*ucli.Command{
+			{
+				Name:  "serve",
+				Usage: "run this host's member of a pool",
+				Description: `Runs one member of a ticket pool and serves local clients on --socket (a
+Unix socket, mode 0600). The first member founds the pool (--tickets N, no
+--join); the others join through any member's address and learn N. A member
+takes a ticket from the pool when a local client asks for one and lends it
+to one local command after another; it gives it back when another member
+waits for one.
+
+Exit codes: 0 after SIGINT, SIGTERM or SIGHUP (the ticket is given back
+first; a second signal stops at once); 64 usage (a bad flag, or --tickets
+that disagrees with the pool's); 69 cannot bind, or no member answered at
+--join; 75 another ticketd already serves --socket.
+
+Examples:
+   ticketd serve --id 1 --bind 10.0.0.1:7300 --tickets 8 --key-file pool.key
+   ticketd serve --id 2 --bind 10.0.0.2:7300 --join 10.0.0.1:7300 --key-file pool.key
+   ticketd serve --id 3 --bind 127.0.0.1:7302 --join 127.0.0.1:7300,127.0.0.1:7301 --socket /tmp/t3.sock`,
+				Flags:  serveFlags(),
+				Action: serve,
+			},
+			{
+				Name:      "run",
+				Usage:     "take a ticket, run a command while holding it, give it back",
+				ArgsUsage: "-- command args...",
+				Description: `Takes a ticket through the local member, runs the command (directly; with
+--shell through /bin/sh -c) with TICKETD_TICKET (0..n-1), TICKETD_TICKETS (n)
+and TICKETD_EPOCH set, and gives the ticket back when it exits.
+TICKETD_EPOCH is a fencing number that only grows for the ticket, also
+across crashes: give it to what the command writes to, and refuse lower ones.
+
+The command runs under a watchdog: if the member stops renewing the ticket
+(it died, was stopped, or lost its place in the pool) the command gets
+SIGTERM, then SIGKILL after the kill grace, before any other member may
+hand the ticket out again.
+
+Exit codes: the command's own code, or 128+signal; 75 busy or timed out
+(--conflict-exit-code); 76 the ticket was lost while the command ran; 69 no
+daemon, or the member is stopping. Signals reach the command; if ticketd
+run is killed, so is the command, and the ticket is given back.
+
+Examples:
+   ticketd run -- ./worker.sh        # worker.sh reads $TICKETD_TICKET of $TICKETD_TICKETS
+   ticketd run --nonblock -- ./backup || echo "all slots busy"
+   ticketd run --timeout 30s --shell -- 'process-shard $TICKETD_TICKET'`,
+				// No --json: the command owns stdout.
+				Flags: waitFlags(
+					&ucli.DurationFlag{Name: "kill-grace", Usage: "after the ticket is lost: SIGTERM, then SIGKILL after this long (at most, and by default, the member's --max-kill-grace)"},
+					&ucli.BoolFlag{Name: "shell", Usage: "run the command through /bin/sh -c"}),
+				Action: runCmd,
+			},
+			{
+				Name:  "hold",
+				Usage: "take a ticket, print it, hold it until stdin closes or a signal",
+				Description: `Prints 'taken T epoch E of N' and holds the ticket until stdin closes or a
+signal arrives, for coprocesses in shell scripts:
+
+   coproc T { ticketd hold; }
+   read -r _ ticket _ epoch _ n <&"${T[0]}"   # taken 2 epoch 9 of 4
+   ... work on slot $ticket, fenced by $epoch ...
+   exec {T[1]}>&-                              # give it back
+
+Nothing is stopped for you: if the ticket is lost, 'lost T epoch E (reason)'
+is printed and hold exits 76.`,
+				Flags:  waitFlags(cli.JSONFlag()),
+				Action: holdCmd,
+			},
+			{
+				Name:  "status",
+				Usage: "the pool as this member sees it: its ticket, range, successor, predecessors, known members",
+				Flags: cli.WithEnv(tool, []ucli.Flag{socketFlag(), cli.JSONFlag()}),
+				Action: func(c *ucli.Context) error {
+					return ticketd.Status(c.String("socket"), cli.NewOutput(os.Stdout, c.Bool(cli.FlagJSON)))
+				},
+			},
+		},
+	}
+}
+
+func serve(c *ucli.Context) error {
+	if c.Args().Len() > 0 {
+		return cli.Exitf(cli.ExitUsage, "serve takes no arguments, got %q", c.Args().First())
+	}
+	var join []string
+	for _, a := range strings.Split(c.String("join"), ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			join = append(join, a)
+		}
+	}
+	n := c.Int("tickets")
+	switch {
+	case len(join) == 0 && n == 0:
+		return cli.Exitf(cli.ExitUsage, "--tickets N is required to found a pool (or --join a member of one)")
+	case n < 0 || n > ticket.MaxTickets:
+		return cli.Exitf(cli.ExitUsage, "--tickets must be 1 to %d", ticket.MaxTickets)
+	case c.Int("k") < 1 || 2*c.Int("k")+1 > ticket.MaxList:
+		return cli.Exitf(cli.ExitUsage, "--k must be 1 to %d", (ticket.MaxList-1)/2)
+	case c.Duration("round") < 10*time.Millisecond:
+		return cli.Exitf(cli.ExitUsage, "--round must be at least 10ms")
+	case c.Duration("max-kill-grace") < 0:
+		return cli.Exitf(cli.ExitUsage, "--max-kill-grace must not be negative")
+	}
+	floor, err := cli.ReadUint(c.String("state-file"))
+	if err != nil {
+		return cli.Exitf(cli.ExitUsage, "--state-file: %v", err)
+	}
+	mb, err := cli.JoinOpen(c, tool, join)
+	if err != nil {
+		return err
+	}
+	defer mb.Close()
+	return ticketd.Serve(mb, ticketd.Config{Socket: c.String("socket"), Tickets: n, Join: join, K: c.Int("k"),
+		Round: c.Duration("round"), KillGrace: c.Duration("max-kill-grace"), StateFile: c.String("state-file"), Floor: floor,
+		JoinTimeout: c.Duration("join-timeout")})
+}
+
+func waitOpts(c *ucli.Context) ticketd.WaitOpts {
+	return ticketd.WaitOpts{Socket: c.String("socket"), Timeout: c.Duration("timeout"), NonBlock: c.Bool("nonblock"), Conflict: c.Int("conflict-exit-code")}
+}
+
+func runCmd(c *ucli.Context) error {
+	return ticketd.Run(ticketd.RunOpts{WaitOpts: waitOpts(c), KillGrace: c.Duration("kill-grace"), Shell: c.Bool("shell"), Args: c.Args().Slice()})
+}
+
+func holdCmd(c *ucli.Context) error {
+	if c.Args().Len() > 0 {
+		return cli.Exitf(cli.ExitUsage, "hold takes no arguments, got %q", c.Args().First())
+	}
+	return ticketd.Hold(waitOpts(c), cli.NewOutput(os.Stdout, c.Bool(cli.FlagJSON)))
+}

@@ -1,0 +1,296 @@
+package ticketd
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/roundtable-go/roundtable/pkg/cli"
+)
+
+// WaitOpts are the flags of the commands that wait for a ticket.
+type WaitOpts struct {
+	Socket   string        // the daemon's control socket
+	Timeout  time.Duration // give up after this long (0: wait for ever)
+	NonBlock bool          // give up unless a ticket comes at once
+	Conflict int           // exit code when busy or timed out
+}
+
+// RunOpts is a parsed 'ticketd run'.
+type RunOpts struct {
+	WaitOpts
+	KillGrace time.Duration // at most the daemon's; 0: the daemon's
+	Shell     bool          // run the command through /bin/sh -c
+	Args      []string      // [--] command args...
+}
+
+// client is one connection to the daemon, its replies read into a channel
+// (closed when the daemon closes the connection).
+type client struct {
+	cn      *cli.Conn
+	replies chan Reply
+	stop    func() // stops catching signals
+}
+
+func dial(socket string) (*client, error) {
+	cn, err := cli.DialControl(Tool, socket)
+	if err != nil {
+		return nil, err
+	}
+	c := &client{cn: cn, replies: make(chan Reply, 16)}
+	go func() {
+		defer close(c.replies)
+		for {
+			var r Reply
+			if cn.Next(&r) != nil {
+				return
+			}
+			c.replies <- r
+		}
+	}()
+	return c, nil
+}
+
+func (c *client) close() {
+	c.cn.Close()
+	if c.stop != nil {
+		c.stop()
+	}
+}
+
+// take catches the signals, connects and waits for a ticket: 75 busy or
+// timed out (o.Conflict), 69 no daemon or the member is stopping, 64
+// refused, 128+signal.
+func take(o WaitOpts) (*client, Reply, <-chan os.Signal, error) {
+	sigs, stop := cli.NotifySignals()
+	c, err := dial(o.Socket)
+	if err != nil {
+		stop()
+		return nil, Reply{}, nil, err
+	}
+	c.stop = stop
+	fail := func(err error) (*client, Reply, <-chan os.Signal, error) {
+		c.close()
+		return nil, Reply{}, nil, err
+	}
+	if err := c.cn.Send(Request{Op: "take", NonBlock: o.NonBlock}); err != nil {
+		return fail(cli.Exitf(cli.ExitUnavailable, "lost the daemon: %v", err))
+	}
+	var expire <-chan time.Time
+	if o.Timeout > 0 {
+		t := time.NewTimer(o.Timeout)
+		defer t.Stop()
+		expire = t.C
+	}
+	for {
+		select {
+		case r, ok := <-c.replies:
+			if !ok {
+				return fail(cli.Exitf(cli.ExitUnavailable, "the daemon closed the connection"))
+			}
+			switch r.Event {
+			case "taken":
+				return c, r, sigs, nil
+			case "busy":
+				return fail(cli.Exitf(o.Conflict, "no ticket is free"))
+			case "unavailable":
+				return fail(cli.Exitf(cli.ExitUnavailable, "no ticket: %s", r.Reason))
+			case "error":
+				return fail(cli.Exitf(cli.ExitUsage, "%s", r.Error))
+			}
+		case s := <-sigs:
+			return fail(&cli.ExitError{Code: cli.SignalCode(s)})
+		case <-expire:
+			return fail(cli.Exitf(o.Conflict, "timed out waiting for a ticket"))
+		}
+	}
+}
+
+// hold keeps a ticket: it extends the lease from the daemon's "valid"
+// replies, judges it every cli.CheckEvery, and hands signals and the
+// caller's other event to step until that says done. It returns why the
+// ticket was lost, or "".
+func (c *client) hold(grant Reply, extend func(time.Time), sigs <-chan os.Signal, other <-chan struct{}, step func(sig os.Signal) (done bool)) (lost string) {
+	lease := cli.NewLease(time.Unix(0, grant.UntilNS))
+	tick := time.NewTicker(cli.CheckEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case r, ok := <-c.replies:
+			switch {
+			case !ok:
+				return "the daemon went away"
+			case r.Event == "valid":
+				lease.Extend(time.Unix(0, r.UntilNS))
+				extend(lease.Until())
+			case r.Event == "lost":
+				return r.Reason
+			}
+		case <-tick.C:
+			if len(c.replies) == 0 && lease.Overdue() {
+				return "the lease ran out without renewal"
+			}
+		case s := <-sigs:
+			if step(s) {
+				return ""
+			}
+		case <-other:
+			if step(nil) {
+				return ""
+			}
+		}
+	}
+}
+
+// Run is 'ticketd run': take a ticket, run the command with TICKETD_TICKET,
+// TICKETD_TICKETS and TICKETD_EPOCH, give the ticket back when it exits.
+// The command runs under a watchdog that kills it when the lease ends
+// unrenewed, even if this process is stopped or killed; a lost ticket
+// stops it (SIGTERM, then SIGKILL after the kill grace) and exits 76.
+func Run(o RunOpts) error {
+	args := o.Args
+	if len(args) > 0 && args[0] == "--" {
+		args = args[1:]
+	}
+	if len(args) == 0 {
+		return cli.Exitf(cli.ExitUsage, "no command: ticketd run -- command args...")
+	}
+	if o.Shell {
+		args = []string{"/bin/sh", "-c", strings.Join(args, " ")}
+	}
+	c, got, sigs, err := take(o.WaitOpts)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	grace := time.Duration(got.KillGraceNS)
+	if o.KillGrace > 0 && o.KillGrace < grace {
+		grace = o.KillGrace
+	}
+	env := []string{"TICKETD_TICKET=" + strconv.FormatUint(uint64(got.Ticket), 10),
+		"TICKETD_TICKETS=" + strconv.FormatUint(uint64(got.Tickets), 10),
+		"TICKETD_EPOCH=" + strconv.FormatUint(got.Epoch, 10)}
+	// The watchdog's deadline is the lease's end plus the grace: by then
+	// this process has sent SIGTERM (at the lease's end) and the command
+	// has had its grace; the daemon's members wait longer than that
+	// before the ticket is handed out again (doc.go, "Stopping in time").
+	child, err := cli.StartLeased(args, env, time.Unix(0, got.UntilNS).Add(grace))
+	if err != nil {
+		_ = c.cn.Send(Request{Op: "release"})
+		if err == cli.ErrLeaseOver {
+			return cli.Exitf(cli.ExitLost, "the ticket's lease ended before the command started")
+		}
+		return err
+	}
+	why := c.hold(got, func(u time.Time) { child.Extend(u.Add(grace)) }, sigs, child.Done(), func(s os.Signal) bool {
+		if s != nil {
+			child.Signal(s.(syscall.Signal))
+			return false
+		}
+		return true // the command exited
+	})
+	if why != "" {
+		fmt.Fprintf(os.Stderr, "ticketd: ticket %d lost (%s): stopping the command\n", got.Ticket, why)
+		child.Stop(grace)
+		return cli.Exitf(cli.ExitLost, "ticket %d lost while the command ran", got.Ticket)
+	}
+	_ = c.cn.Send(Request{Op: "release"})
+	return &cli.ExitError{Code: child.ExitCode()}
+}
+
+// Hold is 'ticketd hold': take a ticket, print it, and hold it until
+// standard input ends (released), a signal comes (released, 128+signal)
+// or it is lost (printed, exit 76).
+func Hold(o WaitOpts, out *cli.Output) error {
+	c, got, sigs, err := take(o)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	Print(out, got)
+	eof := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(os.Stdin)
+		for sc.Scan() {
+		}
+		close(eof)
+	}()
+	var result error
+	why := c.hold(got, func(time.Time) {}, sigs, eof, func(s os.Signal) bool {
+		if s != nil {
+			result = &cli.ExitError{Code: cli.SignalCode(s)}
+		}
+		return true
+	})
+	if why != "" {
+		Print(out, Reply{Event: "lost", Ticket: got.Ticket, Epoch: got.Epoch, Tickets: got.Tickets, Reason: why})
+		return cli.Exitf(cli.ExitLost, "ticket %d lost", got.Ticket)
+	}
+	_ = c.cn.Send(Request{Op: "release"})
+	Print(out, Reply{Event: "released", Ticket: got.Ticket, Epoch: got.Epoch, Tickets: got.Tickets})
+	return result
+}
+
+// Status is 'ticketd status': the pool as the local member sees it.
+func Status(socket string, out *cli.Output) error {
+	c, err := dial(socket)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	if err := c.cn.Send(Request{Op: "status"}); err != nil {
+		return cli.Exitf(cli.ExitUnavailable, "lost the daemon: %v", err)
+	}
+	t := time.NewTimer(5 * time.Second)
+	defer t.Stop()
+	select {
+	case r, ok := <-c.replies:
+		if !ok || r.Event != "status" {
+			return cli.Exitf(cli.ExitUnavailable, "the daemon did not answer")
+		}
+		if out.IsJSON() {
+			out.JSON(r.Status)
+			return nil
+		}
+		for _, l := range statusLines(r.Status) {
+			out.Line(l)
+		}
+		return nil
+	case <-t.C:
+		return cli.Exitf(cli.ExitUnavailable, "the daemon did not answer within 5s")
+	}
+}
+
+// statusLines renders a status as "key value" lines.
+func statusLines(raw json.RawMessage) []string {
+	var st map[string]any
+	if json.Unmarshal(raw, &st) != nil {
+		return []string{string(raw)}
+	}
+	var lines []string
+	flat(&lines, "", st)
+	slices.Sort(lines)
+	return lines
+}
+
+func flat(lines *[]string, prefix string, v any) {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			p := k
+			if prefix != "" {
+				p = prefix + "." + k
+			}
+			flat(lines, p, x)
+		}
+	default:
+		b, _ := json.Marshal(v)
+		*lines = append(*lines, prefix+" "+string(b))
+	}
+}

@@ -1,0 +1,63 @@
+package ticketd
+
+import (
+	"time"
+
+	"github.com/roundtable-go/roundtable/pkg/node"
+	"github.com/roundtable-go/roundtable/pkg/ticket"
+)
+
+// host is the member's node.Machine: one ticket.Machine at a time. A
+// process that left the core, or was excluded, never comes back (§4: it
+// joins again as a new process), so a join after that starts a new
+// Machine under the same ID; CJOIN attempts only grow per ID, which tells
+// the incarnations apart.
+type host struct {
+	base     ticket.Config // Tickets set only until the pool is founded
+	contacts func() []node.ID
+	m        *ticket.Machine
+}
+
+func newHost(cfg ticket.Config, contacts func() []node.ID) (*host, error) {
+	h := &host{base: cfg, contacts: contacts}
+	if cfg.Tickets == 0 {
+		cfg.Contacts = []node.ID{cfg.ID + 1} // replaced at the first join
+	}
+	m, err := ticket.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	h.m = m
+	return h, nil
+}
+
+// join asks for a place in the core, with a new Machine if the last one
+// is done. It reports false when there is nobody to ask.
+func (h *host) join(now time.Time) bool {
+	cs := h.contacts()
+	if h.m.Done() || h.m.State() == "idle" && h.base.Tickets == 0 {
+		if len(cs) == 0 {
+			return false
+		}
+		cfg := h.base
+		cfg.Tickets, cfg.Contacts = 0, cs
+		m, err := ticket.New(cfg)
+		if err != nil {
+			return false
+		}
+		h.m = m
+	}
+	h.base.Tickets = 0 // the pool is founded once
+	_ = h.m.Step(now, node.Envelope[ticket.Msg]{From: h.base.ID, To: h.base.ID, Msg: ticket.Msg{Type: ticket.MsgJoin}})
+	return true
+}
+
+// leave gives the ticket back (CLEAVE).
+func (h *host) leave(now time.Time) {
+	_ = h.m.Step(now, node.Envelope[ticket.Msg]{From: h.base.ID, To: h.base.ID, Msg: ticket.Msg{Type: ticket.MsgLeave}})
+}
+
+func (h *host) Step(now time.Time, in node.Envelope[ticket.Msg]) error { return h.m.Step(now, in) }
+func (h *host) Tick(now time.Time)                                     { h.m.Tick(now) }
+func (h *host) Ready() node.Ready[ticket.Msg]                          { return h.m.Ready() }
+func (h *host) Status() any                                            { return h.m.Status() }
