@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -108,6 +109,11 @@ func checkWitness(t *testing.T, file string, n int, gone map[int]bool) int {
 				t.Fatalf("line %d: pid %d enters ticket %d (epoch %d) while pid %d holds it: two holders", i+1, e.pid, e.ticket, e.epoch, p)
 			}
 			if e.epoch <= epochs[e.ticket] {
+				for _, x := range es {
+					if x.what != "tick" {
+						t.Logf("%s ticket %d epoch %d pid %d ppid %d at %d", x.what, x.ticket, x.epoch, x.pid, x.ppid, x.at)
+					}
+				}
 				t.Fatalf("line %d: ticket %d epoch %d after %d: epochs went backwards", i+1, e.ticket, e.epoch, epochs[e.ticket])
 			}
 			epochs[e.ticket] = e.epoch
@@ -136,6 +142,27 @@ func startPool(t testing.TB, members, n int, args ...string) *cluster {
 	dir := t.TempDir()
 	return &cluster{clitest.StartCluster(t, dir, members, append([]string{"-j", ticketdBin, "serve", "--no-color",
 		"--tickets", fmt.Sprint(n), "--socket", filepath.Join(dir, "{id}.sock"), "--max-kill-grace", "300ms"}, args...)...)}
+}
+
+// waitCore waits until want members are in the core with a ticket each
+// (the members join as soon as they are up; a core of two cannot survive
+// the loss of either, doc.go) and returns them.
+func (c *cluster) waitCore(want int, skip ...int) (in []int) {
+	c.T.Helper()
+	clitest.WaitFor(c.T, 20*time.Second, func() bool {
+		in = nil
+		for i := 1; i <= c.N; i++ {
+			if slices.Contains(skip, i) {
+				continue
+			}
+			out, err := exec.Command(ticketdBin, "status", "--socket", c.sock(i)).Output()
+			if err == nil && strings.Contains(string(out), "machine.state \"coordinator\"") {
+				in = append(in, i)
+			}
+		}
+		return len(in) >= want
+	})
+	return in
 }
 
 func (c *cluster) sock(i int) string { return filepath.Join(c.Dir, fmt.Sprintf("%d.sock", i)) }
@@ -289,5 +316,117 @@ func TestTwentyClientsFiveMembers(t *testing.T) {
 	}
 	if !porcupine.CheckOperations(semModel, ops) {
 		t.Fatal("porcupine: the take/give history is not linearizable as a pool of numbered tickets")
+	}
+}
+
+// waitEnter waits until the witness file has an enter by a child of cl,
+// and returns it.
+func waitEnter(t *testing.T, file string, cl *client) entry {
+	t.Helper()
+	var got entry
+	clitest.WaitFor(t, 20*time.Second, func() bool {
+		for _, e := range readWitness(t, file) {
+			if e.ppid == cl.cmd.Process.Pid && e.what == "enter" {
+				got = e
+				return true
+			}
+		}
+		return false
+	})
+	return got
+}
+
+// TestKilledHolder: SIGKILL the `ticketd run` holding a ticket; its
+// command dies with it (no orphan) and the ticket is free again.
+func TestKilledHolder(t *testing.T) {
+	c := startPool(t, 2, 2)
+	file := filepath.Join(c.Dir, "witness")
+	holder := c.run(1, file, time.Hour)
+	child := waitEnter(t, file, holder).pid
+	holder.cmd.Process.Kill()
+	holder.wait()
+	clitest.WaitFor(t, 20*time.Second, func() bool { return clitest.Gone(child) })
+	// Both tickets are free: two holders at once, through either member.
+	a, b := c.run(1, file, 300*time.Millisecond, "--timeout", "20s"), c.run(2, file, 300*time.Millisecond, "--timeout", "20s")
+	a.exits(t, 0, "client on member 1")
+	b.exits(t, 0, "client on member 2")
+	if n := checkWitness(t, file, 2, map[int]bool{child: true}); n != 3 {
+		t.Fatalf("%d sections, want 3", n)
+	}
+}
+
+// TestKilledMember: SIGKILL the member whose client holds a ticket. The
+// client's lease runs out: it stops its command (exit 76) before the
+// others exclude the dead member and hand its ticket out again, which
+// they do: four clients on the four survivors then hold all four tickets.
+func TestKilledMember(t *testing.T) {
+	c := startPool(t, 5, 4)
+	core := c.waitCore(4)
+	// A member of the core, so that no hand-over is under way when it dies.
+	victim := core[1]
+	file := filepath.Join(c.Dir, "witness")
+	holder := c.run(victim, file, time.Hour)
+	first := waitEnter(t, file, holder)
+	c.Ctl("kill", fmt.Sprint(victim))
+	holder.exits(t, 76, "the dead member's client")
+	if !clitest.Gone(first.pid) {
+		t.Fatalf("the dead member's command (pid %d) still runs after its client exited", first.pid)
+	}
+	// The survivors exclude it and the member that waited outside takes
+	// its ticket: a core of four again.
+	c.waitCore(4, victim)
+	var cls []*client
+	for m := 1; m <= 5; m++ {
+		if m != victim {
+			cls = append(cls, c.run(m, file, 3*time.Second, "--timeout", "30s"))
+		}
+	}
+	for i, cl := range cls {
+		cl.exits(t, 0, fmt.Sprintf("survivor client %d", i))
+	}
+	checkWitness(t, file, 4, map[int]bool{first.pid: true})
+	tickets := map[int]bool{}
+	for _, e := range readWitness(t, file) {
+		if e.what == "enter" && e.pid != first.pid {
+			tickets[e.ticket] = true
+		}
+	}
+	if !tickets[first.ticket] {
+		t.Fatalf("the dead member's ticket %d was never handed out again (tickets used: %v)", first.ticket, tickets)
+	}
+}
+
+// TestPausedMember: SIGSTOP the member whose client holds a ticket, past
+// its support, then resume it. The client stops its command (exit 76);
+// the member finds itself excluded when it wakes, and serves again by
+// joining afresh.
+func TestPausedMember(t *testing.T) {
+	c := startPool(t, 5, 4)
+	core := c.waitCore(4)
+	victim := core[2]
+	file := filepath.Join(c.Dir, "witness")
+	holder := c.run(victim, file, time.Hour)
+	first := waitEnter(t, file, holder)
+	c.Ctl("pause", fmt.Sprint(victim))
+	holder.exits(t, 76, "the paused member's client")
+	// The others reclaim its ticket meanwhile, and the member that waited
+	// outside takes it.
+	c.waitCore(4, victim)
+	var cls []*client
+	for m := 1; m <= 5; m++ {
+		if m != victim {
+			cls = append(cls, c.run(m, file, 2*time.Second, "--timeout", "30s"))
+		}
+	}
+	for i, cl := range cls {
+		cl.exits(t, 0, fmt.Sprintf("client %d", i))
+	}
+	c.Ctl("resume", fmt.Sprint(victim))
+	again := c.run(victim, file, 10*time.Millisecond, "--timeout", "30s")
+	again.exits(t, 0, "a client of the resumed member")
+	checkWitness(t, file, 4, map[int]bool{first.pid: true})
+	out, _ := os.ReadFile(c.File(victim, "out"))
+	if !strings.Contains(string(out), "excluded") {
+		t.Fatalf("the resumed member did not report its exclusion:\n%s", out)
 	}
 }

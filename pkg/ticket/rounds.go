@@ -112,6 +112,25 @@ func (m *Machine) MayAct(now time.Time) bool {
 	return (m.st == stLinking || m.st == stCoordinator) && m.supported(now)
 }
 
+// Settled reports whether leaving now would disturb nothing in repair:
+// every predecessor in L vouched for this process within the last round
+// and a half, and no exclusion, temporary coordinatorship, ban or
+// hand-over is under way here. A voluntary leave shifts its neighbours'
+// L and R; while one of them has failed, that can cost a live process its
+// support (doc.go, "Liveness"), so ticketd gives tickets back only when
+// settled.
+func (m *Machine) Settled(now time.Time) bool {
+	if m.st != stCoordinator || m.ex != nil || m.temp != nil || m.await || len(m.bans) > 0 {
+		return false
+	}
+	for _, o := range m.preds {
+		if at, ok := m.alive[o.ID]; !ok || now.Sub(at) >= m.cfg.Round*3/2 {
+			return false
+		}
+	}
+	return true
+}
+
 // round is Algorithm 3's main loop, once per Round.
 func (m *Machine) round(now time.Time) {
 	m.roundAt = now.Add(m.cfg.Round)
@@ -326,8 +345,16 @@ func (m *Machine) recompute(now time.Time) {
 	first := dist(m.succTicket)
 	byTicket := map[uint32]Owner{}
 	latest := map[uint32]time.Time{}
+	// Age is measured against the last news from the successor: while
+	// none comes (it has failed, and this process is excluding it, or is
+	// a temporary coordinator that sends no UPDATE) the processes beyond
+	// it are still there and still need our ALIVEs.
+	news := now
+	if m.lastAck.Before(now) {
+		news = m.lastAck
+	}
 	for id, k := range m.known {
-		if now.Sub(k.at) >= forgetSucc*m.window() && id != m.succ {
+		if news.Sub(k.at) >= forgetSucc*m.window() && id != m.succ {
 			delete(m.known, id)
 			continue
 		}

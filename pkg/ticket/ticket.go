@@ -128,6 +128,7 @@ type Machine struct {
 	await      bool                  // NEWSUCC sent to succ, not acknowledged
 	leaveReq   bool                  // leave once linked
 	tried      map[node.ID]time.Time // joiner: who rejected us lately
+	silent     int                   // joiner: CJOINs to the target unanswered
 	leftEpochs []Epoch               // leaving: the epochs of the range handed back
 
 	// coordinator memory
@@ -297,6 +298,10 @@ func (m *Machine) handOver(tickets []uint32) []Epoch {
 // Step implements node.Machine.
 func (m *Machine) Step(now time.Time, in node.Envelope[Msg]) error {
 	msg := in.Msg
+	// Support first: a process that wakes from a pause may find the ALIVEs
+	// of before the pause waiting in its socket, and must not take them as
+	// fresh after it has lost its support (its range may be reclaimed).
+	m.checkSupport(now)
 	if in.From == m.cfg.ID {
 		switch msg.Type {
 		case MsgJoin:
@@ -384,6 +389,34 @@ func (m *Machine) join(now time.Time) {
 	m.joinAt = now
 	m.sendJoin(now)
 }
+
+// joinSilence: with §4, a coordinator that does not answer a CJOIN for
+// joinPatience sends may have crashed (its range waits for its exclusion):
+// the joiner asks another contact, under a new attempt. Should the silent
+// one answer the old attempt after all, its grant is ignored here, and the
+// ring it placed us in excludes the place we never took (§3 alone has no
+// such repair, so there the joiner keeps asking).
+func (m *Machine) joinSilence() {
+	if !m.cfg.FaultTolerant {
+		return
+	}
+	if m.silent++; m.silent < joinPatience || len(m.cfg.Contacts) < 2 {
+		return
+	}
+	m.silent = 0
+	for {
+		if c := m.cfg.Contacts[m.cfg.Rand.IntN(len(m.cfg.Contacts))]; c != m.target {
+			m.target = c
+			break
+		}
+	}
+	m.attempt++
+	m.want = NoTicket
+}
+
+// joinPatience is how many CJOINs go unanswered before the joiner asks
+// elsewhere.
+const joinPatience = 5
 
 func (m *Machine) sendJoin(now time.Time) {
 	m.send(m.target, Msg{Type: MsgCJoin, Attempt: m.attempt, Ticket: m.want})
@@ -522,6 +555,7 @@ func (m *Machine) onReject(now time.Time, from node.ID, msg Msg) {
 		m.pred = msg.Succ
 		m.sendCleave(now)
 	case m.st == stJoining && from == m.target && msg.Attempt == m.attempt:
+		m.silent = 0
 		m.tried[from] = now
 		m.attempt++
 		if m.pickTarget(from, msg) {
@@ -737,6 +771,7 @@ func (m *Machine) Tick(now time.Time) {
 		m.checkSupport(now)
 	}
 	if m.st == stJoining && !now.Before(m.joinAt) {
+		m.joinSilence()
 		m.sendJoin(now)
 	}
 	if m.await && (m.st == stLinking || m.st == stCoordinator) && !now.Before(m.succAt) {
@@ -797,6 +832,17 @@ func (m *Machine) Status() any {
 	st := map[string]any{"id": m.cfg.ID, "state": m.st.String(), "tickets": m.n, "ticket": m.ticket,
 		"epoch": m.epoch, "succ": m.succ, "succ_ticket": m.succTicket, "pred": m.pred, "range": m.Range(),
 		"preds": m.preds, "succs": m.succs, "rounds": m.counts.Rounds}
+	if m.cfg.FaultTolerant && m.inRing() {
+		heard := map[string]time.Time{}
+		for _, o := range m.preds {
+			if at, ok := m.alive[o.ID]; ok {
+				heard[o.ID.String()] = at
+			}
+		}
+		st["alive_from"] = heard
+		st["supported_until"] = m.SupportedUntil()
+		st["alive_sent"], st["alive_received"] = m.counts.AliveSent, m.counts.AliveRecv
+	}
 	if m.temp != nil {
 		st["temporary_until"] = m.temp.until
 		st["temporary_successor"] = m.temp.q.ID

@@ -77,7 +77,9 @@ type daemon struct {
 	wantedAt time.Time // another member said it waits for a ticket, until then
 	joining  time.Time // when the current join started (zero: none)
 	wantSent time.Time
-	persist  uint64 // the epoch the state file covers
+	eagerAt  time.Time // join without a client of our own from then on
+	wantNext int       // the member asked last for a ticket
+	persist  uint64    // the epoch the state file covers
 	stopping bool
 	ticket   uint32
 	n        uint32
@@ -267,7 +269,7 @@ func (d *daemon) control(from node.ID, typ uint8, body []byte) {
 		}
 	case ctlWant:
 		select {
-		case d.ctl <- func() { d.wantedAt = time.Now().Add(2 * d.cfg.roundOr()) }:
+		case d.ctl <- func() { d.wantedAt = time.Now().Add(d.cfg.roundOr()) }:
 		default:
 		}
 	}
@@ -286,6 +288,7 @@ func (d *daemon) gossip() {
 type machine struct {
 	state          string
 	mayAct, alone  bool
+	settled        bool // may give the ticket back without disturbing a repair
 	ticket         uint32
 	n              uint32
 	supportedUntil time.Time
@@ -295,7 +298,7 @@ func (d *daemon) look() (mc machine) {
 	d.do(func() {
 		m := d.h.m
 		now := time.Now()
-		mc = machine{state: m.State(), mayAct: m.MayAct(now), alone: m.Alone(), n: m.N(), supportedUntil: m.SupportedUntil()}
+		mc = machine{state: m.State(), mayAct: m.MayAct(now), alone: m.Alone(), settled: m.Settled(now), n: m.N(), supportedUntil: m.SupportedUntil()}
 		mc.ticket, _, _ = m.Ticket()
 	})
 	if mc.n != 0 {
@@ -396,28 +399,52 @@ func (d *daemon) tick() {
 	switch {
 	case d.stopping:
 	case d.holder != nil:
-	case mc.mayAct && wanted && !mc.alone && (len(d.queue) == 0 || d.lends > 0):
+	case mc.mayAct && wanted && !mc.alone && mc.settled && (len(d.queue) == 0 || d.lends > 0):
 		// Another member waits and no ticket is free: give this one
 		// back. A member that has used it gives it back even with
 		// clients waiting (they join again), so none starves.
 		d.do(func() { d.h.leave(time.Now()) })
+		d.eagerAt = now.Add(eagerPause)
+	case len(d.queue) == 0 && out(mc.state) && now.After(d.eagerAt) && now.Sub(d.wantedAt) > eagerPause:
+		// Idle and out of the core: join anyway. The more members the
+		// core has, the more failures it survives (§4: k of 2k+1), and
+		// a member in it serves its next client at once. A member that
+		// gave its ticket away waits a while first, and nobody joins
+		// this way while others say they wait.
+		d.do(func() { d.h.join(time.Now()) })
+		d.eagerAt = now.Add(eagerPause)
 	case len(d.queue) == 0:
 	case mc.mayAct:
 		d.serve()
-	case mc.state == "idle" || mc.state == "left" || mc.state == "excluded":
+	case out(mc.state):
 		d.do(func() {
 			if !d.h.join(time.Now()) {
 				d.mb.Log.Warn("no member known to join through")
 			}
 		})
 		d.joining = now
-	case mc.state == "joining" && now.Sub(d.joining) > 2*d.cfg.roundOr() && now.Sub(d.wantSent) > d.cfg.roundOr():
+	case mc.state == "joining" && now.Sub(d.joining) > 2*d.cfg.roundOr() && now.Sub(d.wantSent) > wantEvery*d.cfg.roundOr():
+		// One member a round, in turn: each that hears it and is idle
+		// gives its ticket back, and one is enough.
 		d.wantSent = now
-		for _, id := range d.bk.ids() {
-			_ = d.drv.SendControl(id, ctlWant, nil)
+		if ids := d.bk.ids(); len(ids) > 0 {
+			d.wantNext++
+			_ = d.drv.SendControl(ids[d.wantNext%len(ids)], ctlWant, nil)
 		}
 	}
 }
+
+// out: the machine is in none of the core's states, nor on its way in.
+func out(state string) bool { return state == "idle" || state == "left" || state == "excluded" }
+
+// wantEvery: a member that waits for a ticket asks one other member every
+// this many rounds: the ticket given back must reach it (CLEAVE, then its
+// CJOIN finds the new coordinator) before another is asked for.
+const wantEvery = 5
+
+// eagerPause: a member that gave its ticket away, or heard that another
+// waits for one, joins without a client of its own only this much later.
+const eagerPause = 5 * time.Second
 
 // left reports whether the member is out of the core (or alone in it,
 // where giving the ticket back would end the pool), asking to leave if
