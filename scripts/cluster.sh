@@ -106,7 +106,7 @@ case "$cmd" in
       for a in "$@"; do args+=("${a//\{id\}/$i}"); done
       if [ "$joinmode" = 1 ]; then
         me=$(sed -n "s/^$i=//p" "$dir/peers")
-        others=$(grep -v "^$i=" "$dir/peers" | cut -d= -f2 | paste -sd, -)
+        others=$( (grep -v "^$i=" "$dir/peers" || true) | cut -d= -f2 | paste -sd, -)
         where=(--bind "$me")
         if [ "$i" != 1 ] && [ -n "$others" ]; then where+=(--join "$others"); fi
       else

@@ -11,6 +11,7 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -156,7 +157,7 @@ func (c *cluster) waitCore(want int, skip ...int) (in []int) {
 				continue
 			}
 			out, err := exec.Command(ticketdBin, "status", "--socket", c.sock(i)).Output()
-			if err == nil && strings.Contains(string(out), "machine.state \"coordinator\"") {
+			if err == nil && strings.Contains(string(out), "slot 0 id ") && strings.Contains(string(out), " coordinator ticket ") {
 				in = append(in, i)
 			}
 		}
@@ -429,4 +430,111 @@ func TestPausedMember(t *testing.T) {
 	if !strings.Contains(string(out), "excluded") {
 		t.Fatalf("the resumed member did not report its exclusion:\n%s", out)
 	}
+}
+
+// serveExit runs `ticketd serve ARGS` to its end and returns its exit
+// code and stderr.
+func serveExit(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	cmd := exec.Command(ticketdBin, append([]string{"serve", "--no-color"}, args...)...)
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	done := make(chan error, 1)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("ticketd serve %v did not exit", args)
+	}
+	return cmd.ProcessState.ExitCode(), errb.String()
+}
+
+// TestJoinErrors: a --tickets that disagrees with the pool's is a usage
+// error (64), and nobody answering at --join is 69.
+func TestJoinErrors(t *testing.T) {
+	c := startPool(t, 1, 3)
+	addr := strings.TrimSpace(strings.SplitN(readFile(t, filepath.Join(c.Dir, "peers")), "=", 2)[1])
+	dir := t.TempDir()
+	code, stderr := serveExit(t, "--id", "9", "--bind", "127.0.0.1:0", "--join", addr, "--tickets", "5", "--socket", filepath.Join(dir, "s"))
+	if code != 64 || !strings.Contains(stderr, "3 tickets, not 5") {
+		t.Fatalf("--tickets 5 against a pool of 3: exit %d, want 64\n%s", code, stderr)
+	}
+	code, stderr = serveExit(t, "--id", "9", "--bind", "127.0.0.1:0", "--join", "127.0.0.1:9", "--join-timeout", "300ms", "--socket", filepath.Join(dir, "s"))
+	if code != 69 || !strings.Contains(stderr, "no member") {
+		t.Fatalf("nobody at --join: exit %d, want 69\n%s", code, stderr)
+	}
+	code, _ = serveExit(t, "--id", "9", "--bind", "127.0.0.1:0", "--socket", filepath.Join(dir, "s"))
+	if code != 64 {
+		t.Fatalf("no --tickets and no --join: exit %d, want 64", code)
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestHold: `ticketd hold` prints its ticket, holds it until stdin
+// closes, then prints the release; a second hold meanwhile gets the other
+// ticket, and a third with --nonblock finds none (75).
+func TestHold(t *testing.T) {
+	c := startPool(t, 1, 2)
+	hold := func() (*exec.Cmd, io.WriteCloser, *bufio.Reader) {
+		h := exec.Command(ticketdBin, "hold", "--socket", c.sock(1))
+		in, _ := h.StdinPipe()
+		out, _ := h.StdoutPipe()
+		if err := h.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { h.Process.Kill(); h.Wait() })
+		return h, in, bufio.NewReader(out)
+	}
+	h1, in1, out1 := hold()
+	l1, _ := out1.ReadString('\n')
+	_, _, out2 := hold()
+	l2, _ := out2.ReadString('\n')
+	var t1, t2, n int
+	var e1, e2 uint64
+	if _, err := fmt.Sscanf(l1, "taken %d epoch %d of %d", &t1, &e1, &n); err != nil || n != 2 {
+		t.Fatalf("first hold printed %q", l1)
+	}
+	if _, err := fmt.Sscanf(l2, "taken %d epoch %d of %d", &t2, &e2, &n); err != nil || t2 == t1 {
+		t.Fatalf("second hold printed %q (first %q)", l2, l1)
+	}
+	if err := exec.Command(ticketdBin, "run", "--socket", c.sock(1), "--nonblock", "--", "true").Run(); exitCode(err) != 75 {
+		t.Fatalf("run --nonblock with both tickets held: %v, want exit 75", err)
+	}
+	in1.Close()
+	l3, _ := out1.ReadString('\n')
+	if want := fmt.Sprintf("released %d epoch %d of 2\n", t1, e1); l3 != want {
+		t.Fatalf("after stdin closed: %q, want %q", l3, want)
+	}
+	if err := h1.Wait(); err != nil {
+		t.Fatalf("hold: %v", err)
+	}
+	out, err := exec.Command(ticketdBin, "run", "--socket", c.sock(1), "--", "sh", "-c", "echo $TICKETD_TICKET $TICKETD_EPOCH").Output()
+	var t3 int
+	var e3 uint64
+	if _, serr := fmt.Sscanf(string(out), "%d %d", &t3, &e3); err != nil || serr != nil || t3 != t1 || e3 <= e1 {
+		t.Fatalf("run after the release: %q %v; want ticket %d with an epoch above %d", out, err, t1, e1)
+	}
+}
+
+func exitCode(err error) int {
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
 }

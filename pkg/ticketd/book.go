@@ -41,17 +41,47 @@ type bookMsg struct {
 // from other members' books (for members not heard from yet): what a
 // frame shows wins over what a book says.
 type book struct {
-	self node.ID
-	tr   transport.Dynamic
+	self node.ID // the member's ID (its first slot's)
 
 	mu       sync.Mutex
+	trs      []transport.Dynamic // every slot's transport learns every address
+	mine     map[node.ID]string  // this member's slots and their addresses
 	addrs    map[node.ID]netip.AddrPort
 	observed map[node.ID]bool
 	n        uint32 // the pool's size, once known
 }
 
 func newBook(self node.ID, tr transport.Dynamic, n uint32) *book {
-	return &book{self: self, tr: tr, addrs: map[node.ID]netip.AddrPort{}, observed: map[node.ID]bool{}, n: n}
+	return &book{self: self, trs: []transport.Dynamic{tr}, mine: map[node.ID]string{}, addrs: map[node.ID]netip.AddrPort{},
+		observed: map[node.ID]bool{}, n: n}
+}
+
+// addSlot registers one of this member's slots: its address goes in the
+// books this member sends, and its transport learns every address known
+// (the member's other slots' too, since slots talk to each other).
+func (b *book) addSlot(id node.ID, addr string, tr transport.Dynamic) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.mine[id] = addr
+	ap, err := netip.ParseAddrPort(addr)
+	if tr != nil {
+		b.trs = append(b.trs, tr)
+		for o, a := range b.addrs {
+			tr.SetPeer(o, a)
+		}
+	}
+	if err == nil {
+		b.addrs[id], b.observed[id] = ap, true
+		for _, t := range b.trs {
+			t.SetPeer(id, ap)
+		}
+	}
+}
+
+func (b *book) setPeer(id node.ID, a netip.AddrPort) {
+	for _, t := range b.trs {
+		t.SetPeer(id, a)
+	}
 }
 
 // seen learns a member's address from a frame the Framer accepted.
@@ -61,9 +91,12 @@ func (b *book) seen(h wire.Header, p transport.Packet) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if _, own := b.mine[h.From]; own {
+		return
+	}
 	if old, ok := b.addrs[h.From]; !ok || old != p.Src || !b.observed[h.From] {
 		b.addrs[h.From], b.observed[h.From] = p.Src, true
-		b.tr.SetPeer(h.From, p.Src)
+		b.setPeer(h.From, p.Src)
 	}
 }
 
@@ -88,9 +121,12 @@ func (b *book) merge(m bookMsg) (conflict uint32) {
 		if err != nil {
 			continue
 		}
+		if _, own := b.mine[id]; own {
+			continue
+		}
 		if _, ok := b.addrs[id]; !ok {
 			b.addrs[id] = a
-			b.tr.SetPeer(id, a)
+			b.setPeer(id, a)
 		}
 	}
 	return 0
@@ -104,17 +140,38 @@ func (b *book) msg(selfAddr string) bookMsg {
 	for id, a := range b.addrs {
 		m.Peers[strconv.FormatUint(uint64(id), 10)] = a.String()
 	}
-	if ap, err := netip.ParseAddrPort(selfAddr); err == nil && !ap.Addr().IsUnspecified() {
-		m.Peers[b.self.String()] = selfAddr
+	own := map[node.ID]string{b.self: selfAddr}
+	for id, a := range b.mine {
+		own[id] = a
+	}
+	for id, a := range own {
+		if ap, err := netip.ParseAddrPort(a); err == nil && !ap.Addr().IsUnspecified() {
+			m.Peers[id.String()] = a
+		}
 	}
 	return m
 }
 
-// ids are the members known, in order.
+// ids are the processes known (other members' slots and this member's
+// other slots), in order.
 func (b *book) ids() []node.ID {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return slices.Sorted(maps.Keys(b.addrs))
+}
+
+// others are the processes of other members.
+func (b *book) others() []node.ID {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []node.ID
+	for id := range b.addrs {
+		if _, own := b.mine[id]; !own && id != b.self {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 func (b *book) size() uint32 {

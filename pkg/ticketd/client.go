@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -267,30 +266,71 @@ func Status(socket string, out *cli.Output) error {
 	}
 }
 
-// statusLines renders a status as "key value" lines.
+// statusLines renders a status for people: the member, then one line per
+// slot (its machine's state, ticket, epoch, range, neighbours, support).
 func statusLines(raw json.RawMessage) []string {
-	var st map[string]any
+	var st struct {
+		Member  uint32  `json:"member"`
+		Addr    string  `json:"addr"`
+		Tickets uint32  `json:"tickets"`
+		Members []int64 `json:"members"`
+		Waiting int     `json:"waiting"`
+		Slots   []struct {
+			Slot    int    `json:"slot"`
+			ID      uint32 `json:"id"`
+			Lent    bool   `json:"lent"`
+			Lends   int    `json:"lends"`
+			Machine struct {
+				State   string   `json:"state"`
+				Ticket  uint32   `json:"ticket"`
+				Epoch   uint64   `json:"epoch"`
+				Range   []uint32 `json:"range"`
+				Succ    uint32   `json:"succ"`
+				Pred    uint32   `json:"pred"`
+				Preds   []struct{ ID, Ticket uint32 }
+				Alive   map[string]time.Time `json:"alive_from"`
+				Until   time.Time            `json:"supported_until"`
+				TempEnd time.Time            `json:"temporary_until"`
+			} `json:"machine"`
+		} `json:"slots"`
+	}
 	if json.Unmarshal(raw, &st) != nil {
 		return []string{string(raw)}
 	}
-	var lines []string
-	flat(&lines, "", st)
-	slices.Sort(lines)
-	return lines
-}
-
-func flat(lines *[]string, prefix string, v any) {
-	switch v := v.(type) {
-	case map[string]any:
-		for k, x := range v {
-			p := k
-			if prefix != "" {
-				p = prefix + "." + k
-			}
-			flat(lines, p, x)
-		}
-	default:
-		b, _ := json.Marshal(v)
-		*lines = append(*lines, prefix+" "+string(b))
+	lines := []string{fmt.Sprintf("member %d addr %s tickets %d waiting %d", st.Member, st.Addr, st.Tickets, st.Waiting)}
+	var ms []string
+	for _, m := range st.Members {
+		ms = append(ms, strconv.FormatInt(m, 10))
 	}
+	lines = append(lines, "members "+strings.Join(ms, ","))
+	now := time.Now()
+	for _, sl := range st.Slots {
+		m := sl.Machine
+		l := fmt.Sprintf("slot %d id %d %s", sl.Slot, sl.ID, m.State)
+		if m.State == "coordinator" || m.State == "linking" {
+			var r []string
+			for _, t := range m.Range {
+				r = append(r, strconv.FormatUint(uint64(t), 10))
+			}
+			l += fmt.Sprintf(" ticket %d epoch %d range %s succ %d pred %d", m.Ticket, m.Epoch, strings.Join(r, ","), m.Succ, m.Pred)
+			var ps []string
+			for _, p := range m.Preds {
+				age := "never"
+				if at, ok := m.Alive[strconv.FormatUint(uint64(p.ID), 10)]; ok {
+					age = now.Sub(at).Round(time.Millisecond).String()
+				}
+				ps = append(ps, fmt.Sprintf("%d@%d:%s", p.ID, p.Ticket, age))
+			}
+			l += " alive-from " + strings.Join(ps, ",")
+			if !m.Until.IsZero() {
+				l += " supported-for " + m.Until.Sub(now).Round(time.Millisecond).String()
+			}
+			if !m.TempEnd.IsZero() {
+				l += " temporary-coordinator-for " + m.TempEnd.Sub(now).Round(time.Millisecond).String()
+			}
+		}
+		l += fmt.Sprintf(" lent %v lends %d", sl.Lent, sl.Lends)
+		lines = append(lines, l)
+	}
+	return lines
 }

@@ -49,7 +49,7 @@ type session struct {
 	wants    bool      // waiting for a ticket
 	nonblock bool      // give up at busyAt
 	busyAt   time.Time // nonblock: answer busy then
-	holds    bool
+	holds    *slot     // the slot whose ticket it holds
 	epoch    uint64
 	stopping bool // told its ticket is lost; its command is being stopped
 }
@@ -60,29 +60,57 @@ type clientMsg struct {
 	gone bool
 }
 
+// slot is one process of the paper's core that this member runs: its own
+// ID (the member's, then the member's with the slot number in the top
+// byte), socket, driver and machine. A member has as many slots as it has
+// clients holding tickets at once, up to n; slot 0 is the member's own,
+// on --bind.
+type slot struct {
+	idx     int
+	id      node.ID
+	drv     *driver.Driver[ticket.Msg]
+	h       *host
+	net     transport.Transport
+	holder  *session
+	lends   int       // lends since this slot took its ticket
+	joining time.Time // when the current join started (zero: none)
+	ticket  uint32
+	n       uint32
+	mc      machine // as last looked at
+}
+
+type slotEvent struct {
+	s  *slot
+	ev node.Event
+}
+
+// maxSlots bounds one member's slots (the slot number is the top byte of
+// the ID, below wire.ClientIDBase's).
+const maxSlots = 0xF0
+
+// MaxMemberID is the largest --id: the top byte numbers the slots.
+const MaxMemberID = 1<<24 - 1
+
 type daemon struct {
-	mb   *cli.Member
-	cfg  Config
-	drv  *driver.Driver[ticket.Msg]
-	h    *host
-	bk   *book
-	in   chan clientMsg
-	ctl  chan func() // control frames, handled on the daemon goroutine
-	fail chan error
+	mb     *cli.Member
+	cfg    Config
+	bk     *book
+	slots  []*slot
+	in     chan clientMsg
+	ctl    chan func() // control frames, handled on the daemon goroutine
+	fail   chan error
+	events chan slotEvent
+	ctx    context.Context
+	tcfg   ticket.Config
 
 	sessions map[*session]bool
 	queue    []*session // waiting, oldest first
-	holder   *session
-	lends    int       // lends since this member took its ticket
-	wantedAt time.Time // another member said it waits for a ticket, until then
-	joining  time.Time // when the current join started (zero: none)
+	wantedAt time.Time  // another member said it waits for a ticket, until then
 	wantSent time.Time
-	eagerAt  time.Time // join without a client of our own from then on
+	eagerAt  time.Time // slot 0 joins without a client of our own from then on
 	wantNext int       // the member asked last for a ticket
 	persist  uint64    // the epoch the state file covers
 	stopping bool
-	ticket   uint32
-	n        uint32
 	ready    atomic.Bool // found the pool (or founded it)
 }
 
@@ -93,6 +121,9 @@ func Serve(mb *cli.Member, cfg Config) error {
 	if !ok {
 		return cli.Exitf(cli.ExitUsage, "ticketd needs the UDP transport")
 	}
+	if mb.ID > MaxMemberID {
+		return cli.Exitf(cli.ExitUsage, "--id must be 1 to %d for ticketd (the top byte numbers a member's slots)", MaxMemberID)
+	}
 	joins, err := resolve(cfg.Join)
 	if err != nil {
 		return cli.Exitf(cli.ExitUsage, "--join: %v", err)
@@ -100,23 +131,27 @@ func Serve(mb *cli.Member, cfg Config) error {
 	if cfg.JoinTimeout <= 0 {
 		cfg.JoinTimeout = 10 * time.Second
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	d := &daemon{mb: mb, cfg: cfg, in: make(chan clientMsg, 64), ctl: make(chan func(), 256), fail: make(chan error, 1),
-		sessions: map[*session]bool{}, persist: cfg.Floor}
+		events: make(chan slotEvent, 4096), ctx: ctx, sessions: map[*session]bool{}, persist: cfg.Floor}
 	n := uint32(0)
 	if len(cfg.Join) == 0 {
 		n = uint32(cfg.Tickets)
 	}
 	d.bk = newBook(mb.ID, dyn, n)
-	tcfg := ticket.Config{ID: mb.ID, Rand: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())), FaultTolerant: true,
-		K: cfg.K, Round: cfg.Round, Margin: cfg.KillGrace + 4*cli.CheckEvery + 50*time.Millisecond, Floor: cfg.Floor}
+	d.tcfg = ticket.Config{FaultTolerant: true, K: cfg.K, Round: cfg.Round,
+		Margin: cfg.KillGrace + 4*cli.CheckEvery + 50*time.Millisecond, Floor: cfg.Floor}
+	first := d.tcfg
 	if len(cfg.Join) == 0 {
-		tcfg.Tickets = cfg.Tickets
+		first.Tickets = cfg.Tickets
 	}
-	if d.h, err = newHost(tcfg, d.bk.ids); err != nil {
-		return cli.Exitf(cli.ExitUsage, "%v", err)
+	s0 := &slot{id: mb.ID, net: mb.Net}
+	if err := d.initSlot(s0, first, mb.Framer); err != nil {
+		return err
 	}
-	d.drv = driver.New[ticket.Msg](d.h, ticket.Codec{}, mb.Net, driver.Config{Framer: mb.Framer, Log: mb.Log,
-		Seen: d.bk.seen, Control: d.control})
+	d.slots = []*slot{s0}
+	d.bk.addSlot(s0.id, mb.Net.Addr(), nil)
 	ln, err := cli.ListenControl(Tool, cfg.Socket)
 	if err != nil {
 		return err
@@ -131,15 +166,19 @@ func Serve(mb *cli.Member, cfg Config) error {
 			return err
 		}
 	} else {
-		if run, err = mb.Start(d.drv, "tickets", cfg.Tickets, "socket", cfg.Socket); err != nil {
+		if run, err = mb.Start(s0.drv, "tickets", cfg.Tickets, "socket", cfg.Socket); err != nil {
 			return err
 		}
 		d.ready.Store(true)
-		d.do(func() { d.h.join(time.Now()) }) // found the pool: own ticket n−1, coordinate all
+		d.do(s0, func() { s0.h.join(time.Now()) }) // found the pool: own ticket n−1, coordinate all
 	}
 	defer run.Stop()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	defer d.closeSlots()
+	go func() {
+		for ev := range run.Events {
+			d.events <- slotEvent{s0, ev}
+		}
+	}()
 	go d.accept(ctx, ln)
 	tick := time.NewTicker(min(cfg.roundOr()/4, 25*time.Millisecond))
 	defer tick.Stop()
@@ -148,8 +187,8 @@ func Serve(mb *cli.Member, cfg Config) error {
 	var stopBy time.Time
 	for {
 		select {
-		case ev := <-run.Events:
-			d.event(ev)
+		case se := <-d.events:
+			d.event(se.s, se.ev)
 		case m := <-d.in:
 			d.client(m)
 		case fn := <-d.ctl:
@@ -158,25 +197,88 @@ func Serve(mb *cli.Member, cfg Config) error {
 			return err
 		case <-tick.C:
 			d.tick()
-			if d.stopping && (d.holder == nil || time.Now().After(stopBy)) && d.left() {
+			if d.stopping && (d.holding() == 0 || time.Now().After(stopBy)) && d.left() {
 				return nil
 			}
 		case <-gossip.C:
 			d.gossip()
 		case err := <-run.Done:
 			return cli.Failed(err)
-		case s := <-run.Signals:
+		case sig := <-run.Signals:
 			if d.stopping {
 				return nil // a second signal: stop now
 			}
-			mb.Log.Info("signal: giving the ticket back", "signal", s)
+			mb.Log.Info("signal: giving the tickets back", "signal", sig)
 			d.stopping, stopBy = true, time.Now().Add(cfg.KillGrace+time.Second)
-			d.lose("the member is stopping")
+			for _, s := range d.slots {
+				d.lose(s, "the member is stopping")
+			}
 			for _, s := range d.queue {
 				s.cn.Send(Reply{Event: "unavailable", Reason: "the member is stopping"})
 			}
 			d.queue = nil
 		}
+	}
+}
+
+// initSlot makes a slot's machine and driver.
+func (d *daemon) initSlot(s *slot, cfg ticket.Config, f *wire.Framer) error {
+	cfg.ID = s.id
+	cfg.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	self := s.id
+	h, err := newHost(cfg, func() []node.ID {
+		var out []node.ID
+		for _, id := range d.bk.ids() {
+			if id != self {
+				out = append(out, id)
+			}
+		}
+		return out
+	})
+	if err != nil {
+		return cli.Exitf(cli.ExitUsage, "%v", err)
+	}
+	s.h = h
+	s.drv = driver.New[ticket.Msg](h, ticket.Codec{}, s.net, driver.Config{Framer: f, Log: d.mb.Log, Seen: d.bk.seen, Control: d.control})
+	return nil
+}
+
+// newSlot opens another slot: a socket on --bind's host, a Framer under
+// the slot's ID, a driver running.
+func (d *daemon) newSlot() (*slot, error) {
+	idx := len(d.slots)
+	id := node.ID(idx)<<24 | d.mb.ID
+	host, _, err := net.SplitHostPort(d.mb.Net.Addr())
+	if err != nil {
+		return nil, err
+	}
+	tr, err := transport.ListenUDP(net.JoinHostPort(host, "0"), nil)
+	if err != nil {
+		return nil, err
+	}
+	f, err := wire.NewFramer(cli.ClusterKey(d.mb.Cluster, nil), id, uint64(time.Now().UnixNano()), d.mb.Key)
+	if err != nil {
+		tr.Close()
+		return nil, err
+	}
+	s := &slot{idx: idx, id: id, net: tr}
+	if err := d.initSlot(s, d.tcfg, f); err != nil {
+		tr.Close()
+		return nil, err
+	}
+	d.bk.addSlot(id, tr.Addr(), tr)
+	go func() {
+		if err := s.drv.Run(d.ctx, func(ev node.Event) { d.events <- slotEvent{s, ev} }); err != nil {
+			d.mb.Log.Warn("a slot's transport failed", "slot", idx, "err", err)
+		}
+	}()
+	d.slots = append(d.slots, s)
+	return s, nil
+}
+
+func (d *daemon) closeSlots() {
+	for _, s := range d.slots[1:] {
+		s.net.Close()
 	}
 }
 
@@ -192,7 +294,7 @@ func (c Config) roundOr() time.Duration {
 // member ready.
 func (d *daemon) findPool(joins []netip.AddrPort, dyn transport.Dynamic) (*cli.Running, error) {
 	d.mb.DelayReady = true
-	run, err := d.mb.Start(d.drv, "join", d.cfg.Join, "socket", d.cfg.Socket)
+	run, err := d.mb.Start(d.slots[0].drv, "join", d.cfg.Join, "socket", d.cfg.Socket)
 	if err != nil {
 		return nil, err
 	}
@@ -201,7 +303,7 @@ func (d *daemon) findPool(joins []netip.AddrPort, dyn transport.Dynamic) (*cli.R
 	defer give.Stop()
 	again := time.NewTicker(200 * time.Millisecond)
 	defer again.Stop()
-	for d.bk.size() == 0 || len(d.bk.ids()) == 0 {
+	for d.bk.size() == 0 || len(d.bk.others()) == 0 {
 		frame, err := d.mb.Framer.Seal(wire.FamilyControl, ctlHello, wire.Anyone, hello)
 		if err != nil {
 			run.Stop()
@@ -235,17 +337,17 @@ func (d *daemon) findPool(joins []netip.AddrPort, dyn transport.Dynamic) (*cli.R
 		run.Stop()
 		return nil, err
 	}
-	d.mb.Log.Info("found the pool", "tickets", d.bk.size(), "members", len(d.bk.ids()))
+	d.mb.Log.Info("found the pool", "tickets", d.bk.size(), "members", len(d.bk.others()))
 	return run, nil
 }
 
-// do runs fn on the driver goroutine (where the machine lives).
-func (d *daemon) do(fn func()) {
-	_ = d.drv.Do(context.Background(), fn)
+// do runs fn on a slot's driver goroutine (where its machine lives).
+func (d *daemon) do(s *slot, fn func()) {
+	_ = s.drv.Do(context.Background(), fn)
 }
 
-// control handles the members' control frames (driver goroutine: hand
-// them to the daemon's).
+// control handles the members' control frames (driver goroutines: hand
+// what touches the daemon's state to its goroutine).
 func (d *daemon) control(from node.ID, typ uint8, body []byte) {
 	switch typ {
 	case ctlHello, ctlBook:
@@ -265,7 +367,7 @@ func (d *daemon) control(from node.ID, typ uint8, body []byte) {
 			return
 		}
 		if typ == ctlHello {
-			_ = d.drv.SendControl(from, ctlBook, encodeBook(d.bk.msg(d.mb.Net.Addr())))
+			_ = d.slots0().drv.SendControl(from, ctlBook, encodeBook(d.bk.msg(d.mb.Net.Addr())))
 		}
 	case ctlWant:
 		select {
@@ -275,16 +377,21 @@ func (d *daemon) control(from node.ID, typ uint8, body []byte) {
 	}
 }
 
-// gossip sends this member's book to every member it knows, so that
-// members learn each other's addresses without a list given up front.
+// slots0 is the member's own slot (set before any frame is handled).
+func (d *daemon) slots0() *slot { return d.slots[0] }
+
+// gossip sends this member's book to every other member's first slot, so
+// that members learn each other's addresses without a list given up front.
 func (d *daemon) gossip() {
 	body := encodeBook(d.bk.msg(d.mb.Net.Addr()))
-	for _, id := range d.bk.ids() {
-		_ = d.drv.SendControl(id, ctlBook, body)
+	for _, id := range d.bk.others() {
+		if id <= MaxMemberID {
+			_ = d.slots[0].drv.SendControl(id, ctlBook, body)
+		}
 	}
 }
 
-// machine is a snapshot of the machine for the daemon goroutine.
+// machine is a snapshot of a slot's machine for the daemon goroutine.
 type machine struct {
 	state          string
 	mayAct, alone  bool
@@ -294,9 +401,10 @@ type machine struct {
 	supportedUntil time.Time
 }
 
-func (d *daemon) look() (mc machine) {
-	d.do(func() {
-		m := d.h.m
+func (d *daemon) look(s *slot) machine {
+	var mc machine
+	d.do(s, func() {
+		m := s.h.m
 		now := time.Now()
 		mc = machine{state: m.State(), mayAct: m.MayAct(now), alone: m.Alone(), settled: m.Settled(now), n: m.N(), supportedUntil: m.SupportedUntil()}
 		mc.ticket, _, _ = m.Ticket()
@@ -304,6 +412,7 @@ func (d *daemon) look() (mc machine) {
 	if mc.n != 0 {
 		d.bk.setSize(mc.n)
 	}
+	s.mc = mc
 	return mc
 }
 
@@ -318,120 +427,183 @@ func (mc machine) until(now time.Time) time.Time {
 	return mc.supportedUntil
 }
 
-func (d *daemon) event(ev node.Event) {
+func (d *daemon) event(s *slot, ev node.Event) {
 	d.mb.Out.Event(ev)
 	switch e := ev.(type) {
 	case ticket.TakenEvent:
-		d.joining, d.lends, d.ticket, d.n = time.Time{}, 0, e.Ticket, e.N
+		s.joining, s.lends, s.ticket, s.n = time.Time{}, 0, e.Ticket, e.N
 		d.serve()
 	case ticket.ExcludedEvent:
-		d.lose("this member was excluded from the core")
+		d.lose(s, "this member was excluded from the core")
 	case ticket.LeftEvent:
-		d.lose("the ticket was given back")
+		d.lose(s, "the ticket was given back")
 	}
 }
 
-// lose tells the holder its ticket is gone: its command is stopped.
-func (d *daemon) lose(why string) {
-	if s := d.holder; s != nil && !s.stopping {
-		s.stopping = true
-		s.cn.Send(Reply{Event: "lost", Ticket: d.ticket, Epoch: s.epoch, Reason: why})
+// lose tells a slot's holder its ticket is gone: its command is stopped.
+func (d *daemon) lose(s *slot, why string) {
+	if c := s.holder; c != nil && !c.stopping {
+		c.stopping = true
+		c.cn.Send(Reply{Event: "lost", Ticket: s.ticket, Epoch: c.epoch, Reason: why})
 	}
 }
 
-// serve lends the ticket to the oldest waiting client, if it may.
+func (d *daemon) holding() int {
+	n := 0
+	for _, s := range d.slots {
+		if s.holder != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// serve lends free tickets to the oldest waiting clients.
 func (d *daemon) serve() {
-	if d.holder != nil || len(d.queue) == 0 || d.stopping {
-		return
+	for _, s := range d.slots {
+		if len(d.queue) == 0 || d.stopping {
+			return
+		}
+		if s.holder == nil {
+			d.lend(s)
+		}
 	}
+}
+
+// lend lends slot s's ticket to the oldest waiting client, if it may.
+func (d *daemon) lend(s *slot) {
 	now := time.Now()
 	var epoch uint64
 	var ok bool
 	var mc machine
-	d.do(func() {
-		epoch, ok = d.h.m.Lend(now)
-		m := d.h.m
+	d.do(s, func() {
+		epoch, ok = s.h.m.Lend(now)
+		m := s.h.m
 		mc = machine{mayAct: ok, alone: m.Alone(), n: m.N(), supportedUntil: m.SupportedUntil()}
 		mc.ticket, _, _ = m.Ticket()
 	})
 	if !ok {
 		return
 	}
-	s := d.queue[0]
+	c := d.queue[0]
 	d.queue = d.queue[1:]
-	s.wants, s.holds, s.epoch = false, true, epoch
-	d.holder = s
-	d.lends++
+	c.wants, c.holds, c.epoch = false, s, epoch
+	s.holder = c
+	s.lends++
 	if epoch > d.persist && d.cfg.StateFile != "" {
 		d.persist = epoch + epochReserve
 		if err := cli.WriteUint(d.cfg.StateFile, d.persist); err != nil {
 			d.mb.Log.Warn("cannot persist the epoch", "err", err)
 		}
 	}
-	s.cn.Send(Reply{Event: "taken", Ticket: mc.ticket, Tickets: mc.n, Epoch: epoch,
+	c.cn.Send(Reply{Event: "taken", Ticket: mc.ticket, Tickets: mc.n, Epoch: epoch,
 		UntilNS: mc.until(now).UnixNano(), KillGraceNS: int64(d.cfg.KillGrace)})
 }
 
-// tick renews the holder's lease, answers impatient clients, joins the
-// core when a client waits, and gives the ticket back when another member
-// waits for one.
+// tick renews the holders' leases, answers impatient clients, brings
+// slots into the core while clients wait, and gives a ticket back when
+// another member waits for one.
 func (d *daemon) tick() {
 	now := time.Now()
-	mc := d.look()
-	if s := d.holder; s != nil && !s.stopping {
-		if mc.mayAct {
-			s.cn.Send(Reply{Event: "valid", UntilNS: mc.until(now).UnixNano()})
-		} else {
-			d.lose("this member lost its support")
+	for _, s := range d.slots {
+		mc := d.look(s)
+		if c := s.holder; c != nil && !c.stopping {
+			if mc.mayAct {
+				c.cn.Send(Reply{Event: "valid", UntilNS: mc.until(now).UnixNano()})
+			} else {
+				d.lose(s, "this member lost its support")
+			}
 		}
 	}
 	q := d.queue[:0]
-	for _, s := range d.queue {
-		if s.nonblock && now.After(s.busyAt) {
-			s.wants = false
-			s.cn.Send(Reply{Event: "busy"})
+	for _, c := range d.queue {
+		if c.nonblock && now.After(c.busyAt) {
+			c.wants = false
+			c.cn.Send(Reply{Event: "busy"})
 			continue
 		}
-		q = append(q, s)
+		q = append(q, c)
 	}
 	d.queue = q
-	wanted := now.Before(d.wantedAt)
-	switch {
-	case d.stopping:
-	case d.holder != nil:
-	case mc.mayAct && wanted && !mc.alone && mc.settled && (len(d.queue) == 0 || d.lends > 0):
-		// Another member waits and no ticket is free: give this one
-		// back. A member that has used it gives it back even with
-		// clients waiting (they join again), so none starves.
-		d.do(func() { d.h.leave(time.Now()) })
-		d.eagerAt = now.Add(eagerPause)
-	case len(d.queue) == 0 && out(mc.state) && now.After(d.eagerAt) && now.Sub(d.wantedAt) > eagerPause:
-		// Idle and out of the core: join anyway. The more members the
-		// core has, the more failures it survives (§4: k of 2k+1), and
-		// a member in it serves its next client at once. A member that
-		// gave its ticket away waits a while first, and nobody joins
-		// this way while others say they wait.
-		d.do(func() { d.h.join(time.Now()) })
-		d.eagerAt = now.Add(eagerPause)
-	case len(d.queue) == 0:
-	case mc.mayAct:
-		d.serve()
-	case out(mc.state):
-		d.do(func() {
-			if !d.h.join(time.Now()) {
+	if d.stopping {
+		return
+	}
+	d.serve()
+	// Another member waits and no ticket is free: give one back, from an
+	// idle slot. A slot that has been used gives its ticket back even with
+	// clients waiting here (they take another), so no member starves.
+	if now.Before(d.wantedAt) {
+		for _, s := range d.slots {
+			if mc := s.mc; s.holder == nil && mc.mayAct && !mc.alone && mc.settled && (len(d.queue) == 0 || s.lends > 0) {
+				d.do(s, func() { s.h.leave(time.Now()) })
+				d.wantedAt = time.Time{}
+				d.eagerAt = now.Add(eagerPause)
+				break
+			}
+		}
+	}
+	// Clients wait: bring as many slots into the core as they need.
+	coming := 0
+	for _, s := range d.slots {
+		if st := s.mc.state; st == "joining" || st == "linking" {
+			coming++
+		}
+	}
+	for need := len(d.queue) - coming; need > 0; need-- {
+		s := d.outSlot()
+		if s == nil {
+			break
+		}
+		d.do(s, func() {
+			if !s.h.join(time.Now()) {
 				d.mb.Log.Warn("no member known to join through")
 			}
 		})
-		d.joining = now
-	case mc.state == "joining" && now.Sub(d.joining) > 2*d.cfg.roundOr() && now.Sub(d.wantSent) > wantEvery*d.cfg.roundOr():
-		// One member a round, in turn: each that hears it and is idle
-		// gives its ticket back, and one is enough.
-		d.wantSent = now
-		if ids := d.bk.ids(); len(ids) > 0 {
-			d.wantNext++
-			_ = d.drv.SendControl(ids[d.wantNext%len(ids)], ctlWant, nil)
+		s.joining, s.mc.state = now, "joining"
+	}
+	// Idle and out of the core: the member's own slot joins anyway. The
+	// more members the core has, the more failures it survives (§4: k of
+	// 2k+1), and a member in it serves its next client at once. A member
+	// that gave a ticket away waits a while first, and nobody joins this
+	// way while others say they wait.
+	if s0 := d.slots[0]; len(d.queue) == 0 && out(s0.mc.state) && now.After(d.eagerAt) && now.Sub(d.wantedAt) > eagerPause {
+		d.do(s0, func() { s0.h.join(time.Now()) })
+		d.eagerAt = now.Add(eagerPause)
+	}
+	// Still waiting after two rounds of joining: ask one other member a
+	// round, in turn, to give a ticket back.
+	if len(d.queue) > 0 && now.Sub(d.wantSent) > wantEvery*d.cfg.roundOr() {
+		for _, s := range d.slots {
+			if s.mc.state == "joining" && now.Sub(s.joining) > 2*d.cfg.roundOr() {
+				d.wantSent = now
+				if ids := d.bk.others(); len(ids) > 0 {
+					d.wantNext++
+					_ = d.slots[0].drv.SendControl(ids[d.wantNext%len(ids)], ctlWant, nil)
+				}
+				break
+			}
 		}
 	}
+}
+
+// outSlot is a slot out of the core to bring in: an existing one, or a
+// new one while the member has fewer slots than the pool has tickets.
+func (d *daemon) outSlot() *slot {
+	for _, s := range d.slots {
+		if out(s.mc.state) {
+			return s
+		}
+	}
+	if n := int(d.bk.size()); len(d.slots) >= min(n, maxSlots) {
+		return nil
+	}
+	s, err := d.newSlot()
+	if err != nil {
+		d.mb.Log.Warn("cannot open another slot", "err", err)
+		return nil
+	}
+	d.look(s)
+	return s
 }
 
 // out: the machine is in none of the core's states, nor on its way in.
@@ -446,20 +618,23 @@ const wantEvery = 5
 // waits for one, joins without a client of its own only this much later.
 const eagerPause = 5 * time.Second
 
-// left reports whether the member is out of the core (or alone in it,
-// where giving the ticket back would end the pool), asking to leave if
-// not.
+// left reports whether every slot is out of the core (or alone in it,
+// where giving the ticket back would end the pool), asking those in it to
+// leave.
 func (d *daemon) left() bool {
-	mc := d.look()
-	switch mc.state {
-	case "idle", "left", "excluded", "joining":
-		return true
+	done := true
+	for _, s := range d.slots {
+		mc := d.look(s)
+		switch mc.state {
+		case "idle", "left", "excluded", "joining":
+			continue
+		}
+		done = false
+		if mc.state == "coordinator" {
+			d.do(s, func() { s.h.leave(time.Now()) })
+		}
 	}
-	if mc.state == "coordinator" && !d.joining.IsZero() {
-		return false
-	}
-	d.do(func() { d.h.leave(time.Now()) })
-	return false
+	return done
 }
 
 func (d *daemon) client(m clientMsg) {
@@ -472,8 +647,8 @@ func (d *daemon) client(m clientMsg) {
 				break
 			}
 		}
-		if d.holder == s {
-			d.holder = nil
+		if sl := s.holds; sl != nil && sl.holder == s {
+			sl.holder = nil
 			d.serve()
 		}
 		return
@@ -484,7 +659,7 @@ func (d *daemon) client(m clientMsg) {
 		switch {
 		case d.stopping:
 			s.cn.Send(Reply{Event: "unavailable", Reason: "the member is stopping"})
-		case s.wants || s.holds:
+		case s.wants || s.holds != nil:
 			s.cn.Send(Reply{Event: "error", Error: "this connection already holds or waits for a ticket"})
 		default:
 			s.wants, s.nonblock = true, m.req.NonBlock
@@ -493,8 +668,8 @@ func (d *daemon) client(m clientMsg) {
 			d.serve()
 		}
 	case "release":
-		if d.holder == s {
-			d.holder, s.holds = nil, false
+		if sl := s.holds; sl != nil && sl.holder == s {
+			sl.holder, s.holds = nil, nil
 			d.serve()
 		}
 	case "status":
@@ -507,10 +682,15 @@ func (d *daemon) client(m clientMsg) {
 // status is the member's view: the machine's state, the book and the
 // local clients.
 func (d *daemon) status() json.RawMessage {
-	var st any
-	d.do(func() { st = d.h.Status() })
-	out := map[string]any{"member": d.mb.ID, "addr": d.mb.Net.Addr(), "machine": st, "members": d.bk.ids(),
-		"waiting": len(d.queue), "lent": d.holder != nil, "lends": d.lends}
+	var slots []any
+	for _, s := range d.slots {
+		var st any
+		d.do(s, func() { st = s.h.Status() })
+		slots = append(slots, map[string]any{"slot": s.idx, "id": s.id, "addr": s.net.Addr(), "lent": s.holder != nil,
+			"lends": s.lends, "machine": st})
+	}
+	out := map[string]any{"member": d.mb.ID, "addr": d.mb.Net.Addr(), "tickets": d.bk.size(), "slots": slots,
+		"members": d.bk.others(), "waiting": len(d.queue)}
 	b, _ := json.Marshal(out)
 	return b
 }
