@@ -538,3 +538,28 @@ func exitCode(err error) int {
 	}
 	return 0
 }
+
+// TestJSON: serve, hold and status print JSON lines that docs/json.md
+// lists.
+func TestJSON(t *testing.T) {
+	c := startPool(t, 1, 2, "--json")
+	h := exec.Command(ticketdBin, "hold", "--json", "--socket", c.sock(1))
+	out, err := h.Output() // stdin is empty: take, then release at once
+	if err != nil || !strings.Contains(string(out), `"event":"taken"`) || !strings.Contains(string(out), `"event":"released"`) {
+		t.Fatalf("hold --json: %v\n%s", err, out)
+	}
+	clitest.CheckJSON(t, "ticketd", out)
+	st, err := exec.Command(ticketdBin, "status", "--json", "--socket", c.sock(1)).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	clitest.CheckJSON(t, "ticketd", st)
+	ev, err := os.ReadFile(c.File(1, "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(ev), `"event":"taken"`) {
+		t.Fatalf("serve --json printed:\n%s", ev)
+	}
+	clitest.CheckJSON(t, "ticketd", ev)
+}

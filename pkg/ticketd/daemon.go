@@ -66,17 +66,18 @@ type clientMsg struct {
 // clients holding tickets at once, up to n; slot 0 is the member's own,
 // on --bind.
 type slot struct {
-	idx     int
-	id      node.ID
-	drv     *driver.Driver[ticket.Msg]
-	h       *host
-	net     transport.Transport
-	holder  *session
-	lends   int       // lends since this slot took its ticket
-	joining time.Time // when the current join started (zero: none)
-	ticket  uint32
-	n       uint32
-	mc      machine // as last looked at
+	idx       int
+	id        node.ID
+	drv       *driver.Driver[ticket.Msg]
+	h         *host
+	net       transport.Transport
+	holder    *session
+	lends     int       // lends since this slot took its ticket
+	idleSince time.Time // when its last holder went
+	joining   time.Time // when the current join started (zero: none)
+	ticket    uint32
+	n         uint32
+	mc        machine // as last looked at
 }
 
 type slotEvent struct {
@@ -431,7 +432,7 @@ func (d *daemon) event(s *slot, ev node.Event) {
 	d.mb.Out.Event(ev)
 	switch e := ev.(type) {
 	case ticket.TakenEvent:
-		s.joining, s.lends, s.ticket, s.n = time.Time{}, 0, e.Ticket, e.N
+		s.joining, s.lends, s.ticket, s.n, s.idleSince = time.Time{}, 0, e.Ticket, e.N, time.Now()
 		d.serve()
 	case ticket.ExcludedEvent:
 		d.lose(s, "this member was excluded from the core")
@@ -542,6 +543,18 @@ func (d *daemon) tick() {
 			}
 		}
 	}
+	// A slot beyond the member's own that has been idle a while gives its
+	// ticket back, so that tickets do not pile up on the host that was
+	// busiest, and other members' own slots can be in the core again (a
+	// core spread over more hosts survives more).
+	if len(d.queue) == 0 {
+		for _, s := range d.slots[1:] {
+			if mc := s.mc; s.holder == nil && mc.mayAct && !mc.alone && mc.settled && now.Sub(s.idleSince) > idleSlot {
+				d.do(s, func() { s.h.leave(time.Now()) })
+				break
+			}
+		}
+	}
 	// Clients wait: bring as many slots into the core as they need.
 	coming := 0
 	for _, s := range d.slots {
@@ -618,6 +631,10 @@ const wantEvery = 5
 // waits for one, joins without a client of its own only this much later.
 const eagerPause = 5 * time.Second
 
+// idleSlot: a slot other than the member's own gives its ticket back
+// after this long without a holder.
+const idleSlot = 2 * time.Second
+
 // left reports whether every slot is out of the core (or alone in it,
 // where giving the ticket back would end the pool), asking those in it to
 // leave.
@@ -648,7 +665,7 @@ func (d *daemon) client(m clientMsg) {
 			}
 		}
 		if sl := s.holds; sl != nil && sl.holder == s {
-			sl.holder = nil
+			sl.holder, sl.idleSince = nil, time.Now()
 			d.serve()
 		}
 		return
@@ -669,7 +686,7 @@ func (d *daemon) client(m clientMsg) {
 		}
 	case "release":
 		if sl := s.holds; sl != nil && sl.holder == s {
-			sl.holder, s.holds = nil, nil
+			sl.holder, s.holds, sl.idleSince = nil, nil, time.Now()
 			d.serve()
 		}
 	case "status":
@@ -689,7 +706,7 @@ func (d *daemon) status() json.RawMessage {
 		slots = append(slots, map[string]any{"slot": s.idx, "id": s.id, "addr": s.net.Addr(), "lent": s.holder != nil,
 			"lends": s.lends, "machine": st})
 	}
-	out := map[string]any{"member": d.mb.ID, "addr": d.mb.Net.Addr(), "tickets": d.bk.size(), "slots": slots,
+	out := map[string]any{"event": "status", "member": d.mb.ID, "addr": d.mb.Net.Addr(), "tickets": d.bk.size(), "slots": slots,
 		"members": d.bk.others(), "waiting": len(d.queue)}
 	b, _ := json.Marshal(out)
 	return b
