@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# bench-ticketd.sh — ticketd against lockd and etcd, in one run, as ratios:
+#   1. whole-process latency: `ticketd run -- true` vs `lockd run L -- true`
+#      vs `etcdctl lock L -- true` (median and p99 over ITER runs each,
+#      uncontended, alternating run by run);
+#   2. reclaim: a pool of 3 members and 3 tickets, every ticket held; SIGKILL
+#      the member whose client holds one, and time until a client waiting on
+#      another member gets that ticket, checking the killed client's command
+#      was gone by then. Anchor: `etcdctl lock --ttl 1` held by a process
+#      that is killed with SIGKILL, and the time until a waiting
+#      `etcdctl lock` gets it. ROUNDS rounds each, alternating.
+#   3. in-daemon take+release per second, 5 members, 4 tickets, without
+#      process start-up (go test -bench).
+# Installs etcd-server and etcd-client with apt-get when missing (as root).
+#
+#   scripts/bench-ticketd.sh [ITER] [ROUNDS]     (defaults 200 and 5)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$PATH:/usr/local/go/bin"
+iter=${1:-200}
+rounds=${2:-5}
+work=$(mktemp -d)
+cleanup() {
+  scripts/cluster.sh stop -d "$work/t" >/dev/null 2>&1 || true
+  scripts/cluster.sh stop -d "$work/l" >/dev/null 2>&1 || true
+  scripts/cluster.sh stop -d "$work/r" >/dev/null 2>&1 || true
+  [ -n "${etcd_pid:-}" ] && kill "$etcd_pid" 2>/dev/null || true
+  pkill -f "sleep 1000" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+missing=()
+command -v etcd >/dev/null 2>&1 || missing+=(etcd-server)
+command -v etcdctl >/dev/null 2>&1 || missing+=(etcd-client)
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing ${missing[*]}..."
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    if [[ " ${missing[*]} " == *" etcd-server "* ]]; then
+      systemctl stop etcd >/dev/null 2>&1 || pkill -x etcd || true
+    fi
+  fi
+  if ! command -v etcd >/dev/null 2>&1 || ! command -v etcdctl >/dev/null 2>&1; then
+    echo "bench-ticketd: etcd and etcdctl are needed (apt-get install etcd-server etcd-client)" >&2
+    exit 69
+  fi
+fi
+
+# Release builds, as bench-lockd.sh makes them.
+CGO_ENABLED=0 go build -ldflags "-s -w" -o "$work/ticketd" ./cmd/ticketd
+CGO_ENABLED=0 go build -ldflags "-s -w" -o "$work/lockd" ./cmd/lockd
+
+cport=$((20000 + RANDOM % 20000)); pport=$((cport + 1))
+etcd --data-dir "$work/etcd" --listen-client-urls "http://127.0.0.1:$cport" --advertise-client-urls "http://127.0.0.1:$cport" \
+     --listen-peer-urls "http://127.0.0.1:$pport" --initial-advertise-peer-urls "http://127.0.0.1:$pport" \
+     --initial-cluster "default=http://127.0.0.1:$pport" >"$work/etcd.log" 2>&1 &
+etcd_pid=$!
+export ETCDCTL_API=3 ETCDCTL_ENDPOINTS="127.0.0.1:$cport"
+until etcdctl endpoint health >/dev/null 2>&1; do sleep 0.1; done
+
+# ticketd: 3 members, 4 tickets; lockd: 3 daemons (central)
+scripts/cluster.sh start -j -n 3 -d "$work/t" "$work/ticketd" serve --no-color --log-level warn --tickets 4 --socket "$work/t/{id}.sock" >/dev/null
+scripts/cluster.sh start -n 3 -d "$work/l" "$work/lockd" serve --no-color --log-level warn --socket "$work/l/{id}.sock" >/dev/null
+tsock="$work/t/1.sock"; lsock="$work/l/3.sock"
+until "$work/ticketd" run --socket "$tsock" --nonblock -- true 2>/dev/null; do sleep 0.05; done
+until "$work/lockd" run --socket "$lsock" --nonblock warmup -- true 2>/dev/null; do sleep 0.05; done
+
+stats() { sort -n "$1" | awk '{ a[NR] = $1 } END { printf "%d %d", a[int((NR + 1) / 2)], a[int(NR * 0.99 + 0.999)] }'; }
+ms() { awk -v us="$1" 'BEGIN { printf "%.2f ms", us / 1000 }'; }
+
+echo "== 1. whole process, uncontended, $iter runs each (alternating)"
+: >"$work/t.us"; : >"$work/l.us"; : >"$work/e.us"
+for ((i = 0; i < iter; i++)); do
+  t0=${EPOCHREALTIME/./}; "$work/ticketd" run --socket "$tsock" -- true; t1=${EPOCHREALTIME/./}
+  echo $((t1 - t0)) >>"$work/t.us"
+  t0=${EPOCHREALTIME/./}; "$work/lockd" run --socket "$lsock" L -- true; t1=${EPOCHREALTIME/./}
+  echo $((t1 - t0)) >>"$work/l.us"
+  t0=${EPOCHREALTIME/./}; etcdctl lock L -- true >/dev/null; t1=${EPOCHREALTIME/./}
+  echo $((t1 - t0)) >>"$work/e.us"
+done
+read -r t_med t_p99 <<<"$(stats "$work/t.us")"
+read -r l_med l_p99 <<<"$(stats "$work/l.us")"
+read -r e_med e_p99 <<<"$(stats "$work/e.us")"
+echo "ticketd run -- true  : median $(ms "$t_med"), p99 $(ms "$t_p99")"
+echo "lockd run L -- true  : median $(ms "$l_med"), p99 $(ms "$l_p99")"
+echo "etcdctl lock L -- true: median $(ms "$e_med"), p99 $(ms "$e_p99")"
+awk -v t="$t_med" -v l="$l_med" -v e="$e_med" -v tp="$t_p99" -v lp="$l_p99" \
+  'BEGIN { printf "ratio ticketd/lockd: median %.3f (target ≤ 1.2), p99 %.2f; ticketd/etcd: median %.3f\n", t / l, tp / lp, t / e }'
+scripts/cluster.sh stop -d "$work/t" >/dev/null; scripts/cluster.sh stop -d "$work/l" >/dev/null
+
+echo "== 2. reclaim after SIGKILL, $rounds rounds each (ticketd defaults: --round 100ms, --max-kill-grace 1s)"
+: >"$work/tr.ms"; : >"$work/er.ms"
+core() { # members in the core, from their status
+  local n=0 i
+  for i in 1 2 3; do
+    "$work/ticketd" status --socket "$work/r/$i.sock" 2>/dev/null | grep -q '^slot 0 id .* coordinator ticket' && n=$((n + 1))
+  done
+  echo $n
+}
+for ((r = 0; r < rounds; r++)); do
+  # ticketd: 3 members, 3 tickets, one holder on each member
+  scripts/cluster.sh start -j -n 3 -d "$work/r" "$work/ticketd" serve --no-color --log-level warn --tickets 3 --socket "$work/r/{id}.sock" >/dev/null
+  until [ "$(core)" = 3 ]; do sleep 0.05; done
+  for i in 1 2 3; do
+    "$work/ticketd" run --socket "$work/r/$i.sock" -- sh -c "echo \$TICKETD_TICKET > $work/r/h$i.ticket; echo \$\$ > $work/r/h$i.pid; exec sleep 1000" 2>/dev/null &
+  done
+  for i in 1 2 3; do until [ -s "$work/r/h$i.pid" ]; do sleep 0.01; done; done
+  victim_child=$(cat "$work/r/h2.pid"); lost=$(cat "$work/r/h2.ticket")
+  "$work/ticketd" run --socket "$work/r/1.sock" --timeout 60s -- sh -c "echo \$TICKETD_TICKET > $work/r/w.ticket" 2>/dev/null &
+  waiter=$!
+  sleep 0.3   # the waiter is queued on member 1
+  t0=${EPOCHREALTIME/./}
+  scripts/cluster.sh kill 2 -d "$work/r"
+  wait "$waiter" || { echo "bench-ticketd: the waiting client failed" >&2; exit 1; }
+  t1=${EPOCHREALTIME/./}
+  if kill -0 "$victim_child" 2>/dev/null; then
+    echo "bench-ticketd: the killed member's command (pid $victim_child) still ran when its ticket was handed out again" >&2; exit 1
+  fi
+  got=$(cat "$work/r/w.ticket")
+  [ "$got" = "$lost" ] || { echo "bench-ticketd: the waiter got ticket $got, not the killed member's $lost" >&2; exit 1; }
+  echo $(((t1 - t0) / 1000)) >>"$work/tr.ms"
+  scripts/cluster.sh stop -d "$work/r" >/dev/null
+  pkill -f "exec sleep 1000" 2>/dev/null || true
+  rm -rf "$work/r"
+
+  # etcd: a holder with a 1 s lease killed by SIGKILL; a waiter
+  etcdctl lock --ttl 1 R -- sleep 1000 >/dev/null 2>&1 &
+  holder=$!
+  until [ "$(etcdctl get --prefix R --keys-only 2>/dev/null | grep -c .)" -gt 0 ]; do sleep 0.02; done
+  etcdctl lock R -- true >/dev/null 2>&1 &
+  waiter=$!
+  sleep 0.3
+  t0=${EPOCHREALTIME/./}
+  kill -9 "$holder"
+  wait "$waiter"
+  t1=${EPOCHREALTIME/./}
+  echo $(((t1 - t0) / 1000)) >>"$work/er.ms"
+  pkill -f "sleep 1000" 2>/dev/null || true
+done
+med() { sort -n "$1" | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+tr_med=$(med "$work/tr.ms"); er_med=$(med "$work/er.ms")
+echo "ticketd: ticket reclaimed after $(paste -sd' ' "$work/tr.ms") ms; median $tr_med ms (the killed member's command was gone first, every time)"
+echo "etcd --ttl 1: lock free after $(paste -sd' ' "$work/er.ms") ms; median $er_med ms"
+awk -v a="$tr_med" -v b="$er_med" 'BEGIN { printf "ratio ticketd/etcd: %.2f (target ≤ 0.5)\n", a / b }'
+
+echo "== 3. in-daemon take+release, 5 members, 4 tickets (go test -bench, 3 rounds)"
+go test -run '^$' -bench TakeRelease -benchtime 2s -count 3 ./cmd/ticketd | grep -E '^Benchmark' |
+  awk '{ for (i = 1; i <= NF; i++) if ($i == "take+release/s") print $1, $(i - 1) }' |
+  awk '{ sub(/-[0-9]+$/, "", $1); v[$1] = v[$1] " " $2 } END { for (k in v) print k ":" v[k] " take+release/s (target ≥ 10,000)" }' | sort
