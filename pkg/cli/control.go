@@ -261,3 +261,37 @@ func (c *Conn) closeLocked() error {
 	c.closed = true
 	return c.c.Close()
 }
+
+// Lines reads JSON lines from c into a channel of buf values, closed when
+// the connection ends or a line is not a T: a client's view of what its
+// daemon sends.
+func Lines[T any](c *Conn, buf int) <-chan T {
+	ch := make(chan T, buf)
+	go func() {
+		defer close(ch)
+		for {
+			var v T
+			if c.Next(&v) != nil {
+				return
+			}
+			ch <- v
+		}
+	}()
+	return ch
+}
+
+// Accept serves a daemon's control socket until ln is closed: each
+// connection is a Conn that never blocks the daemon (NonBlocking: a client
+// that lets max lines wait unread, or whose write stalls for 10 s, is cut
+// off), handed to serve on a goroutine of its own.
+func Accept(ln net.Listener, max int, serve func(*Conn)) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		cn := NewConn(c)
+		cn.NonBlocking(max, 10*time.Second)
+		go serve(cn)
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"net"
 	"os"
 	"runtime"
 	"slices"
@@ -101,7 +100,9 @@ func Serve(mb *cli.Member, m mutex.Machine, cfg Config) error {
 	defer run.Stop()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go d.accept(ctx, ln)
+	// No client may hold the daemon up: one that stops reading is cut off
+	// once 4096 lines wait for it (its locks are then released).
+	go cli.Accept(ln, 4096, func(cn *cli.Conn) { d.session(ctx, cn) })
 	go d.keepalive(ctx)
 	lastTerm := cfg.Persisted
 	for {
@@ -125,20 +126,6 @@ func Serve(mb *cli.Member, m mutex.Machine, cfg Config) error {
 			mb.Log.Info("signal: stopping", "signal", s)
 			return nil
 		}
-	}
-}
-
-func (d *daemon) accept(ctx context.Context, ln net.Listener) {
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		cn := cli.NewConn(c)
-		// No client may hold the daemon up: one that stops reading is cut
-		// off once 4096 lines wait for it (its locks are then released).
-		cn.NonBlocking(4096, 10*time.Second)
-		go d.session(ctx, cn)
 	}
 }
 

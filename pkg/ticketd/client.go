@@ -33,7 +33,7 @@ type RunOpts struct {
 // (closed when the daemon closes the connection).
 type client struct {
 	cn      *cli.Conn
-	replies chan Reply
+	replies <-chan Reply
 	stop    func() // stops catching signals
 }
 
@@ -42,18 +42,7 @@ func dial(socket string) (*client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &client{cn: cn, replies: make(chan Reply, 16)}
-	go func() {
-		defer close(c.replies)
-		for {
-			var r Reply
-			if cn.Next(&r) != nil {
-				return
-			}
-			c.replies <- r
-		}
-	}()
-	return c, nil
+	return &client{cn: cn, replies: cli.Lines[Reply](cn, 16)}, nil
 }
 
 func (c *client) close() {

@@ -180,7 +180,10 @@ func Serve(mb *cli.Member, cfg Config) error {
 			d.events <- slotEvent{s0, ev}
 		}
 	}()
-	go d.accept(ctx, ln)
+	// A client that stops reading is cut off once 256 lines wait for it
+	// (what it holds is then released: its command is stopped by its own
+	// lease).
+	go cli.Accept(ln, 256, func(cn *cli.Conn) { d.read(ctx, cn) })
 	tick := time.NewTicker(min(cfg.roundOr()/4, 25*time.Millisecond))
 	defer tick.Stop()
 	gossip := time.NewTicker(time.Second)
@@ -710,21 +713,6 @@ func (d *daemon) status() json.RawMessage {
 		"members": d.bk.others(), "waiting": len(d.queue)}
 	b, _ := json.Marshal(out)
 	return b
-}
-
-func (d *daemon) accept(ctx context.Context, ln net.Listener) {
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		cn := cli.NewConn(c)
-		// A client that stops reading is cut off once 256 lines wait for
-		// it (what it holds is then released: its command is stopped by
-		// its own lease).
-		cn.NonBlocking(256, 10*time.Second)
-		go d.read(ctx, cn)
-	}
 }
 
 func (d *daemon) read(ctx context.Context, cn *cli.Conn) {
