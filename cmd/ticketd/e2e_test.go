@@ -361,7 +361,9 @@ func TestKilledHolder(t *testing.T) {
 // others exclude the dead member and hand its ticket out again, which
 // they do: four clients on the four survivors then hold all four tickets.
 func TestKilledMember(t *testing.T) {
-	c := startPool(t, 5, 4)
+	// Rounds of 250 ms: a member starved of CPU (the race detector on
+	// two cores) must not miss a whole support window by accident.
+	c := startPool(t, 5, 4, "--round", "250ms")
 	core := c.waitCore(4)
 	// A member of the core, so that no hand-over is under way when it dies.
 	victim := core[1]
@@ -402,7 +404,9 @@ func TestKilledMember(t *testing.T) {
 // the member finds itself excluded when it wakes, and serves again by
 // joining afresh.
 func TestPausedMember(t *testing.T) {
-	c := startPool(t, 5, 4)
+	// Rounds of 250 ms: a member starved of CPU (the race detector on
+	// two cores) must not miss a whole support window by accident.
+	c := startPool(t, 5, 4, "--round", "250ms")
 	core := c.waitCore(4)
 	victim := core[2]
 	file := filepath.Join(c.Dir, "witness")
