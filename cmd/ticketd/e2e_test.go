@@ -150,6 +150,19 @@ func startPool(t testing.TB, members, n int, args ...string) *cluster {
 // the loss of either, doc.go) and returns them.
 func (c *cluster) waitCore(want int, skip ...int) (in []int) {
 	c.T.Helper()
+	return c.waitStatus(want, " coordinator ticket ", skip...)
+}
+
+// waitSettled waits until want members' first slots are settled: their L
+// is full and vouched for, so that the core survives a crash (a crash
+// before that can cost a newcomer its support; pkg/ticket doc.go).
+func (c *cluster) waitSettled(want int) (in []int) {
+	c.T.Helper()
+	return c.waitStatus(want, " settled true ")
+}
+
+func (c *cluster) waitStatus(want int, text string, skip ...int) (in []int) {
+	c.T.Helper()
 	clitest.WaitFor(c.T, 20*time.Second, func() bool {
 		in = nil
 		for i := 1; i <= c.N; i++ {
@@ -157,8 +170,13 @@ func (c *cluster) waitCore(want int, skip ...int) (in []int) {
 				continue
 			}
 			out, err := exec.Command(ticketdBin, "status", "--socket", c.sock(i)).Output()
-			if err == nil && strings.Contains(string(out), "slot 0 id ") && strings.Contains(string(out), " coordinator ticket ") {
-				in = append(in, i)
+			if err != nil {
+				continue
+			}
+			for _, line := range strings.Split(string(out), "\n") {
+				if strings.HasPrefix(line, "slot 0 id ") && strings.Contains(line+" ", text) {
+					in = append(in, i)
+				}
 			}
 		}
 		return len(in) >= want
@@ -364,7 +382,7 @@ func TestKilledMember(t *testing.T) {
 	// Rounds of 250 ms: a member starved of CPU (the race detector on
 	// two cores) must not miss a whole support window by accident.
 	c := startPool(t, 5, 4, "--round", "250ms")
-	core := c.waitCore(4)
+	core := c.waitSettled(4)
 	// A member of the core, so that no hand-over is under way when it dies.
 	victim := core[1]
 	file := filepath.Join(c.Dir, "witness")
@@ -407,7 +425,7 @@ func TestPausedMember(t *testing.T) {
 	// Rounds of 250 ms: a member starved of CPU (the race detector on
 	// two cores) must not miss a whole support window by accident.
 	c := startPool(t, 5, 4, "--round", "250ms")
-	core := c.waitCore(4)
+	core := c.waitSettled(4)
 	victim := core[2]
 	file := filepath.Join(c.Dir, "witness")
 	holder := c.run(victim, file, time.Hour)

@@ -85,7 +85,7 @@
 //   - Weak failure detection: no ACKUPDATE for Config.Suspect rounds.
 //   - Exclusion (Algorithm 5): EXCLUDE to the next successors in turn;
 //     the first that answers (q) sends its L (ACKEXCLUDE); REQCOORD(E_pq)
-//     to the voters L_q ∩ R_p outside E_pq; a strict majority of R_p must
+//     to the voters (R_p outside E_pq; Liveness); a strict majority of R_p must
 //     answer ACKCOORD. Each voter then stops vouching for E_pq until the
 //     exclusion is done. The excluder is a temporary coordinator for
 //     tempFor (no UPDATE, no CJOIN served, no CLEAVE served, E_pq not yet
@@ -112,7 +112,8 @@
 //     is itself cut off, its own support check removes it.
 //   - P_exclude is 1: only the immediate predecessor watches a process.
 //   - The garbled paragraph of §4 is read as: the excluder asks q for L_q,
-//     asks L_q ∩ R_p to become the coordinator of E_pq, and needs enough
+//     asks L_q ∩ R_p to become the coordinator of E_pq (here: all of R_p
+//     outside E_pq, see Liveness), and needs enough
 //     of them to answer within 2δ. "Enough" is a strict majority of R_p,
 //     which is what makes the quorum argument above work for any core
 //     size; for 2k+1 it is the seed's k+1.
@@ -145,12 +146,17 @@
 // # Liveness
 //
 // One failure among 2k+1 neighbours, with nothing else going on, is
-// repaired: TestSimCrashReclaim crashes a member of a core of 2k+2 (one
-// more process waits outside) and asserts that no live process loses its
-// support and that the crashed ticket is taken again within Suspect
-// rounds, the exclusion's requests, tempFor and a few Retry periods (about
-// 1.9 s on average, 2.3 s at worst, with 100 ms rounds and a 300 ms
-// margin). Three rules here make that hold:
+// repaired once the core is settled (Settled: every L is full and
+// vouched for): TestSimCrashReclaim crashes a member of a core of 2k+2
+// (one more process waits outside) at a random moment after that, and
+// asserts that no live process loses its support and that the crashed
+// ticket is taken again within Suspect rounds, the exclusion's requests,
+// tempFor and a few Retry periods (about 1.9 s on average, 2.3 s at
+// worst, with 100 ms rounds and a 300 ms margin). Before a newcomer's
+// predecessor has sent it a full R, its L holds only what its coordinator
+// knew; should that predecessor crash then, the processes that joined
+// after it are in nobody's L that reaches the newcomer, and the newcomer
+// loses its support. Four rules here make the settled case hold:
 //
 //   - Support is checked before every message, not only at ticks: a
 //     process waking from a pause finds the ALIVEs of before the pause in
@@ -159,6 +165,11 @@
 //     process whose successor failed (it is excluding it, or is a
 //     temporary coordinator and sends no UPDATE) hears nothing new of the
 //     processes beyond, which still need its ALIVEs.
+//   - The voters of an exclusion are every process of the successor's
+//     possible Ls outside E_pq, not only those in L_q as well (the seed's
+//     L_q ∩ R_p): q's L is stale when its predecessor crashed before
+//     passing a newcomer on, and the intersection could then never reach
+//     the quorum. A voter's only duty is to stop vouching for E_pq.
 //   - A joiner whose coordinator does not answer joinPatience CJOINs asks
 //     another contact, under a new attempt (the silent one may have
 //     crashed; should it answer after all, the place it made is never

@@ -92,7 +92,7 @@ func (m *Machine) onExclude(from node.ID, msg Msg) {
 	m.send(from, Msg{Type: MsgAckExclude, Attempt: msg.Attempt, Ticket: m.ticket, Preds: m.preds})
 }
 
-// onAckExclude: ask the voters L_q ∩ R_p to acknowledge E_pq.
+// onAckExclude: ask the voters (R_p outside E_pq) to acknowledge E_pq.
 func (m *Machine) onAckExclude(now time.Time, from node.ID, msg Msg) {
 	ex := m.ex
 	if ex == nil || ex.asked || from != ex.cand.ID || msg.Attempt != ex.id || msg.Ticket != ex.cand.Ticket {
@@ -106,21 +106,24 @@ func (m *Machine) onAckExclude(now time.Time, from node.ID, msg Msg) {
 		rs = [][]Owner{m.ownR()}
 	}
 	succ := Owner{Ticket: m.succTicket, ID: m.succ}
-	inL := map[node.ID]bool{}
 	ex.lists = ex.lists[:0]
 	for _, r := range rs {
-		l := lFor(aroundOnce(r, succ), succ.ID, 2*m.cfg.K+1, m.n)
-		ex.lists = append(ex.lists, l)
-		for _, o := range l {
-			inL[o.ID] = true
-		}
+		ex.lists = append(ex.lists, lFor(aroundOnce(r, succ), succ.ID, 2*m.cfg.K+1, m.n))
 	}
 	ex.voters, ex.acks = map[node.ID]bool{}, map[node.ID]bool{}
-	// Voters: L_q ∩ R_p outside E_pq, this process, and q itself (in a
-	// ring shorter than 2k+2, q is in its predecessors' L too).
-	for _, o := range append(msg.Preds, Owner{Ticket: m.ticket, ID: m.cfg.ID}, ex.cand) {
-		if inL[o.ID] && o.Ticket < m.n && !m.between(m.ticket, ex.cand.Ticket, o.Ticket) {
-			ex.voters[o.ID] = true
+	// Voters: every process of those lists outside E_pq (this process,
+	// and q itself in a ring shorter than 2k+2). The seed asks L_q ∩ R_p;
+	// but L_q is stale when q's predecessor crashed before it passed a
+	// newcomer on, and the intersection then lacks the newcomer that the
+	// successor's L may hold, so the quorum could never be met and the
+	// crashed ticket never reclaimed (doc.go, "Liveness").
+	// A voter's only duty is to stop vouching for E_pq, which any member
+	// of R_p outside E_pq can do; q's answer shows that q is alive.
+	for _, l := range ex.lists {
+		for _, o := range l {
+			if o.Ticket < m.n && !m.between(m.ticket, ex.cand.Ticket, o.Ticket) {
+				ex.voters[o.ID] = true
+			}
 		}
 	}
 	if !ex.quorum(ex.voters) {
@@ -291,7 +294,7 @@ func (m *Machine) reclaim(now time.Time) {
 	}
 	m.newSucc(now, t.q.ID, t.q.Ticket)
 	if m.succ == m.cfg.ID {
-		m.pred, m.preds = m.cfg.ID, nil // everyone else is gone
+		m.pred, m.preds, m.predsFull = m.cfg.ID, nil, false // everyone else is gone
 		return
 	}
 	m.await = true

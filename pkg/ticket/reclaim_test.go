@@ -45,7 +45,13 @@ func reclaimRun(seed uint64, procs, tickets, k int, bound time.Duration) (time.D
 	var victim node.ID
 	var lost uint32
 	var crashAt, retakenAt time.Time
+	if *traceFlag && len(sim.Seeds()) == 1 {
+		s.Trace = func(l string) { fmt.Println(l) }
+	}
 	s.OnEvent = func(at time.Time, id node.ID, ev node.Event) error {
+		if *traceFlag {
+			fmt.Printf("%v %d %v\n", at.Sub(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), id, ev)
+		}
 		switch e := ev.(type) {
 		case ExcludedEvent:
 			if s.Alive(id) && excluded == nil {
@@ -63,19 +69,50 @@ func reclaimRun(seed uint64, procs, tickets, k int, bound time.Duration) (time.D
 	for _, id := range ids {
 		s.Inject(id, Msg{Type: MsgJoin})
 	}
-	if err := s.RunFor(2 * time.Second); err != nil {
-		return 0, err
-	}
+	// The crash comes at a random moment once every member of the core is
+	// Settled (its L full and vouched for: what ticketd's status reports,
+	// and what a script waits for before it counts on the pool surviving
+	// a crash), from at once to two seconds later.
 	var core []node.ID
-	for _, id := range ids {
-		if machines[id].st == stCoordinator {
-			core = append(core, id)
+	coreOf := func() []node.ID {
+		core = core[:0]
+		for _, id := range ids {
+			if machines[id].st == stCoordinator {
+				core = append(core, id)
+			}
+		}
+		return core
+	}
+	settled := func() bool {
+		if len(coreOf()) < procs-1 {
+			return false
+		}
+		for _, id := range core {
+			if !machines[id].Settled(s.LocalNow(id)) {
+				return false
+			}
+		}
+		return true
+	}
+	for i := 0; !settled(); i++ {
+		if i == 300 {
+			return 0, fmt.Errorf("the core did not settle: %v after %v", core, 300*10*time.Millisecond)
+		}
+		if err := s.RunFor(10 * time.Millisecond); err != nil {
+			return 0, err
 		}
 	}
+	if err := s.RunFor(time.Duration(r.Int64N(int64(2 * time.Second)))); err != nil {
+		return 0, err
+	}
+	coreOf()
 	slices.Sort(core)
 	victim = core[r.IntN(len(core))]
 	lost = machines[victim].ticket
 	crashAt = s.Now()
+	if *traceFlag {
+		fmt.Printf("-- crash %d (ticket %d) at %v\n", victim, lost, crashAt)
+	}
 	s.Crash(victim)
 	if err := s.RunFor(bound + time.Second); err != nil {
 		return 0, err

@@ -112,16 +112,20 @@ func (m *Machine) MayAct(now time.Time) bool {
 	return (m.st == stLinking || m.st == stCoordinator) && m.supported(now)
 }
 
-// Settled reports whether leaving now would disturb nothing in repair:
-// every predecessor in L vouched for this process within the last round
-// and a half, and no exclusion, temporary coordinatorship, ban or
-// hand-over is under way here. A voluntary leave shifts its neighbours'
-// L and R; while one of them has failed, that can cost a live process its
-// support (doc.go, "Liveness"), so ticketd gives tickets back only when
-// settled.
+// Settled reports whether leaving now would disturb nothing in repair,
+// and whether this process would survive the crash of one neighbour:
+// its L is full (2k+1 predecessors, or the whole ring), every
+// predecessor in it vouched for this process within the last round and a
+// half, and no exclusion, temporary coordinatorship, ban or hand-over is
+// under way here. A voluntary leave shifts its neighbours' L and R; while
+// one of them has failed, that can cost a live process its support
+// (doc.go, "Liveness"), so ticketd gives tickets back only when settled.
 func (m *Machine) Settled(now time.Time) bool {
 	if m.st != stCoordinator || m.ex != nil || m.temp != nil || m.await || len(m.bans) > 0 {
 		return false
+	}
+	if m.cfg.FaultTolerant && m.succ != m.cfg.ID && !m.predsFull {
+		return false // a newcomer whose predecessor has not passed it L yet
 	}
 	for _, o := range m.preds {
 		if at, ok := m.alive[o.ID]; !ok || now.Sub(at) >= m.cfg.Round*3/2 {
@@ -185,6 +189,14 @@ func (m *Machine) sendUpdate(now time.Time) {
 	m.send(m.succ, Msg{Type: MsgUpdate, Attempt: m.updSeq, Ticket: m.ticket, SuccTicket: m.succTicket, Preds: m.pendR})
 }
 
+// setPreds makes L of a predecessor's R, cut where it comes back round
+// to this place.
+func (m *Machine) setPreds(r []Owner) {
+	round := aroundOnce(r, Owner{Ticket: m.ticket, ID: m.cfg.ID})
+	m.preds = m.trim(round, 2*m.cfg.K+1, false)
+	m.predsFull = len(m.preds) == 2*m.cfg.K+1 || len(round) < len(r)
+}
+
 // ownR is R: this process and its 2k closest predecessors.
 func (m *Machine) ownR() []Owner {
 	r := []Owner{{Ticket: m.ticket, ID: m.cfg.ID}}
@@ -238,7 +250,7 @@ func (m *Machine) onUpdate(now time.Time, from node.ID, msg Msg) {
 		return
 	}
 	old := m.preds
-	m.preds = m.trim(aroundOnce(msg.Preds, Owner{Ticket: m.ticket, ID: m.cfg.ID}), 2*m.cfg.K+1, false)
+	m.setPreds(msg.Preds)
 	// A predecessor new to L has not had time to learn of us (it will, by
 	// our INTRO): it counts as vouching for two rounds (doc.go, "Safety").
 	for _, o := range m.preds {

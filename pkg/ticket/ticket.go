@@ -139,6 +139,7 @@ type Machine struct {
 
 	// §4 (rounds.go, exclude.go)
 	preds      []Owner               // L_p, closest first
+	predsFull  bool                  // L_p holds 2k+1, or the whole ring: it came round
 	succs      []Owner               // the 2k+1 closest successors, closest first
 	known      map[node.ID]known     // successors heard of lately
 	claims     map[node.ID]known     // processes that named us their successor lately
@@ -531,7 +532,7 @@ func (m *Machine) onAckCJoin(now time.Time, from node.ID, msg Msg) {
 	// Algorithm 4, "Initialisation of variables when cjoin succeeds":
 	// L from the coordinator, R empty; a grace period until the
 	// predecessors have learnt of us (rounds.go).
-	m.preds = m.trim(aroundOnce(msg.Preds, Owner{Ticket: m.ticket, ID: m.cfg.ID}), 2*m.cfg.K+1, false)
+	m.setPreds(msg.Preds)
 	clear(m.known)
 	for _, o := range msg.Succs {
 		m.learn(now, o)
@@ -635,7 +636,7 @@ func (m *Machine) onNewSucc(now time.Time, from node.ID, msg Msg) {
 		if len(m.preds) == 0 && m.pred == from {
 			// A founder that was alone: its first predecessor vouches
 			// for it from now (its UPDATE follows within a round).
-			m.preds = []Owner{{Ticket: NoTicket, ID: from}}
+			m.preds, m.predsFull = []Owner{{Ticket: NoTicket, ID: from}}, false
 			m.alive[from] = now
 		}
 		m.send(from, Msg{Type: MsgAckSucc})

@@ -269,6 +269,7 @@ func statusLines(raw json.RawMessage) []string {
 			ID      uint32 `json:"id"`
 			Lent    bool   `json:"lent"`
 			Lends   int    `json:"lends"`
+			Settled bool   `json:"settled"`
 			Machine struct {
 				State   string   `json:"state"`
 				Ticket  uint32   `json:"ticket"`
@@ -317,6 +318,7 @@ func statusLines(raw json.RawMessage) []string {
 			if !m.TempEnd.IsZero() {
 				l += " temporary-coordinator-for " + m.TempEnd.Sub(now).Round(time.Millisecond).String()
 			}
+			l += fmt.Sprintf(" settled %v", sl.Settled)
 		}
 		l += fmt.Sprintf(" lent %v lends %d", sl.Lent, sl.Lends)
 		lines = append(lines, l)

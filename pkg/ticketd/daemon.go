@@ -705,9 +705,10 @@ func (d *daemon) status() json.RawMessage {
 	var slots []any
 	for _, s := range d.slots {
 		var st any
-		d.do(s, func() { st = s.h.Status() })
+		var settled bool
+		d.do(s, func() { st, settled = s.h.Status(), s.h.m.Settled(time.Now()) })
 		slots = append(slots, map[string]any{"slot": s.idx, "id": s.id, "addr": s.net.Addr(), "lent": s.holder != nil,
-			"lends": s.lends, "machine": st})
+			"lends": s.lends, "settled": settled, "machine": st})
 	}
 	out := map[string]any{"event": "status", "member": d.mb.ID, "addr": d.mb.Net.Addr(), "tickets": d.bk.size(), "slots": slots,
 		"members": d.bk.others(), "waiting": len(d.queue)}
