@@ -156,7 +156,7 @@
 // predecessor has sent it a full R, its L holds only what its coordinator
 // knew; should that predecessor crash then, the processes that joined
 // after it are in nobody's L that reaches the newcomer, and the newcomer
-// loses its support. Four rules here make the settled case hold:
+// loses its support. These rules make the settled case hold:
 //
 //   - Support is checked before every message, not only at ticks: a
 //     process waking from a pause finds the ALIVEs of before the pause in
@@ -170,6 +170,19 @@
 //     L_q ∩ R_p): q's L is stale when its predecessor crashed before
 //     passing a newcomer on, and the intersection could then never reach
 //     the quorum. A voter's only duty is to stop vouching for E_pq.
+//   - A coordinator serves a CJOIN only while its successor side is in
+//     order: an ACKUPDATE within the last round and a half, and our
+//     current R the only L the successor can hold. The newcomer takes
+//     that R as its successor's L, and while still linking it excludes a
+//     successor that does not answer for Suspect rounds (before, a
+//     newcomer linking to a successor that had died unnoticed waited for
+//     ever, and nobody excluded the dead one).
+//   - A successor that a join pushed out of the 2k+1 closest keeps our
+//     ALIVEs for linger (Suspect + 2k+1 rounds + tempFor(2k+1)), or until
+//     it says "gone": its L names us until a new R reaches it, which waits
+//     for the exclusion of any failed process between us. These ALIVEs are
+//     counted apart (Counts.AliveFormer); the 2k+1 bound holds for the
+//     rest. Voters stop them too, so the quorum argument is unchanged.
 //   - A joiner whose coordinator does not answer joinPatience CJOINs asks
 //     another contact, under a new attempt (the silent one may have
 //     crashed; should it answer after all, the place it made is never

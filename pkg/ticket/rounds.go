@@ -16,6 +16,9 @@ type Counts struct {
 	// most distinct senders heard from in one round (both at most 2k+1).
 	MaxAliveSent, MaxAliveFrom int
 	AliveSent, AliveRecv       int
+	// AliveFormer counts the ALIVEs sent beyond the 2k+1 closest, to
+	// successors a join pushed out of the window (recompute).
+	AliveFormer int
 	heard                      map[node.ID]bool // this round's senders
 }
 
@@ -161,6 +164,17 @@ func (m *Machine) round(now time.Time) {
 	}
 	m.counts.AliveSent += sent
 	m.counts.MaxAliveSent = max(m.counts.MaxAliveSent, sent)
+	for _, id := range slices.Sorted(maps.Keys(m.former)) {
+		f := m.former[id]
+		if !now.Before(f.at) {
+			delete(m.former, id)
+			continue
+		}
+		if !m.banned(now, f.ticket) && !slices.ContainsFunc(m.succs, func(o Owner) bool { return o.ID == id }) {
+			m.send(id, Msg{Type: MsgAlive, Ticket: f.ticket})
+			m.counts.AliveFormer++
+		}
+	}
 	if m.succ == m.cfg.ID || m.st == stLeaving {
 		return
 	}
@@ -174,8 +188,10 @@ func (m *Machine) round(now time.Time) {
 		m.updSeq++
 		m.sendUpdate(now)
 	}
-	// Weak failure detection: no delivery status for Suspect rounds.
-	if m.temp == nil && m.ex == nil && m.st == stCoordinator && !m.await &&
+	// Weak failure detection: no delivery status for Suspect rounds. A
+	// newcomer still linking excludes a successor that died before it
+	// acknowledged the newcomer's NEWSUCC, or it would wait for ever.
+	if m.temp == nil && m.ex == nil && (m.st == stCoordinator && !m.await || m.st == stLinking) &&
 		now.Sub(m.lastAck) >= time.Duration(m.cfg.Suspect)*m.cfg.Round {
 		m.startExclusion(now)
 	}
@@ -348,6 +364,8 @@ func (m *Machine) learn(now time.Time, o Owner) {
 // lists and from INTROs), none that an exclusion covers, one per ticket
 // (the latest word wins).
 func (m *Machine) recompute(now time.Time) {
+	old := slices.Clone(m.succs)
+	defer m.keepFormer(now, old)
 	m.succs = m.succs[:0]
 	if m.succ == m.cfg.ID || m.succ == node.None {
 		return
@@ -401,12 +419,45 @@ func (m *Machine) recompute(now time.Time) {
 	slices.SortFunc(m.succs[1:], func(a, b Owner) int { return int(dist(a.Ticket)) - int(dist(b.Ticket)) })
 }
 
+// keepFormer: a successor that left the 2k+1 closest while still known
+// (a join came in between, not a leave, exclusion or "gone") keeps getting
+// our ALIVEs for linger. Its L names us until its own predecessor sends
+// it a new R, and if a process between us has failed that waits for the
+// failure's exclusion; without them it could lose its support, and its
+// successors theirs after it (doc.go, "Liveness").
+func (m *Machine) keepFormer(now time.Time, old []Owner) {
+	for _, o := range m.succs {
+		delete(m.former, o.ID)
+	}
+	for _, o := range old {
+		k, ok := m.known[o.ID]
+		if !ok && o.ID != m.succ || o.ID == m.cfg.ID || m.banned(now, o.Ticket) ||
+			slices.ContainsFunc(m.succs, func(n Owner) bool { return n.ID == o.ID }) {
+			continue
+		}
+		if ok && k.ticket != o.Ticket {
+			continue
+		}
+		if _, had := m.former[o.ID]; !had {
+			m.former[o.ID] = known{ticket: o.Ticket, at: now.Add(m.linger())}
+		}
+	}
+}
+
+// linger is how long a former successor keeps getting ALIVEs: long
+// enough for a failure among the 2k+1 to be suspected and excluded and
+// for the new R to travel 2k+1 hops.
+func (m *Machine) linger() time.Duration {
+	return time.Duration(m.cfg.Suspect+2*m.cfg.K+1)*m.cfg.Round + m.tempFor(uint32(2*m.cfg.K+1))
+}
+
 // onIntro: a successor that we do not vouch for yet introduces itself.
 func (m *Machine) onIntro(now time.Time, from node.ID, msg Msg) {
 	if m.st != stCoordinator && m.st != stLinking {
 		return
 	}
 	if msg.Ticket == NoTicket { // gone
+		delete(m.former, from)
 		if from != m.succ {
 			delete(m.known, from)
 			m.recompute(now)

@@ -142,6 +142,7 @@ type Machine struct {
 	predsFull  bool                  // L_p holds 2k+1, or the whole ring: it came round
 	succs      []Owner               // the 2k+1 closest successors, closest first
 	known      map[node.ID]known     // successors heard of lately
+	former     map[node.ID]known     // successors a join pushed out of the 2k+1, until when
 	claims     map[node.ID]known     // processes that named us their successor lately
 	sentRs     [][]Owner             // R_p as the successor may hold it: the last R it acknowledged and every R sent since
 	pendR      []Owner               // the UPDATE in flight
@@ -201,7 +202,7 @@ func New(cfg Config) (*Machine, error) {
 	if cfg.Drift <= 0 {
 		cfg.Drift = 0.01
 	}
-	return &Machine{cfg: cfg, view: map[uint32]node.ID{}, epochs: map[uint32]uint64{}, alive: map[node.ID]time.Time{}, known: map[node.ID]known{}, claims: map[node.ID]known{},
+	return &Machine{cfg: cfg, view: map[uint32]node.ID{}, epochs: map[uint32]uint64{}, alive: map[node.ID]time.Time{}, known: map[node.ID]known{}, former: map[node.ID]known{}, claims: map[node.ID]known{},
 		answered: map[node.ID]answer{}, cleaved: map[cleft]time.Time{}, tried: map[node.ID]time.Time{},
 		attempt: cfg.Rand.Uint64() >> 44}, nil
 }
@@ -249,6 +250,35 @@ func (m *Machine) size() uint32 {
 		return m.n
 	}
 	return (m.ticket - m.succTicket + m.n) % m.n
+}
+
+// serving reports whether this process serves CJOINs at now: it owns a
+// ticket, has support from ALIVEs (not a newcomer's grace), and no
+// hand-over, exclusion or temporary coordinatorship is under way.
+//
+// A join shifts the 2k+1 windows around it, so the successor side must be
+// in order too (doc.go, "Liveness"): the successor acknowledged an UPDATE
+// within the last round and a half (a successor that failed unnoticed
+// would leave the newcomer linking to a dead process), and it can hold
+// only one L, our current R, which the newcomer takes as the successor's
+// L should it have to exclude it.
+func (m *Machine) serving(now time.Time) bool {
+	if m.st != stCoordinator || m.await || m.temp != nil || m.ex != nil || !m.vouched(now) || !m.supported(now) {
+		return false
+	}
+	if !m.cfg.FaultTolerant || m.succ == m.cfg.ID {
+		return true
+	}
+	return now.Sub(m.lastAck) < m.cfg.Round*3/2 && len(m.sentRs) == 1 && slices.Equal(m.sentRs[0], m.ownR())
+}
+
+// Free is how many tickets this process would hand a joiner at now: the
+// free tickets of its range while it serves CJOINs, otherwise none.
+func (m *Machine) Free(now time.Time) int {
+	if !m.serving(now) {
+		return 0
+	}
+	return int(m.size()) - 1
 }
 
 // Range returns S_p, own ticket first, when this process coordinates.
@@ -459,8 +489,7 @@ func (m *Machine) onCJoin(now time.Time, from node.ID, msg Msg) {
 	}
 	// Not while excluding either: E_pq includes our own free tickets, and a
 	// newcomer placed there would be excluded with the rest.
-	ready := m.st == stCoordinator && !m.await && (m.temp == nil && m.ex == nil || m.cfg.bug == bugServeWhileTemp) &&
-		m.vouched(now) && m.supported(now)
+	ready := m.serving(now) || m.cfg.bug == bugServeWhileTemp && m.st == stCoordinator && !m.await && m.vouched(now) && m.supported(now)
 	if !ready || m.size() <= 1 {
 		next, view := m.succ, m.viewList()
 		if m.st == stLeft || m.st == stExcluded {
@@ -537,7 +566,10 @@ func (m *Machine) onAckCJoin(now time.Time, from node.ID, msg Msg) {
 	for _, o := range msg.Succs {
 		m.learn(now, o)
 	}
-	m.sentRs, m.pendR = nil, nil
+	// The successor's L is the coordinator's R (it serves a CJOIN only
+	// then): should the successor fail before it acknowledges us, our
+	// exclusion of it needs a majority of that list (exclude.go).
+	m.sentRs, m.pendR = [][]Owner{msg.Preds}, nil
 	clear(m.alive)
 	m.alive[from] = now
 	m.graceUntil = now.Add(m.grace())
