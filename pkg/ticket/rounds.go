@@ -19,7 +19,7 @@ type Counts struct {
 	// AliveFormer counts the ALIVEs sent beyond the 2k+1 closest, to
 	// successors a join pushed out of the window (recompute).
 	AliveFormer int
-	heard                      map[node.ID]bool // this round's senders
+	heard       map[node.ID]bool // this round's senders
 }
 
 // Counts returns the §4 message counts.
