@@ -128,6 +128,7 @@ is printed and hold exits 76.`,
 					return ticketd.Status(c.String("socket"), cli.NewOutput(os.Stdout, c.Bool(cli.FlagJSON)))
 				},
 			},
+			simCommand(),
 		},
 	}
 }

@@ -1,0 +1,5 @@
+//go:build !race
+
+package ticketd
+
+const raceEnabled = false

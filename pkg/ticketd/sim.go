@@ -1,0 +1,366 @@
+package ticketd
+
+import (
+	"io"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/roundtable-go/roundtable/pkg/node"
+	"github.com/roundtable-go/roundtable/pkg/sim"
+	"github.com/roundtable-go/roundtable/pkg/ticket"
+)
+
+// SimConfig is one run of `ticketd sim`: the availability experiment of
+// the seed's §4 ("Availability"), played by pkg/ticket's machines in the
+// deterministic simulator.
+//
+// A fraction Alpha of the Tickets is held by processes of the core; the
+// others are free. Every round each holder crashes with probability PF,
+// and a process that waited outside asks for a ticket in its place, so
+// that Alpha stays about constant (the seed's assumption i). A process
+// that loses its support joins again. The run reports how often such an
+// acquisition succeeded, how long reclaiming a crashed ticket took, and
+// the messages each process of the core sent per round.
+type SimConfig struct {
+	Processes, Tickets, K int
+	PF, Alpha             float64
+	Rounds                int
+	Seed                  uint64
+	// Round is the protocol's round (100 ms).
+	Round time.Duration
+	// Patience is how many rounds an acquisition may take and still
+	// count as a success (default: 30, about twice the reclaim bound).
+	Patience int
+	// Check runs Theorem 4.1's checker after every simulation step, not
+	// only once a round (slow with thousands of processes).
+	Check bool
+	// Trace, if set, gets one line per event and crash.
+	Trace io.Writer
+}
+
+// SimResult is what a run measured.
+type SimResult struct {
+	Processes int     `json:"processes"`
+	Tickets   int     `json:"tickets"`
+	K         int     `json:"k"`
+	PF        float64 `json:"pf"`
+	Alpha     float64 `json:"alpha"`
+	Bound     float64 `json:"bound"` // the seed's ½(1−α)
+	Rounds    int     `json:"rounds"`
+	Seed      uint64  `json:"seed"`
+	// WarmupRounds is how long the core took to reach α·n holders.
+	WarmupRounds int `json:"warmup_rounds"`
+	// Attempts counts acquisitions judged (started at least Patience
+	// rounds before the end); Acquired those that got a ticket in time.
+	Attempts     int     `json:"attempts"`
+	Acquired     int     `json:"acquired"`
+	Availability float64 `json:"availability"`
+	// FreeRounds is the fraction of rounds in which some process of the
+	// core could hand a ticket out at once.
+	FreeRounds float64 `json:"free_rounds"`
+	Crashes    int     `json:"crashes"`
+	Excluded   int     `json:"excluded"` // live processes that lost their support
+	// Reclaim: rounds from a crash until its ticket was in a live
+	// process's range again (reclaims seen), mean and worst.
+	Reclaims          int     `json:"reclaims"`
+	ReclaimRoundsMean float64 `json:"reclaim_rounds_mean"`
+	ReclaimRoundsMax  int     `json:"reclaim_rounds_max"`
+	// Messages per core process per round, and the most ALIVEs one process
+	// sent or heard from distinct senders in a round (the seed: 2k+1).
+	MsgsPerProcRound  float64 `json:"msgs_per_process_round"`
+	AlivePerProcRound float64 `json:"alive_per_process_round"`
+	MaxAliveSent      int     `json:"max_alive_sent"`
+	// HoldersMean is the mean number of tickets held during measurement.
+	HoldersMean float64       `json:"holders_mean"`
+	Elapsed     time.Duration `json:"elapsed_ns"`
+}
+
+func (cfg SimConfig) holders() int { return max(1, int(math.Round(cfg.Alpha*float64(cfg.Tickets)))) }
+
+// Validate reports a configuration Simulate refuses, in the words of
+// `ticketd sim`'s flags.
+func (cfg SimConfig) Validate() error {
+	switch {
+	case cfg.Tickets < 2 || cfg.Tickets > ticket.MaxTickets:
+		return fmt.Errorf("--tickets %d: want 2 to %d", cfg.Tickets, ticket.MaxTickets)
+	case cfg.Alpha <= 0 || cfg.Alpha >= 1:
+		return fmt.Errorf("--alpha %v: want a fraction strictly between 0 and 1", cfg.Alpha)
+	case cfg.PF < 0 || cfg.PF >= 1:
+		return fmt.Errorf("--pf %v: want a probability from 0 to below 1", cfg.PF)
+	case cfg.Rounds < 1:
+		return fmt.Errorf("--rounds %d: want at least 1", cfg.Rounds)
+	case cfg.Processes > 1<<20:
+		return fmt.Errorf("--processes %d: at most %d", cfg.Processes, 1<<20)
+	case cfg.Processes < cfg.holders()+1:
+		return fmt.Errorf("--processes %d: α·n = %d hold tickets, so at least %d are needed", cfg.Processes, cfg.holders(), cfg.holders()+1)
+	}
+	return nil
+}
+
+// Text is the result as a few lines for people.
+func (r SimResult) Text() string {
+	return fmt.Sprintf(`processes %d tickets %d k %d alpha %.2f pf %g (the seed's bound ½(1−α) = %.3f) rounds %d seed %d
+warm-up %d rounds; %.1f tickets held on average
+acquisitions %d of %d got a ticket in time: availability %.3f; a ticket ready to hand out in %.1f%% of rounds
+crashes %d; live processes that lost their support %d; reclaims %d, %.1f rounds on average, %d at worst
+messages per core process per round %.2f (ALIVE %.2f; most ALIVEs one process sent in a round %d, 2k+1 = %d)
+Theorem 4.1 held at every round; %v`,
+		r.Processes, r.Tickets, r.K, r.Alpha, r.PF, r.Bound, r.Rounds, r.Seed,
+		r.WarmupRounds, r.HoldersMean,
+		r.Acquired, r.Attempts, r.Availability, 100*r.FreeRounds,
+		r.Crashes, r.Excluded, r.Reclaims, r.ReclaimRoundsMean, r.ReclaimRoundsMax,
+		r.MsgsPerProcRound, r.AlivePerProcRound, r.MaxAliveSent, 2*r.K+1, r.Elapsed.Round(time.Millisecond))
+}
+
+// Simulate runs one experiment. Theorem 4.1 is checked once a round (every
+// step with Check); an error reports a violation and the seed.
+func Simulate(cfg SimConfig) (SimResult, error) {
+	start := time.Now()
+	if cfg.Round <= 0 {
+		cfg.Round = 100 * time.Millisecond
+	}
+	if cfg.Patience <= 0 {
+		cfg.Patience = 30
+	}
+	if cfg.K <= 0 {
+		cfg.K = 1
+	}
+	res := SimResult{Processes: cfg.Processes, Tickets: cfg.Tickets, K: cfg.K, PF: cfg.PF, Alpha: cfg.Alpha,
+		Bound: (1 - cfg.Alpha) / 2, Rounds: cfg.Rounds, Seed: cfg.Seed}
+	if err := cfg.Validate(); err != nil {
+		return res, err
+	}
+	holders := cfg.holders()
+	r := rand.New(rand.NewPCG(cfg.Seed, 18))
+	ids := make([]node.ID, cfg.Processes)
+	for i := range ids {
+		ids[i] = node.ID(i + 1)
+	}
+	// Contacts: a few of the first holders (a --join list names some
+	// members, not all of them).
+	contacts := func() []node.ID {
+		var cs []node.ID
+		for len(cs) < min(8, holders) {
+			c := ids[r.IntN(max(holders, 2))]
+			if !slices.Contains(cs, c) {
+				cs = append(cs, c)
+			}
+		}
+		return cs
+	}
+	machines := make(map[node.ID]*ticket.Machine, cfg.Processes)
+	founded := false
+	s := sim.New[ticket.Msg](sim.Options{Seed: cfg.Seed, MinLatency: time.Millisecond, MaxLatency: 5 * time.Millisecond}, ticket.Codec{},
+		func(id node.ID, _ int, rng *rand.Rand) node.Machine[ticket.Msg] {
+			c := ticket.Config{ID: id, Rand: rng, FaultTolerant: true, K: cfg.K, Round: cfg.Round, Contacts: contacts()}
+			c.Contacts = slices.DeleteFunc(c.Contacts, func(o node.ID) bool { return o == id })
+			if id == 1 && !founded {
+				c.Tickets, c.Contacts, founded = cfg.Tickets, nil, true
+			}
+			if len(c.Contacts) == 0 {
+				c.Contacts = []node.ID{1}
+			}
+			m, err := ticket.New(c)
+			if err != nil {
+				panic(err)
+			}
+			machines[id] = m
+			return m
+		}, ids...)
+	t0 := s.Now()
+	acting := func(id node.ID) bool { return s.Alive(id) && machines[id].MayAct(s.LocalNow(id)) }
+	if cfg.Check {
+		s.Invariant = func() error { return ticket.DisjointActing(machines, acting) }
+	}
+	measuring := false
+	var round int
+	asked := map[node.ID]int{} // acquisitions under way: the round asked
+	type attempt struct{ from, to int }
+	var attempts []attempt // measured acquisitions; to = -1 while waiting
+	crashed := map[uint32]int{}
+	var reclaimSum int
+	// ask notes an acquisition: an index into attempts once measuring.
+	ask := func(id node.ID) {
+		asked[id] = -1
+		if measuring {
+			asked[id] = len(attempts)
+			attempts = append(attempts, attempt{from: round, to: -1})
+		}
+	}
+	s.OnEvent = func(at time.Time, id node.ID, ev node.Event) error {
+		if cfg.Trace != nil {
+			fmt.Fprintf(cfg.Trace, "+%v %d %v\n", at.Sub(t0), id, ev)
+		}
+		switch ev.(type) {
+		case ticket.TakenEvent:
+			if i, ok := asked[id]; ok {
+				delete(asked, id)
+				if i >= 0 {
+					attempts[i].to = round
+				}
+			}
+		case ticket.ExcludedEvent:
+			if s.Alive(id) {
+				if measuring {
+					res.Excluded++
+				}
+				// It joins again as a new incarnation, and that counts as
+				// an acquisition like any other.
+				s.At(at.Add(cfg.Round), func() {
+					if s.Alive(id) && machines[id].Done() {
+						s.Crash(id)
+						s.Restart(id)
+						s.Inject(id, ticket.Msg{Type: ticket.MsgJoin})
+						ask(id)
+					}
+				})
+			}
+		}
+		return nil
+	}
+	idle := slices.Clone(ids[holders:])
+	s.Inject(1, ticket.Msg{Type: ticket.MsgJoin})
+	for _, id := range ids[1:holders] {
+		s.Inject(id, ticket.Msg{Type: ticket.MsgJoin})
+		ask(id)
+	}
+	// Warm-up: until α·n tickets are held and every holder is Settled (at
+	// most 100 + 10 per holder rounds).
+	held := func() (n int, free bool) {
+		for _, id := range s.IDs() {
+			if !s.Alive(id) {
+				continue
+			}
+			m := machines[id]
+			now := s.LocalNow(id)
+			if _, _, ok := m.Ticket(); ok && m.MayAct(now) {
+				n++
+				free = free || m.Free(now) > 0
+			}
+		}
+		return n, free
+	}
+	settled := func() bool {
+		for _, id := range s.IDs() {
+			if _, _, ok := machines[id].Ticket(); ok && s.Alive(id) && !machines[id].Settled(s.LocalNow(id)) {
+				return false
+			}
+		}
+		return true
+	}
+	for {
+		if n, _ := held(); n >= holders && settled() {
+			break
+		}
+		if res.WarmupRounds == 100+10*holders {
+			return res, fmt.Errorf("the core did not reach %d holders in %d rounds", holders, res.WarmupRounds)
+		}
+		if err := s.RunFor(cfg.Round); err != nil {
+			return res, fmt.Errorf("seed %d, warm-up: %v", cfg.Seed, err)
+		}
+		res.WarmupRounds++
+	}
+	measuring = true
+	for id := range asked {
+		asked[id] = -1 // still joining since the warm-up: not judged
+	}
+	sent0Total, alive0 := 0, s.Stats.Sent[uint8(ticket.MsgAlive)]
+	for _, n := range s.Stats.Sent {
+		sent0Total += n
+	}
+	for _, id := range ids {
+		machines[id].ResetCounts()
+	}
+	var freeRounds, holderSum int
+	var coreRounds int
+	for round = 0; round < cfg.Rounds; round++ {
+		// Crashes, then a replacement asks for a ticket for each.
+		for _, id := range s.IDs() {
+			if !s.Alive(id) {
+				continue
+			}
+			m := machines[id]
+			if t, _, ok := m.Ticket(); ok && r.Float64() < cfg.PF {
+				s.Crash(id)
+				if cfg.Trace != nil {
+					fmt.Fprintf(cfg.Trace, "+%v %d crashed holding %d\n", s.Now().Sub(t0), id, t)
+				}
+				res.Crashes++
+				crashed[t] = round
+				if len(idle) > 0 {
+					nid := idle[0]
+					idle = idle[1:]
+					s.Inject(nid, ticket.Msg{Type: ticket.MsgJoin})
+					ask(nid)
+				}
+			}
+		}
+		if err := s.RunFor(cfg.Round); err != nil {
+			return res, fmt.Errorf("seed %d, round %d: %v", cfg.Seed, round, err)
+		}
+		if err := ticket.DisjointActing(machines, acting); err != nil {
+			return res, fmt.Errorf("seed %d, round %d: Theorem 4.1: %v", cfg.Seed, round, err)
+		}
+		n, free := held()
+		holderSum += n
+		if free {
+			freeRounds++
+		}
+		for _, id := range s.IDs() {
+			if !s.Alive(id) {
+				continue
+			}
+			m := machines[id]
+			now := s.LocalNow(id)
+			if m.MayAct(now) {
+				coreRounds++
+				for _, t := range m.Range() {
+					if at, ok := crashed[t]; ok {
+						delete(crashed, t)
+						res.Reclaims++
+						d := round + 1 - at
+						reclaimSum += d
+						res.ReclaimRoundsMax = max(res.ReclaimRoundsMax, d)
+					}
+				}
+			}
+		}
+	}
+	// Acquisitions started too late to be judged do not count.
+	for _, a := range attempts {
+		if cfg.Rounds-a.from < cfg.Patience {
+			continue
+		}
+		res.Attempts++
+		if a.to >= 0 && a.to-a.from <= cfg.Patience {
+			res.Acquired++
+		}
+	}
+	if res.Attempts > 0 {
+		res.Availability = float64(res.Acquired) / float64(res.Attempts)
+	} else {
+		res.Availability = 1
+	}
+	res.FreeRounds = float64(freeRounds) / float64(cfg.Rounds)
+	res.HoldersMean = float64(holderSum) / float64(cfg.Rounds)
+	if res.Reclaims > 0 {
+		res.ReclaimRoundsMean = float64(reclaimSum) / float64(res.Reclaims)
+	}
+	total := 0
+	for _, n := range s.Stats.Sent {
+		total += n
+	}
+	alive := s.Stats.Sent[uint8(ticket.MsgAlive)] - alive0
+	for _, id := range ids {
+		res.MaxAliveSent = max(res.MaxAliveSent, machines[id].Counts().MaxAliveSent)
+	}
+	if coreRounds > 0 {
+		res.MsgsPerProcRound = float64(total-sent0Total) / float64(coreRounds)
+		res.AlivePerProcRound = float64(alive) / float64(coreRounds)
+	}
+	res.Elapsed = time.Since(start)
+	return res, nil
+}

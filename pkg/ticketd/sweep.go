@@ -1,0 +1,143 @@
+package ticketd
+
+import (
+	"fmt"
+	"image/color"
+	"path/filepath"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+)
+
+// SweepAlphas and SweepPFs are the grid `ticketd sim --plot` runs: the
+// seed's three examples of α, and failure probabilities per process and
+// round from far below to beyond its bound ½(1−α).
+var (
+	SweepAlphas = []float64{0.5, 0.8, 0.9}
+	SweepPFs    = []float64{0.0001, 0.0003, 0.001, 0.003, 0.01, 0.03, 0.1, 0.3}
+)
+
+// SweepPoint is one (α, p_f) of a sweep, averaged over its seeds.
+type SweepPoint struct {
+	Alpha        float64 `json:"alpha"`
+	PF           float64 `json:"pf"`
+	Bound        float64 `json:"bound"`
+	Seeds        int     `json:"seeds"`
+	Availability float64 `json:"availability"`
+	FreeRounds   float64 `json:"free_rounds"`
+	Crashes      int     `json:"crashes"`
+	Excluded     int     `json:"excluded"`
+	Attempts     int     `json:"attempts"`
+	Acquired     int     `json:"acquired"`
+}
+
+// Line is the point as one line of text.
+func (p SweepPoint) Line() string {
+	side := "below"
+	if p.PF >= p.Bound {
+		side = "above"
+	}
+	return fmt.Sprintf("alpha %.1f pf %g (%s the bound %.2f) availability %.3f (%d of %d) free %.3f crashes %d excluded %d",
+		p.Alpha, p.PF, side, p.Bound, p.Availability, p.Acquired, p.Attempts, p.FreeRounds, p.Crashes, p.Excluded)
+}
+
+// Sweep runs base for every α and p_f with seeds base.Seed, base.Seed+1,
+// …; availability is acquisitions in time over acquisitions judged, all
+// seeds pooled. each sees every point as it is done.
+func Sweep(base SimConfig, alphas, pfs []float64, seeds int, each func(SweepPoint)) ([]SweepPoint, error) {
+	var out []SweepPoint
+	for _, a := range alphas {
+		for _, pf := range pfs {
+			pt := SweepPoint{Alpha: a, PF: pf, Bound: (1 - a) / 2, Seeds: seeds}
+			var free float64
+			for i := range seeds {
+				c := base
+				c.Alpha, c.PF, c.Seed = a, pf, base.Seed+uint64(i)
+				r, err := Simulate(c)
+				if err != nil {
+					return out, err
+				}
+				pt.Attempts += r.Attempts
+				pt.Acquired += r.Acquired
+				pt.Crashes += r.Crashes
+				pt.Excluded += r.Excluded
+				free += r.FreeRounds
+			}
+			pt.Availability = 1
+			if pt.Attempts > 0 {
+				pt.Availability = float64(pt.Acquired) / float64(pt.Attempts)
+			}
+			pt.FreeRounds = free / float64(seeds)
+			out = append(out, pt)
+			if each != nil {
+				each(pt)
+			}
+		}
+	}
+	return out, nil
+}
+
+// Plot draws availability against p_f (log scale), one line per α, with
+// the seed's bound ½(1−α) as a dashed vertical line in the same colour.
+// The file's extension chooses the format (.svg, .png, .pdf).
+func Plot(points []SweepPoint, title, file string) error {
+	if err := PlotFormat(file); err != nil {
+		return err
+	}
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "p_f: probability that a holder crashes in a round"
+	p.X.Scale = plot.LogScale{}
+	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.Y.Label.Text = "acquisitions that got a ticket in time"
+	p.Y.Min, p.Y.Max = 0, 1.05
+	p.Legend.Top = true
+	p.Legend.Left = false
+	var alphas []float64
+	byAlpha := map[float64]plotter.XYs{}
+	for _, pt := range points {
+		if _, ok := byAlpha[pt.Alpha]; !ok {
+			alphas = append(alphas, pt.Alpha)
+		}
+		byAlpha[pt.Alpha] = append(byAlpha[pt.Alpha], plotter.XY{X: pt.PF, Y: pt.Availability})
+	}
+	for i, a := range alphas {
+		col := plotutil.Color(i)
+		l, s, err := plotter.NewLinePoints(byAlpha[a])
+		if err != nil {
+			return err
+		}
+		l.Color, s.Color = col, col
+		s.Shape = plotutil.Shape(i)
+		p.Add(l, s)
+		p.Legend.Add(fmt.Sprintf("α = %.1f", a), l, s)
+		b := (1 - a) / 2
+		bl, err := plotter.NewLine(plotter.XYs{{X: b, Y: 0}, {X: b, Y: 1.05}})
+		if err != nil {
+			return err
+		}
+		bl.Color = faded(col)
+		bl.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		p.Add(bl)
+		p.Legend.Add(fmt.Sprintf("bound ½(1−α) = %.2f", b), bl)
+	}
+	p.Add(plotter.NewGrid())
+	return p.Save(7*vg.Inch, 4.5*vg.Inch, file)
+}
+
+// PlotFormat checks that Plot can write file's format.
+func PlotFormat(file string) error {
+	switch strings.ToLower(filepath.Ext(file)) {
+	case ".svg", ".png", ".pdf":
+		return nil
+	}
+	return fmt.Errorf("--plot %s: want a .svg, .png or .pdf file", file)
+}
+
+func faded(c color.Color) color.Color {
+	r, g, b, _ := c.RGBA()
+	return color.NRGBA{R: uint8(r >> 8), G: uint8(g >> 8), B: uint8(b >> 8), A: 160}
+}
