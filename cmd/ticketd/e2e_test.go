@@ -25,6 +25,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/roundtable-go/roundtable/pkg/cli/clitest"
+	"github.com/roundtable-go/roundtable/pkg/ticketd"
 )
 
 var ticketdBin string
@@ -385,6 +386,7 @@ func TestKilledMember(t *testing.T) {
 	core := c.waitSettled(4)
 	// A member of the core, so that no hand-over is under way when it dies.
 	victim := core[1]
+	w := c.watch(core[0])
 	file := filepath.Join(c.Dir, "witness")
 	holder := c.run(victim, file, time.Hour)
 	first := waitEnter(t, file, holder)
@@ -415,6 +417,11 @@ func TestKilledMember(t *testing.T) {
 	if !tickets[first.ticket] {
 		t.Fatalf("the dead member's ticket %d was never handed out again (tickets used: %v)", first.ticket, tickets)
 	}
+	// The watcher heard, through PrCast, that the ticket was reclaimed.
+	w.await(t, fmt.Sprintf("excluded ..%d..", first.ticket), func(n ticketd.Notice) bool {
+		span := func(a, b uint32) uint32 { return (a - b + 4) % 4 }
+		return n.Event == "excluded" && span(n.Ticket, uint32(first.ticket)) <= span(n.Ticket, n.Through)
+	})
 }
 
 // TestPausedMember: SIGSTOP the member whose client holds a ticket, past

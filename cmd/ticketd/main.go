@@ -128,6 +128,31 @@ is printed and hold exits 76.`,
 					return ticketd.Status(c.String("socket"), cli.NewOutput(os.Stdout, c.Bool(cli.FlagJSON)))
 				},
 			},
+			{
+				Name:  "watch",
+				Usage: "print who takes, releases, loses and reclaims which ticket, pool-wide, one line each",
+				Description: `Prints the pool's notices as the local member hears them through PrCast,
+the members' gossip (with high probability, in no set order; never used for
+safety):
+
+   taken T by M epoch E      member M lent ticket T to a command, epoch E
+   released T by M epoch E   that command is done
+   lost T by M epoch E       member M lost the ticket; its command was stopped
+   excluded T..U by M        member M excluded failed processes, reclaimed T..U
+
+Runs until a signal (exit 0) or the daemon goes away (69).
+
+Examples:
+   ticketd watch
+   ticketd watch --json | jq -c 'select(.event == "lost")'`,
+				Flags: cli.WithEnv(tool, []ucli.Flag{socketFlag(), cli.JSONFlag()}),
+				Action: func(c *ucli.Context) error {
+					if c.Args().Len() > 0 {
+						return cli.Exitf(cli.ExitUsage, "watch takes no arguments, got %q", c.Args().First())
+					}
+					return ticketd.Watch(c.String("socket"), cli.NewOutput(os.Stdout, c.Bool(cli.FlagJSON)))
+				},
+			},
 			simCommand(),
 		},
 	}

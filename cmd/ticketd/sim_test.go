@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/roundtable-go/roundtable/pkg/cli/clitest"
 )
 
 func simRun(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -43,6 +45,7 @@ func TestSimCommand(t *testing.T) {
 		if err := json.Unmarshal([]byte(out), v); err != nil {
 			t.Fatal(err)
 		}
+		clitest.CheckJSON(t, "ticketd sim", []byte(out))
 		delete(*v, "elapsed_ns")
 	}
 	ja, _ := json.Marshal(a)
@@ -60,6 +63,11 @@ func TestSimCommand(t *testing.T) {
 	if code != 0 || strings.Count(out, "\n") != 24 || !strings.Contains(out, "alpha 0.9 pf 0.3 (above the bound 0.05)") {
 		t.Fatalf("--plot: exit %d, want 24 lines\n%s%s", code, out, stderr)
 	}
+	code, out, stderr = simRun(t, "--processes", "40", "--tickets", "10", "--rounds", "40", "--seeds", "1", "--plot", file, "--json")
+	if code != 0 || strings.Count(out, "\n") != 24 {
+		t.Fatalf("--plot --json: exit %d, want 24 lines\n%s%s", code, out, stderr)
+	}
+	clitest.CheckJSON(t, "ticketd sim", []byte(out))
 	svg, err := os.ReadFile(file)
 	if err != nil || !strings.Contains(string(svg), "<svg") || !strings.Contains(string(svg), "α = 0.8") {
 		t.Fatalf("--plot wrote no SVG with a legend (%v)", err)

@@ -129,6 +129,20 @@ func New(cfg Config) (*Machine, error) {
 	return m, nil
 }
 
+// SetPeers replaces the group (this process stays in it), for a runner
+// whose membership changes: ticketd's members learn of each other as
+// they come. Events already held are kept.
+func (m *Machine) SetPeers(ids []node.ID) {
+	m.peers = m.peers[:0]
+	for _, p := range ids {
+		if p != m.cfg.ID && p != node.None {
+			m.peers = append(m.peers, p)
+		}
+	}
+	slices.Sort(m.peers)
+	m.peers = slices.Compact(m.peers)
+}
+
 // Stats returns the machine's counters: delivered, duplicates, dropped
 // (buffer full), evicted (history full), pushed, repaired.
 func (m *Machine) Stats() map[string]uint64 { return m.stats }

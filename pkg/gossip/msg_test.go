@@ -1,9 +1,13 @@
 package gossip
 
 import (
+	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
+	"time"
 
+	"github.com/roundtable-go/roundtable/pkg/node"
 	"github.com/roundtable-go/roundtable/pkg/wire"
 )
 
@@ -44,4 +48,32 @@ func FuzzCodec(f *testing.F) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// TestSetPeers: a group that changes: a newcomer's push is taken once it
+// is in the group, and one from a process that left is refused.
+func TestSetPeers(t *testing.T) {
+	m, err := New(Config{ID: 1, Peers: []node.ID{1, 2}, Rand: rand.New(rand.NewPCG(1, 2))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	push := func(from node.ID, seq uint64) error {
+		return m.Step(time.Unix(0, 0), node.Envelope[Msg]{From: from, To: 1, Msg: Msg{Type: MsgPush, Events: []Event{{Origin: from, Seq: seq, TTL: 3, Payload: []byte("x")}}}})
+	}
+	if push(3, 1) == nil {
+		t.Fatal("a push from 3, not in the group, was taken")
+	}
+	m.SetPeers([]node.ID{1, 3, 3, node.None})
+	if err := push(3, 1); err != nil {
+		t.Fatalf("3 joined the group, its push was refused: %v", err)
+	}
+	if push(2, 1) == nil {
+		t.Fatal("2 left the group, its push was taken")
+	}
+	if got := m.Ready().Events; len(got) != 1 {
+		t.Fatalf("delivered %v, want 3's one event", got)
+	}
+	if !slices.Equal(m.peers, []node.ID{3}) {
+		t.Fatalf("peers %v, want [3]", m.peers)
+	}
 }

@@ -325,3 +325,31 @@ func statusLines(raw json.RawMessage) []string {
 	}
 	return lines
 }
+
+// Watch prints the pool's PrCast notices as this member hears them (its
+// own included), one per line, until a signal (exit 0) or the daemon goes
+// away (69). Notices come with high probability and in no set order.
+func Watch(socket string, out *cli.Output) error {
+	sigs, stop := cli.NotifySignals()
+	defer stop()
+	cn, err := cli.DialControl(Tool, socket)
+	if err != nil {
+		return err
+	}
+	defer cn.Close()
+	if err := cn.Send(Request{Op: "watch"}); err != nil {
+		return cli.Exitf(cli.ExitUnavailable, "lost the daemon: %v", err)
+	}
+	notices := cli.Lines[Notice](cn, 64)
+	for {
+		select {
+		case n, ok := <-notices:
+			if !ok {
+				return cli.Exitf(cli.ExitUnavailable, "the daemon went away")
+			}
+			out.Value(n.String(), n)
+		case <-sigs:
+			return nil
+		}
+	}
+}

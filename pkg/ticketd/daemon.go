@@ -113,6 +113,7 @@ type daemon struct {
 	persist  uint64    // the epoch the state file covers
 	stopping bool
 	ready    atomic.Bool // found the pool (or founded it)
+	pc       *prcast
 }
 
 // Serve runs the daemon until a signal (nil) or a failure (69, or 64 for
@@ -153,6 +154,9 @@ func Serve(mb *cli.Member, cfg Config) error {
 	}
 	d.slots = []*slot{s0}
 	d.bk.addSlot(s0.id, mb.Net.Addr(), nil)
+	if err := d.startPrCast(); err != nil {
+		return err
+	}
 	ln, err := cli.ListenControl(Tool, cfg.Socket)
 	if err != nil {
 		return err
@@ -201,6 +205,7 @@ func Serve(mb *cli.Member, cfg Config) error {
 			return err
 		case <-tick.C:
 			d.tick()
+			d.tickPrCast()
 			if d.stopping && (d.holding() == 0 || time.Now().After(stopBy)) && d.left() {
 				return nil
 			}
@@ -378,6 +383,13 @@ func (d *daemon) control(from node.ID, typ uint8, body []byte) {
 		case d.ctl <- func() { d.wantedAt = time.Now().Add(d.cfg.roundOr()) }:
 		default:
 		}
+	default:
+		if typ > ctlGossip && typ < ctlGossip+16 {
+			select {
+			case d.ctl <- func() { d.prcastFrame(from, typ, body) }:
+			default: // the daemon is behind: gossip repairs itself
+			}
+		}
 	}
 }
 
@@ -441,6 +453,8 @@ func (d *daemon) event(s *slot, ev node.Event) {
 		d.lose(s, "this member was excluded from the core")
 	case ticket.LeftEvent:
 		d.lose(s, "the ticket was given back")
+	case ticket.ReclaimedEvent:
+		d.announce(Notice{Event: "excluded", Ticket: e.From, Through: e.To})
 	}
 }
 
@@ -449,6 +463,14 @@ func (d *daemon) lose(s *slot, why string) {
 	if c := s.holder; c != nil && !c.stopping {
 		c.stopping = true
 		c.cn.Send(Reply{Event: "lost", Ticket: s.ticket, Epoch: c.epoch, Reason: why})
+		d.announce(Notice{Event: "lost", Ticket: s.ticket, Epoch: c.epoch})
+	}
+}
+
+// released announces the end of a use (a lost one was announced as lost).
+func (d *daemon) released(sl *slot, s *session) {
+	if !s.stopping {
+		d.announce(Notice{Event: "released", Ticket: sl.ticket, Epoch: s.epoch})
 	}
 }
 
@@ -502,6 +524,7 @@ func (d *daemon) lend(s *slot) {
 	}
 	c.cn.Send(Reply{Event: "taken", Ticket: mc.ticket, Tickets: mc.n, Epoch: epoch,
 		UntilNS: mc.until(now).UnixNano(), KillGraceNS: int64(d.cfg.KillGrace)})
+	d.announce(Notice{Event: "taken", Ticket: mc.ticket, Epoch: epoch})
 }
 
 // tick renews the holders' leases, answers impatient clients, brings
@@ -661,6 +684,7 @@ func (d *daemon) client(m clientMsg) {
 	s := m.s
 	if m.gone {
 		delete(d.sessions, s)
+		delete(d.pc.watchers, s)
 		for i, o := range d.queue {
 			if o == s {
 				d.queue = append(d.queue[:i], d.queue[i+1:]...)
@@ -669,6 +693,7 @@ func (d *daemon) client(m clientMsg) {
 		}
 		if sl := s.holds; sl != nil && sl.holder == s {
 			sl.holder, sl.idleSince = nil, time.Now()
+			d.released(sl, s)
 			d.serve()
 		}
 		return
@@ -690,8 +715,11 @@ func (d *daemon) client(m clientMsg) {
 	case "release":
 		if sl := s.holds; sl != nil && sl.holder == s {
 			sl.holder, s.holds, sl.idleSince = nil, nil, time.Now()
+			d.released(sl, s)
 			d.serve()
 		}
+	case "watch":
+		d.pc.watchers[s] = true
 	case "status":
 		s.cn.Send(Reply{Event: "status", Status: d.status()})
 	default:

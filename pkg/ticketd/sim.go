@@ -43,6 +43,7 @@ type SimConfig struct {
 
 // SimResult is what a run measured.
 type SimResult struct {
+	Event     string  `json:"event"` // "sim"
 	Processes int     `json:"processes"`
 	Tickets   int     `json:"tickets"`
 	K         int     `json:"k"`
@@ -128,7 +129,7 @@ func Simulate(cfg SimConfig) (SimResult, error) {
 	if cfg.K <= 0 {
 		cfg.K = 1
 	}
-	res := SimResult{Processes: cfg.Processes, Tickets: cfg.Tickets, K: cfg.K, PF: cfg.PF, Alpha: cfg.Alpha,
+	res := SimResult{Event: "sim", Processes: cfg.Processes, Tickets: cfg.Tickets, K: cfg.K, PF: cfg.PF, Alpha: cfg.Alpha,
 		Bound: (1 - cfg.Alpha) / 2, Rounds: cfg.Rounds, Seed: cfg.Seed}
 	if err := cfg.Validate(); err != nil {
 		return res, err

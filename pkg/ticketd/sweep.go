@@ -22,6 +22,7 @@ var (
 
 // SweepPoint is one (α, p_f) of a sweep, averaged over its seeds.
 type SweepPoint struct {
+	Event        string  `json:"event"` // "sim-point"
 	Alpha        float64 `json:"alpha"`
 	PF           float64 `json:"pf"`
 	Bound        float64 `json:"bound"`
@@ -51,7 +52,7 @@ func Sweep(base SimConfig, alphas, pfs []float64, seeds int, each func(SweepPoin
 	var out []SweepPoint
 	for _, a := range alphas {
 		for _, pf := range pfs {
-			pt := SweepPoint{Alpha: a, PF: pf, Bound: (1 - a) / 2, Seeds: seeds}
+			pt := SweepPoint{Event: "sim-point", Alpha: a, PF: pf, Bound: (1 - a) / 2, Seeds: seeds}
 			var free float64
 			for i := range seeds {
 				c := base
