@@ -22,7 +22,7 @@ func TestToolDependencies(t *testing.T) {
 		"clocksync": {"clocksync", "election", "clockd"},
 		"consensus": {"consensus"},
 		"mcast":     {"mcast", "gossip", "mcastd"},
-		"ticketd":   {"ticket", "ticketd"},
+		"ticketd":   {"ticket", "ticketd", "gossip"},
 	}
 	all := []string{"election", "mutex", "lockd", "clocksync", "clockd", "consensus", "ticket", "ticketd", "mcast", "gossip", "mcastd"}
 	// `ticketd sim` runs the simulator and draws its plot with gonum, as
