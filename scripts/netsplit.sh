@@ -12,6 +12,10 @@
 #       @DIR/peers --key-file DIR/key --ready-file DIR/i.ready ARGS...
 #       ("{id}" in ARGS becomes i), stdout DIR/i.out, stderr DIR/i.log, pid
 #       DIR/i.pid; up returns once every member is ready.
+#   netsplit.sh up -n N -d DIR -j BINARY SUBCOMMAND ARGS...
+#       The same for tools whose members find each other (ticketd): instead
+#       of --peers, --bind 10.x.0.i:7000, and for every member but 1 (which
+#       founds the group) --join with every other member's address.
 #   netsplit.sh partition 1,2/3 -d DIR   drop all traffic between the sides
 #   netsplit.sh isolate ID -d DIR        ID from everyone
 #   netsplit.sh oneway A B -d DIR        drop what A sends to B (B still reaches A)
@@ -26,7 +30,7 @@
 # 1 a step failed.
 set -euo pipefail
 
-help() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; }
+help() { sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; }
 die() { echo "netsplit.sh: $1" >&2; exit "${2:-1}"; }
 
 cmd=${1:-}; [ -n "$cmd" ] || { help >&2; exit 64; }; shift
@@ -35,7 +39,7 @@ case "$cmd" in -h|--help|help) help; exit 0;; esac
 command -v ip >/dev/null 2>&1 || die "needs ip (iproute2)" 69
 command -v iptables >/dev/null 2>&1 || die "needs iptables" 69
 
-n=3; dir=""; arg1=""; arg2=""
+n=3; dir=""; arg1=""; arg2=""; joinmode=0
 case "$cmd" in
   partition|isolate|exec|kill|stop|pause|resume|restart) arg1=${1:-}; [ -n "$arg1" ] || die "$cmd needs an argument" 64; shift;;
   oneway) arg1=${1:-}; arg2=${2:-}; [ -n "$arg2" ] || die "oneway needs A and B" 64; shift 2;;
@@ -44,6 +48,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     -n) n=$2; shift 2;;
     -d) dir=$2; shift 2;;
+    -j) joinmode=1; shift;;
     --) shift; break;;
     *) break;;
   esac
@@ -108,7 +113,13 @@ case "$cmd" in
       sub=""; if [ $# -gt 0 ] && [[ "$1" != -* ]]; then sub=$1; shift; fi
       for i in $(seq 1 "$n"); do
         args=(); for a in "$@"; do args+=("${a//\{id\}/$i}"); done
-        cmdline=("$bin" $sub --id "$i" --peers "@$dir/peers" --key-file "$dir/key" --ready-file "$dir/$i.ready" "${args[@]}")
+        where=(--peers "@$dir/peers")
+        if [ "$joinmode" = 1 ]; then
+          where=(--bind "$(addr "$i"):7000")
+          others=""; for j in $(seq 1 "$n"); do [ "$j" = "$i" ] || others+="${others:+,}$(addr "$j"):7000"; done
+          if [ "$i" != 1 ]; then where+=(--join "$others"); fi
+        fi
+        cmdline=("$bin" $sub --id "$i" "${where[@]}" --key-file "$dir/key" --ready-file "$dir/$i.ready" "${args[@]}")
         declare -p cmdline >"$dir/$i.cmd"
         start_member "$i"
       done
