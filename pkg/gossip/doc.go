@@ -22,9 +22,11 @@
 // Everything a process holds is bounded, and nothing is dropped silently
 // (unbounded gossip queues are a known failure of serf and consul):
 //
-//   - Buffer (default 256) bounds the events being pushed; when full, the
-//     events with the fewest rounds left go first, as they have spread the
-//     most. Counted as "dropped".
+//   - Buffer (default 256) bounds the events pushed each round; when more
+//     wait, the events with the fewest rounds left go first, as they have
+//     spread the most. Counted as "dropped". Between rounds up to 2·Buffer
+//     may wait: the cut is made in batches, so a burst costs one sort per
+//     Buffer events rather than one per event.
 //   - History (default 4096) bounds the events kept for repair; the oldest
 //     go first. Counted as "evicted". An event that every process has
 //     evicted cannot be repaired any more: agreement holds for events

@@ -24,9 +24,10 @@ type Config struct {
 	// TTL is how many rounds an event is pushed on after a process first
 	// gets it; default ⌈log₂ n⌉ + 2.
 	TTL int
-	// Buffer bounds the events a process is pushing (default 256). When it
-	// is full the events with the fewest rounds left are dropped first:
-	// they have spread the most. Drops are counted, never silent.
+	// Buffer bounds the events a process pushes each round (default 256).
+	// When more wait, the events with the fewest rounds left are dropped
+	// first: they have spread the most. Drops are counted, never silent.
+	// Between rounds up to 2·Buffer may wait (the cut is made in batches).
 	Buffer int
 	// History bounds the events kept to answer pulls (default 4096); the
 	// oldest go first. An event every process has evicted can no longer be
@@ -202,14 +203,21 @@ func (m *Machine) take(ev Event, ttl uint8) {
 	}
 	if ttl > 0 {
 		m.buf = append(m.buf, Event{Origin: ev.Origin, Seq: ev.Seq, TTL: ttl, Payload: ev.Payload})
-		if len(m.buf) > m.cfg.Buffer {
-			// Drop the events with the fewest rounds left (stable: the
-			// oldest of those first).
-			slices.SortStableFunc(m.buf, func(a, b Event) int { return int(b.TTL) - int(a.TTL) })
-			m.stats["dropped"] += uint64(len(m.buf) - m.cfg.Buffer)
-			m.buf = m.buf[:m.cfg.Buffer]
+		if len(m.buf) >= 2*m.cfg.Buffer {
+			m.trim() // amortised: a sort per Buffer events, not per event
 		}
 	}
+}
+
+// trim cuts the push buffer to Buffer, dropping the events with the fewest
+// rounds left (stable: the oldest of those first).
+func (m *Machine) trim() {
+	if len(m.buf) <= m.cfg.Buffer {
+		return
+	}
+	slices.SortStableFunc(m.buf, func(a, b Event) int { return int(b.TTL) - int(a.TTL) })
+	m.stats["dropped"] += uint64(len(m.buf) - m.cfg.Buffer)
+	m.buf = m.buf[:m.cfg.Buffer]
 }
 
 // Step implements node.Machine.
@@ -315,6 +323,7 @@ func (m *Machine) Tick(now time.Time) {
 	if len(m.peers) == 0 {
 		return
 	}
+	m.trim()
 	if len(m.buf) > 0 {
 		var push []Event
 		size := 0
