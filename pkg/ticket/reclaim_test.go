@@ -102,10 +102,21 @@ func reclaimRun(seed uint64, procs, tickets, k int, bound time.Duration) (time.D
 			return 0, err
 		}
 	}
-	if err := s.RunFor(time.Duration(r.Int64N(int64(2 * time.Second)))); err != nil {
+	// The seed's message bound, in the steady state: each process sends
+	// ALIVE to at most 2k+1 processes a round and hears from at most 2k+1
+	// distinct senders (during churn, windows shift and a process may
+	// hear from a former predecessor too: TestSimFaults reports that).
+	for _, id := range core {
+		machines[id].ResetCounts()
+	}
+	if err := s.RunFor(time.Second + time.Duration(r.Int64N(int64(time.Second)))); err != nil {
 		return 0, err
 	}
-	coreOf()
+	for _, id := range coreOf() {
+		if c := machines[id].Counts(); c.MaxAliveSent > 2*k+1 || c.MaxAliveFrom > 2*k+1 {
+			return 0, fmt.Errorf("settled process %d sent ALIVE to %d and heard from %d in one round (2k+1 = %d)", id, c.MaxAliveSent, c.MaxAliveFrom, 2*k+1)
+		}
+	}
 	slices.Sort(core)
 	victim = core[r.IntN(len(core))]
 	lost = machines[victim].ticket
