@@ -195,11 +195,24 @@ func TestLineTooLong(t *testing.T) {
 	}
 }
 
-// TestGossipOrder: --order gossip over 5 members with 10% loss: every
-// member gets every line (push, then pull for what push missed), and the
-// logs pass the checker's integrity and agreement.
+// TestGossipOrder: --order gossip over 5 members with 10% loss, at random
+// and along the tree (--tree): every member gets every line (push, then
+// pull for what push missed), and the logs pass the checker's integrity
+// and agreement.
 func TestGossipOrder(t *testing.T) {
-	ms := group(t, 5, "--order", "gossip", "--fault-drop", "0.1", "--period", "20ms")
+	for _, mode := range []string{"random", "tree"} {
+		t.Run(mode, func(t *testing.T) {
+			args := []string{"--order", "gossip", "--fault-drop", "0.1", "--period", "20ms"}
+			if mode == "tree" {
+				args = append(args, "--tree")
+			}
+			gossipGroup(t, args)
+		})
+	}
+}
+
+func gossipGroup(t *testing.T, args []string) {
+	ms := group(t, 5, args...)
 	for _, m := range ms {
 		m.write(t, 1, 200)
 	}

@@ -29,6 +29,7 @@ var runFlags = cli.WithEnv(tool, append(cli.NodeFlags(),
 	&ucli.BoolFlag{Name: "base64", Usage: "input lines are base64 and payloads are printed in base64 (binary-safe)"},
 	&ucli.DurationFlag{Name: "period", Value: 50 * time.Millisecond, Usage: "how often members exchange digests (what each has received), which drives repair"},
 	&ucli.DurationFlag{Name: "suspect", Value: time.Second, Usage: "a member silent this long no longer holds up 'delivered by all' at end of input"},
+	&ucli.BoolFlag{Name: "tree", Usage: "with --order gossip: spread along a fixed tree of the members, batched per --period, instead of to random members (fewer messages; see docs/mcast.md)"},
 ))
 
 var lingerFlag = &ucli.DurationFlag{Name: "linger", Value: 30 * time.Second, Usage: "at the end, wait at most this long for the group to finish"}
@@ -60,7 +61,9 @@ members that do not crash, even when a sender crashes mid-multicast), fifo
 (each sender's lines in the order sent), causal (a line after everything
 its sender had seen when it wrote it), gossip (for big groups: each line
 pushed to a few random members per round, gaps pulled; every member gets
-it with high probability, in no particular order; --period is the round).
+it with high probability, in no particular order; --period is the round;
+--tree spreads along a fixed tree of the members instead, batched per
+round, with digests riding on the pushes to repair cut edges).
 
 A line may be at most 61,440 bytes (one frame); a longer one stops mcast
 with exit 64 before anything of it is sent: split it, or compress it and
@@ -105,6 +108,9 @@ func run(c *ucli.Context) error {
 		return cli.Exitf(cli.ExitUsage, "--period and --suspect must be positive, --linger not negative")
 	}
 	gossipOrder := c.String("order") == "gossip"
+	if c.Bool("tree") && !gossipOrder {
+		return cli.Exitf(cli.ExitUsage, "--tree goes with --order gossip")
+	}
 	var order mcast.Order
 	if !gossipOrder {
 		var err error
@@ -123,7 +129,7 @@ func run(c *ucli.Context) error {
 		member mcastd.Member
 	)
 	if gossipOrder {
-		m, err := gossip.New(gossip.Config{ID: self, Peers: cli.IDs(cm.Peers), Period: c.Duration("period"),
+		m, err := gossip.New(gossip.Config{ID: self, Peers: cli.IDs(cm.Peers), Period: c.Duration("period"), Tree: c.Bool("tree"),
 			Rand: rand.New(rand.NewPCG(mb.Incarnation, uint64(self)))})
 		if err != nil {
 			return cli.Exitf(cli.ExitUsage, "%v", err)

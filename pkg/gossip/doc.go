@@ -17,6 +17,14 @@
 // goes to one random member, which answers with the kept events the asker
 // lacks. Repaired events are delivered but not pushed on.
 //
+// # Tree mode
+//
+// Config.Tree replaces the random push by forwarding along a fixed tree of
+// the members, batched per Period, with digests riding on the pushes and a
+// pull every PullEvery rounds (tree.go). It sends a few messages per event
+// where random push sends Fanout·TTL, and bounds the path; it suits groups
+// whose members all know each other and rarely crash.
+//
 // # Bounds and drop policy
 //
 // Everything a process holds is bounded, and nothing is dropped silently

@@ -35,6 +35,18 @@ type Config struct {
 	History int
 	// Rand chooses peers. Required.
 	Rand *rand.Rand
+	// Tree, when set, spreads along a fixed tree instead of to random
+	// peers (tree.go): each event goes once over each tree edge, batched
+	// per Period, and the pull runs every PullEvery rounds to repair what
+	// a cut edge lost. Fewer messages and a bounded path, for groups whose
+	// members all know each other.
+	Tree bool
+	// Branch is the tree's branching factor (default 32: a star up to 33
+	// members, two levels up to 1,057).
+	Branch int
+	// PullEvery is how many rounds pass between pulls in tree mode
+	// (default 2); random mode pulls every round.
+	PullEvery int
 
 	// noDedup plants a bug for the checker: deliver every copy. Tests only.
 	noDedup bool
@@ -83,7 +95,12 @@ type Machine struct {
 	next  map[node.ID]uint64          // per origin: every seq below is delivered
 	above map[node.ID]map[uint64]bool // delivered seqs at or above next
 	buf   []Event                     // being pushed
+	fwd   []treeItem                  // tree mode: to forward at the next round
+	ticks int                         // rounds so far (tree mode pulls every PullEvery)
 	hist  map[key]Event               // kept for repair
+	since map[key]time.Time           // when each kept event came (tree mode's edge repair)
+	now   time.Time                   // of the current Step or Tick
+	asked map[node.ID]time.Time       // tree mode: when we last pulled from a neighbour that was ahead
 	order []key                       // hist, oldest first
 	round time.Time                   // next round
 	busy  bool                        // own broadcasts not yet pushed out
@@ -118,8 +135,14 @@ func New(cfg Config) (*Machine, error) {
 	if cfg.History <= 0 {
 		cfg.History = 4096
 	}
+	if cfg.Branch <= 0 {
+		cfg.Branch = 32
+	}
+	if cfg.PullEvery <= 0 {
+		cfg.PullEvery = 2
+	}
 	m := &Machine{cfg: cfg, next: map[node.ID]uint64{}, above: map[node.ID]map[uint64]bool{},
-		hist: map[key]Event{}, stats: map[string]uint64{}}
+		hist: map[key]Event{}, since: map[key]time.Time{}, asked: map[node.ID]time.Time{}, stats: map[string]uint64{}}
 	for _, p := range cfg.Peers {
 		if p != cfg.ID {
 			m.peers = append(m.peers, p)
@@ -194,9 +217,11 @@ func (m *Machine) take(ev Event, ttl uint8) {
 	k := key{ev.Origin, ev.Seq}
 	if _, ok := m.hist[k]; !ok {
 		m.hist[k] = Event{Origin: ev.Origin, Seq: ev.Seq, Payload: ev.Payload}
+		m.since[k] = m.now
 		m.order = append(m.order, k)
 		for len(m.order) > m.cfg.History {
 			delete(m.hist, m.order[0])
+			delete(m.since, m.order[0])
 			m.order = m.order[1:]
 			m.stats["evicted"]++
 		}
@@ -222,6 +247,7 @@ func (m *Machine) trim() {
 
 // Step implements node.Machine.
 func (m *Machine) Step(now time.Time, in node.Envelope[Msg]) error {
+	m.now = now
 	msg := in.Msg
 	if in.From == m.cfg.ID {
 		if msg.Type != MsgBroadcast || len(msg.Events) == 0 || len(msg.Events) > maxEvents {
@@ -234,6 +260,10 @@ func (m *Machine) Step(now time.Time, in node.Envelope[Msg]) error {
 		}
 		for _, ev := range msg.Events {
 			m.seq++
+			if m.cfg.Tree {
+				m.takeTree(Event{Origin: m.cfg.ID, Seq: m.seq, Payload: ev.Payload}, m.cfg.ID)
+				continue
+			}
 			m.take(Event{Origin: m.cfg.ID, Seq: m.seq, Payload: ev.Payload}, uint8(m.cfg.TTL))
 		}
 		m.busy = true
@@ -245,14 +275,34 @@ func (m *Machine) Step(now time.Time, in node.Envelope[Msg]) error {
 	switch msg.Type {
 	case MsgPush:
 		for _, ev := range msg.Events {
+			if m.cfg.Tree {
+				m.takeTree(ev, in.From)
+				continue
+			}
 			m.take(ev, max(ev.TTL, 1)-1) // one round spent getting here
+		}
+		if m.cfg.Tree && len(msg.Digest) > 0 {
+			// The neighbour's digest rides on its push: send it what it
+			// lacks of what we have had for a while (newer events may be
+			// on their way to it along the tree).
+			m.repair(in.From, msg.Digest, now.Add(-repairAge*m.cfg.Period))
+			m.askIfBehind(now, in.From, msg.Digest)
 		}
 	case MsgRepair:
 		for _, ev := range msg.Events {
+			if m.cfg.Tree {
+				// The tree push this repair overtook will be a duplicate
+				// here, so this member forwards it down the tree itself.
+				m.takeTree(ev, in.From)
+				continue
+			}
 			m.take(ev, 0) // repaired events are not pushed on
 		}
 	case MsgDigest:
-		m.repair(in.From, msg.Digest)
+		m.repair(in.From, msg.Digest, time.Time{})
+		if m.cfg.Tree {
+			m.askIfBehind(now, in.From, msg.Digest) // push-pull: both sides repaired
+		}
 	default:
 		return fmt.Errorf("gossip: unexpected %v from %d", msg.Type, in.From)
 	}
@@ -261,7 +311,7 @@ func (m *Machine) Step(now time.Time, in node.Envelope[Msg]) error {
 
 // repair answers a digest with the kept events the asker lacks, within one
 // frame's budget.
-func (m *Machine) repair(to node.ID, digest []Have) {
+func (m *Machine) repair(to node.ID, digest []Have, before time.Time) {
 	next := map[node.ID]uint64{}
 	for _, h := range digest {
 		next[h.Origin] = h.Next
@@ -274,6 +324,9 @@ func (m *Machine) repair(to node.ID, digest []Have) {
 			n = 1
 		}
 		if k.seq < n {
+			continue
+		}
+		if !before.IsZero() && !m.since[k].Before(before) {
 			continue
 		}
 		ev := m.hist[k]
@@ -306,6 +359,7 @@ func (m *Machine) pick(k int) []node.ID {
 // Tick implements node.Machine: once per Period, push the buffer to Fanout
 // random peers and send a digest to one.
 func (m *Machine) Tick(now time.Time) {
+	m.now = now
 	if m.round.IsZero() {
 		// Rounds start at a random phase, so members do not all gossip
 		// in the same instant.
@@ -316,11 +370,19 @@ func (m *Machine) Tick(now time.Time) {
 		return
 	}
 	m.round = now.Add(m.cfg.Period)
-	if m.busy && len(m.buf) == 0 {
+	m.ticks++
+	if m.busy && len(m.buf) == 0 && len(m.fwd) == 0 {
 		m.busy = false
 		m.events = append(m.events, IdleEvent{Event: "idle"})
 	}
 	if len(m.peers) == 0 {
+		return
+	}
+	if m.cfg.Tree {
+		m.forward()
+		if m.ticks%m.cfg.PullEvery == 0 {
+			m.pullTree()
+		}
 		return
 	}
 	m.trim()
@@ -346,17 +408,28 @@ func (m *Machine) Tick(now time.Time) {
 			m.send(p, Msg{Type: MsgPush, Events: push})
 		}
 	}
+	m.pull(m.pick(1)[0])
+}
+
+// pull sends the digest to a peer (anti-entropy).
+func (m *Machine) pull(to node.ID) {
 	if !m.cfg.noPull {
-		digest := make([]Have, 0, len(m.next))
-		for o := range m.next {
-			digest = append(digest, Have{Origin: o, Next: m.next[o]})
-		}
-		slices.SortFunc(digest, func(a, b Have) int { return int(a.Origin) - int(b.Origin) })
-		if len(digest) > maxDigest {
-			digest = digest[:maxDigest]
-		}
-		m.send(m.pick(1)[0], Msg{Type: MsgDigest, Digest: digest})
+		m.send(to, Msg{Type: MsgDigest, Digest: m.digest()})
 	}
+}
+
+// digest is, per origin, the sequence number below which this member has
+// every event.
+func (m *Machine) digest() []Have {
+	digest := make([]Have, 0, len(m.next))
+	for o := range m.next {
+		digest = append(digest, Have{Origin: o, Next: m.next[o]})
+	}
+	slices.SortFunc(digest, func(a, b Have) int { return int(a.Origin) - int(b.Origin) })
+	if len(digest) > maxDigest {
+		digest = digest[:maxDigest]
+	}
+	return digest
 }
 
 // Ready implements node.Machine.

@@ -21,6 +21,7 @@ type run struct {
 	crashes int
 	noDedup bool
 	noPull  bool
+	tree    bool
 }
 
 type result struct {
@@ -40,7 +41,7 @@ func (r run) go_() (result, error) {
 	opts := sim.Options{Seed: r.seed, MinLatency: time.Millisecond, MaxLatency: time.Duration(2+rng.IntN(20)) * time.Millisecond,
 		Drop: r.drop, Dup: rng.Float64() * 0.05}
 	s := sim.New[Msg](opts, Codec{Fam: wire.FamilyMcast}, func(id node.ID, _ int, mr *rand.Rand) node.Machine[Msg] {
-		m, err := New(Config{ID: id, Peers: ids, Rand: mr, noDedup: r.noDedup, noPull: r.noPull})
+		m, err := New(Config{ID: id, Peers: ids, Rand: mr, noDedup: r.noDedup, noPull: r.noPull, Tree: r.tree})
 		if err != nil {
 			panic(err)
 		}
@@ -55,7 +56,7 @@ func (r run) go_() (result, error) {
 		return nil
 	}
 	fail := func(err error) (result, error) {
-		return result{}, fmt.Errorf("seed %d (%d processes, %d events, drop %.2f, %d crashes): %v", r.seed, r.n, r.events, r.drop, r.crashes, err)
+		return result{}, fmt.Errorf("seed %d (%d processes, %d events, drop %.2f, %d crashes, tree %v): %v", r.seed, r.n, r.events, r.drop, r.crashes, r.tree, err)
 	}
 	crashed := map[node.ID]bool{}
 	seqs := map[node.ID]uint64{}
@@ -110,13 +111,14 @@ func (r run) go_() (result, error) {
 
 // TestSimGossip: integrity at every delivery, and agreement and validity
 // among the processes that did not crash once the loss stops, over many
-// seeds with loss up to 30%, duplication, reordering and crashes.
+// seeds with loss up to 30%, duplication, reordering and crashes; every
+// other seed spreads along the tree (Config.Tree).
 func TestSimGossip(t *testing.T) {
 	worst, worstSeed := 0, uint64(0)
 	var pushes float64
 	for _, seed := range sim.Seeds() {
 		rng := rand.New(rand.NewPCG(seed, 3))
-		r := run{seed: seed, n: 3 + rng.IntN(60), events: 1 + rng.IntN(60), drop: rng.Float64() * 0.3, crashes: rng.IntN(3)}
+		r := run{seed: seed, n: 3 + rng.IntN(60), events: 1 + rng.IntN(60), drop: rng.Float64() * 0.3, crashes: rng.IntN(3), tree: seed%2 == 0}
 		res, err := r.go_()
 		if err != nil {
 			t.Fatalf("%v\nreplay: go test ./pkg/gossip -run TestSimGossip -seed %d", err, seed)
@@ -124,7 +126,7 @@ func TestSimGossip(t *testing.T) {
 		if res.settledRounds > worst {
 			worst, worstSeed = res.settledRounds, seed
 		}
-		if res.pushesPerRound > float64(res.fanout) {
+		if !r.tree && res.pushesPerRound > float64(res.fanout) {
 			t.Fatalf("seed %d: %.2f pushes per process per round, fanout %d", seed, res.pushesPerRound, res.fanout)
 		}
 		pushes = max(pushes, res.pushesPerRound)
@@ -133,14 +135,17 @@ func TestSimGossip(t *testing.T) {
 		len(sim.Seeds()), worst, worstSeed, pushes)
 }
 
-// TestSimThousand: 1,000 processes, 10% loss, 50 broadcasts.
+// TestSimThousand: 1,000 processes, 10% loss, 50 broadcasts, at random
+// and along the tree.
 func TestSimThousand(t *testing.T) {
-	res, err := run{seed: 1, n: 1000, events: 50, drop: 0.1}.go_()
-	if err != nil {
-		t.Fatal(err)
+	for _, tree := range []bool{false, true} {
+		res, err := run{seed: 1, n: 1000, events: 50, drop: 0.1, tree: tree}.go_()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("1,000 processes, tree %v: every process had all 50 events %d rounds after the last broadcast; %.2f pushes per process per round; %d deliveries",
+			tree, res.settledRounds, res.pushesPerRound, res.delivered)
 	}
-	t.Logf("1,000 processes: every process had all 50 events %d rounds after the last broadcast; fanout %d, %.2f pushes per process per round; %d deliveries",
-		res.settledRounds, res.fanout, res.pushesPerRound, res.delivered)
 }
 
 // TestSimCatchesPlantedBugs: delivering duplicates is caught by integrity;
@@ -261,6 +266,8 @@ func TestGlomersWorkload(t *testing.T) {
 	}{
 		{"defaults", Config{}},
 		{"fanout 4, period 200ms", Config{Fanout: 4, Period: 200 * time.Millisecond}},
+		{"tree", Config{Tree: true}},
+		{"tree, period 50ms", Config{Tree: true, Period: 50 * time.Millisecond}},
 	} {
 		for _, nemesis := range []bool{false, true} {
 			per, med, worst := glomers(t, c.cfg, 20, nemesis)
