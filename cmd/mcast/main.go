@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
@@ -88,7 +89,8 @@ checks integrity (nothing delivered twice, nothing invented), agreement and
 validity among the members that did not crash (a log that does not end with
 its 'exit' line is a crashed member's), and with --order fifo or causal the
 order, with happens-before rebuilt from the logs. Exits 0, or 1 with the
-first counterexample.
+smallest counterexample (the violation shown by the fewest log lines),
+followed by those lines as FILE:LINE.
 
 Examples:
    mcast check --order causal 1.log 2.log 3.log`,
@@ -192,6 +194,7 @@ func check(c *ucli.Context) error {
 		return cli.Exitf(cli.ExitUsage, "check needs the --json logs of the members (mcast check LOG...)")
 	}
 	logs := map[node.ID][]mcast.Record{}
+	files := map[node.ID]string{}
 	crashed := map[node.ID]bool{}
 	deliveries := 0
 	for _, file := range c.Args().Slice() {
@@ -203,11 +206,19 @@ func check(c *ucli.Context) error {
 			return cli.Exitf(cli.ExitUsage, "%s: a second log of member %d", file, id)
 		}
 		logs[id] = recs
+		files[id] = file
 		crashed[id] = !clean
 		deliveries += len(recs)
 	}
 	if err := mcast.Check(order, logs, crashed); err != nil {
-		fmt.Fprintf(os.Stderr, "mcast: check failed: %v\n", err)
+		msg := err.Error()
+		if v, ok := err.(*mcast.Violation); ok {
+			msg = v.Detail()
+			for id, f := range files {
+				msg = strings.ReplaceAll(msg, fmt.Sprintf("member %d line ", id), f+":")
+			}
+		}
+		fmt.Fprintf(os.Stderr, "mcast: check failed: %s\n", msg)
 		return &cli.ExitError{Code: 1}
 	}
 	var down []string

@@ -53,9 +53,9 @@ func ReadLog(file string) (node.ID, []mcast.Record, bool, error) {
 		}
 		switch l.Event {
 		case "send":
-			recs = append(recs, mcast.Record{Send: true, Seq: l.Seq, Payload: pl})
+			recs = append(recs, mcast.Record{Send: true, Seq: l.Seq, Payload: pl, Line: n})
 		case "deliver":
-			recs = append(recs, mcast.Record{Sender: l.Sender, Seq: l.Seq, Payload: pl})
+			recs = append(recs, mcast.Record{Sender: l.Sender, Seq: l.Seq, Payload: pl, Line: n})
 		case "exit":
 			clean = true
 		default:
