@@ -125,6 +125,7 @@ type Machine struct {
 
 	seq   uint64
 	store []map[uint64]Item // per sender: received, not yet stable
+	gc    []uint64          // per sender: every seq up to this is out of store
 	recv  []uint64          // per sender: received without a gap
 	above []map[uint64]bool // per sender: received beyond recv
 	deliv []uint64          // per sender: delivered without a gap (causal: V_i)
@@ -180,7 +181,7 @@ func New(cfg Config) (*Machine, error) {
 	slices.Sort(peers)
 	peers = slices.Compact(peers)
 	n := len(peers)
-	m := &Machine{cfg: cfg, peers: peers, idx: map[node.ID]int{}, store: make([]map[uint64]Item, n),
+	m := &Machine{cfg: cfg, peers: peers, idx: map[node.ID]int{}, store: make([]map[uint64]Item, n), gc: make([]uint64, n),
 		recv: make([]uint64, n), high: make([]uint64, n), above: make([]map[uint64]bool, n), deliv: make([]uint64, n), done: make([]map[uint64]bool, n),
 		peerRecv: make([][]uint64, n), peerDeliv: make([][]uint64, n), heard: make([]time.Time, n), peerFinal: make([]uint64, n),
 		nak: map[node.ID]bool{}, stats: map[string]uint64{}, lastSent: make([]map[uint64]time.Time, n)}
@@ -477,6 +478,12 @@ func (m *Machine) retransmit(q node.ID, theirs, theirHigh []uint64) {
 			if t, sent := m.lastSent[s][seq]; sent && m.now.Sub(t) < m.cfg.Period && (theirHigh == nil || seq > theirHigh[s]) {
 				// Sent lately and nothing later has reached q: probably in
 				// flight, not lost. Resent if still missing a Period on.
+				if s == m.me && theirHigh != nil {
+					// Our own later ones went out later still: all in
+					// flight (one sent long ago and lost since waits at
+					// most a Period more).
+					break
+				}
 				continue
 			}
 			cost := len(it.Payload) + 16 + 4*len(it.VT)
@@ -529,8 +536,11 @@ func (m *Machine) collect() {
 				}
 				stable = min(stable, m.peerRecv[q][s])
 			}
-			for seq := range m.store[s] {
-				if seq <= stable {
+			// Everything up to stable goes; nothing at or below m.gc[s] is
+			// stored again (it is at or below recv), so only the newly
+			// stable numbers are looked at, not the whole store.
+			for seq := m.gc[s] + 1; seq <= stable; seq++ {
+				if _, ok := m.store[s][seq]; ok {
 					delete(m.store[s], seq)
 					delete(m.lastSent[s], seq)
 					m.held--
@@ -539,6 +549,7 @@ func (m *Machine) collect() {
 					}
 				}
 			}
+			m.gc[s] = max(m.gc[s], stable)
 		}
 	}
 }
