@@ -432,15 +432,23 @@ func TestPausedMember(t *testing.T) {
 	// Rounds of 250 ms: a member starved of CPU (the race detector on
 	// two cores) must not miss a whole support window by accident.
 	c := startPool(t, 5, 4, "--round", "250ms")
+	c.cutAndBack(t, "paused", func(m int) { c.Ctl("pause", fmt.Sprint(m)) }, func(m int) { c.Ctl("resume", fmt.Sprint(m)) })
+}
+
+// cutAndBack: a settled core of four out of five members; the member whose
+// client holds a ticket is cut off (cut: paused, isolated); its client
+// stops the command (76); the others reclaim the ticket and the member
+// that waited outside takes it; once back, the member reports its
+// exclusion and serves again by joining afresh. The witness checks it all.
+func (c *cluster) cutAndBack(t *testing.T, what string, cut, back func(member int)) {
+	t.Helper()
 	core := c.waitSettled(4)
 	victim := core[2]
 	file := filepath.Join(c.Dir, "witness")
 	holder := c.run(victim, file, time.Hour)
 	first := waitEnter(t, file, holder)
-	c.Ctl("pause", fmt.Sprint(victim))
-	holder.exits(t, 76, "the paused member's client")
-	// The others reclaim its ticket meanwhile, and the member that waited
-	// outside takes it.
+	cut(victim)
+	holder.exits(t, 76, "the "+what+" member's client")
 	c.waitCore(4, victim)
 	var cls []*client
 	for m := 1; m <= 5; m++ {
@@ -451,13 +459,13 @@ func TestPausedMember(t *testing.T) {
 	for i, cl := range cls {
 		cl.exits(t, 0, fmt.Sprintf("client %d", i))
 	}
-	c.Ctl("resume", fmt.Sprint(victim))
+	back(victim)
 	again := c.run(victim, file, 10*time.Millisecond, "--timeout", "30s")
-	again.exits(t, 0, "a client of the resumed member")
+	again.exits(t, 0, "a client of the "+what+" member, back")
 	checkWitness(t, file, 4, map[int]bool{first.pid: true})
 	out, _ := os.ReadFile(c.File(victim, "out"))
 	if !strings.Contains(string(out), "excluded") {
-		t.Fatalf("the resumed member did not report its exclusion:\n%s", out)
+		t.Fatalf("the %s member did not report its exclusion:\n%s", what, out)
 	}
 }
 
