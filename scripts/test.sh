@@ -59,6 +59,10 @@ if [ -n "$unformatted" ]; then echo "not gofmt'ed:"; echo "$unformatted"; exit 1
 
 step "go vet"
 go vet ./...
+go vet -tags plot ./pkg/ticketd ./cmd/ticketd
+
+step "ticketd sim --plot (a ticketd built with -tags plot)"
+go test -tags plot -count=1 -run 'TestSimCommand' ./cmd/ticketd
 
 race_seeds=${RACE_SEEDS:-20}
 step "go test -race (unit, examples, fuzz seed corpora, multi-process; simulator at $race_seeds seeds)"

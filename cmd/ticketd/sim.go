@@ -25,16 +25,19 @@ reclaiming a crashed ticket took, the messages each process of the core sent
 per round, and checks Theorem 4.1 (no ticket in two acting ranges) every
 round. The same --seed gives the same run.
 
---plot FILE.svg|.png|.pdf runs the whole grid instead (α 0.5, 0.8 and 0.9;
-p_f from 0.0001 to 0.3; --seeds seeds each), prints one line per point and
-draws availability against p_f with the seed's bound ½(1−α).
+--sweep runs the whole grid instead (α 0.5, 0.8 and 0.9; p_f from 0.0001
+to 0.3; --seeds seeds each) and prints one line per point; --plot
+FILE.svg|.png|.pdf also draws availability against p_f with the seed's
+bound ½(1−α). Drawing needs a ticketd built with 'go build -tags plot'
+(the plotting library's fonts would otherwise slow every ticketd start).
 
 Exit codes: 0 done; 1 a safety violation (the message names the seed); 64
-usage.
+usage; 69 --plot in a ticketd built without plots.
 
 Examples:
    ticketd sim --processes 400 --tickets 50 --alpha 0.8 --pf 0.001 --rounds 300
    ticketd sim --processes 10000 --tickets 1000 --rounds 100 --json
+   ticketd sim --processes 400 --tickets 50 --seeds 3 --sweep --json
    ticketd sim --processes 400 --tickets 50 --seeds 3 --plot availability.svg`,
 		Flags: []ucli.Flag{
 			&ucli.IntFlag{Name: "processes", Value: 400, Usage: "processes in all (holders and those waiting outside)"},
@@ -47,7 +50,8 @@ Examples:
 			&ucli.IntFlag{Name: "patience", Value: 30, Usage: "rounds an acquisition may take and still count as a success"},
 			&ucli.Uint64Flag{Name: "seed", Value: 1, Usage: "the simulator's seed (the first one with --plot)"},
 			&ucli.IntFlag{Name: "seeds", Value: 3, Usage: "with --plot: seeds per point"},
-			&ucli.StringFlag{Name: "plot", Usage: "run the α × p_f grid and draw it to this .svg, .png or .pdf file"},
+			&ucli.BoolFlag{Name: "sweep", Usage: "run the α × p_f grid: one line per point"},
+			&ucli.StringFlag{Name: "plot", Usage: "run the grid and draw it to this .svg, .png or .pdf file (a ticketd built with -tags plot)"},
 			&ucli.BoolFlag{Name: "check", Usage: "check Theorem 4.1 after every step, not once a round (slow)"},
 			&ucli.BoolFlag{Name: "trace", Usage: "print every event and crash of the run on stderr, with its virtual time"},
 			cli.JSONFlag(),
@@ -80,15 +84,23 @@ func simCmd(c *ucli.Context) error {
 		return cli.Exitf(cli.ExitUsage, "%v", err)
 	}
 	out := cli.NewOutput(os.Stdout, c.Bool(cli.FlagJSON))
-	if file := c.String("plot"); file != "" {
-		if err := ticketd.PlotFormat(file); err != nil {
-			return cli.Exitf(cli.ExitUsage, "%v", err)
+	if file := c.String("plot"); file != "" || c.Bool("sweep") {
+		if file != "" {
+			if err := ticketd.PlotFormat(file); err != nil {
+				return cli.Exitf(cli.ExitUsage, "%v", err)
+			}
+			if !ticketd.CanPlot {
+				return cli.Exitf(cli.ExitUnavailable, "--plot: %v (or --sweep for the numbers)", ticketd.ErrNoPlot)
+			}
 		}
 		points, err := ticketd.Sweep(cfg, ticketd.SweepAlphas, ticketd.SweepPFs, c.Int("seeds"), func(p ticketd.SweepPoint) {
 			out.Value(p.Line(), p)
 		})
 		if err != nil {
 			return cli.Exitf(1, "%v", err)
+		}
+		if file == "" {
+			return nil
 		}
 		title := fmt.Sprintf("ticketd: %d processes, %d tickets, k = %d, %d rounds, %d seeds", cfg.Processes, cfg.Tickets, cfg.K, cfg.Rounds, c.Int("seeds"))
 		if err := ticketd.Plot(points, title, file); err != nil {

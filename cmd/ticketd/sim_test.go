@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/roundtable-go/roundtable/pkg/cli/clitest"
+	"github.com/roundtable-go/roundtable/pkg/ticketd"
 )
 
 func simRun(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -58,16 +59,23 @@ func TestSimCommand(t *testing.T) {
 			t.Errorf("sim %v: exit %d, want 64 with a message\n%s", bad, code, stderr)
 		}
 	}
+	code, out, stderr = simRun(t, "--processes", "40", "--tickets", "10", "--rounds", "40", "--seeds", "1", "--sweep", "--json")
+	if code != 0 || strings.Count(out, "\n") != 24 {
+		t.Fatalf("--sweep --json: exit %d, want 24 lines\n%s%s", code, out, stderr)
+	}
+	clitest.CheckJSON(t, "ticketd sim", []byte(out))
 	file := filepath.Join(t.TempDir(), "a.svg")
 	code, out, stderr = simRun(t, "--processes", "40", "--tickets", "10", "--rounds", "40", "--seeds", "1", "--plot", file)
+	if !ticketd.CanPlot {
+		// The default build: a clear refusal before any work.
+		if code != 69 || out != "" || !strings.Contains(stderr, "-tags plot") {
+			t.Fatalf("--plot without plots: exit %d, want 69 and how to build with them\n%s%s", code, out, stderr)
+		}
+		return
+	}
 	if code != 0 || strings.Count(out, "\n") != 24 || !strings.Contains(out, "alpha 0.9 pf 0.3 (above the bound 0.05)") {
 		t.Fatalf("--plot: exit %d, want 24 lines\n%s%s", code, out, stderr)
 	}
-	code, out, stderr = simRun(t, "--processes", "40", "--tickets", "10", "--rounds", "40", "--seeds", "1", "--plot", file, "--json")
-	if code != 0 || strings.Count(out, "\n") != 24 {
-		t.Fatalf("--plot --json: exit %d, want 24 lines\n%s%s", code, out, stderr)
-	}
-	clitest.CheckJSON(t, "ticketd sim", []byte(out))
 	svg, err := os.ReadFile(file)
 	if err != nil || !strings.Contains(string(svg), "<svg") || !strings.Contains(string(svg), "α = 0.8") {
 		t.Fatalf("--plot wrote no SVG with a legend (%v)", err)

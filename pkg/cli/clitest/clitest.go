@@ -21,6 +21,11 @@ import (
 	"github.com/roundtable-go/roundtable/pkg/cli"
 )
 
+// Tags are build tags for the command Main builds: a test file built with
+// a tag sets them in init, so that `go test -tags T` tests a binary built
+// with T.
+var Tags string
+
 // Main builds the command in the current directory as name into a
 // temporary directory, stores its path in *bin, runs the tests and exits.
 // Use it as the body of TestMain.
@@ -31,7 +36,7 @@ func Main(m *testing.M, name string, bin *string) {
 		os.Exit(1)
 	}
 	*bin = filepath.Join(dir, name)
-	if out, err := exec.Command("go", "build", "-o", *bin, ".").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-tags", Tags, "-o", *bin, ".").CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "building %s: %v\n%s", name, err, out)
 		os.RemoveAll(dir)
 		os.Exit(1)
