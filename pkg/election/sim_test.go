@@ -36,9 +36,14 @@ type scenario struct {
 func newScenario(algo Algo, seed uint64) *scenario {
 	r := rand.New(rand.NewPCG(seed, 77))
 	sc := &scenario{algo: algo, seed: seed, n: 3 + r.IntN(5), prio: map[node.ID]uint64{}, persist: map[node.ID]uint64{}}
-	if r.IntN(3) == 0 { // a third of the runs use priorities unrelated to IDs
+	switch r.IntN(3) {
+	case 0: // a third of the runs use priorities unrelated to IDs
 		for i, p := range r.Perm(sc.n) {
 			sc.prio[node.ID(i+1)] = uint64(p + 1)
+		}
+	case 1: // a third use two levels, so that ties (the higher ID wins) are common
+		for i := range sc.n {
+			sc.prio[node.ID(i+1)] = uint64(1 + r.IntN(2))
 		}
 	}
 	return sc
