@@ -25,6 +25,10 @@ type faults struct {
 	// promises to survive: every arc of a split ring loses its support
 	// (doc.go, "Partitions"). The run checks safety only, not recovery.
 	storm bool
+	// window: Config.Window, the rounds one ALIVE vouches for (3 by
+	// default; longer in a half of the runs, where the temporary
+	// coordinator's wait is dominated by it).
+	window int
 }
 
 type faultStats struct {
@@ -59,7 +63,7 @@ func (c faults) run() (st faultStats, err error) {
 				contacts = append(contacts, o)
 			}
 		}
-		cfg := Config{ID: id, Rand: rng, Contacts: contacts, FaultTolerant: true, K: c.k, Round: faultRound, Retry: 20 * time.Millisecond, bug: c.bug}
+		cfg := Config{ID: id, Rand: rng, Contacts: contacts, FaultTolerant: true, K: c.k, Round: faultRound, Retry: 20 * time.Millisecond, Window: c.window, bug: c.bug}
 		if id == 1 && machines[1] == nil {
 			cfg.Tickets, cfg.Contacts = c.n, nil
 		}
@@ -216,7 +220,8 @@ func (c faults) run() (st faultStats, err error) {
 
 func faultCase(seed uint64, b bug) faults {
 	r := rand.New(rand.NewPCG(seed, 43))
-	return faults{seed: seed, procs: 4 + r.IntN(12), n: 4 + r.IntN(16), k: 1 + r.IntN(2), bug: b, storm: r.IntN(5) == 0}
+	return faults{seed: seed, procs: 4 + r.IntN(12), n: 4 + r.IntN(16), k: 1 + r.IntN(2), bug: b, storm: r.IntN(5) == 0,
+		window: []int{3, 3, 5, 8}[r.IntN(4)]}
 }
 
 // TestSimFaults: §4 under crashes, restarts, pauses, cut-off members,
