@@ -329,7 +329,7 @@ func (m *Machine) onAckUpdate(now time.Time, from node.ID, msg Msg) {
 		return
 	}
 	if msg.Attempt == m.updSeq {
-		m.lastAck, m.updAcked = now, true
+		m.lastAck, m.updAcked, m.succAcked = now, true, true
 		if m.pendR != nil {
 			m.sentRs = append(m.sentRs[:0], m.pendR)
 		}
@@ -487,7 +487,7 @@ func (m *Machine) introduce(now time.Time) {
 // newSucc puts a new immediate successor at the head of the list.
 func (m *Machine) newSucc(now time.Time, id node.ID, t uint32) {
 	m.ex = nil // an exclusion was about the old successor
-	m.lastAck = now
+	m.lastAck, m.succAcked = now, false
 	m.pendR, m.sentRs = nil, nil
 	m.recompute(now)
 }

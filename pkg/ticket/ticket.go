@@ -150,6 +150,7 @@ type Machine struct {
 	graceUntil time.Time             // a newcomer acts without support until then
 	roundAt    time.Time             // next round
 	lastAck    time.Time             // last ACKUPDATE from the successor
+	succAcked  bool                  // the successor has acknowledged an UPDATE since it became ours
 	floor      uint64                // highest epoch heard of
 	ex         *exclusion
 	temp       *temporary
@@ -260,8 +261,9 @@ func (m *Machine) size() uint32 {
 // in order too (doc.go, "Liveness"): the successor acknowledged an UPDATE
 // within the last round and a half (a successor that failed unnoticed
 // would leave the newcomer linking to a dead process), and it can hold
-// only one L, our current R, which the newcomer takes as the successor's
-// L should it have to exclude it.
+// only one L, our current R, acknowledged since it became our successor
+// (before, its L came from its previous predecessor), which the newcomer
+// takes as the successor's L should it have to exclude it.
 func (m *Machine) serving(now time.Time) bool {
 	if m.st != stCoordinator || m.await || m.temp != nil || m.ex != nil || !m.vouched(now) || !m.supported(now) {
 		return false
@@ -269,7 +271,7 @@ func (m *Machine) serving(now time.Time) bool {
 	if !m.cfg.FaultTolerant || m.succ == m.cfg.ID {
 		return true
 	}
-	return now.Sub(m.lastAck) < m.cfg.Round*3/2 && len(m.sentRs) == 1 && slices.Equal(m.sentRs[0], m.ownR())
+	return m.succAcked && now.Sub(m.lastAck) < m.cfg.Round*3/2 && len(m.sentRs) == 1 && slices.Equal(m.sentRs[0], m.ownR())
 }
 
 // Free is how many tickets this process would hand a joiner at now: the
@@ -573,7 +575,7 @@ func (m *Machine) onAckCJoin(now time.Time, from node.ID, msg Msg) {
 	clear(m.alive)
 	m.alive[from] = now
 	m.graceUntil = now.Add(m.grace())
-	m.lastAck, m.roundAt = now, now
+	m.lastAck, m.roundAt, m.succAcked = now, now, false
 	m.st, m.joinAt = stLinking, time.Time{}
 	m.await = true
 	m.send(m.succ, Msg{Type: MsgNewSucc, Ticket: m.ticket, SuccTicket: m.succTicket})

@@ -41,8 +41,8 @@ func TestSimulateAvailability(t *testing.T) {
 		for _, c := range []struct {
 			pf       float64
 			min, max float64
-		}{{0.0003, 0.95, 1}, {2 * bound, 0, 0.5}} {
-			pts, err := Sweep(SimConfig{Processes: 400, Tickets: 100, K: 2, Rounds: 400, Seed: 1}, []float64{a}, []float64{c.pf}, 3, nil)
+		}{{0.0001, 0.95, 1}, {2 * bound, 0, 0.5}} {
+			pts, err := Sweep(SimConfig{Processes: 400, Tickets: 100, K: 2, Rounds: 600, Seed: 1}, []float64{a}, []float64{c.pf}, 4, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
