@@ -31,35 +31,14 @@ cleanup() {
 }
 trap cleanup EXIT
 
-missing=()
-command -v etcd >/dev/null 2>&1 || missing+=(etcd-server)
-command -v etcdctl >/dev/null 2>&1 || missing+=(etcd-client)
-if [ ${#missing[@]} -gt 0 ]; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "installing ${missing[*]}..."
-    DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
-    if [[ " ${missing[*]} " == *" etcd-server "* ]]; then
-      systemctl stop etcd >/dev/null 2>&1 || pkill -x etcd || true
-    fi
-  fi
-  if ! command -v etcd >/dev/null 2>&1 || ! command -v etcdctl >/dev/null 2>&1; then
-    echo "bench-ticketd: etcd and etcdctl are needed (apt-get install etcd-server etcd-client)" >&2
-    exit 69
-  fi
-fi
+. scripts/etcd.sh
+need_etcd bench-ticketd
 
 # Release builds, as bench-lockd.sh makes them.
 CGO_ENABLED=0 go build -ldflags "-s -w" -o "$work/ticketd" ./cmd/ticketd
 CGO_ENABLED=0 go build -ldflags "-s -w" -o "$work/lockd" ./cmd/lockd
 
-cport=$((20000 + RANDOM % 20000)); pport=$((cport + 1))
-etcd --data-dir "$work/etcd" --listen-client-urls "http://127.0.0.1:$cport" --advertise-client-urls "http://127.0.0.1:$cport" \
-     --listen-peer-urls "http://127.0.0.1:$pport" --initial-advertise-peer-urls "http://127.0.0.1:$pport" \
-     --initial-cluster "default=http://127.0.0.1:$pport" >"$work/etcd.log" 2>&1 &
-etcd_pid=$!
-export ETCDCTL_API=3 ETCDCTL_ENDPOINTS="127.0.0.1:$cport"
-until etcdctl endpoint health >/dev/null 2>&1; do sleep 0.1; done
+start_etcd "$work"
 
 # ticketd: 3 members, 4 tickets; lockd: 3 daemons (central)
 scripts/cluster.sh start -j -n 3 -d "$work/t" "$work/ticketd" serve --no-color --log-level warn --tickets 4 --socket "$work/t/{id}.sock" >/dev/null
