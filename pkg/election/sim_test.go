@@ -31,6 +31,46 @@ type scenario struct {
 	forgetTerm bool          // plant: a restarted process starts from term 0
 	leases     *LeaseChecker
 	logf       func(string, ...any) // when set, every event is logged (debugging a seed)
+
+	// Two leaders of different terms at the same instant (alive, not
+	// paused): when the current stretch began, and the longest stretch
+	// while faults happened and after healing.
+	twoSince, healedAt          time.Time
+	twoWorstFault, twoWorstHeal time.Duration
+}
+
+// watchTwo follows stretches in which two running processes lead with
+// different terms: a stale leader that has not yet heard of the new one.
+func (sc *scenario) watchTwo(s *sim.Sim[Msg]) {
+	var term uint64
+	two := false
+	for _, id := range s.IDs() {
+		if !s.Alive(id) || s.Paused(id) {
+			continue
+		}
+		if m := s.Machine(id).(*Machine); m.leading {
+			if term != 0 && m.leaderTerm != term {
+				two = true
+			}
+			term = m.leaderTerm
+		}
+	}
+	switch {
+	case two && sc.twoSince.IsZero():
+		sc.twoSince = s.Now()
+	case !two && !sc.twoSince.IsZero():
+		sc.endTwo(s.Now())
+	}
+}
+
+func (sc *scenario) endTwo(now time.Time) {
+	d := now.Sub(sc.twoSince)
+	if !sc.healedAt.IsZero() && !sc.twoSince.Before(sc.healedAt) {
+		sc.twoWorstHeal = max(sc.twoWorstHeal, d)
+	} else {
+		sc.twoWorstFault = max(sc.twoWorstFault, d)
+	}
+	sc.twoSince = time.Time{}
 }
 
 func newScenario(algo Algo, seed uint64) *scenario {
@@ -150,6 +190,7 @@ func (sc *scenario) run() (time.Duration, uint64, error) {
 	opts := sim.Options{MinLatency: time.Millisecond, MaxLatency: time.Duration(2+r.IntN(20)) * time.Millisecond,
 		Drop: r.Float64() * 0.15, Dup: r.Float64() * 0.05}
 	s, _ := sc.build(opts)
+	s.Invariant = func() error { sc.watchTwo(s); return nil }
 	ids := s.IDs()
 	// Clocks: offsets up to ±500 ms and drifts up to ±200 ppm. Timeouts
 	// are measured on each process's own clock. With leases, drifts go up
@@ -203,6 +244,7 @@ func (sc *scenario) run() (time.Duration, uint64, error) {
 		}
 	}
 	healed := s.Now()
+	sc.healedAt = healed
 	best := sc.best(s)
 	var converged time.Duration = -1
 	for s.Now().Sub(healed) < livenessBound {
@@ -220,6 +262,9 @@ func (sc *scenario) run() (time.Duration, uint64, error) {
 	if err := agreed(s, best); err != nil {
 		return 0, 0, fmt.Errorf("sim seed %d: liveness: %v after healing: %v", sc.seed, livenessBound, err)
 	}
+	if !sc.twoSince.IsZero() {
+		sc.endTwo(s.Now())
+	}
 	if sc.lease > 0 && 2*s.Live() > len(ids) && !s.Machine(best).(*Machine).lease.held {
 		return 0, 0, fmt.Errorf("sim seed %d: liveness: %v after healing, leader %d with a live majority holds no lease",
 			sc.seed, livenessBound, best)
@@ -236,19 +281,32 @@ func TestSimProperties(t *testing.T) {
 	for _, algo := range []Algo{Bully, Ring, ChangRoberts} {
 		t.Run(algo.String(), func(t *testing.T) {
 			t.Parallel()
-			var worst time.Duration
-			var worstSeed uint64
+			var worst, twoFault, twoHeal time.Duration
+			var worstSeed, twoSeed uint64
 			for _, seed := range sim.Seeds() {
-				conv, _, err := newScenario(algo, seed).run()
+				sc := newScenario(algo, seed)
+				conv, _, err := sc.run()
 				if err != nil {
 					t.Fatalf("%v\nreplay: go test ./pkg/election -run 'TestSimProperties/%s' -seed %d", err, algo, seed)
 				}
 				if conv > worst {
 					worst, worstSeed = conv, seed
 				}
+				// After healing, a stale leader hears the new one's heartbeat
+				// and steps down within the failure-detection time.
+				if fd := 4 * DefaultConfig().Heartbeat; sc.twoWorstHeal > fd {
+					t.Fatalf("seed %d: two leaders of different terms for %v after healing (bound: failure detection, %v)\nreplay: go test ./pkg/election -run 'TestSimProperties/%s' -seed %d",
+						seed, sc.twoWorstHeal, fd, algo, seed)
+				}
+				if sc.twoWorstHeal > twoHeal {
+					twoHeal, twoSeed = sc.twoWorstHeal, seed
+				}
+				twoFault = max(twoFault, sc.twoWorstFault)
 			}
 			t.Logf("%s: %d seeds passed; slowest convergence after healing %v (seed %d), bound %v",
 				algo, len(sim.Seeds()), worst, worstSeed, livenessBound)
+			t.Logf("%s: two leaders of different terms at once: at most %v while faults lasted (a cut-off leader leads on until it hears of the new one), %v after healing (seed %d; failure detection %v)",
+				algo, twoFault.Round(time.Millisecond), twoHeal.Round(time.Millisecond), twoSeed, 4*DefaultConfig().Heartbeat)
 		})
 	}
 }
