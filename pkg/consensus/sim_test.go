@@ -29,6 +29,9 @@ type run struct {
 	at      map[node.ID]time.Time
 	log     []string
 	sim     *sim.Sim[Msg]
+	// wrap, when set, may replace a process's machine (a traitor of a
+	// coalition); nil from wrap keeps the machine.
+	wrap func(node.ID, *Machine) node.Machine[Msg]
 }
 
 // logged records every message a machine receives, for transcripts.
@@ -66,6 +69,11 @@ func (r *run) execute(seed uint64, opts sim.Options, horizon time.Duration) (*si
 		m, err := New(cfg)
 		if err != nil {
 			panic(err)
+		}
+		if r.wrap != nil {
+			if w := r.wrap(id, m); w != nil {
+				return w
+			}
 		}
 		if r.verbose {
 			return &logged{Machine: m, r: r}
