@@ -622,8 +622,22 @@ func (m *central) grantable(now time.Time, name string) bool {
 func (m *central) onAcquire(now time.Time, from node.ID, msg Msg) {
 	l := m.lockOf(msg.Name)
 	if l.holds(from, msg.Client) && l.holder.attempt != msg.Attempt {
+		if msg.Attempt < l.holder.attempt {
+			return // a late copy of a request that was granted and is over
+		}
 		// The client released and asks again; the release was lost.
 		l.holder = nil
+	}
+	// A newer request of a client that is queued replaces the old one at
+	// the back of the line (first come, first served: it did not wait
+	// all along; the old one may have been answered busy, or withdrawn
+	// by a release still on its way); a late copy of an older one is
+	// ignored.
+	if i := slices.IndexFunc(l.queue, func(w waiter) bool { return w.node == from && w.client == msg.Client }); i >= 0 && l.queue[i].attempt != msg.Attempt {
+		if msg.Attempt < l.queue[i].attempt {
+			return
+		}
+		l.queue = slices.Delete(l.queue, i, i+1)
 	}
 	switch {
 	case l.holds(from, msg.Client):
@@ -672,8 +686,12 @@ func (m *central) grantNext(now time.Time, name string) {
 		m.newTerm = true // this term's numbers are used up
 		return
 	}
-	w := l.queue[0]
-	l.queue = l.queue[1:]
+	i := 0
+	if m.cfg.centralLIFO {
+		i = len(l.queue) - 1
+	}
+	w := l.queue[i]
+	l.queue = slices.Delete(l.queue, i, i+1)
 	m.counter++
 	tok := m.term<<32 | m.counter
 	l.holder = &holder{node: w.node, client: w.client, attempt: w.attempt, token: tok, expires: now.Add(m.cfg.Lease)}

@@ -90,6 +90,12 @@ type Config struct {
 	// ringRegrant plants a bug: the token ring grants a name again on the
 	// visit that freed it, even to this daemon. Tests only (fairness).
 	ringRegrant bool
+	// raHandoff plants an order bug: Ricart–Agrawala passes a held name to
+	// the next local client without asking again.
+	raHandoff bool
+	// centralLIFO plants an order bug: the coordinator grants the newest
+	// waiter first.
+	centralLIFO bool
 	// ringNoBump plants a bug: UseBackup keeps the count, so a late copy
 	// of the crashed holder's token is taken for a newer one. Tests only.
 	ringNoBump bool

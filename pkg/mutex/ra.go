@@ -228,6 +228,13 @@ func (m *ra) tryEnter(now time.Time, name string, l *raLock) {
 // leave ends the head's turn: deferred requests get their OK, and the next
 // local client's request goes out.
 func (m *ra) leave(now time.Time, name string, l *raLock) {
+	if m.cfg.raHandoff && len(l.queue) > 1 {
+		l.queue = l.queue[1:]
+		l.ts = m.lc.Tick()
+		l.token = raToken(l.ts, m.cfg.ID)
+		m.events = append(m.events, GrantEvent{Event: "acquired", Name: name, Client: l.queue[0].client, Token: l.token, Valid: m.cfg.Lease})
+		return
+	}
 	for _, p := range l.deferred {
 		m.send(p, Msg{Type: MsgRAOK, Name: name, Term: m.lc.Tick()})
 	}

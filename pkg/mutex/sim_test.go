@@ -78,16 +78,23 @@ type world struct {
 	// and holds across a coordinator's crash and restart happen (voting
 	// and central).
 	longHolds bool
+	algo      Algo
+	// planted order bugs (order_test.go)
+	raHandoff, centralLIFO bool
+	healed                 bool // the restarts after the faults have begun (planted order bugs start then)
 }
 
 func clientKey(id node.ID, c uint64) string { return fmt.Sprintf("%d/%d", id, c) }
 
-func newWorld(seed uint64, n int, opts sim.Options, algo Algo, plant, regrant bool) *world {
-	w := &world{rng: rand.New(rand.NewPCG(seed, 3)), clients: 2, names: []string{"a", "b"},
+func newWorld(seed uint64, n int, opts sim.Options, algo Algo, plant bool, set func(*world)) *world {
+	w := &world{algo: algo, rng: rand.New(rand.NewPCG(seed, 3)), clients: 2, names: []string{"a", "b"},
 		lastWin: map[string]time.Time{}, wanting: map[string]time.Time{}, chk: NewChecker(),
 		inc: map[node.ID]int{}, persist: map[node.ID]uint64{}, wantName: map[string]string{},
-		grantsOf: map[string][]node.ID{}, waitFrom: map[string]int{}, regrant: regrant,
+		grantsOf: map[string][]node.ID{}, waitFrom: map[string]int{},
 		longHolds: algo == Voting || algo == Central}
+	if set != nil {
+		set(w)
+	}
 	var ids []node.ID
 	for i := 1; i <= n; i++ {
 		ids = append(ids, node.ID(i))
@@ -100,16 +107,22 @@ func newWorld(seed uint64, n int, opts sim.Options, algo Algo, plant, regrant bo
 		m, err := New(Config{ID: id, Peers: ids, Algo: algo, Lease: 400 * time.Millisecond, Rand: rng, Boot: uint64(inc) + 1,
 			Term: w.persist[id], noTakeoverWait: plant && algo == Central, raAlwaysOK: plant && algo == RicartAgrawala,
 			ringNoBump: plant && algo == TokenRing, ringRegrant: w.regrant, voteEarlyExpiry: plant && algo == Voting,
+			raHandoff: w.raHandoff && w.healed, centralLIFO: w.centralLIFO && w.healed,
 			RingHold: 10 * time.Millisecond}) // idle circulation is most of the simulator's events
 		if err != nil {
 			panic(err)
+		}
+		var out node.Machine[Msg] = m
+		if algo == Central {
+			out = &fcfsProbe{Machine: m, w: w, id: id, arrivals: map[reqID]*arrival{}, tokens: map[uint64]bool{},
+				done: map[reqID]uint64{}}
 		}
 		// Start this daemon's clients shortly after boot.
 		for c := 0; c < w.clients; c++ {
 			client := uint64(inc*100 + c)
 			w.later(id, client, time.Duration(10+w.rng.IntN(50))*time.Millisecond)
 		}
-		return m
+		return out
 	}, ids...)
 	w.s.OnEvent = func(at time.Time, id node.ID, ev node.Event) error {
 		w.log = append(w.log, fmt.Sprintf("+%v node %d: %v", at.Sub(opts0), id, ev))
@@ -121,8 +134,15 @@ func newWorld(seed uint64, n int, opts sim.Options, algo Algo, plant, regrant bo
 			w.persist[id] = max(w.persist[id], e.Term)
 		case GrantEvent:
 			k := clientKey(id, e.Client)
-			if err := w.ringOrder(at, id, k, e.Name); err != nil {
-				return err
+			switch algo {
+			case TokenRing:
+				if err := w.ringOrder(at, id, k, e.Name); err != nil {
+					return err
+				}
+			case RicartAgrawala:
+				if err := w.raOrder(at, id, e.Name, e.Token); err != nil {
+					return err
+				}
 			}
 			w.lastWin[k] = at
 			delete(w.wanting, k)
@@ -171,6 +191,9 @@ func newWorld(seed uint64, n int, opts sim.Options, algo Algo, plant, regrant bo
 			if m, ok := w.s.Machine(id).(interface{ Clock() uint64 }); ok {
 				w.persist[id] = max(w.persist[id], m.Clock())
 			}
+		}
+		if err := w.fcfsErr(); err != nil {
+			return err
 		}
 		return Exclusive(w.s)
 	}
@@ -266,6 +289,12 @@ func runWorld(seed uint64, algo Algo, plant bool) (w *world, err error) {
 }
 
 func runWorldOpts(seed uint64, algo Algo, plant, regrant bool) (w *world, err error) {
+	return runWorldWith(seed, algo, plant, func(w *world) { w.regrant = regrant })
+}
+
+// runWorldWith is runWorld with set applied to the world before any
+// daemon starts (planted bugs).
+func runWorldWith(seed uint64, algo Algo, plant bool, set func(*world)) (w *world, err error) {
 	defer func() {
 		if err != nil && *verbose && w != nil {
 			fmt.Println(strings.Join(w.log, "\n"))
@@ -275,9 +304,11 @@ func runWorldOpts(seed uint64, algo Algo, plant, regrant bool) (w *world, err er
 	n := 3 + r.IntN(3)
 	opts := sim.Options{MinLatency: time.Millisecond, MaxLatency: time.Duration(2+r.IntN(10)) * time.Millisecond,
 		Drop: r.Float64() * 0.1, Dup: r.Float64() * 0.05, Start: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	w = newWorld(seed, n, opts, algo, plant, regrant)
+	w = newWorld(seed, n, opts, algo, plant, set)
 	partitions := algo == Central || algo == Voting
-	fair := algo == TokenRing
+	// Order (ring order, Ricart–Agrawala's timestamp order, central's
+	// FCFS) is checked once the restarted daemons have rejoined.
+	fair := algo == TokenRing || algo == RicartAgrawala || algo == Central
 	s := w.s
 	ids := s.IDs()
 	for _, id := range ids {
@@ -318,6 +349,7 @@ func runWorldOpts(seed uint64, algo Algo, plant, regrant bool) (w *world, err er
 	s.SetFaults(0, 0)
 	// Short holds from here on: the liveness bound counts on them.
 	w.longHolds = false
+	w.healed = true
 	for _, id := range ids {
 		s.Resume(id)
 		s.Restart(id)
