@@ -792,6 +792,30 @@ func TestCentralTermRunsOutOfNumbers(t *testing.T) {
 // daemon 1's refusal first, so this schedule does not yet reach the
 // mutant without the quiet lease: see docs/testing.md, "Mutants".) Over many timings; the
 // Exclusive checker runs after every step.
+// votingTrio is three voting daemons with the given lease, checked for
+// mutual exclusion after every step; *granted turns true at daemon 1's
+// first grant.
+func votingTrio(seed uint64, r *rand.Rand, lease time.Duration) (*sim.Sim[Msg], *bool) {
+	ids := []node.ID{1, 2, 3}
+	s := sim.New[Msg](sim.Options{Seed: seed, MinLatency: time.Millisecond, MaxLatency: time.Duration(1+r.IntN(5)) * time.Millisecond}, Codec{},
+		func(id node.ID, inc int, rng *rand.Rand) node.Machine[Msg] {
+			m, err := New(Config{ID: id, Peers: ids, Algo: Voting, Lease: lease, Rand: rng, Boot: uint64(inc) + 1})
+			if err != nil {
+				panic(err)
+			}
+			return m
+		}, ids...)
+	s.Invariant = func() error { return Exclusive(s) }
+	granted := new(bool)
+	s.OnEvent = func(at time.Time, id node.ID, ev node.Event) error {
+		if _, ok := ev.(GrantEvent); ok && id == 1 {
+			*granted = true
+		}
+		return nil
+	}
+	return s, granted
+}
+
 func TestVotingRestartDuringHold(t *testing.T) {
 	// A long lease: the holder renews every third of it, and a renewal
 	// that reaches a restarted daemon is denied and ends the hold; the
@@ -799,23 +823,7 @@ func TestVotingRestartDuringHold(t *testing.T) {
 	const lease = 2 * time.Second
 	for _, seed := range sim.Seeds() {
 		r := rand.New(rand.NewPCG(seed, 11))
-		ids := []node.ID{1, 2, 3}
-		s := sim.New[Msg](sim.Options{Seed: seed, MinLatency: time.Millisecond, MaxLatency: time.Duration(1+r.IntN(5)) * time.Millisecond}, Codec{},
-			func(id node.ID, inc int, rng *rand.Rand) node.Machine[Msg] {
-				m, err := New(Config{ID: id, Peers: ids, Algo: Voting, Lease: lease, Rand: rng, Boot: uint64(inc) + 1})
-				if err != nil {
-					panic(err)
-				}
-				return m
-			}, ids...)
-		s.Invariant = func() error { return Exclusive(s) }
-		granted := false
-		s.OnEvent = func(at time.Time, id node.ID, ev node.Event) error {
-			if _, ok := ev.(GrantEvent); ok && id == 1 {
-				granted = true
-			}
-			return nil
-		}
+		s, granted := votingTrio(seed, r, lease)
 		fail := func(err error) {
 			t.Fatalf("%v\nreplay: go test ./pkg/mutex -run TestVotingRestartDuringHold -seed %d", err, seed)
 		}
@@ -828,7 +836,7 @@ func TestVotingRestartDuringHold(t *testing.T) {
 		if err := s.RunFor(lease); err != nil {
 			fail(err)
 		}
-		if !granted {
+		if !*granted {
 			fail(fmt.Errorf("seed %d: daemon 1's client got no grant", seed))
 		}
 		// The daemon that voted for daemon 1 restarts and forgets it; the
@@ -865,23 +873,7 @@ func TestVotingRestartWhileRivalCutOff(t *testing.T) {
 	const lease = 400 * time.Millisecond
 	for _, seed := range sim.Seeds() {
 		r := rand.New(rand.NewPCG(seed, 12))
-		ids := []node.ID{1, 2, 3}
-		s := sim.New[Msg](sim.Options{Seed: seed, MinLatency: time.Millisecond, MaxLatency: time.Duration(1+r.IntN(5)) * time.Millisecond}, Codec{},
-			func(id node.ID, inc int, rng *rand.Rand) node.Machine[Msg] {
-				m, err := New(Config{ID: id, Peers: ids, Algo: Voting, Lease: lease, Rand: rng, Boot: uint64(inc) + 1})
-				if err != nil {
-					panic(err)
-				}
-				return m
-			}, ids...)
-		s.Invariant = func() error { return Exclusive(s) }
-		granted := false
-		s.OnEvent = func(at time.Time, id node.ID, ev node.Event) error {
-			if _, ok := ev.(GrantEvent); ok && id == 1 {
-				granted = true
-			}
-			return nil
-		}
+		s, granted := votingTrio(seed, r, lease)
 		fail := func(err error) {
 			t.Fatalf("%v\nreplay: go test ./pkg/mutex -run TestVotingRestartWhileRivalCutOff -seed %d", err, seed)
 		}
@@ -893,7 +885,7 @@ func TestVotingRestartWhileRivalCutOff(t *testing.T) {
 		run(lease + 50*time.Millisecond)
 		s.Inject(1, Msg{Type: LocalAcquire, Name: "a", Client: 1})
 		run(lease / 2)
-		if !granted {
+		if !*granted {
 			fail(fmt.Errorf("seed %d: daemon 1's client got no grant", seed))
 		}
 		s.Cut(1, 3)
