@@ -267,6 +267,29 @@ func (w *world) later(id node.ID, client uint64, d time.Duration) {
 			w.waitFrom[clientKey(id, client)] = len(w.grantsOf[name])
 		}
 		w.s.Inject(id, Msg{Type: LocalAcquire, Name: name, Client: client, NonBlock: nonBlock})
+		if !nonBlock && w.rng.IntN(4) == 0 {
+			w.timeout(id, client, name, w.s.Now(), time.Duration(20+w.rng.IntN(200))*time.Millisecond)
+		}
+	})
+}
+
+// timeout: a quarter of the blocking requests give up after d, as
+// `lockd run --timeout` does (the client withdraws: a release of a name it
+// does not hold), and ask again a moment later, so that a withdrawal and
+// the next request are on the wire together.
+func (w *world) timeout(id node.ID, client uint64, name string, asked time.Time, d time.Duration) {
+	k := clientKey(id, client)
+	w.s.At(w.s.Now().Add(d), func() {
+		if w.stopped || !w.s.Alive(id) || w.s.Paused(id) || uint64(w.inc[id]) != client/100 {
+			return
+		}
+		if at, waiting := w.wanting[k]; !waiting || !at.Equal(asked) {
+			return // granted, or already asking again
+		}
+		delete(w.wanting, k)
+		delete(w.waitFrom, k)
+		w.s.Inject(id, Msg{Type: LocalRelease, Name: name, Client: client})
+		w.later(id, client, time.Duration(w.rng.IntN(3))*time.Millisecond)
 	})
 }
 
