@@ -149,6 +149,36 @@ func TestLeasedChildExtended(t *testing.T) {
 	waitGroupGone(t, c.pgid)
 }
 
+// TestLeasedWatchdogStarved: a watchdog that could not run past the
+// deadline (stopped here; starved of CPU or slow to start in practice)
+// still honours the extension its supervisor wrote before the deadline:
+// it reads what is waiting before it looks at the clock.
+func TestLeasedWatchdogStarved(t *testing.T) {
+	c, err := StartLeased([]string{"sh", "-c", "trap 'exit 7' TERM; while :; do sleep 0.01; done"}, nil, time.Now().Add(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(c.pgid, syscall.SIGSTOP); err != nil { // the watchdog leads the group
+		t.Fatal(err)
+	}
+	c.Extend(time.Now().Add(time.Hour))
+	time.Sleep(400 * time.Millisecond) // the first deadline passes while the watchdog is stopped
+	if err := syscall.Kill(c.pgid, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-c.Done():
+		t.Fatalf("killed though its deadline had been moved in time (exit %d)", c.ExitCode())
+	case <-time.After(300 * time.Millisecond):
+	}
+	c.Signal(syscall.SIGTERM)
+	<-c.Done()
+	if c.ExitCode() != 7 {
+		t.Fatalf("exit code %d, want 7 from the command's TERM trap", c.ExitCode())
+	}
+	waitGroupGone(t, c.pgid)
+}
+
 // TestLeaseOverBeforeStart: a deadline already past starts nothing.
 func TestLeaseOverBeforeStart(t *testing.T) {
 	c, err := StartLeased([]string{"sleep", "30"}, nil, time.Now().Add(-time.Second))

@@ -3,7 +3,6 @@ package cli
 import (
 	"encoding/binary"
 	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -69,33 +68,46 @@ func RunWatchdog() {
 	// outlives them, and only SIGKILL or its deadline end it.
 	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1,
 		syscall.SIGUSR2, syscall.SIGPIPE, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU)
-	moved := make(chan int64)
-	go func() {
-		var b [8]byte
+	// Deadlines come on stdin, 8 bytes each. The watchdog reads what is
+	// there before every look at the clock, the last one included: a
+	// watchdog that was itself starved of CPU (or slow to start) still
+	// honours every extension the supervisor wrote before the deadline.
+	// End of input (the supervisor is done, or gone) ends the lease.
+	if err := syscall.SetNonblock(0, true); err != nil {
+		os.Exit(ExitUsage)
+	}
+	var pending []byte
+	drain := func() (eof bool) {
+		var b [512]byte
 		for {
-			if _, err := io.ReadFull(os.Stdin, b[:]); err != nil {
-				close(moved) // the supervisor is done, or gone
-				return
+			n, err := syscall.Read(0, b[:])
+			switch {
+			case n > 0:
+				pending = append(pending, b[:n]...)
+				for len(pending) >= 8 {
+					deadline = int64(binary.LittleEndian.Uint64(pending[:8]))
+					pending = pending[8:]
+				}
+			case err == syscall.EINTR:
+			case err == syscall.EAGAIN:
+				return false
+			default:
+				return true // end of input, or an error reading it
 			}
-			moved <- int64(binary.LittleEndian.Uint64(b[:]))
 		}
-	}()
+	}
 	for {
+		if drain() {
+			break
+		}
 		left := deadline - monotonic()
 		if left <= 0 {
 			break
 		}
-		t := time.NewTimer(time.Duration(left))
-		select {
-		case d, ok := <-moved:
-			t.Stop()
-			if !ok {
-				deadline = 0
-			} else {
-				deadline = d
-			}
-		case <-t.C:
-		}
+		var r syscall.FdSet
+		r.Bits[0] |= 1 // stdin
+		tv := syscall.NsecToTimeval(left)
+		_, _ = syscall.Select(1, &r, nil, nil, &tv) // readable, timed out or interrupted: look again
 	}
 	_ = syscall.Kill(0, syscall.SIGKILL) // the whole group, the watchdog last
 	os.Exit(1)
