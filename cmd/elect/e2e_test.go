@@ -127,7 +127,7 @@ func (c *cluster) restartLosers(ids []int, want node.ID) {
 				c.ctl("restart", strconv.Itoa(id))
 				break
 			}
-			if ev, have := c.last(id); have && ev.Leader == want && (node.ID(id) == want || !c.led(id)) {
+			if ev, have := c.last(id); have && ev.Leader == want && (node.ID(id) == want || !c.led(id) || !c.heldLease(id)) {
 				break
 			}
 			if time.Now().After(deadline) {
@@ -136,6 +136,14 @@ func (c *cluster) restartLosers(ids []int, want node.ID) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
+}
+
+// heldLease: member id has reported holding a leader's lease, which is
+// when it starts its command. A member that led but lost before its lease
+// came started none, so it follows the new leader instead of exiting.
+func (c *cluster) heldLease(id int) bool {
+	b, _ := os.ReadFile(filepath.Join(c.Dir, fmt.Sprintf("%d.out", id)))
+	return bytes.Contains(b, []byte("lease held term "))
 }
 
 // led: member id has reported itself as leader.
@@ -214,8 +222,9 @@ func TestPausedLeaderStepsDownAndStopsChild(t *testing.T) {
 	c := startClusterIn(t, dir, 5, "--kill-grace", "1s", "--", "sh", "-c", child, dir)
 	all := []int{1, 2, 3, 4, 5}
 	// In the first election a lower member can lead for a moment before it
-	// hears 5; it ran a child, so it exits 76 (leadership lost) when 5
-	// takes over. Such members are started again and follow 5.
+	// hears 5; if its lease came and it ran a child, it exits 76
+	// (leadership lost) when 5 takes over. Such members are started again
+	// and follow 5.
 	c.restartLosers(all, 5)
 	t1 := c.waitAgree(all, 5, 0)
 	fields := strings.Fields(c.waitFile("child-5"))
