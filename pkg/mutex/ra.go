@@ -228,7 +228,7 @@ func (m *ra) tryEnter(now time.Time, name string, l *raLock) {
 // leave ends the head's turn: deferred requests get their OK, and the next
 // local client's request goes out.
 func (m *ra) leave(now time.Time, name string, l *raLock) {
-	if m.cfg.raHandoff && len(l.queue) > 1 {
+	if m.cfg.raHandoff && l.held && len(l.queue) > 1 {
 		l.queue = l.queue[1:]
 		l.ts = m.lc.Tick()
 		l.token = raToken(l.ts, m.cfg.ID)
