@@ -3,7 +3,6 @@ package ticket
 import (
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"testing"
 	"time"
 
@@ -11,22 +10,39 @@ import (
 	"github.com/roundtable-go/roundtable/pkg/sim"
 )
 
-// reclaimRun: a core of m processes (one more waits to join), one of them
-// crashes, nothing else goes wrong. Returns how long until its ticket
-// was owned again, or an error: a live process lost its support (the
-// seed's model promises none does with one failure among 2k+1), the
-// ticket was not handed out again within bound, or Theorem 4.1 broke.
-func reclaimRun(seed uint64, procs, tickets, k int, bound time.Duration) (time.Duration, error) {
-	r := rand.New(rand.NewPCG(seed, 47))
-	var ids []node.ID
-	for i := 1; i <= procs; i++ {
-		ids = append(ids, node.ID(i))
+// pool is a simulated pool whose core has settled.
+type pool struct {
+	s        *sim.Sim[Msg]
+	machines map[node.ID]*Machine
+	ids      []node.ID
+	r        *rand.Rand
+}
+
+// coreOf lists the coordinators (the core), by ID.
+func (p *pool) coreOf() []node.ID {
+	var core []node.ID
+	for _, id := range p.ids {
+		if p.machines[id].st == stCoordinator {
+			core = append(core, id)
+		}
 	}
-	machines := map[node.ID]*Machine{}
-	s := sim.New[Msg](sim.Options{Seed: seed, MinLatency: 100 * time.Microsecond, MaxLatency: time.Duration(1+r.IntN(5)) * time.Millisecond}, Codec{},
+	return core
+}
+
+// settledPool: procs processes over fast links with drifting clocks, one
+// of them creating a pool of tickets, the others joining, run until a core
+// of procs−1 is Settled (its L full and vouched for: what ticketd's status
+// reports, and what a script waits for before it counts on the pool
+// surviving a fault). Theorem 4.1 is checked at every step from the start.
+func settledPool(seed uint64, procs, tickets, k int) (*pool, error) {
+	p := &pool{r: rand.New(rand.NewPCG(seed, 47)), machines: map[node.ID]*Machine{}}
+	for i := 1; i <= procs; i++ {
+		p.ids = append(p.ids, node.ID(i))
+	}
+	p.s = sim.New[Msg](sim.Options{Seed: seed, MinLatency: 100 * time.Microsecond, MaxLatency: time.Duration(1+p.r.IntN(5)) * time.Millisecond}, Codec{},
 		func(id node.ID, _ int, rng *rand.Rand) node.Machine[Msg] {
 			cfg := Config{ID: id, Rand: rng, FaultTolerant: true, K: k, Round: 100 * time.Millisecond, Margin: 300 * time.Millisecond}
-			for _, o := range ids {
+			for _, o := range p.ids {
 				if o != id {
 					cfg.Contacts = append(cfg.Contacts, o)
 				}
@@ -35,19 +51,68 @@ func reclaimRun(seed uint64, procs, tickets, k int, bound time.Duration) (time.D
 				cfg.Tickets, cfg.Contacts = tickets, nil
 			}
 			m, _ := New(cfg)
-			machines[id] = m
+			p.machines[id] = m
 			return m
-		}, ids...)
-	for _, id := range ids {
-		s.SetClock(id, time.Duration(r.Int64N(int64(time.Second))), float64(r.IntN(201)-100))
+		}, p.ids...)
+	s := p.s
+	for _, id := range p.ids {
+		s.SetClock(id, time.Duration(p.r.Int64N(int64(time.Second))), float64(p.r.IntN(201)-100))
 	}
+	if *traceFlag && len(sim.Seeds()) == 1 {
+		s.Trace = func(l string) { fmt.Println(l) }
+	}
+	s.OnEvent = func(at time.Time, id node.ID, ev node.Event) error {
+		if *traceFlag {
+			fmt.Printf("%v %d %v\n", at.Sub(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), id, ev)
+		}
+		if e, ok := ev.(ExcludedEvent); ok {
+			return fmt.Errorf("process %d (ticket %d) lost its support while the pool formed, with nothing going wrong", id, e.Ticket)
+		}
+		return nil
+	}
+	acting := func(id node.ID) bool { return s.Alive(id) && p.machines[id].MayAct(s.LocalNow(id)) }
+	s.Invariant = func() error { return DisjointActing(p.machines, acting) }
+	for _, id := range p.ids {
+		s.Inject(id, Msg{Type: MsgJoin})
+	}
+	settled := func() bool {
+		core := p.coreOf()
+		if len(core) < procs-1 {
+			return false
+		}
+		for _, id := range core {
+			if !p.machines[id].Settled(s.LocalNow(id)) {
+				return false
+			}
+		}
+		return true
+	}
+	for i := 0; !settled(); i++ {
+		if i == 300 {
+			return nil, fmt.Errorf("the core did not settle: %v after %v", p.coreOf(), 300*10*time.Millisecond)
+		}
+		if err := s.RunFor(10 * time.Millisecond); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// reclaimRun: a core of m processes (one more waits to join), one of them
+// crashes, nothing else goes wrong. Returns how long until its ticket
+// was owned again, or an error: a live process lost its support (the
+// seed's model promises none does with one failure among 2k+1), the
+// ticket was not handed out again within bound, or Theorem 4.1 broke.
+func reclaimRun(seed uint64, procs, tickets, k int, bound time.Duration) (time.Duration, error) {
 	var excluded error
 	var victim node.ID
 	var lost uint32
 	var crashAt, retakenAt time.Time
-	if *traceFlag && len(sim.Seeds()) == 1 {
-		s.Trace = func(l string) { fmt.Println(l) }
+	p, err := settledPool(seed, procs, tickets, k)
+	if err != nil {
+		return 0, err
 	}
+	s, machines, r := p.s, p.machines, p.r
 	s.OnEvent = func(at time.Time, id node.ID, ev node.Event) error {
 		if *traceFlag {
 			fmt.Printf("%v %d %v\n", at.Sub(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), id, ev)
@@ -64,44 +129,9 @@ func reclaimRun(seed uint64, procs, tickets, k int, bound time.Duration) (time.D
 		}
 		return nil
 	}
-	acting := func(id node.ID) bool { return s.Alive(id) && machines[id].MayAct(s.LocalNow(id)) }
-	s.Invariant = func() error { return DisjointActing(machines, acting) }
-	for _, id := range ids {
-		s.Inject(id, Msg{Type: MsgJoin})
-	}
-	// The crash comes at a random moment once every member of the core is
-	// Settled (its L full and vouched for: what ticketd's status reports,
-	// and what a script waits for before it counts on the pool surviving
-	// a crash), from at once to two seconds later.
-	var core []node.ID
-	coreOf := func() []node.ID {
-		core = core[:0]
-		for _, id := range ids {
-			if machines[id].st == stCoordinator {
-				core = append(core, id)
-			}
-		}
-		return core
-	}
-	settled := func() bool {
-		if len(coreOf()) < procs-1 {
-			return false
-		}
-		for _, id := range core {
-			if !machines[id].Settled(s.LocalNow(id)) {
-				return false
-			}
-		}
-		return true
-	}
-	for i := 0; !settled(); i++ {
-		if i == 300 {
-			return 0, fmt.Errorf("the core did not settle: %v after %v", core, 300*10*time.Millisecond)
-		}
-		if err := s.RunFor(10 * time.Millisecond); err != nil {
-			return 0, err
-		}
-	}
+	// The crash comes at a random moment once the core has settled, from
+	// at once to two seconds later.
+	core := p.coreOf()
 	// The seed's message bound, in the steady state: each process sends
 	// ALIVE to at most 2k+1 processes a round and hears from at most 2k+1
 	// distinct senders (during churn, windows shift and a process may
@@ -112,12 +142,12 @@ func reclaimRun(seed uint64, procs, tickets, k int, bound time.Duration) (time.D
 	if err := s.RunFor(time.Second + time.Duration(r.Int64N(int64(time.Second)))); err != nil {
 		return 0, err
 	}
-	for _, id := range coreOf() {
+	core = p.coreOf()
+	for _, id := range core {
 		if c := machines[id].Counts(); c.MaxAliveSent > 2*k+1 || c.MaxAliveFrom > 2*k+1 {
 			return 0, fmt.Errorf("settled process %d sent ALIVE to %d and heard from %d in one round (2k+1 = %d)", id, c.MaxAliveSent, c.MaxAliveFrom, 2*k+1)
 		}
 	}
-	slices.Sort(core)
 	victim = core[r.IntN(len(core))]
 	lost = machines[victim].ticket
 	crashAt = s.Now()
@@ -137,6 +167,47 @@ func reclaimRun(seed uint64, procs, tickets, k int, bound time.Duration) (time.D
 		return 0, fmt.Errorf("ticket %d of crashed %d taken again after %v, bound %v", lost, victim, retakenAt.Sub(crashAt), bound)
 	}
 	return retakenAt.Sub(crashAt), nil
+}
+
+// TestSimLinkCut: in a settled core, the link between one member and its
+// successor goes down both ways while every other link works. The member
+// excludes its successor with the votes of the others in its R; the
+// successor keeps the ALIVEs of the rest of its L until those votes stop
+// them. Theorem 4.1 must hold throughout: an exclusion that a minority of
+// the successor's L could carry would leave it acting with its support
+// intact while its range is handed out again.
+func TestSimLinkCut(t *testing.T) {
+	cuts := 0
+	for _, seed := range sim.Seeds() {
+		k := 1 + int(seed%2)
+		procs := 2*k + 3
+		p, err := settledPool(seed, procs, procs-1, k)
+		if err != nil {
+			t.Fatalf("seed %d: %v\nreplay: go test ./pkg/ticket -run TestSimLinkCut -seed %d", seed, err, seed)
+		}
+		p.s.OnEvent = nil // exclusions are expected from here on
+		core := p.coreOf()
+		a := core[p.r.IntN(len(core))]
+		b := p.machines[a].succ
+		if b == a || b == node.None {
+			continue
+		}
+		if err := p.s.RunFor(time.Duration(p.r.Int64N(int64(300 * time.Millisecond)))); err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		p.s.Cut(a, b)
+		p.s.Cut(b, a)
+		cuts++
+		err = p.s.RunFor(2*time.Second + time.Duration(p.r.Int64N(int64(time.Second))))
+		if err == nil {
+			p.s.Heal()
+			err = p.s.RunFor(time.Second)
+		}
+		if err != nil {
+			t.Fatalf("seed %d (k=%d, link %d-%d cut): %v\nreplay: go test ./pkg/ticket -run TestSimLinkCut -seed %d", seed, k, a, b, err, seed)
+		}
+	}
+	t.Logf("link cut: %d seeds passed (a settled core of 2k+2, one member cut off from its successor only)", cuts)
 }
 
 // TestSimCrashReclaim: one crash in a core of 4 (k = 1) or 6 (k = 2), one
