@@ -819,8 +819,14 @@ func TestCentralTermRunsOutOfNumbers(t *testing.T) {
 // mutual exclusion after every step; *granted turns true at daemon 1's
 // first grant.
 func votingTrio(seed uint64, r *rand.Rand, lease time.Duration) (*sim.Sim[Msg], *bool) {
+	return votingTrioOpts(seed, r, lease, sim.Options{})
+}
+
+// votingTrioOpts is votingTrio with opts (latency 1 to 6 ms unless set).
+func votingTrioOpts(seed uint64, r *rand.Rand, lease time.Duration, opts sim.Options) (*sim.Sim[Msg], *bool) {
 	ids := []node.ID{1, 2, 3}
-	s := sim.New[Msg](sim.Options{Seed: seed, MinLatency: time.Millisecond, MaxLatency: time.Duration(1+r.IntN(5)) * time.Millisecond}, Codec{},
+	opts.Seed, opts.MinLatency, opts.MaxLatency = seed, time.Millisecond, time.Duration(1+r.IntN(5))*time.Millisecond
+	s := sim.New[Msg](opts, Codec{},
 		func(id node.ID, inc int, rng *rand.Rand) node.Machine[Msg] {
 			m, err := New(Config{ID: id, Peers: ids, Algo: Voting, Lease: lease, Rand: rng, Boot: uint64(inc) + 1})
 			if err != nil {
@@ -922,4 +928,52 @@ func TestVotingRestartWhileRivalCutOff(t *testing.T) {
 		run(2 * lease)
 	}
 	t.Logf("voting: %d seeds passed (a voter restarts during a hold while the rival cannot see the holder)", len(sim.Seeds()))
+}
+
+// TestVotingSlowAcks: daemon 1 holds "a" with the votes of 1 and 2. The
+// rival, daemon 3, is cut off from 1 and so asks 2 and itself. Then 2's
+// answers to 1 slow down to more than a third of a lease, so each
+// acknowledgement of a renewal reaches 1 after its next renewal went out;
+// then 1's renewals stop reaching 2 at all. 2 lets its vote go one lease
+// after the last renewal it got. The holder may count only
+// acknowledgements of its latest renewal: one of an earlier round,
+// counted as fresh, would stretch its hold past the vote it rests on,
+// and the rival would enter beside it.
+func TestVotingSlowAcks(t *testing.T) {
+	const lease = 400 * time.Millisecond
+	for _, seed := range sim.Seeds() {
+		r := rand.New(rand.NewPCG(seed, 14))
+		slow := false
+		base := time.Duration(1+r.IntN(5)) * time.Millisecond
+		opts := sim.Options{Latency: func(rng *rand.Rand, from, to node.ID) time.Duration {
+			if slow && from == 2 && to == 1 {
+				return lease/3 + time.Duration(rng.Int64N(int64(lease/10)))
+			}
+			return time.Millisecond + time.Duration(rng.Int64N(int64(base)))
+		}}
+		s, granted := votingTrioOpts(seed, r, lease, opts)
+		fail := func(err error) {
+			t.Fatalf("%v\nreplay: go test ./pkg/mutex -run TestVotingSlowAcks -seed %d", err, seed)
+		}
+		run := func(d time.Duration) {
+			if err := s.RunFor(d); err != nil {
+				fail(err)
+			}
+		}
+		run(lease + 50*time.Millisecond)
+		s.Inject(1, Msg{Type: LocalAcquire, Name: "a", Client: 1})
+		run(lease / 2)
+		if !*granted {
+			fail(fmt.Errorf("seed %d: daemon 1's client got no grant", seed))
+		}
+		s.Cut(1, 3)
+		s.Cut(3, 1)
+		s.Inject(3, Msg{Type: LocalAcquire, Name: "a", Client: 100})
+		run(2*lease + time.Duration(r.Int64N(int64(lease/2))))
+		slow = true
+		run(time.Duration(r.Int64N(int64(lease / 2))))
+		s.Cut(1, 2)
+		run(3 * lease)
+	}
+	t.Logf("voting: %d seeds passed (slow acknowledgements, then the holder's renewals lost)", len(sim.Seeds()))
 }
