@@ -399,7 +399,8 @@ func TestSimCatchesReusedTerm(t *testing.T) {
 // millisecond of its promise's end, and no guard time, so that only the
 // drift margin and the promises keep holders apart. It returns the
 // checker's verdict.
-func leaseSchedule(bug leaseBug, restart bool) (*LeaseChecker, error) {
+func leaseSchedule(seed uint64, bug leaseBug, restart bool) (*LeaseChecker, error) {
+	r := rand.New(rand.NewPCG(seed, 78))
 	ids := []node.ID{1, 2, 3}
 	factory := func(id node.ID, inc int, rng *rand.Rand) node.Machine[Msg] {
 		m, err := New(Config{ID: id, Peers: ids, Rand: rng, Heartbeat: time.Millisecond, Timeout: 4 * time.Millisecond,
@@ -409,12 +410,14 @@ func leaseSchedule(bug leaseBug, restart bool) (*LeaseChecker, error) {
 		}
 		return m
 	}
-	s := sim.New[Msg](sim.Options{Seed: 1, MinLatency: 500 * time.Microsecond, MaxLatency: 500 * time.Microsecond}, Codec{}, factory, ids...)
-	// The leader's clock runs 0.9% slow (its lease lasts longer in real
-	// time), the followers' 0.9% fast (their promises end sooner).
-	s.SetClock(3, 0, -9000)
-	s.SetClock(1, 0, 9000)
-	s.SetClock(2, 0, 9000)
+	lat := time.Duration(300+r.IntN(400)) * time.Microsecond
+	s := sim.New[Msg](sim.Options{Seed: seed, MinLatency: lat, MaxLatency: lat + time.Duration(r.IntN(200))*time.Microsecond}, Codec{}, factory, ids...)
+	// The leader's clock runs up to 0.9% slow (its lease lasts longer in
+	// real time), the followers' up to 0.9% fast (their promises end
+	// sooner).
+	s.SetClock(3, 0, -8000-float64(r.IntN(1001)))
+	s.SetClock(1, 0, 8000+float64(r.IntN(1001)))
+	s.SetClock(2, 0, 8000+float64(r.IntN(1001)))
 	chk := NewLeaseChecker()
 	s.OnEvent = func(at time.Time, id node.ID, ev node.Event) error {
 		if le, ok := ev.(LeaseEvent); ok {
@@ -422,7 +425,7 @@ func leaseSchedule(bug leaseBug, restart bool) (*LeaseChecker, error) {
 		}
 		return nil
 	}
-	if err := s.RunFor(time.Second); err != nil {
+	if err := s.RunFor(time.Second + time.Duration(r.Int64N(int64(50*time.Millisecond)))); err != nil {
 		return chk, err
 	}
 	if !s.Machine(3).(*Machine).lease.held {
@@ -433,7 +436,7 @@ func leaseSchedule(bug leaseBug, restart bool) (*LeaseChecker, error) {
 		// The followers crash and restart once 3's last heartbeats have
 		// landed: they forget their promises to 3 and must stay quiet
 		// for a lease.
-		if err := s.RunFor(2 * time.Millisecond); err != nil {
+		if err := s.RunFor(time.Duration(1000+r.IntN(2000)) * time.Microsecond); err != nil {
 			return chk, err
 		}
 		for _, id := range []node.ID{1, 2} {
@@ -455,23 +458,38 @@ func leaseSchedule(bug leaseBug, restart bool) (*LeaseChecker, error) {
 // drift overlaps its successor; followers that forget their promises on
 // restart hand a new leader a lease while the old one still runs.
 func TestSimLeaseSchedules(t *testing.T) {
+	seeds := sim.Seeds()
+	if len(seeds) > 200 {
+		seeds = seeds[:200] // each seed runs two seconds of 1 ms heartbeats, twice
+	}
 	for _, restart := range []bool{false, true} {
-		chk, err := leaseSchedule(0, restart)
-		if err != nil {
-			t.Fatalf("restart=%v: %v", restart, err)
+		intervals := 0
+		for _, seed := range seeds {
+			chk, err := leaseSchedule(seed, 0, restart)
+			if err != nil {
+				t.Fatalf("restart=%v: %v\nreplay: go test ./pkg/election -run TestSimLeaseSchedules -seed %d", restart, err, seed)
+			}
+			intervals += chk.Intervals
 		}
-		t.Logf("restart=%v: %d lease intervals, no overlap", restart, chk.Intervals)
+		t.Logf("restart=%v: %d seeds passed, %d lease intervals, no overlap", restart, len(seeds), intervals)
 	}
 	for _, c := range []struct {
 		name    string
 		bug     leaseBug
 		restart bool
 	}{{"no drift margin", bugNoDrift, false}, {"no quiet time after restart", bugNoQuiet, true}} {
-		_, err := leaseSchedule(c.bug, c.restart)
-		if err == nil || !strings.Contains(err.Error(), "two lease holders") {
-			t.Errorf("planted bug %q not caught: %v", c.name, err)
+		caught := 0
+		var example error
+		for _, seed := range seeds {
+			if _, err := leaseSchedule(seed, c.bug, c.restart); err != nil && strings.Contains(err.Error(), "two lease holders") {
+				caught++
+				example = err
+			}
+		}
+		if caught == 0 {
+			t.Errorf("planted bug %q never caught in %d seeds", c.name, len(seeds))
 		} else {
-			t.Logf("planted bug %q caught: %v", c.name, err)
+			t.Logf("planted bug %q caught in %d/%d seeds, e.g. %v", c.name, caught, len(seeds), example)
 		}
 	}
 }
@@ -659,4 +677,33 @@ func TestMessageCounts(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestSimRingTies: every member of a ring has the same priority, so the
+// documented tie-break alone (the higher ID wins) decides who leads; the
+// leader then crashes and the tie-break decides again among the rest.
+func TestSimRingTies(t *testing.T) {
+	for _, seed := range sim.Seeds() {
+		r := rand.New(rand.NewPCG(seed, 79))
+		sc := &scenario{algo: Ring, seed: seed, n: 3 + r.IntN(5), prio: map[node.ID]uint64{}, persist: map[node.ID]uint64{}}
+		level := uint64(1 + r.IntN(3))
+		for _, id := range sc.ids() {
+			sc.prio[id] = level
+		}
+		s, _ := sc.build(sim.Options{MinLatency: time.Millisecond, MaxLatency: time.Duration(2+r.IntN(10)) * time.Millisecond})
+		fail := func(err error) {
+			t.Fatalf("seed %d (%d members, one priority): %v\nreplay: go test ./pkg/election -run TestSimRingTies -seed %d", seed, sc.n, err, seed)
+		}
+		for round := 0; round < 2; round++ {
+			if err := s.RunFor(time.Second); err != nil {
+				fail(err)
+			}
+			best := sc.best(s)
+			if err := agreed(s, best); err != nil {
+				fail(err)
+			}
+			s.Crash(best)
+		}
+	}
+	t.Logf("ring ties: %d seeds passed (every member of one priority; the highest ID leads, and after its crash the next)", len(sim.Seeds()))
 }
