@@ -146,8 +146,8 @@ func (p *fcfsProbe) Step(now time.Time, in node.Envelope[Msg]) error {
 
 // arrive records a copy of a request.
 func (p *fcfsProbe) arrive(now time.Time, k reqID, attempt uint64) {
-	if d, ok := p.done[k]; ok && attempt != 0 && d == attempt {
-		return // a late copy of a request already granted
+	if d, ok := p.done[k]; ok && attempt != 0 && attempt <= d {
+		return // a late copy of a request granted already, or of an older one (attempts grow)
 	}
 	if a := p.arrivals[k]; a != nil && attempt != 0 && attempt < a.attempt {
 		return // a late copy of an older request
