@@ -27,7 +27,8 @@ type TCP struct {
 	mu      sync.Mutex
 	out     map[node.ID]*tcpConn
 	conns   map[*tcpConn]struct{}
-	inbound int // accepted connections open
+	inbound int       // accepted connections open
+	limits  tcpLimits // fixed at start
 
 	// AcceptErrors counts failed accepts (each retried after a pause);
 	// Refused counts connections closed at once for passing maxInbound.
@@ -60,11 +61,15 @@ func (c *tcpConn) write(frame []byte) error {
 
 // ListenTCP listens on addr; peers maps IDs to dialable addresses.
 func ListenTCP(addr string, peers map[node.ID]string) (*TCP, error) {
+	return listenTCP(addr, peers, defaultLimits)
+}
+
+func listenTCP(addr string, peers map[node.ID]string, limits tcpLimits) (*TCP, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("transport: %w", err)
 	}
-	t := &TCP{ln: ln, peers: peers, in: make(chan Packet, 4096), done: make(chan struct{}),
+	t := &TCP{ln: ln, peers: peers, limits: limits, in: make(chan Packet, 4096), done: make(chan struct{}),
 		out: map[node.ID]*tcpConn{}, conns: map[*tcpConn]struct{}{}}
 	go t.accept()
 	return t, nil
@@ -77,7 +82,7 @@ func (t *TCP) track(c *tcpConn) bool {
 		return false
 	}
 	if c.inbound {
-		if t.inbound >= maxInbound {
+		if t.inbound >= t.limits.maxInbound {
 			t.Refused.Add(1)
 			return false
 		}
@@ -102,15 +107,17 @@ func (t *TCP) forget(c *tcpConn) {
 	t.mu.Unlock()
 }
 
-// Bounds on what unauthenticated peers can hold of a TCP member: the
+// tcpLimits bound what unauthenticated peers can hold of a TCP member: the
 // inbound connections open at once, how long an accepted connection may
 // stay silent before its first frame, and how long one frame may take once
-// it has begun.
-var (
-	maxInbound   = 512
-	firstFrame   = 5 * time.Second
-	frameArrives = 5 * time.Second
-)
+// it has begun. Each transport keeps its own copy, fixed when it starts.
+type tcpLimits struct {
+	maxInbound   int
+	firstFrame   time.Duration
+	frameArrives time.Duration
+}
+
+var defaultLimits = tcpLimits{maxInbound: 512, firstFrame: 5 * time.Second, frameArrives: 5 * time.Second}
 
 func (t *TCP) accept() {
 	var backoff time.Duration
@@ -166,7 +173,7 @@ func (t *TCP) read(c *tcpConn) {
 	br := bufio.NewReader(c.rw)
 	var idle time.Time // no limit between frames, but before an accepted connection's first
 	if c.inbound {
-		idle = time.Now().Add(firstFrame)
+		idle = time.Now().Add(t.limits.firstFrame)
 	}
 	for {
 		// A frame may be long in coming, but once begun it must arrive
@@ -176,7 +183,7 @@ func (t *TCP) read(c *tcpConn) {
 		if _, err := br.Peek(1); err != nil {
 			return
 		}
-		_ = c.c.SetReadDeadline(time.Now().Add(frameArrives))
+		_ = c.c.SetReadDeadline(time.Now().Add(t.limits.frameArrives))
 		f, err := wire.ReadFrame(br)
 		if err != nil {
 			return

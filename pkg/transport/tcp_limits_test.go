@@ -22,9 +22,8 @@ func closedWithin(c net.Conn, d time.Duration) bool {
 // stuck in the middle of one, is closed; connections past maxInbound are
 // refused at once. (5,000 half-sent frames once held 64 MB for good.)
 func TestTCPBoundsStrangers(t *testing.T) {
-	defer func(a, b time.Duration, n int) { firstFrame, frameArrives, maxInbound = a, b, n }(firstFrame, frameArrives, maxInbound)
-	firstFrame, frameArrives, maxInbound = 200*time.Millisecond, 200*time.Millisecond, 20
-	tr, err := ListenTCP("127.0.0.1:0", map[node.ID]string{})
+	tr, err := listenTCP("127.0.0.1:0", map[node.ID]string{},
+		tcpLimits{maxInbound: 20, firstFrame: 200 * time.Millisecond, frameArrives: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
