@@ -890,6 +890,33 @@ func TestVotingRestartDuringHold(t *testing.T) {
 	}
 }
 
+// holdWithRivalCutOff starts the schedule the voting trio tests share:
+// past the quiet lease, daemon 1's client takes "a" (with the votes of 1
+// and 2); then 1 and 3 are cut apart, 3's client asks for "a", and the run
+// goes on until 3 suspects 1 (two leases of silence) and a little more.
+// It returns the run step for the rest of the schedule, failing the test
+// with the replay line.
+func holdWithRivalCutOff(t *testing.T, s *sim.Sim[Msg], granted *bool, r *rand.Rand, lease time.Duration, seed uint64) func(time.Duration) {
+	t.Helper()
+	run := func(d time.Duration) {
+		t.Helper()
+		if err := s.RunFor(d); err != nil {
+			t.Fatalf("%v\nreplay: go test ./pkg/mutex -run %s -seed %d", err, t.Name(), seed)
+		}
+	}
+	run(lease + 50*time.Millisecond)
+	s.Inject(1, Msg{Type: LocalAcquire, Name: "a", Client: 1})
+	run(lease / 2)
+	if !*granted {
+		t.Fatalf("seed %d: daemon 1's client got no grant\nreplay: go test ./pkg/mutex -run %s -seed %d", seed, t.Name(), seed)
+	}
+	s.Cut(1, 3)
+	s.Cut(3, 1)
+	s.Inject(3, Msg{Type: LocalAcquire, Name: "a", Client: 100})
+	run(2*lease + time.Duration(r.Int64N(int64(lease/2))))
+	return run
+}
+
 // TestVotingRestartWhileRivalCutOff is the schedule that needs the quiet
 // lease: daemon 1 holds "a" with the votes of 1 and 2 and renews them;
 // daemon 3 cannot reach daemon 1 (cut both ways), so once it suspects 1 it
@@ -903,25 +930,7 @@ func TestVotingRestartWhileRivalCutOff(t *testing.T) {
 	for _, seed := range sim.Seeds() {
 		r := rand.New(rand.NewPCG(seed, 12))
 		s, granted := votingTrio(seed, r, lease)
-		fail := func(err error) {
-			t.Fatalf("%v\nreplay: go test ./pkg/mutex -run TestVotingRestartWhileRivalCutOff -seed %d", err, seed)
-		}
-		run := func(d time.Duration) {
-			if err := s.RunFor(d); err != nil {
-				fail(err)
-			}
-		}
-		run(lease + 50*time.Millisecond)
-		s.Inject(1, Msg{Type: LocalAcquire, Name: "a", Client: 1})
-		run(lease / 2)
-		if !*granted {
-			fail(fmt.Errorf("seed %d: daemon 1's client got no grant", seed))
-		}
-		s.Cut(1, 3)
-		s.Cut(3, 1)
-		s.Inject(3, Msg{Type: LocalAcquire, Name: "a", Client: 100})
-		// Until 3 suspects 1 (two leases of silence), and a little more.
-		run(2*lease + time.Duration(r.Int64N(int64(lease/2))))
+		run := holdWithRivalCutOff(t, s, granted, r, lease, seed)
 		s.Crash(2)
 		run(time.Duration(r.Int64N(int64(lease / 10))))
 		s.Restart(2)
@@ -952,24 +961,7 @@ func TestVotingSlowAcks(t *testing.T) {
 			return time.Millisecond + time.Duration(rng.Int64N(int64(base)))
 		}}
 		s, granted := votingTrioOpts(seed, r, lease, opts)
-		fail := func(err error) {
-			t.Fatalf("%v\nreplay: go test ./pkg/mutex -run TestVotingSlowAcks -seed %d", err, seed)
-		}
-		run := func(d time.Duration) {
-			if err := s.RunFor(d); err != nil {
-				fail(err)
-			}
-		}
-		run(lease + 50*time.Millisecond)
-		s.Inject(1, Msg{Type: LocalAcquire, Name: "a", Client: 1})
-		run(lease / 2)
-		if !*granted {
-			fail(fmt.Errorf("seed %d: daemon 1's client got no grant", seed))
-		}
-		s.Cut(1, 3)
-		s.Cut(3, 1)
-		s.Inject(3, Msg{Type: LocalAcquire, Name: "a", Client: 100})
-		run(2*lease + time.Duration(r.Int64N(int64(lease/2))))
+		run := holdWithRivalCutOff(t, s, granted, r, lease, seed)
 		slow = true
 		run(time.Duration(r.Int64N(int64(lease / 2))))
 		s.Cut(1, 2)
