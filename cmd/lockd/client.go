@@ -41,5 +41,5 @@ func sessionCmd(c *ucli.Context) error {
 func statusCmd(c *ucli.Context) error { return lockd.Status(c.String("socket"), out(c)) }
 
 func watchCmd(c *ucli.Context) error {
-	return lockd.Watch(c.String("socket"), c.Bool("all-members"), out(c))
+	return lockd.Watch(c.String("socket"), c.Bool("all-members"), c.String(cli.FlagReadyFile), out(c))
 }

@@ -942,7 +942,8 @@ func TestChildExitCodes(t *testing.T) {
 // about 280 pairs, its loop blocked writing to the watcher).
 func TestStuckWatcher(t *testing.T) {
 	c := startDaemons(t, 1)
-	w := exec.Command(lockdBin, "watch", "--socket", c.sock(1))
+	ready := filepath.Join(c.Dir, "watch.ready")
+	w := exec.Command(lockdBin, "watch", "--socket", c.sock(1), "--ready-file", ready)
 	out, err := w.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -951,29 +952,14 @@ func TestStuckWatcher(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { w.Process.Signal(syscall.SIGCONT); w.Process.Kill(); w.Wait() })
-	// The watcher is registered once it reports an event: runs of "first"
-	// go on until it does (it may register between a grant and its
-	// release, or after both). From then on it reads nothing more.
-	lines := make(chan string, 1)
-	go func() {
-		line, _ := bufio.NewReader(out).ReadString('\n')
-		lines <- line
-	}()
-	var line string
-	for i := 0; line == ""; i++ {
-		if i == 50 {
-			t.Fatal("the watcher reported nothing of 50 runs")
-		}
-		if code, _, stderr := runLockd("run", "--socket", c.sock(1), "first", "--", "true"); code != 0 {
-			t.Fatalf("run of first: %d %s", code, stderr)
-		}
-		select {
-		case line = <-lines:
-		case <-time.After(200 * time.Millisecond):
-		}
+	// Once the ready file is there, the watcher sees the very next grant
+	// (what --ready-file promises). From then on it reads nothing more.
+	clitest.WaitFor(t, 20*time.Second, func() bool { _, err := os.Stat(ready); return err == nil })
+	if code, _, stderr := runLockd("run", "--socket", c.sock(1), "first", "--", "true"); code != 0 {
+		t.Fatalf("run of first: %d %s", code, stderr)
 	}
-	if !strings.HasPrefix(line, "acquired first") && !strings.HasPrefix(line, "released first") {
-		t.Fatalf("the watcher's first line: %q", line)
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || !strings.HasPrefix(line, "acquired first") {
+		t.Fatalf("the watcher's first line: %q %v", line, err)
 	}
 	if err := w.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)

@@ -157,13 +157,17 @@ Example:
 				Description: `Prints this member's grant, release and loss events (and coordinator
 changes) as they happen. With --cluster, prints the events of every member's
 clients instead, each marked with its member; they travel between members
-as datagrams, so one lost on the way is missing here.
+as datagrams, so one lost on the way is missing here. With --ready-file, the
+file appears once the member has registered the watcher: a script that waits
+for it misses no event of this member's clients afterwards.
 
 Examples:
    lockd watch
    lockd watch --cluster --json | jq -c 'select(.event == "acquired")'`,
-				Flags: clientFlags(
+				// --ready-file stays out of the environment: LOCKD_READY_FILE is serve's.
+				Flags: append(clientFlags(
 					&ucli.BoolFlag{Name: "all-members", Aliases: []string{"cluster"}, Usage: "every member's clients' events, not only this member's"}),
+					cli.WatchReadyFlag()),
 				Action: watchCmd,
 			},
 			{

@@ -140,17 +140,21 @@ safety):
    lost T by M epoch E       member M lost the ticket; its command was stopped
    excluded T..U by M        member M excluded failed processes, reclaimed T..U
 
-Runs until a signal (exit 0) or the daemon goes away (69).
+Runs until a signal (exit 0) or the daemon goes away (69). With
+--ready-file, the file appears once the member has registered the watcher:
+a script that waits for it misses no notice the member hears afterwards.
 
 Examples:
    ticketd watch
-   ticketd watch --json | jq -c 'select(.event == "lost")'`,
-				Flags: cli.WithEnv(tool, []ucli.Flag{socketFlag(), cli.JSONFlag()}),
+   ticketd watch --json | jq -c 'select(.event == "lost")'
+   ticketd watch --ready-file w.ready > notices & until [ -e w.ready ]; do sleep 0.05; done`,
+				// --ready-file stays out of the environment: TICKETD_READY_FILE is serve's.
+				Flags: append(cli.WithEnv(tool, []ucli.Flag{socketFlag(), cli.JSONFlag()}), cli.WatchReadyFlag()),
 				Action: func(c *ucli.Context) error {
 					if c.Args().Len() > 0 {
 						return cli.Exitf(cli.ExitUsage, "watch takes no arguments, got %q", c.Args().First())
 					}
-					return ticketd.Watch(c.String("socket"), cli.NewOutput(os.Stdout, c.Bool(cli.FlagJSON)))
+					return ticketd.Watch(c.String("socket"), c.String(cli.FlagReadyFile), cli.NewOutput(os.Stdout, c.Bool(cli.FlagJSON)))
 				},
 			},
 			simCommand(),

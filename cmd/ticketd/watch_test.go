@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
@@ -24,7 +25,8 @@ type watcher struct {
 
 func (c *cluster) watch(member int) *watcher {
 	c.T.Helper()
-	cmd := exec.Command(ticketdBin, "watch", "--json", "--socket", c.sock(member))
+	ready := filepath.Join(c.Dir, fmt.Sprintf("watch-%d.ready", member))
+	cmd := exec.Command(ticketdBin, "watch", "--json", "--socket", c.sock(member), "--ready-file", ready)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		c.T.Fatal(err)
@@ -48,6 +50,8 @@ func (c *cluster) watch(member int) *watcher {
 			w.mu.Unlock()
 		}
 	}()
+	// From the ready file on, the watcher misses nothing the member hears.
+	clitest.WaitFor(c.T, 20*time.Second, func() bool { _, err := os.Stat(ready); return err == nil })
 	return w
 }
 

@@ -112,6 +112,12 @@ func ReadyFileFlag() ucli.Flag {
 	return &ucli.StringFlag{Name: FlagReadyFile, Usage: "write the listening address to this file once up"}
 }
 
+// WatchReadyFlag is a watcher's --ready-file: written (with the socket's
+// path) once the daemon has registered the watcher.
+func WatchReadyFlag() ucli.Flag {
+	return &ucli.StringFlag{Name: FlagReadyFile, Usage: "write the socket's path to this file once the daemon has registered the watcher"}
+}
+
 // BindFlag is --bind, with its value or the text that says what the
 // default is.
 func BindFlag(value, defaultText string) ucli.Flag {

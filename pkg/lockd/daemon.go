@@ -184,10 +184,14 @@ func (d *daemon) session(ctx context.Context, c *cli.Conn) {
 		case "watch":
 			d.mu.Lock()
 			d.watchers[c] = true
+			// Sent under the lock, before any event can reach the watcher:
+			// a watcher that has read it misses nothing afterwards.
+			c.Send(Reply{Event: watching})
 			d.mu.Unlock()
 		case "watch-cluster":
 			d.mu.Lock()
 			d.allWatchers[c] = true
+			c.Send(Reply{Event: watching})
 			d.mu.Unlock()
 			select {
 			case d.subscribe <- struct{}{}:

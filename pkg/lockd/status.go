@@ -153,9 +153,15 @@ func (st *memberStatus) head() string {
 	return head + " (" + strings.Join(why, "; ") + ")"
 }
 
+// watching is the daemon's acknowledgement of a watcher (never printed).
+const watching = "watching"
+
 // Watch is 'lockd watch': this member's clients' events (with cluster,
 // every member's, each marked with its member) until the daemon goes away.
-func Watch(socket string, cluster bool, out *cli.Output) error {
+//
+// readyFile, when set, is written (with the socket's path) once the
+// daemon has registered the watcher.
+func Watch(socket string, cluster bool, readyFile string, out *cli.Output) error {
 	c, err := dial(socket)
 	if err != nil {
 		return err
@@ -170,6 +176,14 @@ func Watch(socket string, cluster bool, out *cli.Output) error {
 	}
 	for r := range c.replies {
 		if r.Event == "valid" {
+			continue
+		}
+		if r.Event == watching {
+			if readyFile != "" {
+				if err := cli.WriteReadyFile(readyFile, socket); err != nil {
+					return cli.Exitf(cli.ExitUsage, "--ready-file: %v", err)
+				}
+			}
 			continue
 		}
 		if r.Node != 0 && !out.IsJSON() {

@@ -326,10 +326,15 @@ func statusLines(raw json.RawMessage) []string {
 	return lines
 }
 
+// watching is the daemon's acknowledgement of a watcher (never printed).
+const watching = "watching"
+
 // Watch prints the pool's PrCast notices as this member hears them (its
 // own included), one per line, until a signal (exit 0) or the daemon goes
 // away (69). Notices come with high probability and in no set order.
-func Watch(socket string, out *cli.Output) error {
+// readyFile, when set, is written (with the socket's path) once the
+// daemon has registered the watcher: nothing after that is missed.
+func Watch(socket, readyFile string, out *cli.Output) error {
 	sigs, stop := cli.NotifySignals()
 	defer stop()
 	cn, err := cli.DialControl(Tool, socket)
@@ -346,6 +351,14 @@ func Watch(socket string, out *cli.Output) error {
 		case n, ok := <-notices:
 			if !ok {
 				return cli.Exitf(cli.ExitUnavailable, "the daemon went away")
+			}
+			if n.Event == watching {
+				if readyFile != "" {
+					if err := cli.WriteReadyFile(readyFile, socket); err != nil {
+						return cli.Exitf(cli.ExitUsage, "--ready-file: %v", err)
+					}
+				}
+				continue
 			}
 			out.Value(n.String(), n)
 		case <-sigs:

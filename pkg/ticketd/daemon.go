@@ -720,6 +720,9 @@ func (d *daemon) client(m clientMsg) {
 		}
 	case "watch":
 		d.pc.watchers[s] = true
+		// The acknowledgement comes before any notice: a watcher that has
+		// read it misses nothing that happens afterwards.
+		s.cn.Send(Notice{Event: watching, By: uint32(d.mb.ID)})
 	case "status":
 		s.cn.Send(Reply{Event: "status", Status: d.status()})
 	default:
