@@ -1,0 +1,283 @@
+package mcast
+
+import (
+	"fmt"
+
+	"github.com/roundtable-go/roundtable/pkg/node"
+	"github.com/roundtable-go/roundtable/pkg/wire"
+)
+
+// GType is a message type of the group (views) protocol. Values are part
+// of the wire protocol, disjoint from MsgType's: append only.
+type GType uint8
+
+const (
+	// GData carries multicast messages of one view (own or relayed).
+	GData GType = 16
+	// GOrder carries the sequencer's stamps of one view: Stamps[i] is the
+	// message at total-order position Start+i.
+	GOrder GType = 17
+	// GStatus is the heartbeat of a view member: per member of the view
+	// (in view order) how many of its messages it has received without a
+	// gap, and how many stamps. It drives failure detection,
+	// retransmission, garbage collection and flushing.
+	GStatus GType = 18
+	// GJoin asks to join the group as Member (sent to any member, which
+	// forwards it to the leader).
+	GJoin GType = 19
+	// GLeave asks the leader to take Member out of the group.
+	GLeave GType = 20
+	// GPropose opens a view change out of View (phase I, seed 004): stop
+	// sending and delivering, and answer with what you have.
+	GPropose GType = 21
+	// GAck answers GPropose: Recv and Ordered as in GStatus, and the
+	// change this member has accepted for View, if any (Accepted). Reject:
+	// the member has promised a higher Ballot.
+	GAck GType = 22
+	// GCommit fixes the change (phase II): the next view and the cut, the
+	// messages of View every survivor delivers before installing it.
+	GCommit GType = 23
+	// GReady: the member has every message up to the committed cut.
+	GReady GType = 24
+	// GInstall: every survivor is ready; install Change.Next.
+	GInstall GType = 25
+	// GGone tells a member of an older view that it is no longer in the
+	// group (View is the sender's view): it must rejoin as a new member.
+	GGone GType = 26
+
+	// GSend and GEnd are local requests (From == self): multicast the
+	// payloads of Items; the input has ended (leave the group).
+	GSend GType = 64
+	GEnd  GType = 65
+)
+
+var gtypeNames = map[GType]string{GData: "data", GOrder: "order", GStatus: "status", GJoin: "join", GLeave: "leave",
+	GPropose: "propose", GAck: "ack", GCommit: "commit", GReady: "ready", GInstall: "install", GGone: "gone",
+	GSend: "send", GEnd: "end"}
+
+func (t GType) String() string {
+	if s, ok := gtypeNames[t]; ok {
+		return s
+	}
+	return fmt.Sprintf("gtype(%d)", uint8(t))
+}
+
+// Member is one incarnation of a process in a view: a process that
+// restarts, or that finds itself removed, joins again under a new Inc.
+type Member struct {
+	ID  node.ID `json:"id"`
+	Inc uint64  `json:"inc"`
+}
+
+// View is a membership view: Members in seniority order (Members[0]
+// leads), and what changed from the view before.
+type View struct {
+	ID      uint64
+	Members []Member
+	Joined  []Member
+	Left    []Member
+}
+
+// Ballot orders competing view changes out of one view (a leader's
+// attempt number, then its ID).
+type Ballot struct {
+	N  uint64
+	ID node.ID
+}
+
+func (b Ballot) less(c Ballot) bool { return b.N < c.N || b.N == c.N && b.ID < c.ID }
+
+// Change is the outcome of a view change out of one view: the next view,
+// the members of the old view that flushed (Survivors, leavers included),
+// and the cut: per member of the old view (in its order) how many of its
+// messages are delivered in the old view, and how many stamps (total
+// order) count.
+type Change struct {
+	Next      View
+	Survivors []node.ID
+	Cut       []uint64
+	OrderCut  uint64
+}
+
+// Stamp names one message of a view in the sequencer's order.
+type Stamp struct {
+	Sender node.ID
+	Seq    uint64
+}
+
+// GMsg is one frame of the group protocol; which fields count depends on
+// Type.
+type GMsg struct {
+	Type     GType
+	View     uint64 // the view the frame belongs to (the view being left, for a change)
+	Inc      uint64 // the sender's incarnation
+	Ballot   Ballot
+	Items    []Item // data (VT unused)
+	Start    uint64 // order: position of Stamps[0]
+	Stamps   []Stamp
+	Recv     []uint64 // status, ack
+	Ordered  uint64   // status, ack
+	Member   Member   // join, leave
+	Reject   bool     // ack
+	Change   *Change  // ack (accepted), commit, install
+	Accepted Ballot   // ack: the ballot of Change
+}
+
+// GCodec encodes group messages for package wire.
+type GCodec struct{}
+
+func (GCodec) Family() wire.Family { return wire.FamilyMcast }
+
+func putMembers(e *wire.Enc, ms []Member) {
+	e.Uvarint(uint64(len(ms)))
+	for _, m := range ms {
+		e.Uvarint(uint64(m.ID))
+		e.Uvarint(m.Inc)
+	}
+}
+
+func putVec(e *wire.Enc, v []uint64) {
+	e.Uvarint(uint64(len(v)))
+	for _, x := range v {
+		e.Uvarint(x)
+	}
+}
+
+func (GCodec) Marshal(m GMsg) (uint8, []byte, error) {
+	if m.Type < GData || m.Type > GGone {
+		return 0, nil, fmt.Errorf("mcast: %v is not a wire message", m.Type)
+	}
+	if len(m.Items) > maxItems || len(m.Stamps) > maxStamps || len(m.Recv) > maxMembers {
+		return 0, nil, fmt.Errorf("mcast: message too large")
+	}
+	var e wire.Enc
+	e.Uvarint(m.View)
+	e.Uvarint(m.Inc)
+	e.Uvarint(m.Ballot.N)
+	e.Uvarint(uint64(m.Ballot.ID))
+	e.Uvarint(uint64(len(m.Items)))
+	for _, it := range m.Items {
+		if len(it.Payload) > MaxPayload {
+			return 0, nil, fmt.Errorf("mcast: item too large")
+		}
+		e.Uvarint(uint64(it.Sender))
+		e.Uvarint(it.Seq)
+		e.Bytes(it.Payload)
+	}
+	e.Uvarint(m.Start)
+	e.Uvarint(uint64(len(m.Stamps)))
+	for _, s := range m.Stamps {
+		e.Uvarint(uint64(s.Sender))
+		e.Uvarint(s.Seq)
+	}
+	putVec(&e, m.Recv)
+	e.Uvarint(m.Ordered)
+	e.Uvarint(uint64(m.Member.ID))
+	e.Uvarint(m.Member.Inc)
+	e.Bool(m.Reject)
+	e.Bool(m.Change != nil)
+	if c := m.Change; c != nil {
+		if len(c.Next.Members) > maxMembers || len(c.Next.Joined) > maxMembers || len(c.Next.Left) > maxMembers ||
+			len(c.Survivors) > maxMembers || len(c.Cut) > maxMembers {
+			return 0, nil, fmt.Errorf("mcast: change too large")
+		}
+		e.Uvarint(c.Next.ID)
+		putMembers(&e, c.Next.Members)
+		putMembers(&e, c.Next.Joined)
+		putMembers(&e, c.Next.Left)
+		e.Uvarint(uint64(len(c.Survivors)))
+		for _, id := range c.Survivors {
+			e.Uvarint(uint64(id))
+		}
+		putVec(&e, c.Cut)
+		e.Uvarint(c.OrderCut)
+	}
+	e.Uvarint(m.Accepted.N)
+	e.Uvarint(uint64(m.Accepted.ID))
+	return uint8(m.Type), e.B, nil
+}
+
+// maxStamps bounds the stamps of one order frame.
+const maxStamps = 8192
+
+func (GCodec) Unmarshal(typ uint8, p []byte) (GMsg, error) {
+	m := GMsg{Type: GType(typ)}
+	if m.Type < GData || m.Type > GGone {
+		return GMsg{}, fmt.Errorf("%w: group message type %d", wire.ErrMalformed, typ)
+	}
+	d := wire.NewDec(p)
+	u := func() uint64 {
+		v := d.Uvarint()
+		if v > maxSeq {
+			d.Fail("number out of range")
+		}
+		return v
+	}
+	m.View, m.Inc = u(), d.Uvarint()
+	m.Ballot = Ballot{u(), d.ID()}
+	if n := d.Count(maxItems, 3); n > 0 {
+		m.Items = make([]Item, n)
+		for i := range m.Items {
+			m.Items[i] = Item{Sender: d.ID(), Seq: u(), Payload: d.Bytes(MaxPayload)}
+			if m.Items[i].Sender == node.None || m.Items[i].Seq == 0 {
+				d.Fail("item")
+			}
+		}
+	}
+	m.Start = u()
+	if n := d.Count(maxStamps, 2); n > 0 {
+		m.Stamps = make([]Stamp, n)
+		for i := range m.Stamps {
+			m.Stamps[i] = Stamp{d.ID(), u()}
+			if m.Stamps[i].Sender == node.None || m.Stamps[i].Seq == 0 {
+				d.Fail("stamp")
+			}
+		}
+	}
+	vec := func() []uint64 {
+		var out []uint64
+		if k := d.Count(maxMembers, 1); k > 0 {
+			out = make([]uint64, k)
+			for j := range out {
+				out[j] = u()
+			}
+		}
+		return out
+	}
+	members := func() []Member {
+		var out []Member
+		if k := d.Count(maxMembers, 2); k > 0 {
+			out = make([]Member, k)
+			for j := range out {
+				out[j] = Member{d.ID(), d.Uvarint()}
+				if out[j].ID == node.None {
+					d.Fail("member")
+				}
+			}
+		}
+		return out
+	}
+	m.Recv = vec()
+	m.Ordered = u()
+	m.Member = Member{d.ID(), d.Uvarint()}
+	m.Reject = d.Bool()
+	if d.Bool() {
+		c := &Change{}
+		c.Next.ID = u()
+		c.Next.Members, c.Next.Joined, c.Next.Left = members(), members(), members()
+		if k := d.Count(maxMembers, 1); k > 0 {
+			c.Survivors = make([]node.ID, k)
+			for j := range c.Survivors {
+				c.Survivors[j] = d.ID()
+			}
+		}
+		c.Cut = vec()
+		c.OrderCut = u()
+		m.Change = c
+	}
+	m.Accepted = Ballot{u(), d.ID()}
+	if err := d.Done(); err != nil {
+		return GMsg{}, err
+	}
+	return m, nil
+}

@@ -1,0 +1,60 @@
+package mcast
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/roundtable-go/roundtable/pkg/node"
+	"github.com/roundtable-go/roundtable/pkg/wire"
+)
+
+func TestGCodecRoundTrip(t *testing.T) {
+	change := &Change{Next: View{ID: 8, Members: []Member{{2, 7}, {3, 1 << 40}}, Joined: []Member{{3, 1 << 40}}, Left: []Member{{1, 5}}},
+		Survivors: []node.ID{1, 2}, Cut: []uint64{4, 0, 9}, OrderCut: 11}
+	for _, m := range []GMsg{
+		{Type: GData, View: 7, Inc: 99, Items: []Item{{Sender: 3, Seq: 1, Payload: []byte("hello")}, {Sender: 9, Seq: 1 << 40, Payload: []byte{}}}},
+		{Type: GOrder, View: 7, Start: 5, Stamps: []Stamp{{3, 1}, {9, 2}}},
+		{Type: GStatus, View: 7, Recv: []uint64{1, 2, 3}, Ordered: 4},
+		{Type: GJoin, Member: Member{4, 1 << 33}},
+		{Type: GAck, View: 7, Ballot: Ballot{3, 2}, Recv: []uint64{1}, Change: change, Accepted: Ballot{2, 1}},
+		{Type: GAck, View: 7, Ballot: Ballot{5, 4}, Reject: true},
+		{Type: GInstall, View: 7, Change: change},
+		{Type: GGone, View: 9},
+	} {
+		typ, p, err := GCodec{}.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := GCodec{}.Unmarshal(typ, p)
+		if err != nil || !reflect.DeepEqual(got, m) {
+			t.Fatalf("%+v -> %+v, %v", m, got, err)
+		}
+	}
+	if _, _, err := (GCodec{}).Marshal(GMsg{Type: GSend}); err == nil {
+		t.Fatal("a local request must not be encodable")
+	}
+	for _, m := range []GMsg{{Type: GData, Items: []Item{{Sender: 0, Seq: 1}}}, {Type: GData, Items: []Item{{Sender: 1, Seq: 0}}},
+		{Type: GStatus, Recv: []uint64{maxSeq + 1}}, {Type: GOrder, Stamps: []Stamp{{0, 1}}},
+		{Type: GCommit, Change: &Change{Next: View{Members: []Member{{0, 1}}}}}} {
+		typ, p, _ := GCodec{}.Marshal(m)
+		if _, err := (GCodec{}).Unmarshal(typ, p); err == nil {
+			t.Fatalf("%+v decoded", m)
+		}
+	}
+}
+
+func FuzzGCodec(f *testing.F) {
+	for _, m := range []GMsg{
+		{Type: GData, View: 2, Items: []Item{{Sender: 3, Seq: 1, Payload: []byte("x")}}},
+		{Type: GCommit, View: 2, Ballot: Ballot{1, 1}, Change: &Change{Next: View{ID: 3, Members: []Member{{1, 2}}}, Survivors: []node.ID{1}, Cut: []uint64{1}}},
+	} {
+		typ, p, _ := GCodec{}.Marshal(m)
+		f.Add(typ, p)
+	}
+	f.Add(uint8(18), []byte{})
+	f.Fuzz(func(t *testing.T, typ uint8, p []byte) {
+		if err := wire.RoundTrip[GMsg](GCodec{}, typ, p); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

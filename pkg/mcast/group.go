@@ -1,0 +1,572 @@
+package mcast
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/roundtable-go/roundtable/pkg/node"
+)
+
+// Total is how a Group orders deliveries across senders.
+type Total uint8
+
+const (
+	// TotalNone: FIFO per sender, no order across senders.
+	TotalNone Total = 0
+	// TotalSequencer: the view's leader stamps every message with its
+	// position in one order (seed 004, "agreed delivery"; a fixed
+	// sequencer); the next view's leader goes on after a failure.
+	TotalSequencer Total = 1
+)
+
+func (t Total) String() string {
+	switch t {
+	case TotalNone:
+		return "none"
+	case TotalSequencer:
+		return "sequencer"
+	}
+	return fmt.Sprintf("total(%d)", uint8(t))
+}
+
+// GroupConfig configures a Group. Zero values mean the default.
+type GroupConfig struct {
+	ID  node.ID
+	Inc uint64 // this incarnation (a restart must use a new one)
+	// Found: this process creates the group (its first view is itself
+	// alone). Otherwise it joins through Contacts.
+	Found    bool
+	Contacts []node.ID
+	Total    Total
+	// Period is the heartbeat (GStatus) interval. Default 20ms.
+	Period time.Duration
+	// Suspect is the silence after which a view member is suspected and
+	// taken out of the view. Default 8·Period.
+	Suspect time.Duration
+
+	bug gbug // planted bugs, tests only
+}
+
+func (c GroupConfig) period() time.Duration {
+	if c.Period <= 0 {
+		return 20 * time.Millisecond
+	}
+	return c.Period
+}
+
+func (c GroupConfig) suspect() time.Duration {
+	if c.Suspect <= 0 {
+		return 8 * c.period()
+	}
+	return c.Suspect
+}
+
+type gbug uint8
+
+const (
+	gbugEarlyInstall gbug = 1 + iota // install once a majority is ready, with what one has
+	gbugFlushDeliver                 // go on delivering while a view change is under way
+	gbugSkipGap                      // total: deliver past a stamped message not yet received
+)
+
+// Group events. Text forms: "view 7 members 1,2,4 joined 4 left 3",
+// "<sender> <seq> <payload>" (deliver), "left view 8", "removed from
+// view 6", "minority in view 5".
+
+// ViewEvent: this member installed a view.
+type ViewEvent struct {
+	Event   string   `json:"event"` // "view"
+	View    uint64   `json:"view"`
+	Leader  node.ID  `json:"leader"`
+	Members []Member `json:"members"`
+	Joined  []Member `json:"joined"`
+	Left    []Member `json:"left"`
+}
+
+func (e ViewEvent) Kind() string { return "view" }
+func (e ViewEvent) String() string {
+	ids := func(ms []Member) string {
+		if len(ms) == 0 {
+			return "-"
+		}
+		s := make([]string, len(ms))
+		for i, m := range ms {
+			s[i] = fmt.Sprint(m.ID)
+		}
+		return strings.Join(s, ",")
+	}
+	return fmt.Sprintf("view %d members %s joined %s left %s", e.View, ids(e.Members), ids(e.Joined), ids(e.Left))
+}
+
+// GroupSendEvent records one of this member's multicasts, in the view it
+// was sent in.
+type GroupSendEvent struct {
+	Event   string `json:"event"` // "send"
+	View    uint64 `json:"view"`
+	Seq     uint64 `json:"seq"`
+	Payload []byte `json:"payload"`
+}
+
+func (e GroupSendEvent) Kind() string   { return "send" }
+func (e GroupSendEvent) String() string { return fmt.Sprintf("send %d/%d", e.View, e.Seq) }
+
+// GroupDeliverEvent is one delivery (own messages included), in the view
+// the message was sent in.
+type GroupDeliverEvent struct {
+	Event   string  `json:"event"` // "deliver"
+	View    uint64  `json:"view"`
+	Sender  node.ID `json:"sender"`
+	Seq     uint64  `json:"seq"`
+	Payload []byte  `json:"payload"`
+}
+
+func (e GroupDeliverEvent) Kind() string { return "deliver" }
+func (e GroupDeliverEvent) String() string {
+	return fmt.Sprintf("%d %d %s", e.Sender, e.Seq, e.Payload)
+}
+
+// LeftEvent: this member's input ended and it has left the group (the
+// view it flushed into without being a member of it).
+type LeftEvent struct {
+	Event string `json:"event"` // "left"
+	View  uint64 `json:"view"`
+}
+
+func (e LeftEvent) Kind() string   { return "left" }
+func (e LeftEvent) String() string { return fmt.Sprintf("left view %d", e.View) }
+
+// RemovedEvent: the group went on without this member (it was suspected,
+// or cut off in a minority); it joins again as a new incarnation.
+type RemovedEvent struct {
+	Event string `json:"event"` // "removed"
+	View  uint64 `json:"view"`
+	Inc   uint64 `json:"inc"` // the new incarnation
+}
+
+func (e RemovedEvent) Kind() string   { return "removed" }
+func (e RemovedEvent) String() string { return fmt.Sprintf("removed from view %d", e.View) }
+
+// MinorityEvent: a view change has waited a long time for a majority of
+// the view: this member is cut off with a minority and waits.
+type MinorityEvent struct {
+	Event string `json:"event"` // "minority"
+	View  uint64 `json:"view"`
+}
+
+func (e MinorityEvent) Kind() string   { return "minority" }
+func (e MinorityEvent) String() string { return fmt.Sprintf("minority in view %d", e.View) }
+
+// lead is the state of a view change this member leads.
+type lead struct {
+	ballot  Ballot
+	started time.Time
+	acks    map[node.ID]GMsg
+	change  *Change          // after phase I
+	need    []node.ID        // survivors that must be ready
+	ready   map[node.ID]bool // phase II
+	resent  time.Time
+}
+
+// Group is one member of a dynamic group: membership views agreed by the
+// leader-based protocol of seed 004, virtually synchronous delivery, and
+// optionally one total order. See doc.go.
+type Group struct {
+	cfg     GroupConfig
+	me      Member
+	life    uint64
+	view    View
+	inView  bool
+	pos     map[node.ID]int
+	done    bool // left (or ended alone)
+	ended   bool
+	queue   [][]byte
+	now     time.Time
+	started bool
+
+	// per view
+	seq       uint64
+	store     []map[uint64][]byte
+	recv      []uint64
+	above     []map[uint64]bool
+	deliv     []uint64 // FIFO: delivered per member
+	delivered map[Stamp]bool
+	stamps    []Stamp // total: positions 1..len
+	stampAt   map[uint64]Stamp
+	stamped   map[Stamp]bool
+	nextPos   uint64
+	gcRecv    [][]uint64 // last status per member
+	heard     []time.Time
+	nextBeat  time.Time
+	nak       map[node.ID]bool
+	future    []node.Envelope[GMsg]
+	installed time.Time
+
+	// view change out of the current view
+	flushing   bool
+	promised   Ballot
+	accepted   *Change
+	accBallot  Ballot
+	readySent  Ballot
+	lead       *lead
+	deferUntil time.Time
+	maxN       uint64
+	joins      map[Member]bool
+	leaves     map[node.ID]bool
+	lastInst   *Change
+	minority   bool
+	waitSince  time.Time
+	contacts   []node.ID
+	nextJoin   time.Time
+	nextLeave  time.Time
+	lagAt      map[node.ID]time.Time
+	flushSince time.Time
+
+	stats  map[string]uint64
+	out    []node.Envelope[GMsg]
+	events []node.Event
+}
+
+// NewGroup returns a Group member; the runner calls Tick once at start.
+func NewGroup(cfg GroupConfig) (*Group, error) {
+	if cfg.ID == node.None {
+		return nil, errors.New("mcast: member id 0")
+	}
+	if !cfg.Found && len(cfg.Contacts) == 0 {
+		return nil, errors.New("mcast: a member that does not found the group needs contacts")
+	}
+	if cfg.Total > TotalSequencer {
+		return nil, errors.New("mcast: unknown total order")
+	}
+	cfg.Period = cfg.period()
+	cfg.Suspect = cfg.suspect()
+	g := &Group{cfg: cfg, me: Member{cfg.ID, cfg.Inc}, stats: map[string]uint64{}, joins: map[Member]bool{},
+		leaves: map[node.ID]bool{}, lagAt: map[node.ID]time.Time{}}
+	g.contacts = slices.DeleteFunc(slices.Clone(cfg.Contacts), func(id node.ID) bool { return id == cfg.ID })
+	return g, nil
+}
+
+// Stats returns the counters.
+func (g *Group) Stats() map[string]uint64 { return g.stats }
+
+// Status describes the member for status queries.
+func (g *Group) Status() any {
+	return map[string]any{"id": g.cfg.ID, "inc": g.me.Inc, "view": g.view.ID, "in_view": g.inView, "members": g.view.Members,
+		"flushing": g.flushing, "sent": g.seq, "received": g.recv, "stamps": len(g.stamps), "counters": g.stats}
+}
+
+// View returns the installed view (ok false while joining).
+func (g *Group) View() (View, bool) { return g.view, g.inView }
+
+// Done reports whether this member has left the group.
+func (g *Group) Done() bool { return g.done }
+
+func (g *Group) leader() node.ID { return g.view.Members[0].ID }
+
+func (g *Group) send(to node.ID, m GMsg) {
+	if to == g.cfg.ID {
+		return // a change this member led and no longer leads
+	}
+	m.Inc = g.me.Inc
+	g.out = append(g.out, node.Envelope[GMsg]{From: g.cfg.ID, To: to, Msg: m})
+}
+
+func (g *Group) others() []node.ID {
+	var ids []node.ID
+	for _, m := range g.view.Members {
+		if m.ID != g.cfg.ID {
+			ids = append(ids, m.ID)
+		}
+	}
+	return ids
+}
+
+// install makes v the current view and resets the per-view state.
+func (g *Group) install(v View) {
+	g.view, g.inView = v, true
+	n := len(v.Members)
+	g.pos = make(map[node.ID]int, n)
+	for i, m := range v.Members {
+		g.pos[m.ID] = i
+	}
+	g.seq = 0
+	g.store, g.above = make([]map[uint64][]byte, n), make([]map[uint64]bool, n)
+	for i := range g.store {
+		g.store[i], g.above[i] = map[uint64][]byte{}, map[uint64]bool{}
+	}
+	g.recv, g.deliv = make([]uint64, n), make([]uint64, n)
+	g.delivered, g.stampAt, g.stamped = map[Stamp]bool{}, map[uint64]Stamp{}, map[Stamp]bool{}
+	g.stamps, g.nextPos = nil, 1
+	g.gcRecv, g.heard = make([][]uint64, n), make([]time.Time, n)
+	for i := range g.heard {
+		g.heard[i] = g.now
+	}
+	g.nak = map[node.ID]bool{}
+	g.flushing, g.promised, g.accepted, g.accBallot, g.readySent, g.lead = false, Ballot{}, nil, Ballot{}, Ballot{}, nil
+	g.minority, g.waitSince, g.installed = false, time.Time{}, g.now
+	for m := range g.joins {
+		if slices.Contains(v.Members, m) {
+			delete(g.joins, m)
+		}
+	}
+	for id := range g.leaves {
+		if _, ok := g.pos[id]; !ok {
+			delete(g.leaves, id)
+		}
+	}
+	g.events = append(g.events, ViewEvent{Event: "view", View: v.ID, Leader: v.Members[0].ID,
+		Members: slices.Clone(v.Members), Joined: slices.Clone(v.Joined), Left: slices.Clone(v.Left)})
+	g.stats["views"]++
+	g.flushQueue()
+	// Frames of this view that came early.
+	fut := g.future
+	g.future = nil
+	for _, e := range fut {
+		if e.Msg.View >= v.ID {
+			g.handle(e.From, e.Msg)
+		}
+	}
+}
+
+// rejoin starts a new incarnation after the group went on without us.
+func (g *Group) rejoin(view uint64) {
+	for _, m := range g.view.Members {
+		if m.ID != g.cfg.ID && !slices.Contains(g.contacts, m.ID) {
+			g.contacts = append(g.contacts, m.ID)
+		}
+	}
+	g.life++
+	g.me.Inc = g.cfg.Inc + g.life
+	g.inView, g.flushing, g.lead, g.future = false, false, nil, nil
+	g.view = View{}
+	g.nextJoin = time.Time{}
+	g.events = append(g.events, RemovedEvent{Event: "removed", View: view, Inc: g.me.Inc})
+	g.stats["removed"]++
+}
+
+// Tick implements node.Machine.
+func (g *Group) Tick(now time.Time) {
+	g.now = now
+	if !g.started {
+		g.started = true
+		if g.cfg.Found {
+			g.install(View{ID: 1, Members: []Member{g.me}, Joined: []Member{g.me}})
+		}
+	}
+	if g.done {
+		return
+	}
+	if !g.inView {
+		if g.ended && len(g.queue) == 0 {
+			// Nothing left to send: no need to join only to leave.
+			g.done = true
+			g.events = append(g.events, DoneEvent{Event: "done", Sent: g.stats["sent"]})
+			return
+		}
+		if !now.Before(g.nextJoin) {
+			g.nextJoin = now.Add(g.cfg.Period)
+			for _, c := range g.contacts {
+				g.send(c, GMsg{Type: GJoin, Member: g.me})
+			}
+		}
+		return
+	}
+	if !now.Before(g.nextBeat) {
+		g.nextBeat = now.Add(g.cfg.Period)
+		for _, id := range g.others() {
+			g.sendStatus(id)
+		}
+	}
+	g.tryLeave()
+	g.leadChange()
+	if g.flushing && g.now.Sub(g.flushSince) > 4*g.cfg.Suspect && !g.minority {
+		// A view change that waits this long lacks a majority.
+		g.minority = true
+		g.events = append(g.events, MinorityEvent{Event: "minority", View: g.view.ID})
+	}
+}
+
+func (g *Group) sendStatus(to node.ID) {
+	g.send(to, GMsg{Type: GStatus, View: g.view.ID, Recv: slices.Clone(g.recv), Ordered: uint64(len(g.stamps))})
+}
+
+// suspected reports whether view member i has been silent too long.
+func (g *Group) suspected(i int) bool {
+	return g.view.Members[i].ID != g.cfg.ID && g.now.Sub(g.heard[i]) > g.cfg.Suspect
+}
+
+// acting is the member that leads a change: the first in seniority that
+// this member does not suspect (seed 004: "second process on the list
+// becomes the leader").
+func (g *Group) acting() node.ID {
+	for i, m := range g.view.Members {
+		if !g.suspected(i) {
+			return m.ID
+		}
+	}
+	return g.cfg.ID
+}
+
+// leadChange starts, drives and times out a view change when this member
+// is the acting leader.
+func (g *Group) leadChange() {
+	if g.acting() != g.cfg.ID {
+		g.lead = nil
+		return
+	}
+	if g.lead == nil {
+		need := g.flushing || g.accepted != nil || len(g.joins) > 0 || len(g.leaves) > 0 || g.leader() != g.cfg.ID
+		for i := range g.view.Members {
+			need = need || g.suspected(i)
+		}
+		if !need || g.now.Before(g.deferUntil) {
+			return
+		}
+		g.maxN = max(g.maxN, g.promised.N) + 1
+		g.lead = &lead{ballot: Ballot{g.maxN, g.cfg.ID}, started: g.now, acks: map[node.ID]GMsg{}}
+		g.stats["changes"]++
+		g.onPropose(g.cfg.ID, g.lead.ballot)
+	}
+	l := g.lead
+	if g.now.Sub(l.resent) >= g.cfg.Period {
+		l.resent = g.now
+		for _, id := range g.others() {
+			switch {
+			case l.change == nil:
+				if _, ok := l.acks[id]; !ok {
+					g.send(id, GMsg{Type: GPropose, View: g.view.ID, Ballot: l.ballot})
+				}
+			case !l.ready[id] && slices.Contains(l.change.Survivors, id):
+				g.send(id, GMsg{Type: GCommit, View: g.view.ID, Ballot: l.ballot, Change: l.change})
+			}
+		}
+	}
+	if l.change == nil {
+		g.tryCommit()
+	} else {
+		for _, id := range l.need {
+			if i := g.pos[id]; !l.ready[id] && g.suspected(i) {
+				// A survivor died before it was ready: start over.
+				g.lead = nil
+				return
+			}
+		}
+	}
+}
+
+// tryCommit ends phase I once every member not suspected has answered and
+// they are a majority of the view.
+func (g *Group) tryCommit() {
+	l := g.lead
+	for i, m := range g.view.Members {
+		if _, ok := l.acks[m.ID]; !ok && !g.suspected(i) {
+			return
+		}
+	}
+	if 2*len(l.acks) <= len(g.view.Members) {
+		return // a minority cannot change the view (primary component)
+	}
+	// Seed 004, leader failure: a change some member has accepted may
+	// already be installed somewhere. Take the highest accepted one, as
+	// long as the members that answered hold every message of its cut
+	// (if one of its survivors lacks some, nobody installed it: an install
+	// waits until every survivor is ready).
+	var best *Change
+	var bestB Ballot
+	for _, a := range l.acks {
+		if a.Change != nil && (best == nil || bestB.less(a.Accepted)) {
+			best, bestB = a.Change, a.Accepted
+		}
+	}
+	if best != nil {
+		ok := true
+		for id, a := range l.acks {
+			if slices.Contains(best.Survivors, id) && !covers(a.Recv, a.Ordered, best) {
+				ok = false
+			}
+		}
+		if ok {
+			l.change = best
+			for id := range l.acks {
+				if slices.Contains(best.Survivors, id) {
+					l.need = append(l.need, id)
+				}
+			}
+		}
+	}
+	if l.change == nil {
+		c := &Change{Cut: make([]uint64, len(g.view.Members))}
+		for _, m := range g.view.Members {
+			a, ok := l.acks[m.ID]
+			if !ok {
+				continue
+			}
+			c.Survivors = append(c.Survivors, m.ID)
+			for j := range c.Cut {
+				c.Cut[j] = max(c.Cut[j], a.Recv[j])
+			}
+			c.OrderCut = max(c.OrderCut, a.Ordered)
+		}
+		joinIDs := map[node.ID]bool{}
+		var joined []Member
+		for m := range g.joins {
+			joinIDs[m.ID] = true
+			joined = append(joined, m)
+		}
+		joined = newestPerID(joined)
+		c.Next.ID = g.view.ID + 1
+		for _, m := range g.view.Members {
+			if _, ok := l.acks[m.ID]; ok && !g.leaves[m.ID] && !joinIDs[m.ID] {
+				c.Next.Members = append(c.Next.Members, m)
+			} else {
+				c.Next.Left = append(c.Next.Left, m)
+			}
+		}
+		c.Next.Members = append(c.Next.Members, joined...)
+		c.Next.Joined = joined
+		l.change, l.need = c, slices.Clone(c.Survivors)
+	}
+	l.ready = map[node.ID]bool{}
+	l.resent = time.Time{}
+	g.stats["commits"]++
+	for _, id := range l.change.Survivors {
+		g.send(id, GMsg{Type: GCommit, View: g.view.ID, Ballot: l.ballot, Change: l.change})
+	}
+	l.resent = g.now
+	g.onCommit(g.cfg.ID, l.ballot, l.change) // last: it may install the next view
+}
+
+// newestPerID sorts ms by ID and keeps the newest incarnation of each
+// process (two incarnations of one process never share a view).
+func newestPerID(ms []Member) []Member {
+	slices.SortFunc(ms, func(a, b Member) int {
+		if a.ID != b.ID {
+			return int(a.ID) - int(b.ID)
+		}
+		return cmp.Compare(a.Inc, b.Inc)
+	})
+	var out []Member
+	for i, m := range ms {
+		if i+1 < len(ms) && ms[i+1].ID == m.ID {
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// covers reports whether recv and ordered reach the change's cut.
+func covers(recv []uint64, ordered uint64, c *Change) bool {
+	if len(recv) != len(c.Cut) || ordered < c.OrderCut {
+		return false
+	}
+	for j, v := range c.Cut {
+		if recv[j] < v {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,616 @@
+package mcast
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/roundtable-go/roundtable/pkg/node"
+)
+
+// Step implements node.Machine.
+func (g *Group) Step(now time.Time, in node.Envelope[GMsg]) error {
+	g.now = now
+	if in.From == g.cfg.ID {
+		switch in.Msg.Type {
+		case GSend:
+			for _, it := range in.Msg.Items {
+				if len(it.Payload) > MaxPayload {
+					return fmt.Errorf("mcast: a message of %d bytes exceeds %d", len(it.Payload), MaxPayload)
+				}
+			}
+			if g.ended {
+				return fmt.Errorf("mcast: send after the end of input")
+			}
+			for _, it := range in.Msg.Items {
+				g.queue = append(g.queue, it.Payload)
+			}
+			g.flushQueue()
+			return nil
+		case GEnd:
+			g.ended = true
+			g.tryLeave()
+			return nil
+		}
+		return fmt.Errorf("mcast: %v is not a local request here", in.Msg.Type)
+	}
+	if g.done {
+		// Tell a straggler of our last view that the group went on
+		// without it (everyone else may have left too).
+		if _, ok := g.pos[in.From]; ok && in.Msg.Type != GGone && in.Msg.View <= g.view.ID {
+			if t, ok := g.lagAt[in.From]; !ok || now.Sub(t) >= g.cfg.Period {
+				g.lagAt[in.From] = now
+				g.send(in.From, GMsg{Type: GGone, View: g.view.ID + 1})
+			}
+		}
+		return nil
+	}
+	g.handle(in.From, in.Msg)
+	return nil
+}
+
+// handle processes one frame from another process.
+func (g *Group) handle(from node.ID, m GMsg) {
+	switch m.Type {
+	case GJoin:
+		g.onJoin(m.Member)
+		return
+	case GGone:
+		if g.inView && m.View > g.view.ID {
+			if _, ok := g.pos[from]; ok {
+				g.rejoin(g.view.ID)
+			}
+		}
+		return
+	case GInstall:
+		if m.Change != nil {
+			g.onInstall(from, m.Change)
+		}
+		return
+	}
+	if !g.inView {
+		return
+	}
+	if m.View > g.view.ID {
+		// A later view: we are behind (the install is on its way) or out.
+		if debugf != nil {
+			debugf("%d: view %d buffers %v of view %d from %d: %+v", g.cfg.ID, g.view.ID, m.Type, m.View, from, m.Items)
+		}
+		if len(g.future) < 4096 {
+			g.future = append(g.future, node.Envelope[GMsg]{From: from, To: g.cfg.ID, Msg: m})
+		}
+		return
+	}
+	if m.View < g.view.ID {
+		g.laggard(from, m.Inc)
+		return
+	}
+	i, ok := g.pos[from]
+	if !ok || g.view.Members[i].Inc != m.Inc {
+		g.stats["foreign"]++
+		return
+	}
+	g.heard[i] = g.now
+	switch m.Type {
+	case GData:
+		for _, it := range m.Items {
+			g.receive(it)
+		}
+		if g.nak[from] {
+			delete(g.nak, from)
+			g.sendStatus(from)
+		}
+		g.deliver()
+		g.checkReady() // last: it may install the next view
+	case GOrder:
+		// The leader's stamps, or another member's copies of them.
+		if g.cfg.Total == TotalSequencer {
+			for k, s := range m.Stamps {
+				p := m.Start + uint64(k)
+				if p > uint64(len(g.stamps)) {
+					g.stampAt[p] = s
+				}
+			}
+			for {
+				s, ok := g.stampAt[uint64(len(g.stamps))+1]
+				if !ok {
+					break
+				}
+				delete(g.stampAt, uint64(len(g.stamps))+1)
+				g.stamps = append(g.stamps, s)
+			}
+			if len(g.stampAt) > 0 {
+				g.sendStatus(from)
+			}
+			g.deliver()
+			g.checkReady() // last: it may install the next view
+		}
+	case GStatus:
+		if len(m.Recv) == len(g.view.Members) {
+			g.gcRecv[i] = m.Recv
+			g.retransmit(from, m.Recv, m.Ordered)
+			g.collect()
+		}
+	case GLeave:
+		if g.acting() == g.cfg.ID {
+			if _, ok := g.pos[m.Member.ID]; ok {
+				g.leaves[m.Member.ID] = true
+			}
+		} else {
+			g.send(g.acting(), GMsg{Type: GLeave, View: g.view.ID, Member: m.Member})
+		}
+	case GPropose:
+		if g.promised.less(m.Ballot) || g.promised == m.Ballot {
+			if g.lead != nil && g.lead.ballot.less(m.Ballot) {
+				g.lead = nil
+			}
+			g.deferUntil = g.now.Add(g.cfg.Suspect)
+			g.onPropose(from, m.Ballot)
+		} else {
+			g.send(from, GMsg{Type: GAck, View: g.view.ID, Ballot: g.promised, Reject: true})
+		}
+	case GAck:
+		g.maxN = max(g.maxN, m.Ballot.N)
+		if l := g.lead; l != nil && m.Reject {
+			if l.ballot.less(m.Ballot) {
+				// The member promised a later attempt. Step back if its
+				// leader is the one we would follow; otherwise try again
+				// above it.
+				g.lead = nil
+				if m.Ballot.ID != g.cfg.ID && g.acting() == m.Ballot.ID {
+					g.deferUntil = g.now.Add(g.cfg.Suspect)
+				}
+			}
+			return
+		}
+		if l := g.lead; l != nil && l.change == nil {
+			if m.Ballot == l.ballot && len(m.Recv) == len(g.view.Members) {
+				l.acks[from] = m
+				g.tryCommit()
+			}
+		}
+	case GCommit:
+		if m.Change == nil || len(m.Change.Cut) != len(g.view.Members) {
+			return
+		}
+		if m.Ballot.less(g.promised) {
+			g.send(from, GMsg{Type: GAck, View: g.view.ID, Ballot: g.promised, Reject: true})
+			return
+		}
+		g.onCommit(from, m.Ballot, m.Change)
+	case GReady:
+		if l := g.lead; l != nil && l.change != nil && m.Ballot == l.ballot {
+			l.ready[from] = true
+			g.tryInstall()
+		}
+	}
+}
+
+// debugf, when set (tests), sees the group protocol's decisions.
+var debugf func(format string, args ...any)
+
+// laggard answers a frame of an older view: its sender missed the
+// install (send it again) or is no longer a member (tell it so).
+func (g *Group) laggard(from node.ID, inc uint64) {
+	if t, ok := g.lagAt[from]; ok && g.now.Sub(t) < g.cfg.Period {
+		return
+	}
+	g.lagAt[from] = g.now
+	if i, ok := g.pos[from]; ok && g.view.Members[i].Inc == inc && g.lastInst != nil {
+		g.send(from, GMsg{Type: GInstall, View: g.view.ID - 1, Change: g.lastInst})
+		return
+	}
+	if _, ok := g.pos[from]; !ok || g.view.Members[g.pos[from]].Inc != inc {
+		g.send(from, GMsg{Type: GGone, View: g.view.ID})
+	}
+}
+
+// onJoin: a process asks to join (seed 004: joins go to the leader).
+func (g *Group) onJoin(m Member) {
+	if !g.inView || m.ID == node.None {
+		return
+	}
+	if i, ok := g.pos[m.ID]; ok && g.view.Members[i] == m {
+		// It is in the view already and missed the install.
+		if g.lastInst != nil {
+			g.send(m.ID, GMsg{Type: GInstall, View: g.view.ID - 1, Change: g.lastInst})
+		}
+		return
+	}
+	if g.acting() == g.cfg.ID {
+		g.joins[m] = true
+		return
+	}
+	g.send(g.acting(), GMsg{Type: GJoin, View: g.view.ID, Member: m})
+}
+
+// onPropose is phase I at a member: stop sending and delivering, promise,
+// and answer with what this member has and what change it accepted.
+func (g *Group) onPropose(from node.ID, b Ballot) {
+	g.promised = b
+	g.startFlush()
+	a := GMsg{Type: GAck, View: g.view.ID, Ballot: b, Recv: slices.Clone(g.recv), Ordered: uint64(len(g.stamps))}
+	if g.accepted != nil {
+		a.Change, a.Accepted = g.accepted, g.accBallot
+	}
+	if from == g.cfg.ID {
+		a.Inc = g.me.Inc
+		g.lead.acks[g.cfg.ID] = a
+		return
+	}
+	g.send(from, a)
+}
+
+func (g *Group) startFlush() {
+	if !g.flushing {
+		g.flushing, g.flushSince = true, g.now
+	}
+}
+
+// onCommit is phase II at a member: accept the change, fetch what the cut
+// asks for, and say so when everything is here.
+func (g *Group) onCommit(from node.ID, b Ballot, c *Change) {
+	if b.less(g.promised) {
+		return
+	}
+	if c.Next.ID != g.view.ID+1 {
+		g.stats["bad-commit"]++
+		return
+	}
+	g.promised = b
+	g.startFlush()
+	g.accepted, g.accBallot = c, b
+	g.readySent = Ballot{} // a repeated commit: our ready was lost
+	if !covers(g.recv, uint64(len(g.stamps)), c) {
+		// Ask the survivors: whoever has what we lack sends it (and the
+		// heartbeats go on asking).
+		for _, id := range c.Survivors {
+			if id != g.cfg.ID {
+				g.sendStatus(id)
+			}
+		}
+		return
+	}
+	g.checkReady()
+}
+
+// checkReady tells the change's leader once this member has everything up
+// to the accepted cut.
+func (g *Group) checkReady() {
+	if g.accepted == nil || g.readySent == g.accBallot || !covers(g.recv, uint64(len(g.stamps)), g.accepted) {
+		return
+	}
+	g.readySent = g.accBallot
+	if l := g.lead; l != nil && l.ballot == g.accBallot {
+		l.ready[g.cfg.ID] = true
+		g.tryInstall()
+		return
+	}
+	g.send(g.accBallot.ID, GMsg{Type: GReady, View: g.view.ID, Ballot: g.accBallot})
+}
+
+// tryInstall ends phase II once every survivor that must be is ready.
+func (g *Group) tryInstall() {
+	l := g.lead
+	n := 0
+	for _, id := range l.need {
+		if l.ready[id] {
+			n++
+		}
+	}
+	if n < len(l.need) {
+		if g.cfg.bug != gbugEarlyInstall || 2*n <= len(g.view.Members) {
+			return
+		}
+	}
+	c := l.change
+	to := map[node.ID]bool{}
+	for _, m := range c.Next.Members {
+		to[m.ID] = true
+	}
+	for _, id := range c.Survivors {
+		to[id] = true
+	}
+	for _, id := range slices.Sorted(func(yield func(node.ID) bool) {
+		for id := range to {
+			if !yield(id) {
+				return
+			}
+		}
+	}) {
+		if id != g.cfg.ID {
+			g.send(id, GMsg{Type: GInstall, View: g.view.ID, Change: c})
+		}
+	}
+	g.onInstall(g.cfg.ID, c)
+}
+
+// onInstall delivers the rest of the old view up to the cut and installs
+// the next view (or leaves, or rejoins).
+func (g *Group) onInstall(from node.ID, c *Change) {
+	if debugf != nil {
+		debugf("%d: install from %d in view %d (flushing %v accepted %v): %+v", g.cfg.ID, from, g.view.ID, g.flushing, g.accBallot, *c)
+	}
+	next := c.Next
+	in := slices.Contains(next.Members, g.me)
+	switch {
+	case !g.inView:
+		if in && !g.done {
+			g.lastInst = c
+			g.install(next)
+		}
+		return
+	case next.ID <= g.view.ID:
+		return
+	case next.ID > g.view.ID+1 || len(c.Cut) != len(g.view.Members):
+		// We missed whole views: the group went on without us.
+		g.stats["missed-views"]++
+		g.rejoin(g.view.ID)
+		return
+	}
+	if !slices.Contains(c.Survivors, g.cfg.ID) {
+		// Taken out without flushing: what we delivered in this view may
+		// differ from the survivors; this incarnation ends here.
+		g.rejoin(g.view.ID)
+		return
+	}
+	if !covers(g.recv, uint64(len(g.stamps)), c) && g.cfg.bug != gbugEarlyInstall {
+		// A survivor the install did not wait for (a change taken over
+		// from a failed leader waits only for those that answered it)
+		// and that lacks part of the cut cannot move with the others:
+		// this incarnation ends here.
+		g.stats["install-unready"]++
+		g.rejoin(g.view.ID)
+		return
+	}
+	g.finishView(c)
+	g.lastInst = c
+	if in {
+		g.install(next)
+		return
+	}
+	if g.ended {
+		g.done = true
+		g.inView = false
+		g.events = append(g.events, LeftEvent{Event: "left", View: next.ID}, DoneEvent{Event: "done", Sent: g.stats["sent"]})
+		return
+	}
+	g.rejoin(g.view.ID)
+}
+
+// finishView delivers what the cut says is delivered in this view and this
+// member has not delivered yet: the stamped messages in stamp order, then
+// the rest by sender and number (the same at every survivor).
+func (g *Group) finishView(c *Change) {
+	cut := c.Cut
+	if g.cfg.Total == TotalSequencer {
+		for p := g.nextPos; p <= c.OrderCut && p <= uint64(len(g.stamps)); p++ {
+			s := g.stamps[p-1]
+			if j, ok := g.pos[s.Sender]; ok && s.Seq <= cut[j] && !g.delivered[s] {
+				g.deliverOne(j, s.Seq)
+			}
+		}
+		for j, m := range g.view.Members {
+			for q := uint64(1); q <= cut[j] && q <= g.recv[j]; q++ {
+				if !g.delivered[Stamp{m.ID, q}] {
+					g.deliverOne(j, q)
+				}
+			}
+		}
+		return
+	}
+	for j := range g.view.Members {
+		for g.deliv[j] < cut[j] && g.deliv[j] < g.recv[j] {
+			g.deliverOne(j, g.deliv[j]+1)
+		}
+	}
+}
+
+// receive stores one data item of the current view.
+func (g *Group) receive(it Item) {
+	j, ok := g.pos[it.Sender]
+	if !ok || it.Sender == g.cfg.ID {
+		return
+	}
+	if it.Seq <= g.recv[j] || g.above[j][it.Seq] {
+		g.stats["duplicates"]++
+		return
+	}
+	g.store[j][it.Seq] = it.Payload
+	if debugf != nil {
+		debugf("%d: view %d store %d/%d %q", g.cfg.ID, g.view.ID, it.Sender, it.Seq, it.Payload)
+	}
+	if it.Seq != g.recv[j]+1 {
+		g.above[j][it.Seq] = true
+		g.nak[it.Sender] = true
+		return
+	}
+	g.recv[j]++
+	for g.above[j][g.recv[j]+1] {
+		delete(g.above[j], g.recv[j]+1)
+		g.recv[j]++
+	}
+}
+
+// deliver delivers what the order allows (nothing while a view change is
+// under way: the install delivers the rest up to the cut).
+func (g *Group) deliver() {
+	if g.flushing && g.cfg.bug != gbugFlushDeliver {
+		return
+	}
+	if g.cfg.Total == TotalSequencer {
+		if g.leader() == g.cfg.ID {
+			g.stamp()
+		}
+		for g.nextPos <= uint64(len(g.stamps)) {
+			s := g.stamps[g.nextPos-1]
+			j, ok := g.pos[s.Sender]
+			if !ok || s.Seq > g.recv[j] {
+				if g.cfg.bug == gbugSkipGap && ok {
+					g.nextPos++
+					continue
+				}
+				return
+			}
+			if !g.delivered[s] {
+				g.deliverOne(j, s.Seq)
+			}
+			g.nextPos++
+		}
+		return
+	}
+	for j := range g.view.Members {
+		for g.deliv[j] < g.recv[j] {
+			g.deliverOne(j, g.deliv[j]+1)
+		}
+	}
+}
+
+// stamp: the sequencer gives each message it has received without a gap
+// the next position, and tells every member.
+func (g *Group) stamp() {
+	start := uint64(len(g.stamps)) + 1
+	for j, m := range g.view.Members {
+		for q := g.deliv[j] + 1; q <= g.recv[j]; q++ {
+			s := Stamp{m.ID, q}
+			if !g.stamped[s] {
+				g.stamped[s] = true
+				g.stamps = append(g.stamps, s)
+			}
+			g.deliv[j] = q // stamped up to here
+		}
+	}
+	if fresh := g.stamps[start-1:]; len(fresh) > 0 {
+		for _, id := range g.others() {
+			g.send(id, GMsg{Type: GOrder, View: g.view.ID, Start: start, Stamps: slices.Clone(fresh)})
+		}
+	}
+}
+
+func (g *Group) deliverOne(j int, q uint64) {
+	m := g.view.Members[j]
+	if g.cfg.Total == TotalNone {
+		g.deliv[j] = q
+	} else {
+		g.delivered[Stamp{m.ID, q}] = true
+	}
+	g.stats["delivered"]++
+	g.events = append(g.events, GroupDeliverEvent{Event: "deliver", View: g.view.ID, Sender: m.ID, Seq: q, Payload: g.store[j][q]})
+}
+
+// flushQueue sends what the application queued, when a view allows it.
+func (g *Group) flushQueue() {
+	if !g.inView || g.flushing || len(g.queue) == 0 {
+		return
+	}
+	me := g.pos[g.cfg.ID]
+	var items []Item
+	for _, p := range g.queue {
+		g.seq++
+		g.store[me][g.seq] = p
+		g.recv[me] = g.seq
+		g.stats["sent"]++
+		g.events = append(g.events, GroupSendEvent{Event: "send", View: g.view.ID, Seq: g.seq, Payload: p})
+		items = append(items, Item{Sender: g.cfg.ID, Seq: g.seq, Payload: p})
+	}
+	g.queue = nil
+	g.broadcast(items)
+	g.deliver()
+}
+
+func (g *Group) broadcast(items []Item) {
+	for len(items) > 0 {
+		n, size := 0, 0
+		for n < len(items) && n < maxItems {
+			if n > 0 && size+len(items[n].Payload)+16 > budget {
+				break
+			}
+			size += len(items[n].Payload) + 16
+			n++
+		}
+		for _, id := range g.others() {
+			g.send(id, GMsg{Type: GData, View: g.view.ID, Items: items[:n]})
+		}
+		items = items[n:]
+	}
+}
+
+// retransmit sends a member what its status says it lacks: messages of
+// any sender (relaying a failed sender's) and stamps.
+func (g *Group) retransmit(to node.ID, recv []uint64, ordered uint64) {
+	var items []Item
+	size := 0
+	for j, m := range g.view.Members {
+		for q := recv[j] + 1; q <= g.recv[j] && size < budget; q++ {
+			p, ok := g.store[j][q]
+			if !ok {
+				break
+			}
+			items = append(items, Item{Sender: m.ID, Seq: q, Payload: p})
+			size += len(p) + 16
+		}
+	}
+	if len(items) > 0 {
+		g.stats["retransmitted"] += uint64(len(items))
+		g.send(to, GMsg{Type: GData, View: g.view.ID, Items: items})
+	}
+	if have := uint64(len(g.stamps)); ordered < have {
+		end := min(have, ordered+maxStamps)
+		g.send(to, GMsg{Type: GOrder, View: g.view.ID, Start: ordered + 1, Stamps: slices.Clone(g.stamps[ordered:end])})
+	}
+}
+
+// collect forgets messages every view member has and this member has
+// delivered.
+func (g *Group) collect() {
+	for j, m := range g.view.Members {
+		low := g.recv[j]
+		for i := range g.view.Members {
+			if g.view.Members[i].ID == g.cfg.ID {
+				continue
+			}
+			if g.gcRecv[i] == nil {
+				return
+			}
+			low = min(low, g.gcRecv[i][j])
+		}
+		for q := range g.store[j] {
+			if q <= low && (g.cfg.Total == TotalNone && q <= g.deliv[j] || g.delivered[Stamp{m.ID, q}]) {
+				delete(g.store[j], q)
+			}
+		}
+	}
+}
+
+// tryLeave: once the input has ended and everything queued is sent, ask
+// the leader to take this member out (alone, just stop).
+func (g *Group) tryLeave() {
+	if !g.ended || !g.inView || g.done || len(g.queue) > 0 {
+		return
+	}
+	if len(g.view.Members) == 1 && !g.flushing {
+		g.finishView(&Change{Cut: slices.Clone(g.recv), OrderCut: uint64(len(g.stamps))})
+		g.done, g.inView = true, false
+		g.events = append(g.events, LeftEvent{Event: "left", View: g.view.ID + 1}, DoneEvent{Event: "done", Sent: g.stats["sent"]})
+		return
+	}
+	if g.now.Before(g.nextLeave) {
+		return
+	}
+	g.nextLeave = g.now.Add(g.cfg.Period)
+	if g.acting() == g.cfg.ID {
+		g.leaves[g.cfg.ID] = true
+		return
+	}
+	g.send(g.acting(), GMsg{Type: GLeave, View: g.view.ID, Member: g.me})
+}
+
+// Ready implements node.Machine.
+func (g *Group) Ready() node.Ready[GMsg] {
+	r := node.Ready[GMsg]{Msgs: g.out, Events: g.events}
+	g.out, g.events = nil, nil
+	if !g.done {
+		r.Wake = g.now.Add(g.cfg.Period / 2)
+	}
+	return r
+}

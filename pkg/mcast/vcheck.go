@@ -1,0 +1,301 @@
+package mcast
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+
+	"github.com/roundtable-go/roundtable/pkg/node"
+)
+
+// VKind is the kind of a VRecord.
+type VKind uint8
+
+const (
+	VSend    VKind = iota + 1 // one of the member's own multicasts
+	VDeliver                  // a delivery (own messages included)
+	VView                     // an installed view
+	VLeft                     // the member left, flushing into view View
+)
+
+// VRecord is one line of a group member's log (one incarnation).
+type VRecord struct {
+	Kind    VKind
+	View    uint64
+	Sender  node.ID // deliveries
+	Seq     uint64
+	Payload []byte
+	Members []Member // views
+	Line    int      // its line in the log file (0: its position, from 1)
+}
+
+type vmsg struct {
+	view   uint64
+	sender node.ID
+	seq    uint64
+}
+
+func (k vmsg) String() string { return fmt.Sprintf("%d/%d/%d", k.view, k.sender, k.seq) }
+
+// CheckViews judges a run of a dynamic group from every incarnation's log
+// (seed 004's properties of virtual synchrony, numbered as there):
+//
+//  1. self inclusion: a member is in every view it installs;
+//  2. local monotonicity: its views' IDs increase;
+//     4, 5. integrity and no duplication: it delivers a message at most
+//     once, only as its sender sent it;
+//  6. sending view delivery: in the view it was sent in;
+//  7. virtual synchrony: members that move together from a view to the
+//     same next one (installing it, or leaving into it) deliver the same
+//     messages in the former;
+//     - FIFO: each sender's messages of a view in the order sent;
+//     - with total set, agreed delivery (9): any two members that go
+//     through a view (move on from it, or end in it in final) deliver the
+//     messages of it they both deliver in the same order;
+//  3. self delivery: a member whose log ends with leaving (in left) has
+//     delivered each of its own messages;
+//     - agreement at the end: the members in final that end in the same view
+//     delivered the same messages in it.
+//
+// A failure is a *Violation with the lines that show it.
+func CheckViews(total bool, logs map[Member][]VRecord, final map[Member]bool) error {
+	procs := slices.SortedFunc(func(yield func(Member) bool) {
+		for p := range logs {
+			if !yield(p) {
+				return
+			}
+		}
+	}, func(a, b Member) int {
+		if a.ID != b.ID {
+			return int(a.ID) - int(b.ID)
+		}
+		if a.Inc < b.Inc {
+			return -1
+		}
+		if a.Inc > b.Inc {
+			return 1
+		}
+		return 0
+	})
+	line := func(p Member, i int) int {
+		if l := logs[p][i].Line; l > 0 {
+			return l
+		}
+		return i + 1
+	}
+	ev := func(p Member, i int, what string) Evidence { return Evidence{p.ID, line(p, i), what} }
+	// Who each view's member with a given ID is, and what it sent.
+	sent := map[vmsg][]byte{}
+	sentAt := map[vmsg]Evidence{}
+	viewOf := map[uint64][]Member{}
+	for _, p := range procs {
+		var view uint64
+		var seq uint64
+		for i, r := range logs[p] {
+			switch r.Kind {
+			case VView:
+				if !slices.Contains(r.Members, p) {
+					return &Violation{Text: fmt.Sprintf("self inclusion: member %d/%d installed view %d without itself", p.ID, p.Inc, r.View),
+						Evidence: []Evidence{ev(p, i, fmt.Sprintf("view %d", r.View))}, Found: 1}
+				}
+				if r.View <= view {
+					return &Violation{Text: fmt.Sprintf("local monotonicity: member %d/%d installed view %d after view %d", p.ID, p.Inc, r.View, view),
+						Evidence: []Evidence{ev(p, i, fmt.Sprintf("view %d", r.View))}, Found: 1}
+				}
+				if old, ok := viewOf[r.View]; ok && !slices.Equal(old, r.Members) {
+					return &Violation{Text: fmt.Sprintf("two views %d: %v and %v", r.View, old, r.Members),
+						Evidence: []Evidence{ev(p, i, fmt.Sprintf("view %d", r.View))}, Found: 1}
+				}
+				viewOf[r.View] = r.Members
+				view, seq = r.View, 0
+			case VSend:
+				seq++
+				if r.View != view || r.Seq != seq {
+					return &Violation{Text: fmt.Sprintf("member %d/%d sent %d/%d, expected %d/%d", p.ID, p.Inc, r.View, r.Seq, view, seq),
+						Evidence: []Evidence{ev(p, i, fmt.Sprintf("send %d/%d", r.View, r.Seq))}, Found: 1}
+				}
+				k := vmsg{view, p.ID, r.Seq}
+				sent[k], sentAt[k] = r.Payload, ev(p, i, "send "+k.String())
+			}
+		}
+	}
+	type span struct {
+		start, end int    // record indexes [start, end) in the view
+		next       uint64 // the view moved to (installed or left into); 0: none
+	}
+	// delivered[p][view]: the messages in order, and where.
+	type dl struct {
+		k  vmsg
+		at int
+	}
+	dels := map[Member]map[uint64][]dl{}
+	moves := map[Member]map[uint64]uint64{} // view → next view
+	var found []*Violation
+	report := func(v *Violation) { found = append(found, v) }
+	for _, p := range procs {
+		dels[p], moves[p] = map[uint64][]dl{}, map[uint64]uint64{}
+		var view uint64
+		seen := map[vmsg]int{}
+		last := map[node.ID]uint64{}
+		for i, r := range logs[p] {
+			switch r.Kind {
+			case VView:
+				if view != 0 {
+					moves[p][view] = r.View
+				}
+				view = r.View
+				clear(last)
+			case VLeft:
+				if view != 0 {
+					moves[p][view] = r.View
+				}
+			case VDeliver:
+				k := vmsg{r.View, r.Sender, r.Seq}
+				switch pl, ok := sent[k]; {
+				case r.View != view:
+					report(&Violation{Text: fmt.Sprintf("sending view delivery: member %d/%d delivered %v in view %d", p.ID, p.Inc, k, view),
+						Evidence: []Evidence{ev(p, i, "deliver "+k.String())}})
+				case !ok:
+					report(&Violation{Text: fmt.Sprintf("integrity: member %d/%d delivered %v, never sent", p.ID, p.Inc, k),
+						Evidence: []Evidence{ev(p, i, "deliver "+k.String())}})
+				case !bytes.Equal(pl, r.Payload):
+					report(&Violation{Text: fmt.Sprintf("integrity: member %d/%d delivered %v with another payload", p.ID, p.Inc, k),
+						Evidence: []Evidence{sentAt[k], ev(p, i, "deliver "+k.String())}})
+				case seen[k] != 0:
+					report(&Violation{Text: fmt.Sprintf("no duplication: member %d/%d delivered %v twice", p.ID, p.Inc, k),
+						Evidence: []Evidence{{p.ID, seen[k], "deliver " + k.String()}, ev(p, i, "deliver "+k.String()+" again")}})
+				case r.Seq != last[r.Sender]+1:
+					report(&Violation{Text: fmt.Sprintf("fifo: member %d/%d delivered %v after %d/%d/%d", p.ID, p.Inc, k, view, r.Sender, last[r.Sender]),
+						Evidence: []Evidence{ev(p, i, "deliver "+k.String())}})
+				}
+				seen[k] = line(p, i)
+				last[r.Sender] = max(last[r.Sender], r.Seq)
+				dels[p][r.View] = append(dels[p][r.View], dl{k, line(p, i)})
+			}
+		}
+	}
+	setOf := func(p Member, v uint64) map[vmsg]int {
+		s := map[vmsg]int{}
+		for _, d := range dels[p][v] {
+			s[d.k] = d.at
+		}
+		return s
+	}
+	// 7: virtual synchrony.
+	for ai, a := range procs {
+		for _, b := range procs[ai+1:] {
+			for v, next := range moves[a] {
+				if moves[b][v] != next {
+					continue
+				}
+				sa, sb := setOf(a, v), setOf(b, v)
+				for _, pair := range [][2]Member{{a, b}, {b, a}} {
+					x, y := sa, sb
+					if pair[0] == b {
+						x, y = sb, sa
+					}
+					for _, d := range dels[pair[0]][v] {
+						if _, ok := y[d.k]; !ok {
+							report(&Violation{Text: fmt.Sprintf("virtual synchrony: members %d/%d and %d/%d moved from view %d to %d; %d/%d delivered %v there, %d/%d did not",
+								a.ID, a.Inc, b.ID, b.Inc, v, next, pair[0].ID, pair[0].Inc, d.k, pair[1].ID, pair[1].Inc),
+								Evidence: []Evidence{{pair[0].ID, x[d.k], "deliver " + d.k.String()}, {pair[1].ID, 0, "never delivers " + d.k.String() + " in view " + fmt.Sprint(v)}}})
+							break
+						}
+					}
+				}
+			}
+		}
+	}
+	lastView := func(p Member) uint64 {
+		for i := len(logs[p]) - 1; i >= 0; i-- {
+			if r := logs[p][i]; r.Kind == VView {
+				return r.View
+			} else if r.Kind == VLeft {
+				return 0
+			}
+		}
+		return 0
+	}
+	// correct: p went through view v (moved on from it, or ended the run
+	// in it); a member that crashed or was removed in v may have
+	// delivered there what the others did not, in another order (the
+	// guarantees are not uniform: that is what safe delivery is for).
+	correct := func(p Member, v uint64) bool {
+		return moves[p][v] != 0 || final[p] && lastView(p) == v
+	}
+	// 9: agreed order, pairwise within each view (a message is delivered
+	// only in its view, and views are ordered).
+	if total {
+		for ai, a := range procs {
+			for _, b := range procs[ai+1:] {
+				for v, da := range dels[a] {
+					if !correct(a, v) || !correct(b, v) {
+						continue
+					}
+					posB := map[vmsg]int{}
+					for i, d := range dels[b][v] {
+						posB[d.k] = i
+					}
+					prev, prevK, prevAt := -1, vmsg{}, 0
+					for _, d := range da {
+						i, ok := posB[d.k]
+						if !ok {
+							continue
+						}
+						if i < prev {
+							report(&Violation{Text: fmt.Sprintf("agreed order: member %d/%d delivered %v before %v, member %d/%d the other way", a.ID, a.Inc, prevK, d.k, b.ID, b.Inc),
+								Evidence: []Evidence{{a.ID, prevAt, "deliver " + prevK.String()}, {a.ID, d.at, "deliver " + d.k.String()},
+									{b.ID, dels[b][v][i].at, "deliver " + d.k.String()}, {b.ID, dels[b][v][prev].at, "deliver " + prevK.String()}}})
+							break
+						}
+						prev, prevK, prevAt = i, d.k, d.at
+					}
+				}
+			}
+		}
+	}
+	// 3: self delivery, for members that left.
+	for _, p := range procs {
+		recs := logs[p]
+		if len(recs) == 0 || recs[len(recs)-1].Kind != VLeft {
+			continue
+		}
+		got := map[vmsg]bool{}
+		for _, r := range recs {
+			if r.Kind == VDeliver {
+				got[vmsg{r.View, r.Sender, r.Seq}] = true
+			}
+		}
+		for i, r := range recs {
+			if k := (vmsg{r.View, p.ID, r.Seq}); r.Kind == VSend && !got[k] {
+				report(&Violation{Text: fmt.Sprintf("self delivery: member %d/%d left without delivering its own %v", p.ID, p.Inc, k),
+					Evidence: []Evidence{ev(p, i, "send "+k.String()), {p.ID, 0, "never delivers " + k.String()}}})
+			}
+		}
+	}
+	// Agreement among the members that end together in one view.
+	for ai, a := range procs {
+		va := lastView(a)
+		if !final[a] || va == 0 {
+			continue
+		}
+		for _, b := range procs[ai+1:] {
+			if !final[b] || lastView(b) != va {
+				continue
+			}
+			sa, sb := setOf(a, va), setOf(b, va)
+			for k, at := range sa {
+				if _, ok := sb[k]; !ok {
+					report(&Violation{Text: fmt.Sprintf("agreement: members %d/%d and %d/%d end in view %d; only the first delivered %v", a.ID, a.Inc, b.ID, b.Inc, va, k),
+						Evidence: []Evidence{{a.ID, at, "deliver " + k.String()}, {b.ID, 0, "never delivers " + k.String()}}})
+				}
+			}
+		}
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	best := slices.MinFunc(found, func(a, b *Violation) int { return len(a.Evidence) - len(b.Evidence) })
+	best.Found = len(found)
+	return best
+}
