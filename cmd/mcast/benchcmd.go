@@ -7,7 +7,7 @@ import (
 )
 
 var benchFlags = cli.WithEnv(tool, append(cli.NodeFlags(),
-	&ucli.StringFlag{Name: "order", Value: "fifo", Usage: "unordered, fifo or causal"},
+	orderFlag,
 	&ucli.IntFlag{Name: "size", Value: 64, Usage: "message size in bytes (at least 20: sequence, send time, checksum)"},
 	&ucli.IntFlag{Name: "count", Value: 100000, Usage: "messages this member sends"},
 	&ucli.IntFlag{Name: "rate", Usage: "messages per second this member sends (0: as fast as the group takes them)"},

@@ -25,18 +25,26 @@ import (
 const tool = "mcast"
 
 var runFlags = cli.WithEnv(tool, append(cli.NodeFlags(),
-	&ucli.StringFlag{Name: "order", Value: "fifo", Usage: "unordered, fifo or causal"},
+	orderFlag,
 	lingerFlag,
 	&ucli.BoolFlag{Name: "base64", Usage: "input lines are base64 and payloads are printed in base64 (binary-safe)"},
 	&ucli.DurationFlag{Name: "period", Value: 50 * time.Millisecond, Usage: "how often members exchange digests (what each has received), which drives repair"},
 	&ucli.DurationFlag{Name: "suspect", Value: time.Second, Usage: "a member silent this long no longer holds up 'delivered by all' at end of input"},
 	&ucli.BoolFlag{Name: "tree", Usage: "with --order gossip: spread along a fixed tree of the members, batched per --period, instead of to random members (fewer messages; see docs/mcast.md)"},
+	&ucli.BoolFlag{Name: "views", Usage: "a dynamic group: members join and leave, failed ones are removed, and each installed view is printed (implied by --order total)"},
+	&ucli.StringFlag{Name: "total", Value: "sequencer", Usage: "with --order total: how the one order is made (sequencer)"},
+	&ucli.StringFlag{Name: "join", Usage: "with --views: join through these members (IDs from --peers, comma-separated; default every other peer)"},
+	&ucli.BoolFlag{Name: "found", Usage: "with --views: create the group now instead of joining (only the first member of a new group)"},
 ))
+
+// orderFlag is shared by run and bench: MCAST_ORDER means one thing.
+var orderFlag = &ucli.StringFlag{Name: "order", Value: "fifo", Usage: "unordered, fifo, causal, gossip (run only) or total (one order for every member, in a dynamic group; see --total)"}
 
 var lingerFlag = &ucli.DurationFlag{Name: "linger", Value: 30 * time.Second, Usage: "at the end, wait at most this long for the group to finish"}
 
 var checkFlags = []ucli.Flag{
-	&ucli.StringFlag{Name: "order", Value: "fifo", Usage: "the order the run promised: unordered, fifo or causal"},
+	&ucli.StringFlag{Name: "order", Value: "fifo", Usage: "the order the run promised: unordered, fifo, causal or total"},
+	&ucli.BoolFlag{Name: "views", Usage: "the logs of a dynamic group (mcast run --views; implied by --order total)"},
 }
 
 func main() { cli.Main(newApp()) }
@@ -113,6 +121,14 @@ func run(c *ucli.Context) error {
 	if c.Bool("tree") && !gossipOrder {
 		return cli.Exitf(cli.ExitUsage, "--tree goes with --order gossip")
 	}
+	if c.String("order") == "total" || c.Bool("views") {
+		return runGroup(c)
+	}
+	for _, f := range []string{"join", "found"} {
+		if c.IsSet(f) {
+			return cli.Exitf(cli.ExitUsage, "--%s goes with --views (or --order total)", f)
+		}
+	}
 	var order mcast.Order
 	if !gossipOrder {
 		var err error
@@ -156,6 +172,67 @@ func run(c *ucli.Context) error {
 	return mcastd.Pipe(live, member, os.Stdin, c.Bool("base64"), out, c.Duration("linger"), cm.Log)
 }
 
+// runGroup is 'mcast run --views' (or --order total): one member of a
+// dynamic group.
+func runGroup(c *ucli.Context) error {
+	var total mcast.Total
+	switch o := c.String("order"); o {
+	case "total":
+		switch c.String("total") {
+		case "sequencer":
+			total = mcast.TotalSequencer
+		default:
+			return cli.Exitf(cli.ExitUsage, "--total: %q is not one of: sequencer", c.String("total"))
+		}
+	case "fifo":
+	default:
+		return cli.Exitf(cli.ExitUsage, "--views goes with --order fifo or total, not %s", o)
+	}
+	mb, err := cli.Join(c, tool)
+	if err != nil {
+		return err
+	}
+	defer mb.Close()
+	self, cm := mb.ID, mb.Common
+	peers := cli.IDs(cm.Peers)
+	contacts := slices.DeleteFunc(slices.Clone(peers), func(id node.ID) bool { return id == self })
+	if c.IsSet("join") {
+		contacts = nil
+		for _, f := range strings.Split(c.String("join"), ",") {
+			id, err := node.ParseID(strings.TrimSpace(f))
+			if err != nil || !slices.Contains(peers, id) || id == self {
+				return cli.Exitf(cli.ExitUsage, "--join: %q is not another member in --peers", f)
+			}
+			contacts = append(contacts, id)
+		}
+	}
+	cfg := mcast.GroupConfig{ID: self, Inc: mb.Incarnation, Found: c.Bool("found"), Contacts: contacts, Total: total}
+	if c.IsSet("period") {
+		cfg.Period = c.Duration("period")
+	}
+	if c.IsSet("suspect") {
+		cfg.Suspect = c.Duration("suspect")
+	}
+	if !cfg.Found {
+		// Nobody answers after a while: there is no group yet, and the
+		// lowest ID creates it (the next one a while later, and so on).
+		rank := slices.Index(peers, self)
+		cfg.FoundAfter = time.Duration(3*(rank+1)) * mcast.GroupConfig{Period: cfg.Period, Suspect: cfg.Suspect}.SuspectTime()
+	}
+	g, err := mcast.NewGroup(cfg)
+	if err != nil {
+		return cli.Exitf(cli.ExitUsage, "%v", err)
+	}
+	drv := driver.New[mcast.GMsg](g, mcast.GCodec{}, mb.Net, driver.Config{Framer: mb.Framer, Log: cm.Log})
+	live, err := mb.Start(drv, "order", c.String("order"), "views", true)
+	if err != nil {
+		return err
+	}
+	defer live.Stop()
+	out := mcastd.NewPrinter(os.Stdout, self, c.Bool(cli.FlagJSON), c.Bool("base64"))
+	return mcastd.Pipe(live, mcastd.NewGroup(drv), os.Stdin, c.Bool("base64"), out, c.Duration("linger"), cm.Log)
+}
+
 func bench(c *ucli.Context) error {
 	order, err := mcast.ParseOrder(c.String("order"))
 	if err != nil {
@@ -186,6 +263,9 @@ func bench(c *ucli.Context) error {
 }
 
 func check(c *ucli.Context) error {
+	if c.Bool("views") || c.String("order") == "total" {
+		return checkViews(c)
+	}
 	order, err := mcast.ParseOrder(c.String("order"))
 	if err != nil {
 		return cli.Exitf(cli.ExitUsage, "--order: %v", err)
@@ -233,5 +313,64 @@ func check(c *ucli.Context) error {
 		msg += fmt.Sprintf("; members without a clean exit (agreement not required of them): %v", down)
 	}
 	fmt.Println(msg)
+	return nil
+}
+
+// checkViews is 'mcast check --views': seed 004's properties of virtual
+// synchrony over the logs of a dynamic group.
+func checkViews(c *ucli.Context) error {
+	total := false
+	switch c.String("order") {
+	case "total":
+		total = true
+	case "fifo":
+	default:
+		return cli.Exitf(cli.ExitUsage, "--views goes with --order fifo or total")
+	}
+	if c.Args().Len() == 0 {
+		return cli.Exitf(cli.ExitUsage, "check needs the --json logs of the members (mcast check --views LOG...)")
+	}
+	logs := map[mcast.Member][]mcast.VRecord{}
+	final := map[mcast.Member]bool{}
+	files := map[node.ID]string{}
+	lines, views := 0, map[uint64]bool{}
+	for _, file := range c.Args().Slice() {
+		vl, err := mcastd.ReadViewLog(file)
+		if err != nil {
+			return cli.Exitf(cli.ExitUsage, "%s: %v", file, err)
+		}
+		if _, dup := files[vl.ID]; dup {
+			return cli.Exitf(cli.ExitUsage, "%s: a second log of member %d", file, vl.ID)
+		}
+		files[vl.ID] = file
+		for m, recs := range vl.Lives {
+			logs[m] = recs
+			lines += len(recs)
+			for _, r := range recs {
+				if r.Kind == mcast.VView {
+					views[r.View] = true
+				}
+			}
+		}
+		if vl.Final != nil {
+			final[*vl.Final] = true
+		}
+	}
+	if err := mcast.CheckViews(total, logs, final); err != nil {
+		msg := err.Error()
+		if v, ok := err.(*mcast.Violation); ok {
+			msg = v.Detail()
+			for id, f := range files {
+				msg = strings.ReplaceAll(msg, fmt.Sprintf("member %d line ", id), f+":")
+			}
+		}
+		fmt.Fprintf(os.Stderr, "mcast: check failed: %s\n", msg)
+		return &cli.ExitError{Code: 1}
+	}
+	what := "virtual synchrony holds"
+	if total {
+		what = "virtual synchrony and total order hold"
+	}
+	fmt.Printf("ok: %d members (%d incarnations), %d views, %d records; %s\n", len(files), len(logs), len(views), lines, what)
 	return nil
 }

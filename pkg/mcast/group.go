@@ -47,6 +47,13 @@ type GroupConfig struct {
 	// Suspect is the silence after which a view member is suspected and
 	// taken out of the view. Default 8·Period.
 	Suspect time.Duration
+	// FoundAfter: when no member has let this one in after this long,
+	// it creates the group itself (0: never, unless Found).
+	FoundAfter time.Duration
+	// Window bounds this member's own messages that some view member has
+	// not acknowledged, plus those waiting for a view: past it, sends are
+	// refused with ErrFull until a RoomEvent. Default 4096.
+	Window int
 
 	bug gbug // planted bugs, tests only
 }
@@ -57,6 +64,9 @@ func (c GroupConfig) period() time.Duration {
 	}
 	return c.Period
 }
+
+// SuspectTime is the failure-detection timeout the configuration means.
+func (c GroupConfig) SuspectTime() time.Duration { return c.suspect() }
 
 func (c GroupConfig) suspect() time.Duration {
 	if c.Suspect <= 0 {
@@ -71,6 +81,7 @@ const (
 	gbugEarlyInstall gbug = 1 + iota // install once a majority is ready, with what one has
 	gbugFlushDeliver                 // go on delivering while a view change is under way
 	gbugSkipGap                      // total: deliver past a stamped message not yet received
+	gbugNoLinger                     // a member that leaves stops at once
 )
 
 // Group events. Text forms: "view 7 members 1,2,4 joined 4 left 3",
@@ -175,17 +186,19 @@ type lead struct {
 // leader-based protocol of seed 004, virtually synchronous delivery, and
 // optionally one total order. See doc.go.
 type Group struct {
-	cfg     GroupConfig
-	me      Member
-	life    uint64
-	view    View
-	inView  bool
-	pos     map[node.ID]int
-	done    bool // left (or ended alone)
-	ended   bool
-	queue   [][]byte
-	now     time.Time
-	started bool
+	cfg       GroupConfig
+	me        Member
+	life      uint64
+	view      View
+	inView    bool
+	pos       map[node.ID]int
+	done      bool // left (or ended alone)
+	ended     bool
+	queue     [][]byte
+	now       time.Time
+	started   bool
+	startedAt time.Time
+	full      bool // a send was refused with ErrFull
 
 	// per view
 	seq       uint64
@@ -225,6 +238,12 @@ type Group struct {
 	lagAt      map[node.ID]time.Time
 	flushSince time.Time
 
+	// after leaving: the install the next view's members must confirm
+	leftChange  *Change
+	leftAt      time.Time
+	unconfirmed map[node.ID]bool
+	nextResend  time.Time
+
 	stats  map[string]uint64
 	out    []node.Envelope[GMsg]
 	events []node.Event
@@ -235,7 +254,7 @@ func NewGroup(cfg GroupConfig) (*Group, error) {
 	if cfg.ID == node.None {
 		return nil, errors.New("mcast: member id 0")
 	}
-	if !cfg.Found && len(cfg.Contacts) == 0 {
+	if !cfg.Found && cfg.FoundAfter <= 0 && len(cfg.Contacts) == 0 {
 		return nil, errors.New("mcast: a member that does not found the group needs contacts")
 	}
 	if cfg.Total > TotalSequencer {
@@ -243,6 +262,9 @@ func NewGroup(cfg GroupConfig) (*Group, error) {
 	}
 	cfg.Period = cfg.period()
 	cfg.Suspect = cfg.suspect()
+	if cfg.Window <= 0 {
+		cfg.Window = 4096
+	}
 	g := &Group{cfg: cfg, me: Member{cfg.ID, cfg.Inc}, stats: map[string]uint64{}, joins: map[Member]bool{},
 		leaves: map[node.ID]bool{}, lagAt: map[node.ID]time.Time{}}
 	g.contacts = slices.DeleteFunc(slices.Clone(cfg.Contacts), func(id node.ID) bool { return id == cfg.ID })
@@ -321,6 +343,7 @@ func (g *Group) install(v View) {
 		Members: slices.Clone(v.Members), Joined: slices.Clone(v.Joined), Left: slices.Clone(v.Left)})
 	g.stats["views"]++
 	g.flushQueue()
+	g.room()
 	// Frames of this view that came early.
 	fut := g.future
 	g.future = nil
@@ -351,10 +374,18 @@ func (g *Group) rejoin(view uint64) {
 func (g *Group) Tick(now time.Time) {
 	g.now = now
 	if !g.started {
-		g.started = true
+		g.started, g.startedAt = true, now
 		if g.cfg.Found {
 			g.install(View{ID: 1, Members: []Member{g.me}, Joined: []Member{g.me}})
 		}
+	}
+	if g.leftChange != nil {
+		g.checkLinger()
+		return
+	}
+	if !g.inView && !g.done && g.life == 0 && g.cfg.FoundAfter > 0 && now.Sub(g.startedAt) >= g.cfg.FoundAfter {
+		// Nobody answered: there is no group yet.
+		g.install(View{ID: 1, Members: []Member{g.me}, Joined: []Member{g.me}})
 	}
 	if g.done {
 		return

@@ -2,6 +2,7 @@ package mcast
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -21,6 +22,10 @@ func (g *Group) Step(now time.Time, in node.Envelope[GMsg]) error {
 			}
 			if g.ended {
 				return fmt.Errorf("mcast: send after the end of input")
+			}
+			if g.unacked()+len(g.queue) >= g.cfg.Window {
+				g.full = true
+				return ErrFull
 			}
 			for _, it := range in.Msg.Items {
 				g.queue = append(g.queue, it.Payload)
@@ -51,6 +56,18 @@ func (g *Group) Step(now time.Time, in node.Envelope[GMsg]) error {
 
 // handle processes one frame from another process.
 func (g *Group) handle(from node.ID, m GMsg) {
+	if g.leftChange != nil {
+		next := g.leftChange.Next.ID
+		if m.Type == GInstall && m.Change != nil && m.Change.Next.ID == next {
+			// Another member that left with us waits for our word.
+			g.send(from, GMsg{Type: GStatus, View: next})
+		}
+		if m.View >= next || m.Type == GInstall && m.Change != nil && m.Change.Next.ID == next {
+			delete(g.unconfirmed, from)
+			g.checkLinger()
+		}
+		return
+	}
 	switch m.Type {
 	case GJoin:
 		g.onJoin(m.Member)
@@ -130,6 +147,7 @@ func (g *Group) handle(from node.ID, m GMsg) {
 			g.gcRecv[i] = m.Recv
 			g.retransmit(from, m.Recv, m.Ordered)
 			g.collect()
+			g.room()
 		}
 	case GLeave:
 		if g.acting() == g.cfg.ID {
@@ -341,6 +359,10 @@ func (g *Group) onInstall(from node.ID, c *Change) {
 		}
 		return
 	case next.ID <= g.view.ID:
+		if _, ok := g.pos[from]; !ok && next.ID == g.view.ID {
+			// A member that left and waits to hear that we installed.
+			g.send(from, GMsg{Type: GStatus, View: g.view.ID})
+		}
 		return
 	case next.ID > g.view.ID+1 || len(c.Cut) != len(g.view.Members):
 		// We missed whole views: the group went on without us.
@@ -370,12 +392,52 @@ func (g *Group) onInstall(from node.ID, c *Change) {
 		return
 	}
 	if g.ended {
-		g.done = true
 		g.inView = false
-		g.events = append(g.events, LeftEvent{Event: "left", View: next.ID}, DoneEvent{Event: "done", Sent: g.stats["sent"]})
+		g.events = append(g.events, LeftEvent{Event: "left", View: next.ID})
+		g.linger(c)
 		return
 	}
 	g.rejoin(g.view.ID)
+}
+
+// linger: a member that has left stays until every survivor of the
+// change and every member of the next view has confirmed the install (or
+// Suspect has passed), sending it again each Period. When the leaving
+// members led the change or were the last to hear of it, nobody else can
+// tell the rest that the view was installed: the rest would wait,
+// flushing, for ever (they may be too few to form a majority of the old
+// view without the leavers).
+func (g *Group) linger(c *Change) {
+	g.leftChange, g.leftAt = c, g.now
+	g.unconfirmed = map[node.ID]bool{}
+	for _, m := range c.Next.Members {
+		g.unconfirmed[m.ID] = true
+	}
+	for _, id := range c.Survivors {
+		g.unconfirmed[id] = true
+	}
+	delete(g.unconfirmed, g.cfg.ID)
+	g.nextResend = g.now.Add(g.cfg.Period)
+	g.checkLinger()
+}
+
+// checkLinger ends the member once the install has been confirmed by all,
+// or the wait is over.
+func (g *Group) checkLinger() {
+	if g.leftChange == nil || g.done {
+		return
+	}
+	if len(g.unconfirmed) > 0 && g.now.Sub(g.leftAt) < g.cfg.Suspect && g.cfg.bug != gbugNoLinger {
+		if !g.now.Before(g.nextResend) {
+			g.nextResend = g.now.Add(g.cfg.Period)
+			for _, id := range slices.Sorted(maps.Keys(g.unconfirmed)) {
+				g.send(id, GMsg{Type: GInstall, View: g.leftChange.Next.ID - 1, Change: g.leftChange})
+			}
+		}
+		return
+	}
+	g.done = true
+	g.events = append(g.events, DoneEvent{Event: "done", Sent: g.stats["sent"]})
 }
 
 // finishView delivers what the cut says is delivered in this view and this
@@ -579,6 +641,34 @@ func (g *Group) collect() {
 				delete(g.store[j], q)
 			}
 		}
+	}
+}
+
+// unacked is how many of this member's messages of the view some member
+// has not acknowledged.
+func (g *Group) unacked() int {
+	if !g.inView {
+		return 0
+	}
+	me := g.pos[g.cfg.ID]
+	low := g.seq
+	for i, r := range g.gcRecv {
+		if i == me {
+			continue
+		}
+		if r == nil {
+			return int(g.seq)
+		}
+		low = min(low, r[me])
+	}
+	return int(g.seq - low)
+}
+
+// room tells a refused sender when half the window is free again.
+func (g *Group) room() {
+	if g.full && g.unacked()+len(g.queue) < g.cfg.Window/2 {
+		g.full = false
+		g.events = append(g.events, RoomEvent{Event: "room"})
 	}
 }
 

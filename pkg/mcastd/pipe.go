@@ -33,6 +33,12 @@ type Member interface {
 	Finished(sent uint64) bool
 }
 
+// Leaver is a Member that leaves its group on a signal instead of
+// stopping at once.
+type Leaver interface {
+	Leave(ctx context.Context) error
+}
+
 // Pipe runs a member's pipe until the input has ended and the member is
 // finished (or linger has run out after the end), a signal, or a transport
 // failure. Lines are submitted from their own goroutine: a request waits
@@ -43,10 +49,12 @@ func Pipe(live *cli.Running, m Member, in io.Reader, b64 bool, p *Printer, linge
 	defer cancel()
 	sent := make(chan uint64, 1)
 	inputErr := make(chan error, 1)
+	feedCtx, stopFeed := context.WithCancel(ctx) // a member that leaves on a signal stops taking lines
+	defer stopFeed()
 	go func() {
-		n, err := Feed(ctx, in, b64, func(batch [][]byte) error { return m.Submit(ctx, batch) })
+		n, err := Feed(feedCtx, in, b64, func(batch [][]byte) error { return m.Submit(feedCtx, batch) })
 		if err == nil {
-			err = m.End(ctx)
+			err = m.End(feedCtx)
 		}
 		if err != nil {
 			inputErr <- err
@@ -55,9 +63,10 @@ func Pipe(live *cli.Running, m Member, in io.Reader, b64 bool, p *Printer, linge
 		sent <- n
 	}()
 	var (
-		total uint64
-		eof   bool
-		after <-chan time.Time
+		total   uint64
+		eof     bool
+		leaving bool
+		after   <-chan time.Time
 	)
 	finish := func() error {
 		p.Exit(total)
@@ -82,7 +91,7 @@ func Pipe(live *cli.Running, m Member, in io.Reader, b64 bool, p *Printer, linge
 			return finish()
 		case ev := <-live.Events:
 			m.Handle(ev, p)
-			if eof && m.Finished(total) {
+			if (eof || leaving) && m.Finished(total) {
 				return finish()
 			}
 			if len(live.Events) == 0 {
@@ -93,6 +102,20 @@ func Pipe(live *cli.Running, m Member, in io.Reader, b64 bool, p *Printer, linge
 				}
 			}
 		case s := <-live.Signals:
+			if l, ok := m.(Leaver); ok && !leaving {
+				// Leave like at the end of input (a second signal, or
+				// --linger, cuts it short).
+				leaving = true
+				stopFeed()
+				log.Info("signal: leaving the group", "signal", s)
+				go func() {
+					if err := l.Leave(ctx); err != nil && !errors.Is(err, context.Canceled) {
+						inputErr <- err
+					}
+				}()
+				after = time.After(linger)
+				continue
+			}
 			log.Info("signal: stopping", "signal", s)
 			return &cli.ExitError{Code: cli.SignalCode(s)}
 		case err := <-live.Done:

@@ -24,14 +24,20 @@ type Printer struct {
 
 // LogLine is one --json line of 'mcast run'.
 type LogLine struct {
-	Time    string   `json:"time"`
-	Event   string   `json:"event"`
-	Member  node.ID  `json:"member"`
-	Sender  node.ID  `json:"sender,omitempty"`
-	Seq     uint64   `json:"seq,omitempty"`
-	VT      []uint64 `json:"vt,omitempty"`
-	Payload *string  `json:"payload,omitempty"`
-	Sent    *uint64  `json:"sent,omitempty"`
+	Time    string         `json:"time"`
+	Event   string         `json:"event"`
+	Member  node.ID        `json:"member"`
+	View    uint64         `json:"view,omitempty"` // dynamic groups
+	Leader  node.ID        `json:"leader,omitempty"`
+	Members []mcast.Member `json:"members,omitempty"`
+	Joined  []mcast.Member `json:"joined,omitempty"`
+	Left    []mcast.Member `json:"left,omitempty"`
+	Inc     uint64         `json:"inc,omitempty"` // removed: the new incarnation
+	Sender  node.ID        `json:"sender,omitempty"`
+	Seq     uint64         `json:"seq,omitempty"`
+	VT      []uint64       `json:"vt,omitempty"`
+	Payload *string        `json:"payload,omitempty"`
+	Sent    *uint64        `json:"sent,omitempty"`
 }
 
 func (p *Printer) payload(b []byte) string {

@@ -1,0 +1,235 @@
+package mcastd
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+
+	"github.com/roundtable-go/roundtable/pkg/driver"
+	"github.com/roundtable-go/roundtable/pkg/mcast"
+	"github.com/roundtable-go/roundtable/pkg/node"
+)
+
+// Group is a pkg/mcast dynamic group member behind a pipe: it prints
+// deliveries (its own included, in the group's order) and views, and it
+// leaves the group at the end of input or on the first SIGTERM.
+type Group struct {
+	Drv  *driver.Driver[mcast.GMsg]
+	room chan struct{}
+	done bool
+}
+
+// NewGroup wraps drv.
+func NewGroup(drv *driver.Driver[mcast.GMsg]) *Group {
+	return &Group{Drv: drv, room: make(chan struct{}, 1)}
+}
+
+// Submit sends a batch, waiting for a RoomEvent while the group lags.
+func (g *Group) Submit(ctx context.Context, lines [][]byte) error {
+	items := make([]mcast.Item, len(lines))
+	for i, l := range lines {
+		items[i].Payload = l
+	}
+	for {
+		err := g.Drv.Request(ctx, mcast.GMsg{Type: mcast.GSend, Items: items})
+		if !errors.Is(err, mcast.ErrFull) {
+			return err
+		}
+		select {
+		case <-g.room:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// End asks the group to let this member go.
+func (g *Group) End(ctx context.Context) error {
+	return g.Drv.Request(ctx, mcast.GMsg{Type: mcast.GEnd})
+}
+
+// Leave is End on a signal: the member flushes and leaves like at the end
+// of its input.
+func (g *Group) Leave(ctx context.Context) error { return g.End(ctx) }
+
+// Handle prints deliveries, views and what happens to this member.
+func (g *Group) Handle(ev node.Event, p *Printer) {
+	switch ev := ev.(type) {
+	case mcast.GroupDeliverEvent:
+		p.GroupDeliver(ev)
+	case mcast.GroupSendEvent:
+		p.GroupSend(ev)
+	case mcast.ViewEvent:
+		p.View(ev)
+	case mcast.LeftEvent, mcast.RemovedEvent, mcast.MinorityEvent:
+		p.Note(ev)
+	case mcast.RoomEvent:
+		select {
+		case g.room <- struct{}{}:
+		default:
+		}
+	case mcast.DoneEvent:
+		g.done = true
+	}
+}
+
+// Finished: the member has left the group.
+func (g *Group) Finished(uint64) bool { return g.done }
+
+// GroupDeliver prints a delivery: '<sender> <seq> <payload>' (seq counts
+// the sender's messages in the view), or a JSON line with the view.
+func (p *Printer) GroupDeliver(ev mcast.GroupDeliverEvent) {
+	if !p.out.IsJSON() {
+		p.text(ev.Sender, ev.Seq, ev.Payload)
+		return
+	}
+	pl := p.payload(ev.Payload)
+	p.out.JSON(LogLine{Time: now(), Event: "deliver", Member: p.member, View: ev.View, Sender: ev.Sender, Seq: ev.Seq, Payload: &pl})
+}
+
+// GroupSend records one of the member's own messages (JSON only: in text
+// a member prints its own lines when it delivers them, in the group's
+// order).
+func (p *Printer) GroupSend(ev mcast.GroupSendEvent) {
+	if p.out.IsJSON() {
+		pl := p.payload(ev.Payload)
+		p.out.JSON(LogLine{Time: now(), Event: "send", Member: p.member, View: ev.View, Seq: ev.Seq, Payload: &pl})
+	}
+}
+
+// View prints an installed view: 'view 7 members 1,2,4 joined 4 left 3'.
+func (p *Printer) View(ev mcast.ViewEvent) {
+	if !p.out.IsJSON() {
+		p.w.WriteString(ev.String())
+		p.w.WriteByte('\n')
+		return
+	}
+	p.out.JSON(LogLine{Time: now(), Event: "view", Member: p.member, View: ev.View, Leader: ev.Leader,
+		Members: ev.Members, Joined: ev.Joined, Left: ev.Left})
+}
+
+// Note prints what happened to this member: 'left view 8', 'removed from
+// view 6', 'minority in view 5'.
+func (p *Printer) Note(ev node.Event) {
+	if !p.out.IsJSON() {
+		p.w.WriteString(ev.String())
+		p.w.WriteByte('\n')
+		return
+	}
+	l := LogLine{Time: now(), Event: ev.Kind(), Member: p.member}
+	switch e := ev.(type) {
+	case mcast.LeftEvent:
+		l.View = e.View
+	case mcast.RemovedEvent:
+		l.View, l.Inc = e.View, e.Inc
+	case mcast.MinorityEvent:
+		l.View = e.View
+	}
+	p.out.JSON(l)
+}
+
+// ViewLog is one member process's --json log of a dynamic group, split
+// into its incarnations (a member that was removed joins again as a new
+// one).
+type ViewLog struct {
+	ID    node.ID
+	Lives map[mcast.Member][]mcast.VRecord
+	// Final is the incarnation that ended the run cleanly in a view
+	// without leaving it (none when the log ends with leaving, or without
+	// its 'exit' line).
+	Final *mcast.Member
+}
+
+// ReadViewLog reads one member's 'mcast run --views --json' log.
+func ReadViewLog(file string) (*ViewLog, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	var lines [][]byte
+	for sc.Scan() {
+		lines = append(lines, slices.Clone(sc.Bytes()))
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	vl := &ViewLog{Lives: map[mcast.Member][]mcast.VRecord{}}
+	var (
+		cur     mcast.Member // the incarnation, once its first view names it
+		pending []mcast.VRecord
+		inc     uint64 // the incarnation after a 'removed' line (0: learn from the view)
+		clean   bool
+		left    bool
+	)
+	for i, line := range lines {
+		n := i + 1
+		var l LogLine
+		if err := json.Unmarshal(line, &l); err != nil {
+			if n == len(lines) {
+				break // a last line cut short by a crash
+			}
+			return nil, fmt.Errorf("line %d: %v", n, err)
+		}
+		if l.Member == node.None || vl.ID != node.None && l.Member != vl.ID {
+			return nil, fmt.Errorf("line %d: member %d in a log of member %d", n, l.Member, vl.ID)
+		}
+		vl.ID = l.Member
+		pl := []byte(nil)
+		if l.Payload != nil {
+			pl = []byte(*l.Payload)
+		}
+		var r mcast.VRecord
+		switch l.Event {
+		case "send":
+			r = mcast.VRecord{Kind: mcast.VSend, View: l.View, Seq: l.Seq, Payload: pl, Line: n}
+		case "deliver":
+			r = mcast.VRecord{Kind: mcast.VDeliver, View: l.View, Sender: l.Sender, Seq: l.Seq, Payload: pl, Line: n}
+		case "view":
+			r = mcast.VRecord{Kind: mcast.VView, View: l.View, Members: l.Members, Line: n}
+			if cur == (mcast.Member{}) {
+				for _, m := range l.Members {
+					if m.ID == vl.ID && (inc == 0 || m.Inc == inc) {
+						cur = m
+					}
+				}
+				if cur == (mcast.Member{}) {
+					return nil, fmt.Errorf("line %d: view %d without member %d", n, l.View, vl.ID)
+				}
+				vl.Lives[cur] = append(vl.Lives[cur], pending...)
+				pending = nil
+			}
+		case "left":
+			r = mcast.VRecord{Kind: mcast.VLeft, View: l.View, Line: n}
+			left = true
+		case "removed":
+			cur, inc = mcast.Member{}, l.Inc
+			continue
+		case "minority", "room":
+			continue
+		case "exit":
+			clean = true
+			continue
+		default:
+			return nil, fmt.Errorf("line %d: unknown event %q", n, l.Event)
+		}
+		if cur == (mcast.Member{}) {
+			pending = append(pending, r) // sends queued before the first view
+			continue
+		}
+		vl.Lives[cur] = append(vl.Lives[cur], r)
+	}
+	if vl.ID == node.None {
+		return nil, errors.New("no member in this log")
+	}
+	if clean && !left && cur != (mcast.Member{}) {
+		vl.Final = &cur
+	}
+	return vl, nil
+}
