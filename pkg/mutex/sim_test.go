@@ -969,3 +969,110 @@ func TestVotingSlowAcks(t *testing.T) {
 	}
 	t.Logf("voting: %d seeds passed (slow acknowledgements, then the holder's renewals lost)", len(sim.Seeds()))
 }
+
+// ringTwoHoldersCrash is the schedule UseBackup's count rule exists for
+// (Arantes–Sopena lines 38–43): daemon A passes the token (count c+1) to
+// B with copies on B's successors C and D. B passes it on (c+2) but only
+// C hears it (B's links to the others are cut); C's client enters with
+// fencing token c+2 and stays inside. Then B and C crash. D's detection
+// set is B, C, D: with both others crashed it uses its backup and must
+// raise the count by #D−1 = 2, past every count that B and C may have
+// handed out; its own waiting client then enters with a token above c+2.
+// ringNoBump plants the bump-free UseBackup; bumpOne the bump of one.
+func ringTwoHoldersCrash(seed uint64, plant bool) error {
+	r := rand.New(rand.NewPCG(seed, 13))
+	n := 4 + r.IntN(3)
+	ids := make([]node.ID, n)
+	for i := range ids {
+		ids[i] = node.ID(i + 1)
+	}
+	const lease = 400 * time.Millisecond
+	s := sim.New[Msg](sim.Options{Seed: seed, MinLatency: time.Millisecond, MaxLatency: time.Duration(1+r.IntN(4)) * time.Millisecond}, Codec{},
+		func(id node.ID, inc int, rng *rand.Rand) node.Machine[Msg] {
+			m, err := New(Config{ID: id, Peers: ids, Algo: TokenRing, Lease: lease, Rand: rng, Boot: uint64(inc) + 1,
+				RingHold: time.Duration(1+r.IntN(10)) * time.Millisecond, ringNoBump: plant})
+			if err != nil {
+				panic(err)
+			}
+			return m
+		}, ids...)
+	chk := NewChecker()
+	s.OnEvent = func(_ time.Time, id node.ID, ev node.Event) error { return chk.Observe(id, ev) }
+	s.Invariant = func() error { return Exclusive(s) }
+	rg := func(id node.ID) *ring { m, _ := s.Machine(id).(*ring); return m }
+	succ := func(id node.ID, k int) node.ID { return ids[(int(id)-1+k)%n] }
+	// Let the token go round a few times, then wait for a REAL holder
+	// whose copy was sent to at least its next two successors.
+	if err := s.RunFor(time.Duration(200+r.IntN(300)) * time.Millisecond); err != nil {
+		return err
+	}
+	var b node.ID
+	for i := 0; i < 5000 && b == node.None; i++ {
+		if err := s.RunFor(100 * time.Microsecond); err != nil {
+			return err
+		}
+		for _, id := range ids {
+			if m := rg(id); m != nil && m.state == ringReal && m.forwardAt.IsZero() == false {
+				if d := rg(succ(id, 2)); d != nil && d.state == ringBackup && d.count == m.count && len(d.detect) == 3 && d.detect[0].id == id {
+					b = id
+				}
+			}
+		}
+	}
+	if b == node.None {
+		return fmt.Errorf("seed %d: no holder with two backups behind it within 0.5 s", seed)
+	}
+	c, d := succ(b, 1), succ(b, 2)
+	for _, o := range ids {
+		if o != c {
+			s.Cut(b, o)
+		}
+	}
+	s.Inject(c, Msg{Type: LocalAcquire, Name: "a", Client: 1})
+	s.Inject(d, Msg{Type: LocalAcquire, Name: "a", Client: 2})
+	entered := func(id node.ID) bool {
+		for _, h := range rg(id).Holdings(s.LocalNow(id)) {
+			if h.Name == "a" {
+				return true
+			}
+		}
+		return false
+	}
+	for i := 0; i < 1000 && !entered(c); i++ {
+		if err := s.RunFor(100 * time.Microsecond); err != nil {
+			return err
+		}
+	}
+	if !entered(c) {
+		return fmt.Errorf("seed %d: daemon %d's client did not enter after %d passed the token on", seed, c, b)
+	}
+	s.Crash(b)
+	s.Crash(c)
+	if err := s.RunFor(4 * lease); err != nil {
+		return err
+	}
+	if !entered(d) {
+		return fmt.Errorf("seed %d: daemon %d did not take over from its backup after %d and %d crashed", seed, d, b, c)
+	}
+	return nil
+}
+
+// TestRingTwoHoldersCrash runs ringTwoHoldersCrash over every seed, and
+// with the count bump of UseBackup planted away over 200.
+func TestRingTwoHoldersCrash(t *testing.T) {
+	for _, seed := range sim.Seeds() {
+		if err := ringTwoHoldersCrash(seed, false); err != nil {
+			t.Fatalf("%v\nreplay: go test ./pkg/mutex -run TestRingTwoHoldersCrash -seed %d", err, seed)
+		}
+	}
+	caught := 0
+	for seed := uint64(1); seed <= 200; seed++ {
+		if err := ringTwoHoldersCrash(seed, true); err != nil && strings.Contains(err.Error(), "went from") {
+			caught++
+		}
+	}
+	t.Logf("token-ring: %d seeds passed (two consecutive holders crash, the second while its client is inside); no count bump caught in %d/200", len(sim.Seeds()), caught)
+	if caught == 0 {
+		t.Error("UseBackup without the count bump was never caught")
+	}
+}
