@@ -32,7 +32,7 @@ var runFlags = cli.WithEnv(tool, append(cli.NodeFlags(),
 	&ucli.DurationFlag{Name: "suspect", Value: time.Second, Usage: "a member silent this long no longer holds up 'delivered by all' at end of input"},
 	&ucli.BoolFlag{Name: "tree", Usage: "with --order gossip: spread along a fixed tree of the members, batched per --period, instead of to random members (fewer messages; see docs/mcast.md)"},
 	&ucli.BoolFlag{Name: "views", Usage: "a dynamic group: members join and leave, failed ones are removed, and each installed view is printed (implied by --order total)"},
-	&ucli.StringFlag{Name: "total", Value: "sequencer", Usage: "with --order total: how the one order is made (sequencer)"},
+	&ucli.StringFlag{Name: "total", Value: "sequencer", Usage: "with --order total: how the one order is made: sequencer (the view's leader numbers every message) or lamport (Lamport times, acknowledged by everyone)"},
 	&ucli.StringFlag{Name: "join", Usage: "with --views: join through these members (IDs from --peers, comma-separated; default every other peer)"},
 	&ucli.BoolFlag{Name: "found", Usage: "with --views: create the group now instead of joining (only the first member of a new group)"},
 ))
@@ -181,8 +181,10 @@ func runGroup(c *ucli.Context) error {
 		switch c.String("total") {
 		case "sequencer":
 			total = mcast.TotalSequencer
+		case "lamport":
+			total = mcast.TotalLamport
 		default:
-			return cli.Exitf(cli.ExitUsage, "--total: %q is not one of: sequencer", c.String("total"))
+			return cli.Exitf(cli.ExitUsage, "--total: %q is not one of: sequencer, lamport", c.String("total"))
 		}
 	case "fifo":
 	default:

@@ -20,7 +20,9 @@ const (
 	// GStatus is the heartbeat of a view member: per member of the view
 	// (in view order) how many of its messages it has received without a
 	// gap, and how many stamps. It drives failure detection,
-	// retransmission, garbage collection and flushing.
+	// retransmission, garbage collection and flushing. In Lamport total
+	// order it is also the acknowledgement every receiver multicasts
+	// (seed 002, §6.3.1), with its Lamport clock.
 	GStatus GType = 18
 	// GJoin asks to join the group as Member (sent to any member, which
 	// forwards it to the leader).
@@ -121,6 +123,10 @@ type GMsg struct {
 	Reject   bool     // ack
 	Change   *Change  // ack (accepted), commit, install
 	Accepted Ballot   // ack: the ballot of Change
+	// Clock (status, Lamport total order): the sender's Lamport time; its
+	// later messages carry larger times, and its own messages up to
+	// Recv[its position] carry at most this one.
+	Clock uint64
 }
 
 // GCodec encodes group messages for package wire.
@@ -162,6 +168,7 @@ func (GCodec) Marshal(m GMsg) (uint8, []byte, error) {
 		}
 		e.Uvarint(uint64(it.Sender))
 		e.Uvarint(it.Seq)
+		e.Uvarint(it.TS)
 		e.Bytes(it.Payload)
 	}
 	e.Uvarint(m.Start)
@@ -194,6 +201,7 @@ func (GCodec) Marshal(m GMsg) (uint8, []byte, error) {
 	}
 	e.Uvarint(m.Accepted.N)
 	e.Uvarint(uint64(m.Accepted.ID))
+	e.Uvarint(m.Clock)
 	return uint8(m.Type), e.B, nil
 }
 
@@ -215,10 +223,10 @@ func (GCodec) Unmarshal(typ uint8, p []byte) (GMsg, error) {
 	}
 	m.View, m.Inc = u(), d.Uvarint()
 	m.Ballot = Ballot{u(), d.ID()}
-	if n := d.Count(maxItems, 3); n > 0 {
+	if n := d.Count(maxItems, 4); n > 0 {
 		m.Items = make([]Item, n)
 		for i := range m.Items {
-			m.Items[i] = Item{Sender: d.ID(), Seq: u(), Payload: d.Bytes(MaxPayload)}
+			m.Items[i] = Item{Sender: d.ID(), Seq: u(), TS: u(), Payload: d.Bytes(MaxPayload)}
 			if m.Items[i].Sender == node.None || m.Items[i].Seq == 0 {
 				d.Fail("item")
 			}
@@ -276,6 +284,7 @@ func (GCodec) Unmarshal(typ uint8, p []byte) (GMsg, error) {
 		m.Change = c
 	}
 	m.Accepted = Ballot{u(), d.ID()}
+	m.Clock = u()
 	if err := d.Done(); err != nil {
 		return GMsg{}, err
 	}

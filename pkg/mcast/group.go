@@ -21,6 +21,12 @@ const (
 	// position in one order (seed 004, "agreed delivery"; a fixed
 	// sequencer); the next view's leader goes on after a failure.
 	TotalSequencer Total = 1
+	// TotalLamport: seed 002's totally-ordered multicast (§6.3.1). Each
+	// message carries its sender's Lamport time; every receiver
+	// acknowledges to everyone; a member delivers the message at the head
+	// of its queue (least time, then sender ID) once it knows every other
+	// member's clock has passed it with every earlier message received.
+	TotalLamport Total = 2
 )
 
 func (t Total) String() string {
@@ -29,6 +35,8 @@ func (t Total) String() string {
 		return "none"
 	case TotalSequencer:
 		return "sequencer"
+	case TotalLamport:
+		return "lamport"
 	}
 	return fmt.Sprintf("total(%d)", uint8(t))
 }
@@ -82,6 +90,7 @@ const (
 	gbugFlushDeliver                 // go on delivering while a view change is under way
 	gbugSkipGap                      // total: deliver past a stamped message not yet received
 	gbugNoLinger                     // a member that leaves stops at once
+	gbugLamportNoAck                 // lamport: deliver the head without everyone's acknowledgement
 )
 
 // Group events. Text forms: "view 7 members 1,2,4 joined 4 left 3",
@@ -212,6 +221,10 @@ type Group struct {
 	stamped   map[Stamp]bool
 	nextPos   uint64
 	gcRecv    [][]uint64 // last status per member
+	clock     uint64     // Lamport: this member's clock (kept across views)
+	ts        map[Stamp]uint64
+	clk       []uint64 // Lamport: per member, the highest clock it has shown
+	clkSeq    []uint64 // ... and how many of its own messages it had sent then
 	heard     []time.Time
 	nextBeat  time.Time
 	nak       map[node.ID]bool
@@ -257,7 +270,7 @@ func NewGroup(cfg GroupConfig) (*Group, error) {
 	if !cfg.Found && cfg.FoundAfter <= 0 && len(cfg.Contacts) == 0 {
 		return nil, errors.New("mcast: a member that does not found the group needs contacts")
 	}
-	if cfg.Total > TotalSequencer {
+	if cfg.Total > TotalLamport {
 		return nil, errors.New("mcast: unknown total order")
 	}
 	cfg.Period = cfg.period()
@@ -277,7 +290,7 @@ func (g *Group) Stats() map[string]uint64 { return g.stats }
 // Status describes the member for status queries.
 func (g *Group) Status() any {
 	return map[string]any{"id": g.cfg.ID, "inc": g.me.Inc, "view": g.view.ID, "in_view": g.inView, "members": g.view.Members,
-		"flushing": g.flushing, "sent": g.seq, "received": g.recv, "stamps": len(g.stamps), "counters": g.stats}
+		"flushing": g.flushing, "sent": g.seq, "received": g.recv, "stamps": len(g.stamps), "clock": g.clock, "counters": g.stats}
 }
 
 // View returns the installed view (ok false while joining).
@@ -321,6 +334,7 @@ func (g *Group) install(v View) {
 	}
 	g.recv, g.deliv = make([]uint64, n), make([]uint64, n)
 	g.delivered, g.stampAt, g.stamped = map[Stamp]bool{}, map[uint64]Stamp{}, map[Stamp]bool{}
+	g.ts, g.clk, g.clkSeq = map[Stamp]uint64{}, make([]uint64, n), make([]uint64, n)
 	g.stamps, g.nextPos = nil, 1
 	g.gcRecv, g.heard = make([][]uint64, n), make([]time.Time, n)
 	for i := range g.heard {
@@ -421,7 +435,7 @@ func (g *Group) Tick(now time.Time) {
 }
 
 func (g *Group) sendStatus(to node.ID) {
-	g.send(to, GMsg{Type: GStatus, View: g.view.ID, Recv: slices.Clone(g.recv), Ordered: uint64(len(g.stamps))})
+	g.send(to, GMsg{Type: GStatus, View: g.view.ID, Recv: slices.Clone(g.recv), Ordered: uint64(len(g.stamps)), Clock: g.clock})
 }
 
 // suspected reports whether view member i has been silent too long.

@@ -1,6 +1,7 @@
 package mcast
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -110,8 +111,16 @@ func (g *Group) handle(from node.ID, m GMsg) {
 	g.heard[i] = g.now
 	switch m.Type {
 	case GData:
+		fresh := false
 		for _, it := range m.Items {
-			g.receive(it)
+			fresh = g.receive(it) || fresh
+		}
+		if fresh && g.cfg.Total == TotalLamport && !g.flushing {
+			// Seed 002: the receiver acknowledges to everyone (one
+			// acknowledgement per frame of new messages).
+			for _, id := range g.others() {
+				g.sendStatus(id)
+			}
 		}
 		if g.nak[from] {
 			delete(g.nak, from)
@@ -144,6 +153,10 @@ func (g *Group) handle(from node.ID, m GMsg) {
 		}
 	case GStatus:
 		if len(m.Recv) == len(g.view.Members) {
+			if g.cfg.Total == TotalLamport {
+				g.showClock(i, m.Clock, m.Recv[i])
+				g.deliver()
+			}
 			g.gcRecv[i] = m.Recv
 			g.retransmit(from, m.Recv, m.Ordered)
 			g.collect()
@@ -461,6 +474,27 @@ func (g *Group) finishView(c *Change) {
 		}
 		return
 	}
+	if g.cfg.Total == TotalLamport {
+		// What a member delivered is a prefix of the view's messages in
+		// (time, sender) order (it delivered m only with every earlier
+		// one here), so the rest of the cut goes in that order too.
+		var rest []Stamp
+		for j, m := range g.view.Members {
+			for q := g.deliv[j] + 1; q <= cut[j] && q <= g.recv[j]; q++ {
+				rest = append(rest, Stamp{m.ID, q})
+			}
+		}
+		slices.SortFunc(rest, func(a, b Stamp) int {
+			if c := cmp.Compare(g.ts[a], g.ts[b]); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.Sender, b.Sender)
+		})
+		for _, st := range rest {
+			g.deliverOne(g.pos[st.Sender], st.Seq)
+		}
+		return
+	}
 	for j := range g.view.Members {
 		for g.deliv[j] < cut[j] && g.deliv[j] < g.recv[j] {
 			g.deliverOne(j, g.deliv[j]+1)
@@ -468,30 +502,80 @@ func (g *Group) finishView(c *Change) {
 	}
 }
 
-// receive stores one data item of the current view.
-func (g *Group) receive(it Item) {
+// receive stores one data item of the current view; false for a copy of
+// one already here.
+func (g *Group) receive(it Item) bool {
 	j, ok := g.pos[it.Sender]
 	if !ok || it.Sender == g.cfg.ID {
-		return
+		return false
 	}
 	if it.Seq <= g.recv[j] || g.above[j][it.Seq] {
 		g.stats["duplicates"]++
-		return
+		return false
 	}
 	g.store[j][it.Seq] = it.Payload
+	if g.cfg.Total == TotalLamport {
+		// Seed 002: a receiver's clock moves past the message's time.
+		g.ts[Stamp{it.Sender, it.Seq}] = it.TS
+		g.clock = max(g.clock, it.TS) + 1
+		g.showClock(j, it.TS, it.Seq)
+	}
 	if debugf != nil {
 		debugf("%d: view %d store %d/%d %q", g.cfg.ID, g.view.ID, it.Sender, it.Seq, it.Payload)
 	}
 	if it.Seq != g.recv[j]+1 {
 		g.above[j][it.Seq] = true
 		g.nak[it.Sender] = true
-		return
+		return true
 	}
 	g.recv[j]++
 	for g.above[j][g.recv[j]+1] {
 		delete(g.above[j], g.recv[j]+1)
 		g.recv[j]++
 	}
+	return true
+}
+
+// showClock records that member j's clock reached c when it had sent seq
+// messages: its later messages carry times above c.
+func (g *Group) showClock(j int, c, seq uint64) {
+	if c > g.clk[j] {
+		g.clk[j], g.clkSeq[j] = c, seq
+	}
+}
+
+// lamportHead is the undelivered message least in (time, sender) order
+// among each member's next one, if any.
+func (g *Group) lamportHead() (j int, q, ts uint64, ok bool) {
+	for k, m := range g.view.Members {
+		if g.deliv[k] >= g.recv[k] {
+			continue
+		}
+		t := g.ts[Stamp{m.ID, g.deliv[k] + 1}]
+		if !ok || t < ts || t == ts && m.ID < g.view.Members[j].ID {
+			j, q, ts, ok = k, g.deliv[k]+1, t, true
+		}
+	}
+	return
+}
+
+// lamportDeliverable: every other member has either a later message
+// queued here, or shown a clock at or past ts with every message it had
+// sent by then received here; so nothing earlier in the order can still
+// come (seed 002: the head is acknowledged by everyone).
+func (g *Group) lamportDeliverable(j int, ts uint64) bool {
+	if g.cfg.bug == gbugLamportNoAck {
+		return true
+	}
+	for k, m := range g.view.Members {
+		if k == j || m.ID == g.cfg.ID || g.deliv[k] < g.recv[k] {
+			continue
+		}
+		if g.clk[k] < ts || g.recv[k] < g.clkSeq[k] {
+			return false
+		}
+	}
+	return true
 }
 
 // deliver delivers what the order allows (nothing while a view change is
@@ -520,6 +604,15 @@ func (g *Group) deliver() {
 			g.nextPos++
 		}
 		return
+	}
+	if g.cfg.Total == TotalLamport {
+		for {
+			j, q, ts, ok := g.lamportHead()
+			if !ok || !g.lamportDeliverable(j, ts) {
+				return
+			}
+			g.deliverOne(j, q)
+		}
 	}
 	for j := range g.view.Members {
 		for g.deliv[j] < g.recv[j] {
@@ -551,7 +644,7 @@ func (g *Group) stamp() {
 
 func (g *Group) deliverOne(j int, q uint64) {
 	m := g.view.Members[j]
-	if g.cfg.Total == TotalNone {
+	if g.cfg.Total != TotalSequencer {
 		g.deliv[j] = q
 	} else {
 		g.delivered[Stamp{m.ID, q}] = true
@@ -573,7 +666,13 @@ func (g *Group) flushQueue() {
 		g.recv[me] = g.seq
 		g.stats["sent"]++
 		g.events = append(g.events, GroupSendEvent{Event: "send", View: g.view.ID, Seq: g.seq, Payload: p})
-		items = append(items, Item{Sender: g.cfg.ID, Seq: g.seq, Payload: p})
+		it := Item{Sender: g.cfg.ID, Seq: g.seq, Payload: p}
+		if g.cfg.Total == TotalLamport {
+			g.clock++ // seed 002: a send is an event
+			it.TS = g.clock
+			g.ts[Stamp{g.cfg.ID, g.seq}] = it.TS
+		}
+		items = append(items, it)
 	}
 	g.queue = nil
 	g.broadcast(items)
@@ -608,7 +707,7 @@ func (g *Group) retransmit(to node.ID, recv []uint64, ordered uint64) {
 			if !ok {
 				break
 			}
-			items = append(items, Item{Sender: m.ID, Seq: q, Payload: p})
+			items = append(items, Item{Sender: m.ID, Seq: q, TS: g.ts[Stamp{m.ID, q}], Payload: p})
 			size += len(p) + 16
 		}
 	}
@@ -637,8 +736,9 @@ func (g *Group) collect() {
 			low = min(low, g.gcRecv[i][j])
 		}
 		for q := range g.store[j] {
-			if q <= low && (g.cfg.Total == TotalNone && q <= g.deliv[j] || g.delivered[Stamp{m.ID, q}]) {
+			if q <= low && (g.cfg.Total != TotalSequencer && q <= g.deliv[j] || g.delivered[Stamp{m.ID, q}]) {
 				delete(g.store[j], q)
+				delete(g.ts, Stamp{m.ID, q})
 			}
 		}
 	}

@@ -43,6 +43,7 @@ type Item struct {
 	Sender  node.ID
 	Seq     uint64
 	VT      []uint64
+	TS      uint64 // groups in Lamport total order: the sender's Lamport time at the send
 	Payload []byte
 }
 
