@@ -10,7 +10,11 @@
 #   4. dissemination against serf (installed with apt-get when missing and
 #      root): 10 local members, time from one line (`serf event`) to the
 #      last member printing it (running its event handler), median of 20,
-#      and the ratio.
+#      and the ratio;
+#   5. view change: 5 members in total order with the default settings,
+#      one SIGKILLed, time until every survivor has installed the view
+#      without it; median and worst of 20 fresh groups (target: median
+#      ≤ 300 ms; corosync's defaults wait out a 3 s token timeout first).
 #
 #   scripts/bench-mcast.sh
 set -euo pipefail
@@ -137,3 +141,7 @@ done
 serf_us=$(median <"$work/serf.lat")
 echo "serf:  median $(awk -v u="$serf_us" 'BEGIN { printf "%.2f ms", u / 1000 }') from 'serf event' to the last of the 10 agents running its handler"
 awk -v a="$mcast_us" -v b="$serf_us" 'BEGIN { printf "ratio: mcast takes %.3f of serf'"'"'s time (target ≤ 0.5)\n", a / b }'
+
+echo
+echo "== 5. view change after SIGKILL: 5 members, --order total, default settings, 20 fresh groups"
+go test -run '^$' -bench 'BenchmarkViewChange$' -benchtime 20x ./cmd/mcast | grep -E '^Benchmark'

@@ -32,7 +32,7 @@ type member struct {
 	done  chan error
 }
 
-func freePorts(t *testing.T, n int) []string {
+func freePorts(t testing.TB, n int) []string {
 	t.Helper()
 	var addrs []string
 	var conns []net.PacketConn
@@ -51,7 +51,7 @@ func freePorts(t *testing.T, n int) []string {
 }
 
 // group starts n members with args, stdin open.
-func group(t *testing.T, n int, args ...string) []*member {
+func group(t testing.TB, n int, args ...string) []*member {
 	t.Helper()
 	dir := t.TempDir()
 	var peers []string
@@ -87,7 +87,7 @@ func group(t *testing.T, n int, args ...string) []*member {
 	return ms
 }
 
-func (m *member) write(t *testing.T, from, to int) {
+func (m *member) write(t testing.TB, from, to int) {
 	t.Helper()
 	w := bufio.NewWriter(m.stdin)
 	for k := from; k <= to; k++ {

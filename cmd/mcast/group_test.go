@@ -52,7 +52,7 @@ func (m *member) views() (vs [][]int, removed int) {
 
 // inView waits until every member of ms has installed a view of exactly
 // want (as a set), and returns the view's leader.
-func inView(t *testing.T, ms []*member, want []int, limit time.Duration) int {
+func inView(t testing.TB, ms []*member, want []int, limit time.Duration) int {
 	t.Helper()
 	leader := 0
 	clitest.WaitFor(t, limit, func() bool {
