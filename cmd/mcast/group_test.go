@@ -103,13 +103,13 @@ func without(ms []*member, id int) []*member {
 // go on), and the logs pass 'mcast check --order total' (virtual
 // synchrony and one order, across the view change).
 func TestGroupKillSequencer(t *testing.T) {
-	for _, total := range []string{"sequencer", "lamport"} {
-		t.Run(total, func(t *testing.T) { killLeader(t, total) })
+	for _, args := range [][]string{{"--total", "sequencer"}, {"--total", "lamport"}, {"--total", "sequencer", "--safe"}} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) { killLeader(t, args...) })
 	}
 }
 
-func killLeader(t *testing.T, total string) {
-	ms := group(t, 5, "--order", "total", "--total", total, "--fault-drop", "0.05", "--fault-delay", "1ms")
+func killLeader(t *testing.T, args ...string) {
+	ms := group(t, 5, append([]string{"--order", "total", "--fault-drop", "0.05", "--fault-delay", "1ms"}, args...)...)
 	dumpOnFailure(t, ms)
 	leader := inView(t, ms, []int{1, 2, 3, 4, 5}, 30*time.Second)
 	for _, m := range ms {
@@ -134,6 +134,13 @@ func killLeader(t *testing.T, total string) {
 	}
 	out := checkLogs(t, "total", ms)
 	t.Log(out)
+	if slices.Contains(args, "--safe") {
+		for _, m := range rest {
+			if b, _ := os.ReadFile(m.log); !strings.Contains(string(b), `"event":"transitional"`) {
+				t.Errorf("member %d printed no transitional configuration", m.id)
+			}
+		}
+	}
 	for _, m := range rest {
 		b, _ := os.ReadFile(m.log)
 		clitest.CheckJSON(t, "mcast", b)

@@ -33,6 +33,7 @@ var runFlags = cli.WithEnv(tool, append(cli.NodeFlags(),
 	&ucli.BoolFlag{Name: "tree", Usage: "with --order gossip: spread along a fixed tree of the members, batched per --period, instead of to random members (fewer messages; see docs/mcast.md)"},
 	&ucli.BoolFlag{Name: "views", Usage: "a dynamic group: members join and leave, failed ones are removed, and each installed view is printed (implied by --order total)"},
 	&ucli.StringFlag{Name: "total", Value: "sequencer", Usage: "with --order total: how the one order is made: sequencer (the view's leader numbers every message) or lamport (Lamport times, acknowledged by everyone)"},
+	&ucli.BoolFlag{Name: "safe", Usage: "with --views: deliver a message only once every member of the view has it; at a view change the rest follows a 'transitional' line naming the members it is safe among"},
 	&ucli.StringFlag{Name: "join", Usage: "with --views: join through these members (IDs from --peers, comma-separated; default every other peer)"},
 	&ucli.BoolFlag{Name: "found", Usage: "with --views: create the group now instead of joining (only the first member of a new group)"},
 ))
@@ -124,7 +125,7 @@ func run(c *ucli.Context) error {
 	if c.String("order") == "total" || c.Bool("views") {
 		return runGroup(c)
 	}
-	for _, f := range []string{"join", "found"} {
+	for _, f := range []string{"join", "found", "safe"} {
 		if c.IsSet(f) {
 			return cli.Exitf(cli.ExitUsage, "--%s goes with --views (or --order total)", f)
 		}
@@ -208,7 +209,7 @@ func runGroup(c *ucli.Context) error {
 			contacts = append(contacts, id)
 		}
 	}
-	cfg := mcast.GroupConfig{ID: self, Inc: mb.Incarnation, Found: c.Bool("found"), Contacts: contacts, Total: total}
+	cfg := mcast.GroupConfig{ID: self, Inc: mb.Incarnation, Found: c.Bool("found"), Contacts: contacts, Total: total, Safe: c.Bool("safe")}
 	if c.IsSet("period") {
 		cfg.Period = c.Duration("period")
 	}
@@ -226,7 +227,7 @@ func runGroup(c *ucli.Context) error {
 		return cli.Exitf(cli.ExitUsage, "%v", err)
 	}
 	drv := driver.New[mcast.GMsg](g, mcast.GCodec{}, mb.Net, driver.Config{Framer: mb.Framer, Log: cm.Log})
-	live, err := mb.Start(drv, "order", c.String("order"), "views", true)
+	live, err := mb.Start(drv, "order", c.String("order"), "views", true, "total", total, "safe", cfg.Safe)
 	if err != nil {
 		return err
 	}
@@ -335,7 +336,7 @@ func checkViews(c *ucli.Context) error {
 	logs := map[mcast.Member][]mcast.VRecord{}
 	final := map[mcast.Member]bool{}
 	files := map[node.ID]string{}
-	lines, views := 0, map[uint64]bool{}
+	lines, views, safe := 0, map[uint64]bool{}, false
 	for _, file := range c.Args().Slice() {
 		vl, err := mcastd.ReadViewLog(file)
 		if err != nil {
@@ -349,8 +350,11 @@ func checkViews(c *ucli.Context) error {
 			logs[m] = recs
 			lines += len(recs)
 			for _, r := range recs {
-				if r.Kind == mcast.VView {
+				switch r.Kind {
+				case mcast.VView:
 					views[r.View] = true
+				case mcast.VTransitional:
+					safe = true
 				}
 			}
 		}
@@ -369,10 +373,14 @@ func checkViews(c *ucli.Context) error {
 		fmt.Fprintf(os.Stderr, "mcast: check failed: %s\n", msg)
 		return &cli.ExitError{Code: 1}
 	}
-	what := "virtual synchrony holds"
+	what := "virtual synchrony"
 	if total {
-		what = "virtual synchrony and total order hold"
+		what += ", total order"
 	}
+	if safe {
+		what += ", safe delivery"
+	}
+	what += " hold"
 	fmt.Printf("ok: %d members (%d incarnations), %d views, %d records; %s\n", len(files), len(logs), len(views), lines, what)
 	return nil
 }

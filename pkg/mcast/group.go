@@ -58,6 +58,13 @@ type GroupConfig struct {
 	// FoundAfter: when no member has let this one in after this long,
 	// it creates the group itself (0: never, unless Found).
 	FoundAfter time.Duration
+	// Safe: deliver a message only once every member of the view has it
+	// (seed 004, TOTEM's and Spread's safe delivery). Each member then
+	// acknowledges new messages to everyone at once. At a view change the
+	// rest of the old view's messages (every survivor has them) are
+	// delivered after a TransitionalEvent naming the survivors: safe in
+	// that smaller configuration only (extended virtual synchrony).
+	Safe bool
 	// Window bounds this member's own messages that some view member has
 	// not acknowledged, plus those waiting for a view: past it, sends are
 	// refused with ErrFull until a RoomEvent. Default 4096.
@@ -91,6 +98,7 @@ const (
 	gbugSkipGap                      // total: deliver past a stamped message not yet received
 	gbugNoLinger                     // a member that leaves stops at once
 	gbugLamportNoAck                 // lamport: deliver the head without everyone's acknowledgement
+	gbugSafeSkipLast                 // safe: do not wait for the view's last member
 )
 
 // Group events. Text forms: "view 7 members 1,2,4 joined 4 left 3",
@@ -109,17 +117,23 @@ type ViewEvent struct {
 
 func (e ViewEvent) Kind() string { return "view" }
 func (e ViewEvent) String() string {
-	ids := func(ms []Member) string {
-		if len(ms) == 0 {
-			return "-"
-		}
-		s := make([]string, len(ms))
-		for i, m := range ms {
-			s[i] = fmt.Sprint(m.ID)
-		}
-		return strings.Join(s, ",")
+	return fmt.Sprintf("%s joined %s left %s", e.members(), idList(e.Joined), idList(e.Left))
+}
+
+// members is 'view 7 members 1,2,4'.
+func (e ViewEvent) members() string {
+	return fmt.Sprintf("view %d members %s", e.View, idList(e.Members))
+}
+
+func idList(ms []Member) string {
+	if len(ms) == 0 {
+		return "-"
 	}
-	return fmt.Sprintf("view %d members %s joined %s left %s", e.View, ids(e.Members), ids(e.Joined), ids(e.Left))
+	s := make([]string, len(ms))
+	for i, m := range ms {
+		s[i] = fmt.Sprint(m.ID)
+	}
+	return strings.Join(s, ",")
 }
 
 // GroupSendEvent records one of this member's multicasts, in the view it
@@ -169,6 +183,21 @@ type RemovedEvent struct {
 
 func (e RemovedEvent) Kind() string   { return "removed" }
 func (e RemovedEvent) String() string { return fmt.Sprintf("removed from view %d", e.View) }
+
+// TransitionalEvent (--safe): the view is ending; the deliveries that
+// follow in it, up to the next view, are safe among Members (the
+// survivors) only, not among every member of the view (seed 004,
+// extended virtual synchrony's transitional configuration).
+type TransitionalEvent struct {
+	Event   string   `json:"event"` // "transitional"
+	View    uint64   `json:"view"`
+	Members []Member `json:"members"`
+}
+
+func (e TransitionalEvent) Kind() string { return "transitional" }
+func (e TransitionalEvent) String() string {
+	return "transitional " + ViewEvent{View: e.View, Members: e.Members}.members()
+}
 
 // MinorityEvent: a view change has waited a long time for a majority of
 // the view: this member is cut off with a minority and waits.
@@ -225,6 +254,7 @@ type Group struct {
 	ts        map[Stamp]uint64
 	clk       []uint64 // Lamport: per member, the highest clock it has shown
 	clkSeq    []uint64 // ... and how many of its own messages it had sent then
+	ackRecv   []uint64 // what this member first answered a view change of this view with
 	heard     []time.Time
 	nextBeat  time.Time
 	nak       map[node.ID]bool
@@ -334,7 +364,7 @@ func (g *Group) install(v View) {
 	}
 	g.recv, g.deliv = make([]uint64, n), make([]uint64, n)
 	g.delivered, g.stampAt, g.stamped = map[Stamp]bool{}, map[uint64]Stamp{}, map[Stamp]bool{}
-	g.ts, g.clk, g.clkSeq = map[Stamp]uint64{}, make([]uint64, n), make([]uint64, n)
+	g.ts, g.clk, g.clkSeq, g.ackRecv = map[Stamp]uint64{}, make([]uint64, n), make([]uint64, n), nil
 	g.stamps, g.nextPos = nil, 1
 	g.gcRecv, g.heard = make([][]uint64, n), make([]time.Time, n)
 	for i := range g.heard {
@@ -435,7 +465,15 @@ func (g *Group) Tick(now time.Time) {
 }
 
 func (g *Group) sendStatus(to node.ID) {
-	g.send(to, GMsg{Type: GStatus, View: g.view.ID, Recv: slices.Clone(g.recv), Ordered: uint64(len(g.stamps)), Clock: g.clock})
+	recv := g.recv
+	if g.cfg.Safe && g.ackRecv != nil {
+		// Once this member has answered a view change, what it receives
+		// may be left out of the cut (a change can rest on its first
+		// answer): others must not count it as held here, or one of them
+		// could deliver as safe a message the survivors never deliver.
+		recv = g.ackRecv
+	}
+	g.send(to, GMsg{Type: GStatus, View: g.view.ID, Recv: slices.Clone(recv), Ordered: uint64(len(g.stamps)), Clock: g.clock})
 }
 
 // suspected reports whether view member i has been silent too long.

@@ -115,9 +115,10 @@ func (g *Group) handle(from node.ID, m GMsg) {
 		for _, it := range m.Items {
 			fresh = g.receive(it) || fresh
 		}
-		if fresh && g.cfg.Total == TotalLamport && !g.flushing {
+		if fresh && (g.cfg.Total == TotalLamport || g.cfg.Safe) && !g.flushing {
 			// Seed 002: the receiver acknowledges to everyone (one
-			// acknowledgement per frame of new messages).
+			// acknowledgement per frame of new messages); safe delivery
+			// waits for everyone's acknowledgement too.
 			for _, id := range g.others() {
 				g.sendStatus(id)
 			}
@@ -155,9 +156,11 @@ func (g *Group) handle(from node.ID, m GMsg) {
 		if len(m.Recv) == len(g.view.Members) {
 			if g.cfg.Total == TotalLamport {
 				g.showClock(i, m.Clock, m.Recv[i])
-				g.deliver()
 			}
 			g.gcRecv[i] = m.Recv
+			if g.cfg.Total == TotalLamport || g.cfg.Safe {
+				g.deliver()
+			}
 			g.retransmit(from, m.Recv, m.Ordered)
 			g.collect()
 			g.room()
@@ -261,6 +264,9 @@ func (g *Group) onPropose(from node.ID, b Ballot) {
 	g.promised = b
 	g.startFlush()
 	a := GMsg{Type: GAck, View: g.view.ID, Ballot: b, Recv: slices.Clone(g.recv), Ordered: uint64(len(g.stamps))}
+	if g.ackRecv == nil {
+		g.ackRecv = slices.Clone(g.recv)
+	}
 	if g.accepted != nil {
 		a.Change, a.Accepted = g.accepted, g.accBallot
 	}
@@ -458,6 +464,15 @@ func (g *Group) checkLinger() {
 // the rest by sender and number (the same at every survivor).
 func (g *Group) finishView(c *Change) {
 	cut := c.Cut
+	if g.cfg.Safe {
+		var ms []Member
+		for _, m := range g.view.Members {
+			if slices.Contains(c.Survivors, m.ID) {
+				ms = append(ms, m)
+			}
+		}
+		g.events = append(g.events, TransitionalEvent{Event: "transitional", View: g.view.ID, Members: ms})
+	}
 	if g.cfg.Total == TotalSequencer {
 		for p := g.nextPos; p <= c.OrderCut && p <= uint64(len(g.stamps)); p++ {
 			s := g.stamps[p-1]
@@ -598,6 +613,9 @@ func (g *Group) deliver() {
 				}
 				return
 			}
+			if !g.delivered[s] && !g.safe(j, s.Seq) {
+				return
+			}
 			if !g.delivered[s] {
 				g.deliverOne(j, s.Seq)
 			}
@@ -608,17 +626,35 @@ func (g *Group) deliver() {
 	if g.cfg.Total == TotalLamport {
 		for {
 			j, q, ts, ok := g.lamportHead()
-			if !ok || !g.lamportDeliverable(j, ts) {
+			if !ok || !g.lamportDeliverable(j, ts) || !g.safe(j, q) {
 				return
 			}
 			g.deliverOne(j, q)
 		}
 	}
 	for j := range g.view.Members {
-		for g.deliv[j] < g.recv[j] {
+		for g.deliv[j] < g.recv[j] && g.safe(j, g.deliv[j]+1) {
 			g.deliverOne(j, g.deliv[j]+1)
 		}
 	}
+}
+
+// safe reports whether message q of member j may be delivered: always,
+// unless Safe, and then once every other member's last status shows it
+// received (TOTEM's aru, seed 004).
+func (g *Group) safe(j int, q uint64) bool {
+	if !g.cfg.Safe {
+		return true
+	}
+	for i, m := range g.view.Members {
+		if m.ID == g.cfg.ID || g.cfg.bug == gbugSafeSkipLast && i == len(g.view.Members)-1 {
+			continue
+		}
+		if r := g.gcRecv[i]; r == nil || r[j] < q {
+			return false
+		}
+	}
+	return true
 }
 
 // stamp: the sequencer gives each message it has received without a gap
@@ -779,7 +815,7 @@ func (g *Group) tryLeave() {
 		return
 	}
 	if len(g.view.Members) == 1 && !g.flushing {
-		g.finishView(&Change{Cut: slices.Clone(g.recv), OrderCut: uint64(len(g.stamps))})
+		g.finishView(&Change{Cut: slices.Clone(g.recv), OrderCut: uint64(len(g.stamps)), Survivors: []node.ID{g.cfg.ID}})
 		g.done, g.inView = true, false
 		g.events = append(g.events, LeftEvent{Event: "left", View: g.view.ID + 1}, DoneEvent{Event: "done", Sent: g.stats["sent"]})
 		return

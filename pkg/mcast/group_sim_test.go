@@ -23,6 +23,7 @@ type gscenario struct {
 	total Total
 	bug   gbug
 	flush bool // the scripted flush schedule instead of random faults
+	safe  bool // GroupConfig.Safe, checked against every member's state
 }
 
 // run: a group founded by member 1 that the others join; for 4 s members
@@ -56,7 +57,7 @@ func (sc gscenario) run() (sends int, views uint64, blocked bool, err error) {
 	inc := map[node.ID]int{}
 	s := sim.New[GMsg](opts, GCodec{}, func(id node.ID, i int, _ *rand.Rand) node.Machine[GMsg] {
 		inc[id] = i
-		m, err := NewGroup(GroupConfig{ID: id, Inc: uint64(i) << 32, Found: id == 1 && i == 1, Contacts: ids, Total: sc.total, bug: sc.bug})
+		m, err := NewGroup(GroupConfig{ID: id, Inc: uint64(i) << 32, Found: id == 1 && i == 1, Contacts: ids, Total: sc.total, Safe: sc.safe, bug: sc.bug})
 		if err != nil {
 			panic(err)
 		}
@@ -76,6 +77,27 @@ func (sc gscenario) run() (sends int, views uint64, blocked bool, err error) {
 	// The founder installed view 1 at boot, before OnEvent was set.
 	logs[cur[1]] = []VRecord{{Kind: VView, View: 1, Members: []Member{cur[1]}}}
 	left := map[Member]bool{}
+	transitional := map[Member]uint64{} // the view a member announced a transitional configuration in
+	group := func(id node.ID) *Group { g, _ := s.Machine(id).(*Group); return g }
+	// Safe delivery (seed 004): a message delivered before the view's
+	// transitional configuration is held by every member of the view,
+	// judged from every live member's state at that instant.
+	safeCheck := func(p Member, e GroupDeliverEvent) error {
+		if !sc.safe || transitional[p] == e.View {
+			return nil
+		}
+		for _, id := range ids {
+			g := group(id)
+			if g == nil || !s.Alive(id) || !g.inView || g.view.ID != e.View {
+				continue
+			}
+			if j, ok := g.pos[e.Sender]; !ok || g.recv[j] < e.Seq {
+				return fmt.Errorf("safe delivery: member %d/%d delivered %d/%d/%d while member %d of the view had not received it",
+					p.ID, p.Inc, e.View, e.Sender, e.Seq, id)
+			}
+		}
+		return nil
+	}
 	s.OnEvent = func(_ time.Time, id node.ID, ev node.Event) error {
 		p := cur[id]
 		if *gdbg {
@@ -88,7 +110,13 @@ func (sc gscenario) run() (sends int, views uint64, blocked bool, err error) {
 			if left[p] {
 				return fmt.Errorf("member %d delivered after leaving", id)
 			}
+			if err := safeCheck(p, e); err != nil {
+				return err
+			}
 			logs[p] = append(logs[p], VRecord{Kind: VDeliver, View: e.View, Sender: e.Sender, Seq: e.Seq, Payload: e.Payload})
+		case TransitionalEvent:
+			transitional[p] = e.View
+			logs[p] = append(logs[p], VRecord{Kind: VTransitional, View: e.View, Members: e.Members})
 		case ViewEvent:
 			logs[p] = append(logs[p], VRecord{Kind: VView, View: e.View, Members: e.Members})
 			views = max(views, e.View)
@@ -106,7 +134,6 @@ func (sc gscenario) run() (sends int, views uint64, blocked bool, err error) {
 	fail := func(err error) (int, uint64, bool, error) {
 		return sends, views, false, fmt.Errorf("%v seed %d (%d members, drop %.2f, dup %.2f): %v", sc.total, sc.seed, n, opts.Drop, opts.Dup, err)
 	}
-	group := func(id node.ID) *Group { g, _ := s.Machine(id).(*Group); return g }
 	// A crash must leave every live member's view a live majority, or the
 	// group cannot go on (primary component) and the run proves nothing.
 	canCrash := func(x node.ID) bool {
@@ -324,16 +351,15 @@ func (sc gscenario) run() (sends int, views uint64, blocked bool, err error) {
 
 func TestSimGroups(t *testing.T) {
 	for _, total := range []Total{TotalNone, TotalSequencer, TotalLamport} {
-		for _, flush := range []bool{false, true} {
-			name := total.String()
-			if flush {
-				name += "/flush"
-			}
+		for _, mode := range []string{"", "/flush", "/safe"} {
+			name := total.String() + mode
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
 				sends, views, blocked := 0, uint64(0), 0
 				for _, seed := range sim.Seeds() {
-					k, v, b, err := gscenario{seed: seed, total: total, flush: flush}.run()
+					// Safe runs take the flush schedule on odd seeds.
+					flush := mode == "/flush" || mode == "/safe" && seed%2 == 1
+					k, v, b, err := gscenario{seed: seed, total: total, flush: flush, safe: mode == "/safe"}.run()
 					if b {
 						blocked++
 					}
@@ -367,12 +393,14 @@ func TestSimGroupsCatchPlantedBugs(t *testing.T) {
 		{"deliver during the flush", TotalNone, gbugFlushDeliver, "virtual synchrony"},
 		{"skip a stamp gap", TotalSequencer, gbugSkipGap, "fifo|agreed order"},
 		{"lamport: deliver the head before everyone acknowledged it", TotalLamport, gbugLamportNoAck, "agreed order|total order|order"},
+		{"safe: do not wait for the view's last member", TotalSequencer, gbugSafeSkipLast, "safe delivery"},
 	} {
 		caught := 0
 		var first error
 		for seed := uint64(1); seed <= 100; seed++ {
 			for _, flush := range []bool{false, true} {
-				if _, _, _, err := (gscenario{seed: seed, total: c.total, bug: c.bug, flush: flush}).run(); err != nil && regexp.MustCompile(c.want).MatchString(err.Error()) {
+				sc := gscenario{seed: seed, total: c.total, bug: c.bug, flush: flush, safe: c.bug == gbugSafeSkipLast}
+				if _, _, _, err := sc.run(); err != nil && regexp.MustCompile(c.want).MatchString(err.Error()) {
 					caught++
 					if first == nil {
 						first = err

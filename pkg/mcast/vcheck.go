@@ -16,6 +16,9 @@ const (
 	VDeliver                  // a delivery (own messages included)
 	VView                     // an installed view
 	VLeft                     // the member left, flushing into view View
+	// VTransitional: view View's transitional configuration began (safe
+	// delivery); Members are the survivors.
+	VTransitional
 )
 
 // VRecord is one line of a group member's log (one incarnation).
@@ -273,6 +276,62 @@ func CheckViews(total bool, logs map[Member][]VRecord, final map[Member]bool) er
 			}
 		}
 	}
+	// Safe delivery (logs with transitional lines: mcast run --safe). A
+	// message delivered before the view's transitional line (or by a
+	// member that crashed before it had one) was held by every member of
+	// the view, so every member that went through the view delivers it
+	// there, whatever became of the member that delivered it first.
+	safe := false
+	for _, p := range procs {
+		view := uint64(0)
+		for i, r := range logs[p] {
+			switch r.Kind {
+			case VView:
+				view = r.View
+			case VTransitional:
+				safe = true
+				if r.View != view || !slices.Contains(r.Members, p) || !subset(r.Members, viewOf[r.View]) {
+					report(&Violation{Text: fmt.Sprintf("transitional configuration: member %d/%d announced %v in view %d (its view %d, members %v)", p.ID, p.Inc, r.Members, r.View, view, viewOf[r.View]),
+						Evidence: []Evidence{ev(p, i, fmt.Sprintf("transitional %d", r.View))}})
+				}
+			}
+		}
+	}
+	type pv struct {
+		p Member
+		v uint64
+	}
+	sets := map[pv]map[vmsg]int{}
+	for _, p := range procs {
+		if !safe {
+			break
+		}
+		trans := map[uint64]bool{}
+		for i, r := range logs[p] {
+			if r.Kind == VTransitional {
+				trans[r.View] = true
+			}
+			if r.Kind != VDeliver || trans[r.View] {
+				continue
+			}
+			k := vmsg{r.View, r.Sender, r.Seq}
+			for _, q := range procs {
+				if q == p || !correct(q, r.View) {
+					continue
+				}
+				set, ok := sets[pv{q, r.View}]
+				if !ok {
+					set = setOf(q, r.View)
+					sets[pv{q, r.View}] = set
+				}
+				if _, ok := set[k]; !ok {
+					report(&Violation{Text: fmt.Sprintf("safe delivery: member %d/%d delivered %v before view %d's transitional configuration; member %d/%d went through the view without it", p.ID, p.Inc, k, r.View, q.ID, q.Inc),
+						Evidence: []Evidence{ev(p, i, "deliver "+k.String()), {q.ID, 0, "never delivers " + k.String() + " in view " + fmt.Sprint(r.View)}}})
+					break
+				}
+			}
+		}
+	}
 	// Agreement among the members that end together in one view.
 	for ai, a := range procs {
 		va := lastView(a)
@@ -298,4 +357,14 @@ func CheckViews(total bool, logs map[Member][]VRecord, final map[Member]bool) er
 	best := slices.MinFunc(found, func(a, b *Violation) int { return len(a.Evidence) - len(b.Evidence) })
 	best.Found = len(found)
 	return best
+}
+
+// subset reports whether every member of a is in b.
+func subset(a, b []Member) bool {
+	for _, m := range a {
+		if !slices.Contains(b, m) {
+			return false
+		}
+	}
+	return true
 }

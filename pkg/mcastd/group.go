@@ -65,6 +65,8 @@ func (g *Group) Handle(ev node.Event, p *Printer) {
 		p.GroupSend(ev)
 	case mcast.ViewEvent:
 		p.View(ev)
+	case mcast.TransitionalEvent:
+		p.Transitional(ev)
 	case mcast.LeftEvent, mcast.RemovedEvent, mcast.MinorityEvent:
 		p.Note(ev)
 	case mcast.RoomEvent:
@@ -110,6 +112,17 @@ func (p *Printer) View(ev mcast.ViewEvent) {
 	}
 	p.out.JSON(LogLine{Time: now(), Event: "view", Member: p.member, View: ev.View, Leader: ev.Leader,
 		Members: ev.Members, Joined: ev.Joined, Left: ev.Left})
+}
+
+// Transitional prints the start of a view's transitional configuration
+// (--safe): 'transitional view 7 members 1,2'.
+func (p *Printer) Transitional(ev mcast.TransitionalEvent) {
+	if !p.out.IsJSON() {
+		p.w.WriteString(ev.String())
+		p.w.WriteByte('\n')
+		return
+	}
+	p.out.JSON(LogLine{Time: now(), Event: "transitional", Member: p.member, View: ev.View, Members: ev.Members})
 }
 
 // Note prints what happened to this member: 'left view 8', 'removed from
@@ -211,6 +224,8 @@ func ReadViewLog(file string) (*ViewLog, error) {
 		case "removed":
 			cur, inc = mcast.Member{}, l.Inc
 			continue
+		case "transitional":
+			r = mcast.VRecord{Kind: mcast.VTransitional, View: l.View, Members: l.Members, Line: n}
 		case "minority", "room":
 			continue
 		case "exit":
