@@ -34,6 +34,8 @@ var runFlags = cli.WithEnv(tool, append(cli.NodeFlags(),
 	&ucli.BoolFlag{Name: "views", Usage: "a dynamic group: members join and leave, failed ones are removed, and each installed view is printed (implied by --order total)"},
 	&ucli.StringFlag{Name: "total", Value: "sequencer", Usage: "with --order total: how the one order is made: sequencer (the view's leader numbers every message) or lamport (Lamport times, acknowledged by everyone)"},
 	&ucli.BoolFlag{Name: "safe", Usage: "with --views: deliver a message only once every member of the view has it; at a view change the rest follows a 'transitional' line naming the members it is safe among"},
+	&ucli.IntFlag{Name: "start-with", DefaultText: "every member in --peers", Usage: "with --views: hold the first lines until a view has this many members (0: send at once)"},
+	&ucli.BoolFlag{Name: "exit-on-minority", Usage: "with --views: exit 69 when cut off with a minority of the view, instead of waiting for the majority"},
 	&ucli.StringFlag{Name: "join", Usage: "with --views: join through these members (IDs from --peers, comma-separated; default every other peer)"},
 	&ucli.BoolFlag{Name: "found", Usage: "with --views: create the group now instead of joining (only the first member of a new group)"},
 ))
@@ -125,7 +127,7 @@ func run(c *ucli.Context) error {
 	if c.String("order") == "total" || c.Bool("views") {
 		return runGroup(c)
 	}
-	for _, f := range []string{"join", "found", "safe"} {
+	for _, f := range []string{"join", "found", "safe", "start-with", "exit-on-minority"} {
 		if c.IsSet(f) {
 			return cli.Exitf(cli.ExitUsage, "--%s goes with --views (or --order total)", f)
 		}
@@ -210,6 +212,10 @@ func runGroup(c *ucli.Context) error {
 		}
 	}
 	cfg := mcast.GroupConfig{ID: self, Inc: mb.Incarnation, Found: c.Bool("found"), Contacts: contacts, Total: total, Safe: c.Bool("safe")}
+	cfg.StartWith = len(peers)
+	if c.IsSet("start-with") {
+		cfg.StartWith = c.Int("start-with")
+	}
 	if c.IsSet("period") {
 		cfg.Period = c.Duration("period")
 	}
@@ -233,7 +239,9 @@ func runGroup(c *ucli.Context) error {
 	}
 	defer live.Stop()
 	out := mcastd.NewPrinter(os.Stdout, self, c.Bool(cli.FlagJSON), c.Bool("base64"))
-	return mcastd.Pipe(live, mcastd.NewGroup(drv), os.Stdin, c.Bool("base64"), out, c.Duration("linger"), cm.Log)
+	member := mcastd.NewGroup(drv)
+	member.ExitOnMinority = c.Bool("exit-on-minority")
+	return mcastd.Pipe(live, member, os.Stdin, c.Bool("base64"), out, c.Duration("linger"), cm.Log)
 }
 
 func bench(c *ucli.Context) error {

@@ -65,6 +65,11 @@ type GroupConfig struct {
 	// delivered after a TransitionalEvent naming the survivors: safe in
 	// that smaller configuration only (extended virtual synchrony).
 	Safe bool
+	// StartWith holds this member's first messages until it is in a view
+	// of at least this many members (then never again): a group started
+	// from a script sees its first lines in full views, not in the
+	// founder's view of one. 0: send at once.
+	StartWith int
 	// Window bounds this member's own messages that some view member has
 	// not acknowledged, plus those waiting for a view: past it, sends are
 	// refused with ErrFull until a RoomEvent. Default 4096.
@@ -236,7 +241,9 @@ type Group struct {
 	now       time.Time
 	started   bool
 	startedAt time.Time
-	full      bool // a send was refused with ErrFull
+	full      bool      // a send was refused with ErrFull
+	open      bool      // StartWith was reached
+	tickAt    time.Time // when Tick is due next
 
 	// per view
 	seq       uint64
@@ -417,6 +424,9 @@ func (g *Group) rejoin(view uint64) {
 // Tick implements node.Machine.
 func (g *Group) Tick(now time.Time) {
 	g.now = now
+	if !now.Before(g.tickAt) {
+		g.tickAt = now.Add(g.cfg.Period / 2)
+	}
 	if !g.started {
 		g.started, g.startedAt = true, now
 		if g.cfg.Found {

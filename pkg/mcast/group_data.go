@@ -694,6 +694,12 @@ func (g *Group) flushQueue() {
 	if !g.inView || g.flushing || len(g.queue) == 0 {
 		return
 	}
+	if !g.open {
+		if len(g.view.Members) < g.cfg.StartWith {
+			return
+		}
+		g.open = true
+	}
 	me := g.pos[g.cfg.ID]
 	var items []Item
 	for _, p := range g.queue {
@@ -836,7 +842,13 @@ func (g *Group) Ready() node.Ready[GMsg] {
 	r := node.Ready[GMsg]{Msgs: g.out, Events: g.events}
 	g.out, g.events = nil, nil
 	if !g.done {
-		r.Wake = g.now.Add(g.cfg.Period / 2)
+		// A fixed schedule, not "half a period from now": a member fed a
+		// line every few milliseconds would otherwise push its timers
+		// back on every line and never send a heartbeat or join.
+		if g.tickAt.IsZero() {
+			g.tickAt = g.now.Add(g.cfg.Period / 2)
+		}
+		r.Wake = g.tickAt
 	}
 	return r
 }

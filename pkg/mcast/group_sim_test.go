@@ -561,3 +561,37 @@ func TestGroupMessageCost(t *testing.T) {
 		}
 	}
 }
+
+// TestSimSteadyInput: members fed a line every 3 ms still keep their
+// timers (heartbeats, joining, founding). A Wake of "half a period from
+// now" on every Ready pushed them back on every line: such a member never
+// joined while its input lasted.
+func TestSimSteadyInput(t *testing.T) {
+	ids := []node.ID{1, 2, 3}
+	s := sim.New[GMsg](sim.Options{Seed: 1, MinLatency: time.Millisecond, MaxLatency: 2 * time.Millisecond}, GCodec{},
+		func(id node.ID, _ int, _ *rand.Rand) node.Machine[GMsg] {
+			m, err := NewGroup(GroupConfig{ID: id, Inc: 1, Contacts: ids, FoundAfter: time.Duration(id) * 200 * time.Millisecond,
+				Total: TotalSequencer, StartWith: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m
+		}, ids...)
+	for i := 0; i < 500; i++ {
+		for _, id := range ids {
+			s.Inject(id, GMsg{Type: GSend, Items: []Item{{Payload: []byte(fmt.Sprint(i))}}})
+		}
+		if err := s.RunFor(3 * time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range ids {
+		g := s.Machine(id).(*Group)
+		if !g.inView || len(g.view.Members) != 3 {
+			t.Fatalf("member %d is not in a view of all three after 1.5 s of steady input (view %d %v)", id, g.view.ID, g.view.Members)
+		}
+		if g.stats["sent"] == 0 {
+			t.Fatalf("member %d sent nothing", id)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 
+	"github.com/roundtable-go/roundtable/pkg/cli"
 	"github.com/roundtable-go/roundtable/pkg/driver"
 	"github.com/roundtable-go/roundtable/pkg/mcast"
 	"github.com/roundtable-go/roundtable/pkg/node"
@@ -18,10 +19,17 @@ import (
 // deliveries (its own included, in the group's order) and views, and it
 // leaves the group at the end of input or on the first SIGTERM.
 type Group struct {
-	Drv  *driver.Driver[mcast.GMsg]
-	room chan struct{}
-	done bool
+	Drv *driver.Driver[mcast.GMsg]
+	// ExitOnMinority: a member cut off with a minority of its view stops
+	// (exit 69) instead of waiting for the majority to come back.
+	ExitOnMinority bool
+	room           chan struct{}
+	done           bool
+	err            error
 }
+
+// Err is why the member must stop now (nil: it goes on).
+func (g *Group) Err() error { return g.err }
 
 // NewGroup wraps drv.
 func NewGroup(drv *driver.Driver[mcast.GMsg]) *Group {
@@ -69,6 +77,9 @@ func (g *Group) Handle(ev node.Event, p *Printer) {
 		p.Transitional(ev)
 	case mcast.LeftEvent, mcast.RemovedEvent, mcast.MinorityEvent:
 		p.Note(ev)
+		if e, ok := ev.(mcast.MinorityEvent); ok && g.ExitOnMinority {
+			g.err = cli.Exitf(cli.ExitUnavailable, "cut off with a minority of view %d (--exit-on-minority)", e.View)
+		}
 	case mcast.RoomEvent:
 		select {
 		case g.room <- struct{}{}:

@@ -91,6 +91,10 @@ func Pipe(live *cli.Running, m Member, in io.Reader, b64 bool, p *Printer, linge
 			return finish()
 		case ev := <-live.Events:
 			m.Handle(ev, p)
+			if f, ok := m.(interface{ Err() error }); ok && f.Err() != nil {
+				p.Flush()
+				return f.Err()
+			}
 			if (eof || leaving) && m.Finished(total) {
 				return finish()
 			}

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/roundtable-go/roundtable/pkg/cli/clitest"
+)
+
+// TestGroupPartition: five members in total order, each in a network
+// namespace of its own (scripts/netsplit.sh), every one fed a line every
+// few milliseconds. iptables splits them 3 + 2: the three install a view
+// of their own and go on delivering; the two are a minority of their view,
+// say so and deliver nothing more (or are taken out, when the three saw
+// them cut off first). After healing the two learn that the
+// group went on without them, join again as new incarnations, and the
+// logs of all five pass 'mcast check --order total'.
+func TestGroupPartition(t *testing.T) {
+	dir := t.TempDir()
+	// Each member reads a generator of its own: bash replaces itself with
+	// mcast (so netsplit.sh's pid is mcast's) with stdin from the loop.
+	wrapper := filepath.Join(dir, "member.sh")
+	script := fmt.Sprintf("#!/bin/bash\nexec %q \"$@\" < <(for i in $(seq 1 3000); do echo \"line $i\"; sleep 0.003; done)\n", mcastBin)
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c, ctl := clitest.Netsplit(t, dir, 5, nil, wrapper, "run", "--order", "total", "--json", "--no-color", "--log-level", "warn")
+	ms := make([]*member, 5)
+	for i := range ms {
+		ms[i] = &member{id: i + 1, log: c.File(i+1, "out")}
+	}
+	dumpOnFailure(t, ms)
+	inView(t, ms, []int{1, 2, 3, 4, 5}, 30*time.Second)
+	ctl("partition", "1,2,3/4,5")
+	inView(t, ms[:3], []int{1, 2, 3}, 30*time.Second)
+	// Each of the two says it is cut off: a minority of its view, or (when
+	// the cut reached its links one after another and the three took it
+	// out first) removed from the group.
+	clitest.WaitFor(t, 30*time.Second, func() bool {
+		for _, m := range ms[3:] {
+			b, _ := os.ReadFile(m.log)
+			if !strings.Contains(string(b), `"event":"minority"`) && !strings.Contains(string(b), `"event":"removed"`) {
+				return false
+			}
+		}
+		return true
+	})
+	ctl("heal")
+	inView(t, ms, []int{1, 2, 3, 4, 5}, 30*time.Second)
+	for _, m := range ms[3:] {
+		if _, removed := m.views(); removed == 0 {
+			t.Errorf("member %d never said it was removed", m.id)
+		}
+	}
+	// The generators end; every member leaves and exits.
+	clitest.WaitFor(t, 60*time.Second, func() bool {
+		for i := 1; i <= 5; i++ {
+			b, _ := os.ReadFile(c.File(i, "pid"))
+			pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+			if !clitest.Gone(pid) {
+				return false
+			}
+		}
+		return true
+	})
+	out := checkLogs(t, "total", ms)
+	t.Log(out)
+}
