@@ -38,4 +38,44 @@
 // under a new ID; part 2 adds membership). Check judges a run from the
 // members' logs: integrity, the order, and agreement among the members that
 // did not crash, with happens-before rebuilt from the logs.
+//
+// # Dynamic groups (Group)
+//
+// Group is one member of a group whose membership changes (seed 004,
+// "group membership", "virtual synchrony"):
+//
+//   - Views change by the leader-based protocol: phase I, the acting
+//     leader (the most senior member it does not suspect) proposes a
+//     ballot; members stop sending and delivering and answer with what
+//     they received (GAck). Phase II, once every unsuspected member and a
+//     majority of the view answered, it commits the next view and the cut
+//     (GCommit); members fetch what they lack up to the cut (GReady); the
+//     leader installs once every survivor is ready (GInstall). A leader
+//     that fails is replaced by the next member, which adopts the highest
+//     change any member accepted (the seed's three-phase case). A view
+//     changes only with a majority of it (primary component).
+//   - Virtual synchrony: the members that go from a view to the same next
+//     one deliver the same messages in the former, each in its sending
+//     view.
+//   - Total orders: TotalSequencer (the view's leader numbers messages,
+//     GOrder; seed 004's fixed sequencer) and TotalLamport (seed 002,
+//     §6.3.1: Lamport times, acknowledgements to all, deliver the head
+//     once everyone is past it). What any member delivered in a view is a
+//     prefix of that view's order, so a view change delivers the rest of
+//     the cut in the same order.
+//   - Safe delivery (Config.Safe; TOTEM and Spread in seed 004): deliver
+//     once every member's status shows the message received; at a view
+//     change the rest follows a TransitionalEvent (extended virtual
+//     synchrony). A member's status stays at its first answer to a view
+//     change while it lasts, so nothing it receives later counts as held.
+//
+// Gaps the seeds leave, filled here: heartbeats (GStatus every Period)
+// carry what a member received and drive retransmission, garbage
+// collection and failure detection (silence for Suspect); a change that
+// waits 4·Suspect without a majority reports MinorityEvent; a member
+// removed from the group joins again under a new incarnation; a member
+// that leaves re-sends the install until the next view's members and the
+// change's survivors confirm it (or Suspect passes), since nobody else
+// may be left to tell them. Fault model: loss, duplication, reordering,
+// pauses, crashes, partitions that heal; CheckViews judges a run.
 package mcast

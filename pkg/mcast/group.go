@@ -61,9 +61,9 @@ type GroupConfig struct {
 	// Safe: deliver a message only once every member of the view has it
 	// (seed 004, TOTEM's and Spread's safe delivery). Each member then
 	// acknowledges new messages to everyone at once. At a view change the
-	// rest of the old view's messages (every survivor has them) are
-	// delivered after a TransitionalEvent naming the survivors: safe in
-	// that smaller configuration only (extended virtual synchrony).
+	// rest of the old view's messages (every survivor has them), if any,
+	// are delivered after a TransitionalEvent naming the survivors: safe
+	// in that smaller configuration only (extended virtual synchrony).
 	Safe bool
 	// StartWith holds this member's first messages until it is in a view
 	// of at least this many members (then never again): a group started

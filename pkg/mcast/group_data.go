@@ -464,7 +464,7 @@ func (g *Group) checkLinger() {
 // the rest by sender and number (the same at every survivor).
 func (g *Group) finishView(c *Change) {
 	cut := c.Cut
-	if g.cfg.Safe {
+	if g.cfg.Safe && g.undelivered(cut) {
 		var ms []Member
 		for _, m := range g.view.Members {
 			if slices.Contains(c.Survivors, m.ID) {
@@ -515,6 +515,26 @@ func (g *Group) finishView(c *Change) {
 			g.deliverOne(j, g.deliv[j]+1)
 		}
 	}
+}
+
+// undelivered reports whether some message up to cut is not delivered
+// here yet.
+func (g *Group) undelivered(cut []uint64) bool {
+	for j, m := range g.view.Members {
+		top := min(cut[j], g.recv[j])
+		if g.cfg.Total != TotalSequencer {
+			if g.deliv[j] < top {
+				return true
+			}
+			continue
+		}
+		for q := uint64(1); q <= top; q++ {
+			if !g.delivered[Stamp{m.ID, q}] {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // receive stores one data item of the current view; false for a copy of
