@@ -515,7 +515,7 @@ func TestGroupMessageCost(t *testing.T) {
 		s := sim.New[GMsg](sim.Options{Seed: 1, MinLatency: time.Millisecond, MaxLatency: time.Millisecond}, GCodec{},
 			func(id node.ID, _ int, _ *rand.Rand) node.Machine[GMsg] {
 				m, err := NewGroup(GroupConfig{ID: id, Inc: 1, Found: id == 1, Contacts: ids, Total: c.total,
-					Period: 5 * time.Second, Suspect: time.Minute})
+					Period: time.Minute, Suspect: time.Hour})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -528,14 +528,23 @@ func TestGroupMessageCost(t *testing.T) {
 			}
 			return nil
 		}
-		// Joining takes a few heartbeats of 5 s.
-		if err := s.RunFor(time.Minute); err != nil {
+		if err := s.RunFor(10 * time.Minute); err != nil {
 			t.Fatal(err)
 		}
+		// Start right after every member's heartbeat: the next is a
+		// minute away, past the two seconds measured.
+		beat := s.Now()
 		for _, id := range ids {
-			if g := s.Machine(id).(*Group); !g.inView || len(g.view.Members) != n {
+			g := s.Machine(id).(*Group)
+			if !g.inView || len(g.view.Members) != n {
 				t.Fatalf("%v: member %d not in the full view", c.total, id)
 			}
+			if g.nextBeat.After(beat) {
+				beat = g.nextBeat
+			}
+		}
+		if err := s.RunFor(beat.Sub(s.Now()) + 10*time.Millisecond); err != nil {
+			t.Fatal(err)
 		}
 		sent := func() int {
 			k := 0
