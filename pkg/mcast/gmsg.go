@@ -46,6 +46,12 @@ const (
 	// GGone tells a member of an older view that it is no longer in the
 	// group (View is the sender's view): it must rejoin as a new member.
 	GGone GType = 26
+	// GPrio (ISIS total order): the sender's proposed priorities for
+	// messages it received, sent to their senders (Prios; By unused).
+	GPrio GType = 27
+	// GFinal (ISIS total order): agreed priorities, Prios[i] for message
+	// (Sender, Seq); sent by each message's sender, relayed by anyone.
+	GFinal GType = 28
 
 	// GSend and GEnd are local requests (From == self): multicast the
 	// payloads of Items; the input has ended (leave the group).
@@ -55,6 +61,7 @@ const (
 
 var gtypeNames = map[GType]string{GData: "data", GOrder: "order", GStatus: "status", GJoin: "join", GLeave: "leave",
 	GPropose: "propose", GAck: "ack", GCommit: "commit", GReady: "ready", GInstall: "install", GGone: "gone",
+	GPrio: "prio", GFinal: "final",
 	GSend: "send", GEnd: "end"}
 
 func (t GType) String() string {
@@ -99,6 +106,23 @@ type Change struct {
 	Survivors []node.ID
 	Cut       []uint64
 	OrderCut  uint64
+	FinalCut  []uint64 // ISIS: per member of the old view, how many of its messages have agreed priorities that count
+}
+
+// Prio is an ISIS priority: a number, ties broken by the proposer's ID
+// (every proposer's numbers grow, so two messages never share one).
+type Prio struct {
+	N  uint64
+	By node.ID
+}
+
+func (p Prio) less(q Prio) bool { return p.N < q.N || p.N == q.N && p.By < q.By }
+
+// PrioItem is one message's priority in a GPrio or GFinal frame.
+type PrioItem struct {
+	Sender node.ID
+	Seq    uint64
+	Prio   Prio
 }
 
 // Stamp names one message of a view in the sequencer's order.
@@ -127,6 +151,10 @@ type GMsg struct {
 	// later messages carry larger times, and its own messages up to
 	// Recv[its position] carry at most this one.
 	Clock uint64
+	// Finals (status, ack; ISIS): per member of the view, how many of its
+	// messages' agreed priorities the sender holds without a gap.
+	Finals []uint64
+	Prios  []PrioItem // prio, final
 }
 
 // GCodec encodes group messages for package wire.
@@ -150,7 +178,7 @@ func putVec(e *wire.Enc, v []uint64) {
 }
 
 func (GCodec) Marshal(m GMsg) (uint8, []byte, error) {
-	if m.Type < GData || m.Type > GGone {
+	if m.Type < GData || m.Type > GFinal {
 		return 0, nil, fmt.Errorf("mcast: %v is not a wire message", m.Type)
 	}
 	if len(m.Items) > maxItems || len(m.Stamps) > maxStamps || len(m.Recv) > maxMembers {
@@ -198,10 +226,22 @@ func (GCodec) Marshal(m GMsg) (uint8, []byte, error) {
 		}
 		putVec(&e, c.Cut)
 		e.Uvarint(c.OrderCut)
+		putVec(&e, c.FinalCut)
 	}
 	e.Uvarint(m.Accepted.N)
 	e.Uvarint(uint64(m.Accepted.ID))
 	e.Uvarint(m.Clock)
+	putVec(&e, m.Finals)
+	if len(m.Prios) > maxStamps || len(m.Finals) > maxMembers || m.Change != nil && len(m.Change.FinalCut) > maxMembers {
+		return 0, nil, fmt.Errorf("mcast: message too large")
+	}
+	e.Uvarint(uint64(len(m.Prios)))
+	for _, p := range m.Prios {
+		e.Uvarint(uint64(p.Sender))
+		e.Uvarint(p.Seq)
+		e.Uvarint(p.Prio.N)
+		e.Uvarint(uint64(p.Prio.By))
+	}
 	return uint8(m.Type), e.B, nil
 }
 
@@ -210,7 +250,7 @@ const maxStamps = 8192
 
 func (GCodec) Unmarshal(typ uint8, p []byte) (GMsg, error) {
 	m := GMsg{Type: GType(typ)}
-	if m.Type < GData || m.Type > GGone {
+	if m.Type < GData || m.Type > GFinal {
 		return GMsg{}, fmt.Errorf("%w: group message type %d", wire.ErrMalformed, typ)
 	}
 	d := wire.NewDec(p)
@@ -281,10 +321,21 @@ func (GCodec) Unmarshal(typ uint8, p []byte) (GMsg, error) {
 		}
 		c.Cut = vec()
 		c.OrderCut = u()
+		c.FinalCut = vec()
 		m.Change = c
 	}
 	m.Accepted = Ballot{u(), d.ID()}
 	m.Clock = u()
+	m.Finals = vec()
+	if n := d.Count(maxStamps, 4); n > 0 {
+		m.Prios = make([]PrioItem, n)
+		for i := range m.Prios {
+			m.Prios[i] = PrioItem{Sender: d.ID(), Seq: u(), Prio: Prio{u(), d.ID()}}
+			if m.Prios[i].Sender == node.None || m.Prios[i].Seq == 0 {
+				d.Fail("priority")
+			}
+		}
+	}
 	if err := d.Done(); err != nil {
 		return GMsg{}, err
 	}

@@ -27,6 +27,9 @@ const (
 	// of its queue (least time, then sender ID) once it knows every other
 	// member's clock has passed it with every earlier message received.
 	TotalLamport Total = 2
+	// TotalISIS: seed 004's ISIS total order: proposed priorities from
+	// every member, the largest agreed by the sender (group_isis.go).
+	TotalISIS Total = 3
 )
 
 func (t Total) String() string {
@@ -37,6 +40,8 @@ func (t Total) String() string {
 		return "sequencer"
 	case TotalLamport:
 		return "lamport"
+	case TotalISIS:
+		return "isis"
 	}
 	return fmt.Sprintf("total(%d)", uint8(t))
 }
@@ -104,6 +109,7 @@ const (
 	gbugNoLinger                     // a member that leaves stops at once
 	gbugLamportNoAck                 // lamport: deliver the head without everyone's acknowledgement
 	gbugSafeSkipLast                 // safe: do not wait for the view's last member
+	gbugISISEarly                    // isis: deliver the head on its proposed priority, before it is agreed
 )
 
 // Group events. Text forms: "view 7 members 1,2,4 joined 4 left 3",
@@ -262,6 +268,7 @@ type Group struct {
 	clk       []uint64 // Lamport: per member, the highest clock it has shown
 	clkSeq    []uint64 // ... and how many of its own messages it had sent then
 	ackRecv   []uint64 // what this member first answered a view change of this view with
+	isis      isisState
 	heard     []time.Time
 	nextBeat  time.Time
 	nak       map[node.ID]bool
@@ -307,7 +314,7 @@ func NewGroup(cfg GroupConfig) (*Group, error) {
 	if !cfg.Found && cfg.FoundAfter <= 0 && len(cfg.Contacts) == 0 {
 		return nil, errors.New("mcast: a member that does not found the group needs contacts")
 	}
-	if cfg.Total > TotalLamport {
+	if cfg.Total > TotalISIS {
 		return nil, errors.New("mcast: unknown total order")
 	}
 	cfg.Period = cfg.period()
@@ -372,6 +379,7 @@ func (g *Group) install(v View) {
 	g.recv, g.deliv = make([]uint64, n), make([]uint64, n)
 	g.delivered, g.stampAt, g.stamped = map[Stamp]bool{}, map[uint64]Stamp{}, map[Stamp]bool{}
 	g.ts, g.clk, g.clkSeq, g.ackRecv = map[Stamp]uint64{}, make([]uint64, n), make([]uint64, n), nil
+	g.isisReset(n)
 	g.stamps, g.nextPos = nil, 1
 	g.gcRecv, g.heard = make([][]uint64, n), make([]time.Time, n)
 	for i := range g.heard {
@@ -464,6 +472,9 @@ func (g *Group) Tick(now time.Time) {
 		for _, id := range g.others() {
 			g.sendStatus(id)
 		}
+		if g.cfg.Total == TotalISIS && !g.flushing {
+			g.isisResend()
+		}
 	}
 	g.tryLeave()
 	g.leadChange()
@@ -483,7 +494,16 @@ func (g *Group) sendStatus(to node.ID) {
 		// could deliver as safe a message the survivors never deliver.
 		recv = g.ackRecv
 	}
-	g.send(to, GMsg{Type: GStatus, View: g.view.ID, Recv: slices.Clone(recv), Ordered: uint64(len(g.stamps)), Clock: g.clock})
+	g.send(to, GMsg{Type: GStatus, View: g.view.ID, Recv: slices.Clone(recv), Ordered: uint64(len(g.stamps)), Clock: g.clock,
+		Finals: g.finals()})
+}
+
+// finals is what a status or an answer says of agreed priorities (ISIS).
+func (g *Group) finals() []uint64 {
+	if g.cfg.Total != TotalISIS {
+		return nil
+	}
+	return slices.Clone(g.isis.finalRecv)
 }
 
 // suspected reports whether view member i has been silent too long.
@@ -577,7 +597,7 @@ func (g *Group) tryCommit() {
 	if best != nil {
 		ok := true
 		for id, a := range l.acks {
-			if slices.Contains(best.Survivors, id) && !covers(a.Recv, a.Ordered, best) {
+			if slices.Contains(best.Survivors, id) && !covers(a.Recv, a.Ordered, a.Finals, best) {
 				ok = false
 			}
 		}
@@ -602,6 +622,14 @@ func (g *Group) tryCommit() {
 				c.Cut[j] = max(c.Cut[j], a.Recv[j])
 			}
 			c.OrderCut = max(c.OrderCut, a.Ordered)
+			if g.cfg.Total == TotalISIS && len(a.Finals) == len(g.view.Members) {
+				if c.FinalCut == nil {
+					c.FinalCut = make([]uint64, len(g.view.Members))
+				}
+				for j := range c.FinalCut {
+					c.FinalCut[j] = max(c.FinalCut[j], a.Finals[j])
+				}
+			}
 		}
 		joinIDs := map[node.ID]bool{}
 		var joined []Member
@@ -651,10 +679,20 @@ func newestPerID(ms []Member) []Member {
 	return out
 }
 
-// covers reports whether recv and ordered reach the change's cut.
-func covers(recv []uint64, ordered uint64, c *Change) bool {
+// covers reports whether recv, ordered and finals reach the change's cut.
+func covers(recv []uint64, ordered uint64, finals []uint64, c *Change) bool {
 	if len(recv) != len(c.Cut) || ordered < c.OrderCut {
 		return false
+	}
+	if len(c.FinalCut) > 0 {
+		if len(finals) != len(c.FinalCut) {
+			return false
+		}
+		for j, v := range c.FinalCut {
+			if finals[j] < v {
+				return false
+			}
+		}
 	}
 	for j, v := range c.Cut {
 		if recv[j] < v {

@@ -115,6 +115,9 @@ func (g *Group) handle(from node.ID, m GMsg) {
 		for _, it := range m.Items {
 			fresh = g.receive(it) || fresh
 		}
+		if g.cfg.Total == TotalISIS {
+			g.isisFlush()
+		}
 		if fresh && (g.cfg.Total == TotalLamport || g.cfg.Safe) && !g.flushing {
 			// Seed 002: the receiver acknowledges to everyone (one
 			// acknowledgement per frame of new messages); safe delivery
@@ -152,7 +155,25 @@ func (g *Group) handle(from node.ID, m GMsg) {
 			g.deliver()
 			g.checkReady() // last: it may install the next view
 		}
+	case GPrio:
+		if g.cfg.Total == TotalISIS {
+			for _, it := range m.Prios {
+				if it.Sender == g.cfg.ID && it.Prio.By == from {
+					g.isisGot(it.Seq, i, it.Prio)
+				}
+			}
+			g.deliver()
+		}
+	case GFinal:
+		if g.cfg.Total == TotalISIS {
+			g.isisFinals(m.Prios)
+			g.deliver()
+			g.checkReady() // last: it may install the next view
+		}
 	case GStatus:
+		if g.cfg.Total == TotalISIS {
+			g.isisRetransmit(from, m.Finals)
+		}
 		if len(m.Recv) == len(g.view.Members) {
 			if g.cfg.Total == TotalLamport {
 				g.showClock(i, m.Clock, m.Recv[i])
@@ -263,7 +284,7 @@ func (g *Group) onJoin(m Member) {
 func (g *Group) onPropose(from node.ID, b Ballot) {
 	g.promised = b
 	g.startFlush()
-	a := GMsg{Type: GAck, View: g.view.ID, Ballot: b, Recv: slices.Clone(g.recv), Ordered: uint64(len(g.stamps))}
+	a := GMsg{Type: GAck, View: g.view.ID, Ballot: b, Recv: slices.Clone(g.recv), Ordered: uint64(len(g.stamps)), Finals: g.finals()}
 	if g.ackRecv == nil {
 		g.ackRecv = slices.Clone(g.recv)
 	}
@@ -298,7 +319,7 @@ func (g *Group) onCommit(from node.ID, b Ballot, c *Change) {
 	g.startFlush()
 	g.accepted, g.accBallot = c, b
 	g.readySent = Ballot{} // a repeated commit: our ready was lost
-	if !covers(g.recv, uint64(len(g.stamps)), c) {
+	if !covers(g.recv, uint64(len(g.stamps)), g.isis.finalRecv, c) {
 		// Ask the survivors: whoever has what we lack sends it (and the
 		// heartbeats go on asking).
 		for _, id := range c.Survivors {
@@ -314,7 +335,7 @@ func (g *Group) onCommit(from node.ID, b Ballot, c *Change) {
 // checkReady tells the change's leader once this member has everything up
 // to the accepted cut.
 func (g *Group) checkReady() {
-	if g.accepted == nil || g.readySent == g.accBallot || !covers(g.recv, uint64(len(g.stamps)), g.accepted) {
+	if g.accepted == nil || g.readySent == g.accBallot || !covers(g.recv, uint64(len(g.stamps)), g.isis.finalRecv, g.accepted) {
 		return
 	}
 	g.readySent = g.accBallot
@@ -395,7 +416,7 @@ func (g *Group) onInstall(from node.ID, c *Change) {
 		g.rejoin(g.view.ID)
 		return
 	}
-	if !covers(g.recv, uint64(len(g.stamps)), c) && g.cfg.bug != gbugEarlyInstall {
+	if !covers(g.recv, uint64(len(g.stamps)), g.isis.finalRecv, c) && g.cfg.bug != gbugEarlyInstall {
 		// A survivor the install did not wait for (a change taken over
 		// from a failed leader waits only for those that answered it)
 		// and that lacks part of the cut cannot move with the others:
@@ -489,6 +510,10 @@ func (g *Group) finishView(c *Change) {
 		}
 		return
 	}
+	if g.cfg.Total == TotalISIS {
+		g.isisFinish(c)
+		return
+	}
 	if g.cfg.Total == TotalLamport {
 		// What a member delivered is a prefix of the view's messages in
 		// (time, sender) order (it delivered m only with every earlier
@@ -563,10 +588,16 @@ func (g *Group) receive(it Item) bool {
 		g.nak[it.Sender] = true
 		return true
 	}
+	old := g.recv[j]
 	g.recv[j]++
 	for g.above[j][g.recv[j]+1] {
 		delete(g.above[j], g.recv[j]+1)
 		g.recv[j]++
+	}
+	if g.cfg.Total == TotalISIS && !g.flushing {
+		for q := old + 1; q <= g.recv[j]; q++ {
+			g.isisPropose(j, q)
+		}
 	}
 	return true
 }
@@ -641,6 +672,10 @@ func (g *Group) deliver() {
 			}
 			g.nextPos++
 		}
+		return
+	}
+	if g.cfg.Total == TotalISIS {
+		g.isisDeliver()
 		return
 	}
 	if g.cfg.Total == TotalLamport {
@@ -729,6 +764,9 @@ func (g *Group) flushQueue() {
 		g.stats["sent"]++
 		g.events = append(g.events, GroupSendEvent{Event: "send", View: g.view.ID, Seq: g.seq, Payload: p})
 		it := Item{Sender: g.cfg.ID, Seq: g.seq, Payload: p}
+		if g.cfg.Total == TotalISIS {
+			g.isisPropose(me, g.seq)
+		}
 		if g.cfg.Total == TotalLamport {
 			g.clock++ // seed 002: a send is an event
 			it.TS = g.clock
