@@ -26,6 +26,7 @@ func TestMain(m *testing.M) { clitest.Main(m, "mcast", &mcastBin) }
 
 type member struct {
 	id    int
+	peers string // the --peers of the group
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
 	log   string
@@ -60,7 +61,7 @@ func group(t testing.TB, n int, args ...string) []*member {
 	}
 	var ms []*member
 	for i := 1; i <= n; i++ {
-		m := &member{id: i, log: filepath.Join(dir, fmt.Sprintf("%d.log", i)), done: make(chan error, 1)}
+		m := &member{id: i, peers: strings.Join(peers, ","), log: filepath.Join(dir, fmt.Sprintf("%d.log", i)), done: make(chan error, 1)}
 		out, err := os.Create(m.log)
 		if err != nil {
 			t.Fatal(err)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"slices"
@@ -216,5 +217,47 @@ func TestGroupExitOnMinority(t *testing.T) {
 		if b, _ := os.ReadFile(m.log); !strings.Contains(string(b), `"event":"minority"`) {
 			t.Errorf("member %d exited without saying it was a minority", m.id)
 		}
+	}
+}
+
+// TestGroupStatus: 'mcast status' over a group of three shows every
+// member in one view with the same leader and, once the lines are
+// through, what each sender's messages have reached; --json lines carry
+// the documented fields.
+func TestGroupStatus(t *testing.T) {
+	ms := group(t, 3, "--order", "total", "--total", "isis")
+	dumpOnFailure(t, ms)
+	leader := inView(t, ms, []int{1, 2, 3}, 30*time.Second)
+	for _, m := range ms {
+		m.write(t, 1, 20)
+	}
+	clitest.WaitFor(t, 30*time.Second, func() bool {
+		out, err := exec.Command(mcastBin, "status", "--peers", ms[0].peers).Output()
+		return err == nil && strings.Count(string(out), "delivered 20,20,20 sent 20 queue 0 unacked 0") == 3
+	})
+	out, err := exec.Command(mcastBin, "status", "--peers", ms[0].peers).Output()
+	if err != nil {
+		t.Fatalf("mcast status: %v\n%s", err, out)
+	}
+	for i, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		want := fmt.Sprintf("member %d view ", i+1)
+		if !strings.HasPrefix(l, want) || !strings.Contains(l, fmt.Sprintf(" leader %d members ", leader)) || !strings.Contains(l, " isis ") {
+			t.Errorf("status line %q: want %q..., leader %d, isis", l, want, leader)
+		}
+	}
+	js, err := exec.Command(mcastBin, "status", "--peers", ms[0].peers, "--json").Output()
+	if err != nil {
+		t.Fatalf("mcast status --json: %v", err)
+	}
+	clitest.CheckJSON(t, "mcast", js)
+	if n := strings.Count(string(js), `"event":"status"`); n != 3 {
+		t.Errorf("%d status lines, want 3:\n%s", n, js)
+	}
+	// One member stopped: it is silent, the others still answer.
+	ms[2].cmd.Process.Signal(syscall.SIGSTOP)
+	defer ms[2].cmd.Process.Signal(syscall.SIGCONT)
+	out, _ = exec.Command(mcastBin, "status", "--peers", ms[0].peers, "--wait", "300ms").Output()
+	if !strings.Contains(string(out), "member 3 silent") {
+		t.Errorf("a stopped member is not shown silent:\n%s", out)
 	}
 }

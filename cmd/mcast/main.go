@@ -56,7 +56,7 @@ func main() { cli.Main(newApp()) }
 func newApp() *ucli.App {
 	return &ucli.App{
 		Name:  tool,
-		Usage: "reliable FIFO and causal multicast for shell pipes",
+		Usage: "reliable FIFO, causal and total-order multicast for shell pipes, with membership views",
 		Commands: []*ucli.Command{
 			{
 				Name:  "run",
@@ -109,6 +109,7 @@ Examples:
 				Action: check,
 			},
 			benchCommand(),
+			statusCommand(),
 		},
 	}
 }

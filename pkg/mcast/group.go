@@ -333,8 +333,73 @@ func (g *Group) Stats() map[string]uint64 { return g.stats }
 
 // Status describes the member for status queries.
 func (g *Group) Status() any {
-	return map[string]any{"id": g.cfg.ID, "inc": g.me.Inc, "view": g.view.ID, "in_view": g.inView, "members": g.view.Members,
-		"flushing": g.flushing, "sent": g.seq, "received": g.recv, "stamps": len(g.stamps), "clock": g.clock, "counters": g.stats}
+	st := GroupStatus{ID: g.cfg.ID, Inc: g.me.Inc, View: g.view.ID, InView: g.inView, Members: g.view.Members,
+		Order: g.cfg.Total.String(), Safe: g.cfg.Safe, Flushing: g.flushing, Minority: g.minority, Sent: g.seq,
+		Queue: len(g.queue), Unacked: g.unacked(), Counters: g.stats}
+	if !g.inView {
+		return st
+	}
+	st.Leader = g.leader()
+	st.Received = slices.Clone(g.recv)
+	st.Aru = slices.Clone(g.recv)
+	for i, r := range g.gcRecv {
+		if g.view.Members[i].ID == g.cfg.ID {
+			continue
+		}
+		for j := range st.Aru {
+			if r == nil {
+				st.Aru[j] = 0
+			} else {
+				st.Aru[j] = min(st.Aru[j], r[j])
+			}
+		}
+	}
+	st.Delivered = make([]uint64, len(g.view.Members))
+	for j, m := range g.view.Members {
+		if g.cfg.Total != TotalSequencer {
+			st.Delivered[j] = g.deliv[j]
+			continue
+		}
+		for q := st.Delivered[j] + 1; g.delivered[Stamp{m.ID, q}]; q++ {
+			st.Delivered[j] = q
+		}
+	}
+	switch g.cfg.Total {
+	case TotalSequencer:
+		st.Stamps = uint64(len(g.stamps))
+	case TotalLamport:
+		st.Clock = g.clock
+	case TotalISIS:
+		st.Agreed = slices.Clone(g.isis.finalRecv)
+	}
+	return st
+}
+
+// GroupStatus is what 'mcast status' shows of a group member. The
+// per-sender lists follow Members: Received (held without a gap), Aru
+// (held by every member, as far as this one has heard: TOTEM's
+// all-received-up-to per sender), Delivered (in sequence from the first).
+type GroupStatus struct {
+	ID        node.ID           `json:"id"`
+	Inc       uint64            `json:"inc"`
+	View      uint64            `json:"view"`
+	InView    bool              `json:"in_view"`
+	Leader    node.ID           `json:"leader,omitempty"`
+	Members   []Member          `json:"members"`
+	Order     string            `json:"order"`
+	Safe      bool              `json:"safe"`
+	Flushing  bool              `json:"flushing"`
+	Minority  bool              `json:"minority"`
+	Sent      uint64            `json:"sent"`
+	Queue     int               `json:"queue"`
+	Unacked   int               `json:"unacked"`
+	Received  []uint64          `json:"received,omitempty"`
+	Aru       []uint64          `json:"aru,omitempty"`
+	Delivered []uint64          `json:"delivered,omitempty"`
+	Stamps    uint64            `json:"stamps,omitempty"`
+	Clock     uint64            `json:"clock,omitempty"`
+	Agreed    []uint64          `json:"agreed,omitempty"`
+	Counters  map[string]uint64 `json:"counters"`
 }
 
 // View returns the installed view (ok false while joining).
