@@ -105,7 +105,7 @@ func without(ms []*member, id int) []*member {
 // go on), and the logs pass 'mcast check --order total' (virtual
 // synchrony and one order, across the view change).
 func TestGroupKillSequencer(t *testing.T) {
-	for _, args := range [][]string{{"--total", "sequencer"}, {"--total", "lamport"}, {"--total", "isis"}, {"--total", "sequencer", "--safe"}} {
+	for _, args := range [][]string{{"--total", "sequencer"}, {"--total", "lamport"}, {"--total", "isis"}, {"--total", "totem"}, {"--total", "totem", "--safe"}, {"--total", "sequencer", "--safe"}} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) { killLeader(t, args...) })
 	}
 }

@@ -32,7 +32,7 @@ var runFlags = cli.WithEnv(tool, append(cli.NodeFlags(),
 	&ucli.DurationFlag{Name: "suspect", Value: time.Second, Usage: "a member silent this long no longer holds up 'delivered by all' at end of input"},
 	&ucli.BoolFlag{Name: "tree", Usage: "with --order gossip: spread along a fixed tree of the members, batched per --period, instead of to random members (fewer messages; see docs/mcast.md)"},
 	&ucli.BoolFlag{Name: "views", Usage: "a dynamic group: members join and leave, failed ones are removed, and each installed view is printed (implied by --order total)"},
-	&ucli.StringFlag{Name: "total", Value: "sequencer", Usage: "with --order total: how the one order is made: sequencer (the view's leader numbers every message) lamport (Lamport times, acknowledged by everyone) or isis (priorities proposed by every member, agreed by the sender)"},
+	&ucli.StringFlag{Name: "total", Value: "sequencer", Usage: "with --order total: how the one order is made: sequencer (the view's leader numbers every message) lamport (Lamport times, acknowledged by everyone), isis (priorities proposed by every member, agreed by the sender) or totem (a token goes round; its holder numbers what it sends)"},
 	&ucli.BoolFlag{Name: "safe", Usage: "with --views: deliver a message only once every member of the view has it; at a view change the rest follows a 'transitional' line naming the members it is safe among"},
 	&ucli.IntFlag{Name: "start-with", DefaultText: "every member in --peers", Usage: "with --views: hold the first lines until a view has this many members (0: send at once)"},
 	&ucli.BoolFlag{Name: "exit-on-minority", Usage: "with --views: exit 69 when cut off with a minority of the view, instead of waiting for the majority"},
@@ -189,8 +189,10 @@ func runGroup(c *ucli.Context) error {
 			total = mcast.TotalLamport
 		case "isis":
 			total = mcast.TotalISIS
+		case "totem":
+			total = mcast.TotalTotem
 		default:
-			return cli.Exitf(cli.ExitUsage, "--total: %q is not one of: sequencer, lamport, isis", c.String("total"))
+			return cli.Exitf(cli.ExitUsage, "--total: %q is not one of: sequencer, lamport, isis, totem", c.String("total"))
 		}
 	case "fifo":
 	default:

@@ -117,6 +117,12 @@ func statusText(st mcast.GroupStatus) string {
 	if st.Safe {
 		order += " safe"
 	}
+	if st.Order == "totem" {
+		order += fmt.Sprintf(" token %d", st.Token)
+		if st.Holding {
+			order += " holding"
+		}
+	}
 	line := fmt.Sprintf("member %d view %d leader %d members %s %s flushing %v received %s aru %s delivered %s sent %d queue %d unacked %d",
 		st.ID, st.View, st.Leader, list(ids), order, st.Flushing, list(st.Received), list(st.Aru), list(st.Delivered), st.Sent, st.Queue, st.Unacked)
 	if st.Minority {

@@ -58,11 +58,13 @@
 //     one deliver the same messages in the former, each in its sending
 //     view.
 //   - Total orders: TotalSequencer (the view's leader numbers messages,
-//     GOrder; seed 004's fixed sequencer) and TotalLamport (seed 002,
+//     GOrder; seed 004's fixed sequencer), TotalLamport (seed 002,
 //     §6.3.1: Lamport times, acknowledgements to all, deliver the head
-//     once everyone is past it). What any member delivered in a view is a
-//     prefix of that view's order, so a view change delivers the rest of
-//     the cut in the same order.
+//     once everyone is past it), TotalISIS (seed 004: proposed and agreed
+//     priorities, group_isis.go) and TotalTotem (seed 004: a token ring
+//     whose holder numbers what it sends, group_totem.go). What any member
+//     delivered in a view is a prefix of that view's order, so a view
+//     change delivers the rest of the cut in the same order.
 //   - Safe delivery (Config.Safe; TOTEM and Spread in seed 004): deliver
 //     once every member's status shows the message received; at a view
 //     change the rest follows a TransitionalEvent (extended virtual

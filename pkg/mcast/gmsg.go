@@ -52,6 +52,9 @@ const (
 	// GFinal (ISIS total order): agreed priorities, Prios[i] for message
 	// (Sender, Seq); sent by each message's sender, relayed by anyone.
 	GFinal GType = 28
+	// GToken (TOTEM total order): the token of the view's ring, passed to
+	// the next member in view order (Token).
+	GToken GType = 29
 
 	// GSend and GEnd are local requests (From == self): multicast the
 	// payloads of Items; the input has ended (leave the group).
@@ -61,7 +64,7 @@ const (
 
 var gtypeNames = map[GType]string{GData: "data", GOrder: "order", GStatus: "status", GJoin: "join", GLeave: "leave",
 	GPropose: "propose", GAck: "ack", GCommit: "commit", GReady: "ready", GInstall: "install", GGone: "gone",
-	GPrio: "prio", GFinal: "final",
+	GPrio: "prio", GFinal: "final", GToken: "token",
 	GSend: "send", GEnd: "end"}
 
 func (t GType) String() string {
@@ -155,6 +158,21 @@ type GMsg struct {
 	// messages' agreed priorities the sender holds without a gap.
 	Finals []uint64
 	Prios  []PrioItem // prio, final
+	Token  *Token     // token
+}
+
+// Token is TOTEM's token (seed 004, "TOTEM: single ring"): Rot counts its
+// passes (a copy with a Rot already seen is a duplicate); Seq is the last
+// position of the view's order given out; Arus holds, per member of the
+// view (in view order), how far that member had received everything
+// when it last held the token (TOTEM's aru and aru_id, kept per member:
+// the minimum is the aru); Rtr lists positions some member lacks (the
+// retransmission requests).
+type Token struct {
+	Rot  uint64
+	Seq  uint64
+	Arus []uint64
+	Rtr  []uint64
 }
 
 // GCodec encodes group messages for package wire.
@@ -178,7 +196,7 @@ func putVec(e *wire.Enc, v []uint64) {
 }
 
 func (GCodec) Marshal(m GMsg) (uint8, []byte, error) {
-	if m.Type < GData || m.Type > GFinal {
+	if m.Type < GData || m.Type > GToken {
 		return 0, nil, fmt.Errorf("mcast: %v is not a wire message", m.Type)
 	}
 	if len(m.Items) > maxItems || len(m.Stamps) > maxStamps || len(m.Recv) > maxMembers {
@@ -242,6 +260,16 @@ func (GCodec) Marshal(m GMsg) (uint8, []byte, error) {
 		e.Uvarint(p.Prio.N)
 		e.Uvarint(uint64(p.Prio.By))
 	}
+	e.Bool(m.Token != nil)
+	if t := m.Token; t != nil {
+		if len(t.Arus) > maxMembers || len(t.Rtr) > maxStamps {
+			return 0, nil, fmt.Errorf("mcast: token too large")
+		}
+		e.Uvarint(t.Rot)
+		e.Uvarint(t.Seq)
+		putVec(&e, t.Arus)
+		putVec(&e, t.Rtr)
+	}
 	return uint8(m.Type), e.B, nil
 }
 
@@ -250,7 +278,7 @@ const maxStamps = 8192
 
 func (GCodec) Unmarshal(typ uint8, p []byte) (GMsg, error) {
 	m := GMsg{Type: GType(typ)}
-	if m.Type < GData || m.Type > GFinal {
+	if m.Type < GData || m.Type > GToken {
 		return GMsg{}, fmt.Errorf("%w: group message type %d", wire.ErrMalformed, typ)
 	}
 	d := wire.NewDec(p)
@@ -335,6 +363,16 @@ func (GCodec) Unmarshal(typ uint8, p []byte) (GMsg, error) {
 				d.Fail("priority")
 			}
 		}
+	}
+	if d.Bool() {
+		t := &Token{Rot: u(), Seq: u(), Arus: vec()}
+		if k := d.Count(maxStamps, 1); k > 0 {
+			t.Rtr = make([]uint64, k)
+			for j := range t.Rtr {
+				t.Rtr[j] = u()
+			}
+		}
+		m.Token = t
 	}
 	if err := d.Done(); err != nil {
 		return GMsg{}, err

@@ -30,7 +30,15 @@ const (
 	// TotalISIS: seed 004's ISIS total order: proposed priorities from
 	// every member, the largest agreed by the sender (group_isis.go).
 	TotalISIS Total = 3
+	// TotalTotem: seed 004's TOTEM single ring: a token goes round the
+	// view; its holder numbers and multicasts its messages
+	// (group_totem.go).
+	TotalTotem Total = 4
 )
+
+// stamping reports whether the order is a list of positions (the
+// sequencer's stamps, TOTEM's token numbers).
+func (t Total) stamping() bool { return t == TotalSequencer || t == TotalTotem }
 
 func (t Total) String() string {
 	switch t {
@@ -42,6 +50,8 @@ func (t Total) String() string {
 		return "lamport"
 	case TotalISIS:
 		return "isis"
+	case TotalTotem:
+		return "totem"
 	}
 	return fmt.Sprintf("total(%d)", uint8(t))
 }
@@ -103,13 +113,14 @@ func (c GroupConfig) suspect() time.Duration {
 type gbug uint8
 
 const (
-	gbugEarlyInstall gbug = 1 + iota // install once a majority is ready, with what one has
-	gbugFlushDeliver                 // go on delivering while a view change is under way
-	gbugSkipGap                      // total: deliver past a stamped message not yet received
-	gbugNoLinger                     // a member that leaves stops at once
-	gbugLamportNoAck                 // lamport: deliver the head without everyone's acknowledgement
-	gbugSafeSkipLast                 // safe: do not wait for the view's last member
-	gbugISISEarly                    // isis: deliver the head on its proposed priority, before it is agreed
+	gbugEarlyInstall  gbug = 1 + iota // install once a majority is ready, with what one has
+	gbugFlushDeliver                  // go on delivering while a view change is under way
+	gbugSkipGap                       // total: deliver past a stamped message not yet received
+	gbugNoLinger                      // a member that leaves stops at once
+	gbugLamportNoAck                  // lamport: deliver the head without everyone's acknowledgement
+	gbugSafeSkipLast                  // safe: do not wait for the view's last member
+	gbugISISEarly                     // isis: deliver the head on its proposed priority, before it is agreed
+	gbugTotemStaleAru                 // totem: the holder passes on an aru it has not reached
 )
 
 // Group events. Text forms: "view 7 members 1,2,4 joined 4 left 3",
@@ -269,6 +280,7 @@ type Group struct {
 	clkSeq    []uint64 // ... and how many of its own messages it had sent then
 	ackRecv   []uint64 // what this member first answered a view change of this view with
 	isis      isisState
+	totem     totemState
 	heard     []time.Time
 	nextBeat  time.Time
 	nak       map[node.ID]bool
@@ -314,7 +326,7 @@ func NewGroup(cfg GroupConfig) (*Group, error) {
 	if !cfg.Found && cfg.FoundAfter <= 0 && len(cfg.Contacts) == 0 {
 		return nil, errors.New("mcast: a member that does not found the group needs contacts")
 	}
-	if cfg.Total > TotalISIS {
+	if cfg.Total > TotalTotem {
 		return nil, errors.New("mcast: unknown total order")
 	}
 	cfg.Period = cfg.period()
@@ -356,7 +368,7 @@ func (g *Group) Status() any {
 	}
 	st.Delivered = make([]uint64, len(g.view.Members))
 	for j, m := range g.view.Members {
-		if g.cfg.Total != TotalSequencer {
+		if !g.cfg.Total.stamping() {
 			st.Delivered[j] = g.deliv[j]
 			continue
 		}
@@ -367,6 +379,8 @@ func (g *Group) Status() any {
 	switch g.cfg.Total {
 	case TotalSequencer:
 		st.Stamps = uint64(len(g.stamps))
+	case TotalTotem:
+		st.Stamps, st.Token, st.Holding = uint64(len(g.stamps)), g.totem.lastRot, g.totem.holding != nil
 	case TotalLamport:
 		st.Clock = g.clock
 	case TotalISIS:
@@ -399,6 +413,8 @@ type GroupStatus struct {
 	Stamps    uint64            `json:"stamps,omitempty"`
 	Clock     uint64            `json:"clock,omitempty"`
 	Agreed    []uint64          `json:"agreed,omitempty"`
+	Token     uint64            `json:"token,omitempty"` // TOTEM: the last pass of the token seen
+	Holding   bool              `json:"holding,omitempty"`
 	Counters  map[string]uint64 `json:"counters"`
 }
 
@@ -466,6 +482,7 @@ func (g *Group) install(v View) {
 	g.events = append(g.events, ViewEvent{Event: "view", View: v.ID, Leader: v.Members[0].ID,
 		Members: slices.Clone(v.Members), Joined: slices.Clone(v.Joined), Left: slices.Clone(v.Left)})
 	g.stats["views"]++
+	g.totemReset()
 	g.flushQueue()
 	g.room()
 	// Frames of this view that came early.
@@ -541,6 +558,9 @@ func (g *Group) Tick(now time.Time) {
 			g.isisResend()
 		}
 	}
+	if g.cfg.Total == TotalTotem {
+		g.totemTick()
+	}
 	g.tryLeave()
 	g.leadChange()
 	if g.flushing && g.now.Sub(g.flushSince) > 4*g.cfg.Suspect && !g.minority {
@@ -559,7 +579,11 @@ func (g *Group) sendStatus(to node.ID) {
 		// could deliver as safe a message the survivors never deliver.
 		recv = g.ackRecv
 	}
-	g.send(to, GMsg{Type: GStatus, View: g.view.ID, Recv: slices.Clone(recv), Ordered: uint64(len(g.stamps)), Clock: g.clock,
+	clock := g.clock
+	if g.cfg.Total == TotalTotem {
+		clock = g.totem.lastRot // the token pass this member has seen
+	}
+	g.send(to, GMsg{Type: GStatus, View: g.view.ID, Recv: slices.Clone(recv), Ordered: uint64(len(g.stamps)), Clock: clock,
 		Finals: g.finals()})
 }
 

@@ -132,23 +132,20 @@ func (g *Group) handle(from node.ID, m GMsg) {
 		}
 		g.deliver()
 		g.checkReady() // last: it may install the next view
+	case GToken:
+		if g.cfg.Total == TotalTotem && m.Token != nil {
+			g.onToken(m.Token)
+		}
 	case GOrder:
 		// The leader's stamps, or another member's copies of them.
-		if g.cfg.Total == TotalSequencer {
+		if g.cfg.Total.stamping() {
 			for k, s := range m.Stamps {
 				p := m.Start + uint64(k)
 				if p > uint64(len(g.stamps)) {
 					g.stampAt[p] = s
 				}
 			}
-			for {
-				s, ok := g.stampAt[uint64(len(g.stamps))+1]
-				if !ok {
-					break
-				}
-				delete(g.stampAt, uint64(len(g.stamps))+1)
-				g.stamps = append(g.stamps, s)
-			}
+			g.advanceStamps()
 			if len(g.stampAt) > 0 {
 				g.sendStatus(from)
 			}
@@ -173,6 +170,9 @@ func (g *Group) handle(from node.ID, m GMsg) {
 	case GStatus:
 		if g.cfg.Total == TotalISIS {
 			g.isisRetransmit(from, m.Finals)
+		}
+		if g.cfg.Total == TotalTotem {
+			g.totemSuccessor(from, m.Clock)
 		}
 		if len(m.Recv) == len(g.view.Members) {
 			if g.cfg.Total == TotalLamport {
@@ -494,7 +494,7 @@ func (g *Group) finishView(c *Change) {
 		}
 		g.events = append(g.events, TransitionalEvent{Event: "transitional", View: g.view.ID, Members: ms})
 	}
-	if g.cfg.Total == TotalSequencer {
+	if g.cfg.Total.stamping() {
 		for p := g.nextPos; p <= c.OrderCut && p <= uint64(len(g.stamps)); p++ {
 			s := g.stamps[p-1]
 			if j, ok := g.pos[s.Sender]; ok && s.Seq <= cut[j] && !g.delivered[s] {
@@ -547,7 +547,7 @@ func (g *Group) finishView(c *Change) {
 func (g *Group) undelivered(cut []uint64) bool {
 	for j, m := range g.view.Members {
 		top := min(cut[j], g.recv[j])
-		if g.cfg.Total != TotalSequencer {
+		if !g.cfg.Total.stamping() {
 			if g.deliv[j] < top {
 				return true
 			}
@@ -574,6 +574,14 @@ func (g *Group) receive(it Item) bool {
 		return false
 	}
 	g.store[j][it.Seq] = it.Payload
+	if g.cfg.Total == TotalTotem && it.TS > 0 {
+		st := Stamp{it.Sender, it.Seq}
+		g.ts[st] = it.TS
+		if it.TS > uint64(len(g.stamps)) {
+			g.stampAt[it.TS] = st
+			defer g.advanceStamps()
+		}
+	}
 	if g.cfg.Total == TotalLamport {
 		// Seed 002: a receiver's clock moves past the message's time.
 		g.ts[Stamp{it.Sender, it.Seq}] = it.TS
@@ -650,8 +658,8 @@ func (g *Group) deliver() {
 	if g.flushing && g.cfg.bug != gbugFlushDeliver {
 		return
 	}
-	if g.cfg.Total == TotalSequencer {
-		if g.leader() == g.cfg.ID {
+	if g.cfg.Total.stamping() {
+		if g.cfg.Total == TotalSequencer && g.leader() == g.cfg.ID {
 			g.stamp()
 		}
 		for g.nextPos <= uint64(len(g.stamps)) {
@@ -701,6 +709,9 @@ func (g *Group) safe(j int, q uint64) bool {
 	if !g.cfg.Safe {
 		return true
 	}
+	if g.cfg.Total == TotalTotem {
+		return g.totemSafe(g.ts[Stamp{g.view.Members[j].ID, q}])
+	}
 	for i, m := range g.view.Members {
 		if m.ID == g.cfg.ID || g.cfg.bug == gbugSafeSkipLast && i == len(g.view.Members)-1 {
 			continue
@@ -735,7 +746,7 @@ func (g *Group) stamp() {
 
 func (g *Group) deliverOne(j int, q uint64) {
 	m := g.view.Members[j]
-	if g.cfg.Total != TotalSequencer {
+	if !g.cfg.Total.stamping() {
 		g.deliv[j] = q
 	} else {
 		g.delivered[Stamp{m.ID, q}] = true
@@ -755,6 +766,9 @@ func (g *Group) flushQueue() {
 		}
 		g.open = true
 	}
+	if g.cfg.Total == TotalTotem && g.totem.holding == nil {
+		return // TOTEM: only the token's holder multicasts
+	}
 	me := g.pos[g.cfg.ID]
 	var items []Item
 	for _, p := range g.queue {
@@ -767,6 +781,9 @@ func (g *Group) flushQueue() {
 		if g.cfg.Total == TotalISIS {
 			g.isisPropose(me, g.seq)
 		}
+		if g.cfg.Total == TotalTotem {
+			g.totemStamp(&it)
+		}
 		if g.cfg.Total == TotalLamport {
 			g.clock++ // seed 002: a send is an event
 			it.TS = g.clock
@@ -776,7 +793,23 @@ func (g *Group) flushQueue() {
 	}
 	g.queue = nil
 	g.broadcast(items)
+	if g.cfg.Total == TotalTotem {
+		g.totemPass()
+	}
 	g.deliver()
+}
+
+// advanceStamps moves positions that came early into the order once the
+// gap before them is filled.
+func (g *Group) advanceStamps() {
+	for {
+		s, ok := g.stampAt[uint64(len(g.stamps))+1]
+		if !ok {
+			return
+		}
+		delete(g.stampAt, uint64(len(g.stamps))+1)
+		g.stamps = append(g.stamps, s)
+	}
 }
 
 func (g *Group) broadcast(items []Item) {
@@ -836,7 +869,7 @@ func (g *Group) collect() {
 			low = min(low, g.gcRecv[i][j])
 		}
 		for q := range g.store[j] {
-			if q <= low && (g.cfg.Total != TotalSequencer && q <= g.deliv[j] || g.delivered[Stamp{m.ID, q}]) {
+			if q <= low && (!g.cfg.Total.stamping() && q <= g.deliv[j] || g.delivered[Stamp{m.ID, q}]) {
 				delete(g.store[j], q)
 				delete(g.ts, Stamp{m.ID, q})
 			}

@@ -350,7 +350,7 @@ func (sc gscenario) run() (sends int, views uint64, blocked bool, err error) {
 }
 
 func TestSimGroups(t *testing.T) {
-	for _, total := range []Total{TotalNone, TotalSequencer, TotalLamport, TotalISIS} {
+	for _, total := range []Total{TotalNone, TotalSequencer, TotalLamport, TotalISIS, TotalTotem} {
 		for _, mode := range []string{"", "/flush", "/safe"} {
 			name := total.String() + mode
 			t.Run(name, func(t *testing.T) {
@@ -400,12 +400,13 @@ func TestSimGroupsCatchPlantedBugs(t *testing.T) {
 		{"lamport: deliver the head before everyone acknowledged it", TotalLamport, gbugLamportNoAck, "agreed order|total order|order"},
 		{"safe: do not wait for the view's last member", TotalSequencer, gbugSafeSkipLast, "safe delivery"},
 		{"isis: deliver on the proposed priority, before it is agreed", TotalISIS, gbugISISEarly, "agreed order"},
+		{"totem: a token with a stale aru goes through", TotalTotem, gbugTotemStaleAru, "safe delivery"},
 	} {
 		caught := 0
 		var first error
 		for seed := uint64(1); seed <= 100; seed++ {
 			for _, flush := range []bool{false, true} {
-				sc := gscenario{seed: seed, total: c.total, bug: c.bug, flush: flush, safe: c.bug == gbugSafeSkipLast}
+				sc := gscenario{seed: seed, total: c.total, bug: c.bug, flush: flush, safe: c.bug == gbugSafeSkipLast || c.bug == gbugTotemStaleAru}
 				if _, _, _, err := sc.run(); err != nil && regexp.MustCompile(c.want).MatchString(err.Error()) {
 					caught++
 					if first == nil {
@@ -609,5 +610,53 @@ func TestSimSteadyInput(t *testing.T) {
 		if g.stats["sent"] == 0 {
 			t.Fatalf("member %d sent nothing", id)
 		}
+	}
+}
+
+// TestTotemMessageCost: TOTEM needs no acknowledgements and no order
+// frames (seed 004): each message is multicast once by the token's holder
+// with its position on it, n−1 frames or fewer (several messages share a
+// frame when they waited for the token together); the token costs one
+// frame per member per rotation, whatever is sent.
+func TestTotemMessageCost(t *testing.T) {
+	const n, count = 5, 100
+	ids := []node.ID{1, 2, 3, 4, 5}
+	s := sim.New[GMsg](sim.Options{Seed: 1, MinLatency: time.Millisecond, MaxLatency: time.Millisecond}, GCodec{},
+		func(id node.ID, _ int, _ *rand.Rand) node.Machine[GMsg] {
+			m, err := NewGroup(GroupConfig{ID: id, Inc: 1, Found: id == 1, Contacts: ids, Total: TotalTotem})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m
+		}, ids...)
+	delivered := 0
+	s.OnEvent = func(_ time.Time, _ node.ID, ev node.Event) error {
+		if _, ok := ev.(GroupDeliverEvent); ok {
+			delivered++
+		}
+		return nil
+	}
+	if err := s.RunFor(2 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	frames := func(typ GType) int { return s.Stats.Sent[uint8(typ)] }
+	data, order, tokens := frames(GData), frames(GOrder)+frames(GPrio)+frames(GFinal), frames(GToken)
+	for i := 0; i < count; i++ {
+		s.Inject(ids[i%n], GMsg{Type: GSend, Items: []Item{{Payload: []byte(fmt.Sprint(i))}}})
+		if err := s.RunFor(20 * time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.RunFor(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if delivered != n*count {
+		t.Fatalf("%d deliveries, want %d", delivered, n*count)
+	}
+	data, order, tokens = frames(GData)-data, frames(GOrder)+frames(GPrio)+frames(GFinal)-order, frames(GToken)-tokens
+	t.Logf("totem: %.2f data frames per multicast to %d members (the seed: at most %d, no acknowledgements), %d order frames, %d token passes in %v",
+		float64(data)/count, n, n-1, order, tokens, 3*time.Second)
+	if data > (n-1)*count || order != 0 {
+		t.Errorf("%d data frames and %d order frames for %d multicasts, want at most %d and none", data, order, count, (n-1)*count)
 	}
 }

@@ -1,0 +1,176 @@
+package mcast
+
+import (
+	"slices"
+	"time"
+
+	"github.com/roundtable-go/roundtable/pkg/node"
+)
+
+// TOTEM's single-ring total order (seed 004, "TOTEM"): a token goes round
+// the members of the view in view order; only the member holding it
+// multicasts, and it numbers each of its messages with the next position
+// of the view's order (Token.Seq), carried on the message itself (Item.TS),
+// so no acknowledgement and no separate order frame is needed. Every
+// member delivers in position order. The token also carries, per member,
+// how far it has received everything (Arus: TOTEM's aru), which makes safe
+// delivery possible (a position every entry has reached is held by all),
+// and the positions members lack (Rtr), which the holder sends again.
+//
+// Filled in here: the view's leader makes the token when a view is
+// installed (TOTEM forms a new ring on token loss; here a lost member
+// leads to a view change and a new token). A member passes the token on
+// at once after multicasting, or after Period/4 when it has nothing to
+// send; it sends the same token again each Period until its successor's
+// status shows it got it. Everything else (retransmission of data,
+// flushing at view changes, positions as the sequencer's stamps) is the
+// group's common machinery.
+
+// totemState is a member's token state in the current view.
+type totemState struct {
+	lastRot  uint64    // the highest Rot seen: older copies are duplicates
+	holding  *Token    // the token, while this member holds it
+	heldAt   time.Time // when it came
+	passed   *Token    // the last token passed on, sent again until confirmed
+	passedAt time.Time
+	succRot  uint64 // the highest Rot the successor's status has shown
+	myAru    uint64 // every position up to here is held here
+	safeAru  uint64 // every position up to here is held by every member
+}
+
+func (g *Group) totemReset() {
+	g.totem = totemState{}
+	if g.cfg.Total == TotalTotem && g.leader() == g.cfg.ID {
+		g.onToken(&Token{Rot: 1, Arus: make([]uint64, len(g.view.Members))})
+	}
+}
+
+// totemAdvance moves myAru past every position held here (number and
+// message).
+func (g *Group) totemAdvance() {
+	t := &g.totem
+	for t.myAru < uint64(len(g.stamps)) {
+		s := g.stamps[t.myAru]
+		j, ok := g.pos[s.Sender]
+		if !ok || s.Seq > g.recv[j] {
+			return
+		}
+		t.myAru++
+	}
+}
+
+// onToken: the token arrived (or was made here).
+func (g *Group) onToken(tok *Token) {
+	t := &g.totem
+	if tok.Rot <= t.lastRot || g.flushing || len(tok.Arus) != len(g.view.Members) {
+		return
+	}
+	t.lastRot, t.holding, t.heldAt = tok.Rot, tok, g.now
+	t.passed = nil
+	g.stats["tokens"]++
+	// Answer the retransmission requests this member can, and add its own.
+	var resend []Item
+	var rtr []uint64
+	for _, p := range tok.Rtr {
+		if p > uint64(len(g.stamps)) {
+			rtr = append(rtr, p)
+			continue
+		}
+		s := g.stamps[p-1]
+		j := g.pos[s.Sender]
+		if pl, ok := g.store[j][s.Seq]; ok {
+			resend = append(resend, Item{Sender: s.Sender, Seq: s.Seq, TS: p, Payload: pl})
+		} else {
+			rtr = append(rtr, p)
+		}
+	}
+	if len(resend) > 0 {
+		g.stats["retransmitted"] += uint64(len(resend))
+		g.broadcast(resend)
+	}
+	g.totemAdvance()
+	for p := uint64(len(g.stamps)) + 1; p <= tok.Seq && len(rtr) < 256; p++ {
+		if _, have := g.stampAt[p]; !have {
+			rtr = append(rtr, p)
+		}
+	}
+	slices.Sort(rtr)
+	tok.Rtr = slices.Compact(rtr)
+	me := g.pos[g.cfg.ID]
+	tok.Arus[me] = t.myAru
+	if g.cfg.bug == gbugTotemStaleAru {
+		tok.Arus[me] = tok.Seq // claims everything given out so far
+	}
+	t.safeAru = slices.Min(tok.Arus)
+	g.flushQueue() // multicasts what waits, and passes the token on
+	g.deliver()
+}
+
+// totemStamp gives this member's message its position (the holder only).
+func (g *Group) totemStamp(it *Item) {
+	tok := g.totem.holding
+	tok.Seq++
+	it.TS = tok.Seq
+	st := Stamp{g.cfg.ID, it.Seq}
+	g.ts[st] = tok.Seq
+	g.stampAt[tok.Seq] = st
+	g.advanceStamps()
+}
+
+// totemPass sends the token to the next member of the view.
+func (g *Group) totemPass() {
+	t := &g.totem
+	tok := t.holding
+	if tok == nil {
+		return
+	}
+	t.holding = nil
+	me := g.pos[g.cfg.ID]
+	if len(g.view.Members) == 1 {
+		// Alone: the ring is this member; keep the token turning here.
+		tok.Rot++
+		tok.Arus[me] = t.myAru
+		t.lastRot, t.holding, t.heldAt = tok.Rot, tok, g.now
+		t.safeAru = t.myAru
+		return
+	}
+	next := g.view.Members[(me+1)%len(g.view.Members)].ID
+	tok.Rot++
+	t.passed, t.passedAt = tok, g.now
+	g.send(next, GMsg{Type: GToken, View: g.view.ID, Token: cloneToken(tok)})
+}
+
+func cloneToken(t *Token) *Token {
+	return &Token{Rot: t.Rot, Seq: t.Seq, Arus: slices.Clone(t.Arus), Rtr: slices.Clone(t.Rtr)}
+}
+
+// totemTick passes an idle token on and sends a passed one again until the
+// successor has shown it got it.
+func (g *Group) totemTick() {
+	t := &g.totem
+	if g.flushing {
+		t.holding = nil
+		return
+	}
+	if t.holding != nil && g.now.Sub(t.heldAt) >= g.cfg.Period/4 {
+		g.totemPass()
+		return
+	}
+	if p := t.passed; p != nil && t.succRot < p.Rot && g.now.Sub(t.passedAt) >= g.cfg.Period {
+		me := g.pos[g.cfg.ID]
+		t.passedAt = g.now
+		g.stats["token-resent"]++
+		g.send(g.view.Members[(me+1)%len(g.view.Members)].ID, GMsg{Type: GToken, View: g.view.ID, Token: cloneToken(p)})
+	}
+}
+
+// totemSuccessor notes the token pass the successor's status shows.
+func (g *Group) totemSuccessor(from node.ID, rot uint64) {
+	me := g.pos[g.cfg.ID]
+	if g.view.Members[(me+1)%len(g.view.Members)].ID == from {
+		g.totem.succRot = max(g.totem.succRot, rot)
+	}
+}
+
+// totemSafe: position p is held by every member.
+func (g *Group) totemSafe(p uint64) bool { return p <= g.totem.safeAru }
