@@ -4,9 +4,10 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/roundtable-go/roundtable/pkg/cli"
+	"github.com/roundtable-go/roundtable/pkg/mcastd"
 )
 
-var benchFlags = cli.WithEnv(tool, append(cli.NodeFlags(),
+var benchFlags = cli.WithEnv(tool, append(append(cli.NodeFlags(), mcastd.GroupFlags...),
 	orderFlag,
 	&ucli.IntFlag{Name: "size", Value: 64, Usage: "message size in bytes (at least 20: sequence, send time, checksum)"},
 	&ucli.IntFlag{Name: "count", Value: 100000, Usage: "messages this member sends"},
@@ -30,8 +31,12 @@ minus send time, so members must share a clock: one host, or synchronised
 ones), and the one-way UDP latency on loopback measured beside it. Run it
 on every member at once.
 
+With --order total the members form a dynamic group in that total order
+(--total) first; the clock starts at the first delivery.
+
 Examples:
    mcast bench --id 1 --peers @peers.txt --count 200000 --size 64
+   mcast bench --id 1 --peers @peers.txt --order total --total totem --count 100000
    mcast bench --id 2 --peers @peers.txt --rate 1000 --count 5000 --json`,
 		Flags:  benchFlags,
 		Action: bench,

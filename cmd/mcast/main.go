@@ -24,20 +24,14 @@ import (
 
 const tool = "mcast"
 
-var runFlags = cli.WithEnv(tool, append(cli.NodeFlags(),
+var runFlags = cli.WithEnv(tool, append(append(cli.NodeFlags(), mcastd.GroupFlags...),
 	orderFlag,
 	lingerFlag,
 	&ucli.BoolFlag{Name: "base64", Usage: "input lines are base64 and payloads are printed in base64 (binary-safe)"},
 	&ucli.DurationFlag{Name: "period", Value: 50 * time.Millisecond, Usage: "how often members exchange digests (what each has received), which drives repair"},
 	&ucli.DurationFlag{Name: "suspect", Value: time.Second, Usage: "a member silent this long no longer holds up 'delivered by all' at end of input"},
 	&ucli.BoolFlag{Name: "tree", Usage: "with --order gossip: spread along a fixed tree of the members, batched per --period, instead of to random members (fewer messages; see docs/mcast.md)"},
-	&ucli.BoolFlag{Name: "views", Usage: "a dynamic group: members join and leave, failed ones are removed, and each installed view is printed (implied by --order total)"},
-	&ucli.StringFlag{Name: "total", Value: "sequencer", Usage: "with --order total: how the one order is made: sequencer (the view's leader numbers every message) lamport (Lamport times, acknowledged by everyone), isis (priorities proposed by every member, agreed by the sender) or totem (a token goes round; its holder numbers what it sends)"},
-	&ucli.BoolFlag{Name: "safe", Usage: "with --views: deliver a message only once every member of the view has it; at a view change the rest follows a 'transitional' line naming the members it is safe among"},
-	&ucli.IntFlag{Name: "start-with", DefaultText: "every member in --peers", Usage: "with --views: hold the first lines until a view has this many members (0: send at once)"},
 	&ucli.BoolFlag{Name: "exit-on-minority", Usage: "with --views: exit 69 when cut off with a minority of the view, instead of waiting for the majority"},
-	&ucli.StringFlag{Name: "join", Usage: "with --views: join through these members (IDs from --peers, comma-separated; default every other peer)"},
-	&ucli.BoolFlag{Name: "found", Usage: "with --views: create the group now instead of joining (only the first member of a new group)"},
 ))
 
 // orderFlag is shared by run and bench: MCAST_ORDER means one thing.
@@ -125,10 +119,10 @@ func run(c *ucli.Context) error {
 	if c.Bool("tree") && !gossipOrder {
 		return cli.Exitf(cli.ExitUsage, "--tree goes with --order gossip")
 	}
-	if c.String("order") == "total" || c.Bool("views") {
+	if mcastd.IsGroup(c) {
 		return runGroup(c)
 	}
-	for _, f := range []string{"join", "found", "safe", "start-with", "exit-on-minority"} {
+	for _, f := range append(mcastd.GroupOnly, "exit-on-minority") {
 		if c.IsSet(f) {
 			return cli.Exitf(cli.ExitUsage, "--%s goes with --views (or --order total)", f)
 		}
@@ -179,82 +173,39 @@ func run(c *ucli.Context) error {
 // runGroup is 'mcast run --views' (or --order total): one member of a
 // dynamic group.
 func runGroup(c *ucli.Context) error {
-	var total mcast.Total
-	switch o := c.String("order"); o {
-	case "total":
-		switch c.String("total") {
-		case "sequencer":
-			total = mcast.TotalSequencer
-		case "lamport":
-			total = mcast.TotalLamport
-		case "isis":
-			total = mcast.TotalISIS
-		case "totem":
-			total = mcast.TotalTotem
-		default:
-			return cli.Exitf(cli.ExitUsage, "--total: %q is not one of: sequencer, lamport, isis, totem", c.String("total"))
-		}
-	case "fifo":
-	default:
-		return cli.Exitf(cli.ExitUsage, "--views goes with --order fifo or total, not %s", o)
-	}
 	mb, err := cli.Join(c, tool)
 	if err != nil {
 		return err
 	}
 	defer mb.Close()
-	self, cm := mb.ID, mb.Common
-	peers := cli.IDs(cm.Peers)
-	contacts := slices.DeleteFunc(slices.Clone(peers), func(id node.ID) bool { return id == self })
-	if c.IsSet("join") {
-		contacts = nil
-		for _, f := range strings.Split(c.String("join"), ",") {
-			id, err := node.ParseID(strings.TrimSpace(f))
-			if err != nil || !slices.Contains(peers, id) || id == self {
-				return cli.Exitf(cli.ExitUsage, "--join: %q is not another member in --peers", f)
-			}
-			contacts = append(contacts, id)
-		}
-	}
-	cfg := mcast.GroupConfig{ID: self, Inc: mb.Incarnation, Found: c.Bool("found"), Contacts: contacts, Total: total, Safe: c.Bool("safe")}
-	cfg.StartWith = len(peers)
-	if c.IsSet("start-with") {
-		cfg.StartWith = c.Int("start-with")
-	}
-	if c.IsSet("period") {
-		cfg.Period = c.Duration("period")
-	}
-	if c.IsSet("suspect") {
-		cfg.Suspect = c.Duration("suspect")
-	}
-	if !cfg.Found {
-		// Nobody answers after a while: there is no group yet, and the
-		// lowest ID creates it (the next one a while later, and so on).
-		rank := slices.Index(peers, self)
-		cfg.FoundAfter = time.Duration(3*(rank+1)) * mcast.GroupConfig{Period: cfg.Period, Suspect: cfg.Suspect}.SuspectTime()
+	cfg, err := mcastd.GroupConfig(c, mb)
+	if err != nil {
+		return err
 	}
 	g, err := mcast.NewGroup(cfg)
 	if err != nil {
 		return cli.Exitf(cli.ExitUsage, "%v", err)
 	}
-	drv := driver.New[mcast.GMsg](g, mcast.GCodec{}, mb.Net, driver.Config{Framer: mb.Framer, Log: cm.Log})
-	live, err := mb.Start(drv, "order", c.String("order"), "views", true, "total", total, "safe", cfg.Safe)
+	drv := driver.New[mcast.GMsg](g, mcast.GCodec{}, mb.Net, driver.Config{Framer: mb.Framer, Log: mb.Log})
+	live, err := mb.Start(drv, "order", c.String("order"), "views", true, "total", cfg.Total, "safe", cfg.Safe)
 	if err != nil {
 		return err
 	}
 	defer live.Stop()
-	out := mcastd.NewPrinter(os.Stdout, self, c.Bool(cli.FlagJSON), c.Bool("base64"))
+	out := mcastd.NewPrinter(os.Stdout, mb.ID, c.Bool(cli.FlagJSON), c.Bool("base64"))
 	member := mcastd.NewGroup(drv)
 	member.ExitOnMinority = c.Bool("exit-on-minority")
-	return mcastd.Pipe(live, member, os.Stdin, c.Bool("base64"), out, c.Duration("linger"), cm.Log)
+	return mcastd.Pipe(live, member, os.Stdin, c.Bool("base64"), out, c.Duration("linger"), mb.Log)
 }
 
 func bench(c *ucli.Context) error {
-	order, err := mcast.ParseOrder(c.String("order"))
-	if err != nil {
-		return cli.Exitf(cli.ExitUsage, "--order: %v", err)
+	cfg := mcastd.BenchConfig{Size: c.Int("size"), Count: c.Int("count"), Rate: c.Int("rate"), Linger: c.Duration("linger"), Group: mcastd.IsGroup(c)}
+	if !cfg.Group {
+		var err error
+		if cfg.Order, err = mcast.ParseOrder(c.String("order")); err != nil {
+			return cli.Exitf(cli.ExitUsage, "--order: %v (or total)", err)
+		}
 	}
-	cfg := mcastd.BenchConfig{Order: order, Size: c.Int("size"), Count: c.Int("count"), Rate: c.Int("rate"), Linger: c.Duration("linger")}
 	if cfg.Size < mcastd.BenchHeader || cfg.Size > mcast.MaxPayload || cfg.Count < 0 || cfg.Rate < 0 {
 		return cli.Exitf(cli.ExitUsage, "--size must be %d to %d, --count and --rate not negative", mcastd.BenchHeader, mcast.MaxPayload)
 	}
@@ -263,19 +214,41 @@ func bench(c *ucli.Context) error {
 		return err
 	}
 	defer mb.Close()
-	cm := mb.Common
 	cfg.Self = mb.ID
-	m, err := mcast.New(mcast.Config{ID: mb.ID, Peers: cli.IDs(cm.Peers), Order: order})
-	if err != nil {
-		return cli.Exitf(cli.ExitUsage, "%v", err)
-	}
-	drv := driver.New[mcast.Msg](m, mcast.Codec{}, mb.Net, driver.Config{Framer: mb.Framer, Log: cm.Log})
-	live, err := mb.Start(drv, "order", order, "size", cfg.Size, "count", cfg.Count, "rate", cfg.Rate)
-	if err != nil {
-		return err
+	var (
+		live   *cli.Running
+		member mcastd.BenchMember
+	)
+	if cfg.Group {
+		gc, err := mcastd.GroupConfig(c, mb)
+		if err != nil {
+			return err
+		}
+		g, err := mcast.NewGroup(gc)
+		if err != nil {
+			return cli.Exitf(cli.ExitUsage, "%v", err)
+		}
+		cfg.Total = gc.Total
+		drv := driver.New[mcast.GMsg](g, mcast.GCodec{}, mb.Net, driver.Config{Framer: mb.Framer, Log: mb.Log})
+		live, err = mb.Start(drv, "order", "total", "total", gc.Total, "size", cfg.Size, "count", cfg.Count, "rate", cfg.Rate)
+		if err != nil {
+			return err
+		}
+		member = mcastd.NewGroup(drv)
+	} else {
+		m, err := mcast.New(mcast.Config{ID: mb.ID, Peers: cli.IDs(mb.Peers), Order: cfg.Order})
+		if err != nil {
+			return cli.Exitf(cli.ExitUsage, "%v", err)
+		}
+		drv := driver.New[mcast.Msg](m, mcast.Codec{}, mb.Net, driver.Config{Framer: mb.Framer, Log: mb.Log})
+		live, err = mb.Start(drv, "order", cfg.Order, "size", cfg.Size, "count", cfg.Count, "rate", cfg.Rate)
+		if err != nil {
+			return err
+		}
+		member = mcastd.NewMulticast(drv)
 	}
 	defer live.Stop()
-	return mcastd.Bench(live, mcastd.NewMulticast(drv), cfg, cm.Out, cm.Log)
+	return mcastd.Bench(live, member, cfg, mb.Out, mb.Log)
 }
 
 func check(c *ucli.Context) error {

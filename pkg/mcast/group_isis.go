@@ -29,6 +29,11 @@ import (
 // former (a message it had not yet received would get a proposal of its
 // above everything it had seen).
 
+// maxPrios bounds the priorities of one frame: at most 30 bytes each, so
+// that a frame stays within a datagram (a larger one is never sent, and
+// the retransmission that made it would repeat for ever).
+const maxPrios = 1024
+
 // isisState is the per-view ISIS state.
 type isisState struct {
 	n         uint64            // the largest priority number seen or proposed
@@ -71,7 +76,7 @@ func (g *Group) isisFlush() {
 	}) {
 		items := s.prioOut[to]
 		for len(items) > 0 {
-			k := min(len(items), maxStamps)
+			k := min(len(items), maxPrios)
 			g.send(to, GMsg{Type: GPrio, View: g.view.ID, Prios: slices.Clone(items[:k])})
 			items = items[k:]
 		}
@@ -120,7 +125,7 @@ func (g *Group) isisGot(q uint64, i int, p Prio) {
 		out = append(out, PrioItem{Sender: g.cfg.ID, Seq: q, Prio: best})
 	}
 	for len(out) > 0 {
-		k := min(len(out), maxStamps)
+		k := min(len(out), maxPrios)
 		for _, id := range g.others() {
 			g.send(id, GMsg{Type: GFinal, View: g.view.ID, Prios: slices.Clone(out[:k])})
 		}
@@ -206,7 +211,7 @@ func (g *Group) isisRetransmit(to node.ID, finals []uint64) {
 	}
 	var out []PrioItem
 	for j, m := range g.view.Members {
-		for q := finals[j] + 1; q <= g.isis.finalRecv[j] && len(out) < maxStamps; q++ {
+		for q := finals[j] + 1; q <= g.isis.finalRecv[j] && len(out) < maxPrios; q++ {
 			out = append(out, PrioItem{Sender: m.ID, Seq: q, Prio: g.isis.final[Stamp{m.ID, q}]})
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/roundtable-go/roundtable/pkg/node"
 	"github.com/roundtable-go/roundtable/pkg/sim"
+	"github.com/roundtable-go/roundtable/pkg/wire"
 )
 
 var (
@@ -658,5 +659,48 @@ func TestTotemMessageCost(t *testing.T) {
 		float64(data)/count, n, n-1, order, tokens, 3*time.Second)
 	if data > (n-1)*count || order != 0 {
 		t.Errorf("%d data frames and %d order frames for %d multicasts, want at most %d and none", data, order, count, (n-1)*count)
+	}
+}
+
+// TestISISFramesFit: a member far behind on agreed priorities gets them
+// in frames a datagram holds (one too large is never sent, and the
+// retransmission that made it repeats for ever: seen in a flood).
+func TestISISFramesFit(t *testing.T) {
+	ids := []node.ID{1, 2}
+	s := sim.New[GMsg](sim.Options{Seed: 1, MinLatency: time.Millisecond, MaxLatency: time.Millisecond}, GCodec{},
+		func(id node.ID, _ int, _ *rand.Rand) node.Machine[GMsg] {
+			m, err := NewGroup(GroupConfig{ID: id, Inc: 1, Found: id == 1, Contacts: ids, Total: TotalISIS})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m
+		}, ids...)
+	if err := s.RunFor(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 30; i++ {
+		items := make([]Item, 1000)
+		for k := range items {
+			items[k].Payload = []byte("x")
+		}
+		s.Inject(1, GMsg{Type: GSend, Items: items})
+		if err := s.RunFor(100 * time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := s.Machine(2).(*Group)
+	if g.isis.finalRecv[0] < 30000 {
+		t.Fatalf("member 2 holds %d agreed priorities of member 1, want 30000", g.isis.finalRecv[0])
+	}
+	g.out = nil
+	g.isisRetransmit(1, []uint64{20000, 0}) // numbers of three bytes
+	if len(g.out) == 0 {
+		t.Fatal("nothing retransmitted")
+	}
+	for _, env := range g.out {
+		_, p, err := (GCodec{}).Marshal(env.Msg)
+		if err != nil || len(p) > wire.MaxPayload {
+			t.Fatalf("a %v frame of %d priorities: %d bytes (%v), a frame holds %d", env.Msg.Type, len(env.Msg.Prios), len(p), err, wire.MaxPayload)
+		}
 	}
 }

@@ -17,8 +17,12 @@ import (
 
 // BenchConfig is one member's part of a flood.
 type BenchConfig struct {
-	Self   node.ID
-	Order  mcast.Order
+	Self  node.ID
+	Order mcast.Order
+	// Group: a dynamic group in this total order (the clock starts at the
+	// first delivery, once the group has formed).
+	Group  bool
+	Total  mcast.Total
 	Size   int // bytes per message, at least BenchHeader
 	Count  int
 	Rate   int // per second; 0: as fast as the group takes them
@@ -33,9 +37,12 @@ const BenchHeader = 20
 // every delivery checked, and at the end one report (text or JSON on out)
 // with msgs/s, MB/s, latency percentiles and the loopback UDP one-way
 // latency measured before the start.
-func Bench(live *cli.Running, m *Multicast, cfg BenchConfig, out *cli.Output, log *slog.Logger) error {
+func Bench(live *cli.Running, m BenchMember, cfg BenchConfig, out *cli.Output, log *slog.Logger) error {
 	udp := UDPBound()
-	size, count, rate, self, order := cfg.Size, cfg.Count, cfg.Rate, cfg.Self, cfg.Order
+	size, count, rate, self, order := cfg.Size, cfg.Count, cfg.Rate, cfg.Self, cfg.Order.String()
+	if cfg.Group {
+		order = "total " + cfg.Total.String()
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	sendErr := make(chan error, 1)
@@ -92,7 +99,7 @@ func Bench(live *cli.Running, m *Multicast, cfg BenchConfig, out *cli.Output, lo
 			}
 			return lat[min(len(lat)-1, int(p*float64(len(lat))))]
 		}
-		res := map[string]any{"event": "bench", "member": self, "order": order.String(), "size": size, "sent": count,
+		res := map[string]any{"event": "bench", "member": self, "order": order, "size": size, "sent": count,
 			"delivered": delivered, "seconds": elapsed.Seconds(), "msgs_per_s": float64(delivered) / elapsed.Seconds(),
 			"mb_per_s": float64(bytes) / elapsed.Seconds() / 1e6, "p50_us": pct(0.5).Microseconds(), "p90_us": pct(0.9).Microseconds(),
 			"p99_us": pct(0.99).Microseconds(), "max_us": pct(1).Microseconds(), "errors": errs, "udp_one_way_us": udp.Microseconds()}
@@ -108,6 +115,22 @@ func Bench(live *cli.Running, m *Multicast, cfg BenchConfig, out *cli.Output, lo
 			return cli.Exitf(1, "%d deliveries failed their checks", errs)
 		}
 		return nil
+	}
+	deliver := func(sender node.ID, payload []byte) {
+		now := time.Now()
+		delivered++
+		bytes += len(payload)
+		lastDeliv = now
+		seq, sent, ok := benchCheck(payload)
+		want := next[sender] + 1
+		if cfg.Order != mcast.Unordered && seq != want || !ok {
+			errs++
+			if firstErr == "" {
+				firstErr = fmt.Sprintf("from %d: message %d (want %d), checksum ok %v", sender, seq, want, ok)
+			}
+		}
+		next[sender] = max(next[sender], seq)
+		lat = append(lat, now.Sub(time.Unix(0, int64(sent))))
 	}
 	for {
 		select {
@@ -126,20 +149,12 @@ func Bench(live *cli.Running, m *Multicast, cfg BenchConfig, out *cli.Output, lo
 				bytes += len(ev.Payload)
 				lastDeliv = time.Now()
 			case mcast.DeliverEvent:
-				now := time.Now()
-				delivered++
-				bytes += len(ev.Payload)
-				lastDeliv = now
-				seq, sent, ok := benchCheck(ev.Payload)
-				want := next[ev.Sender] + 1
-				if order != mcast.Unordered && seq != want || !ok {
-					errs++
-					if firstErr == "" {
-						firstErr = fmt.Sprintf("from %d: message %d (want %d), checksum ok %v", ev.Sender, seq, want, ok)
-					}
+				deliver(ev.Sender, ev.Payload)
+			case mcast.GroupDeliverEvent:
+				if delivered == 0 {
+					start = time.Now() // the group has formed
 				}
-				next[ev.Sender] = max(next[ev.Sender], seq)
-				lat = append(lat, now.Sub(time.Unix(0, int64(sent))))
+				deliver(ev.Sender, ev.Payload)
 			case mcast.RoomEvent:
 				m.Room()
 			case mcast.DoneEvent:
@@ -151,6 +166,14 @@ func Bench(live *cli.Running, m *Multicast, cfg BenchConfig, out *cli.Output, lo
 			return cli.Failed(err)
 		}
 	}
+}
+
+// BenchMember is the member a flood goes through: a fixed group's
+// (Multicast) or a dynamic group's (Group).
+type BenchMember interface {
+	Submit(ctx context.Context, lines [][]byte) error
+	End(ctx context.Context) error
+	Room()
 }
 
 func benchPayload(seq uint64, filler []byte) []byte {

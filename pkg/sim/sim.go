@@ -403,6 +403,11 @@ func (s *Sim[M]) send(from node.ID, env node.Envelope[M]) {
 		s.fail(fmt.Errorf("node %d cannot encode a message: %v", from, err))
 		return
 	}
+	if len(payload) > wire.MaxPayload {
+		// The driver could not seal it: on real sockets it is never sent.
+		s.fail(fmt.Errorf("node %d sent a %d-byte message of type %d, more than a frame holds (%d)", from, len(payload), typ, wire.MaxPayload))
+		return
+	}
 	s.Stats.Sent[typ]++
 	if _, ok := s.nodes[env.To]; !ok || s.cut[[2]node.ID{from, env.To}] || s.rng.Float64() < s.opts.Drop {
 		s.Stats.Dropped[typ]++

@@ -181,6 +181,9 @@ func (f *Framer) Sealed() bool { return f.aead != nil }
 // Self returns the sender ID written into every frame.
 func (f *Framer) Self() node.ID { return f.self }
 
+// MaxPayload is the largest payload a sealed frame holds.
+const MaxPayload = MaxFrame - HeaderSize - nonceSize - tagSize
+
 // Seal builds a complete frame for one message to receiver to. Sealed,
 // the header — receiver and cluster included — is authenticated, so the
 // frame opens only at that receiver.
