@@ -14,7 +14,14 @@
 #   5. view change: 5 members in total order with the default settings,
 #      one SIGKILLed, time until every survivor has installed the view
 #      without it; median and worst of 20 fresh groups (target: median
-#      ≤ 300 ms; corosync's defaults wait out a 3 s token timeout first).
+#      ≤ 300 ms; corosync's defaults wait out a 3 s token timeout first);
+#   6. agreed (total) order against corosync CPG (installed with apt-get
+#      when missing and root; one corosync node on loopback, three CPG
+#      clients of scripts/cpgflood.c, built here against libcpg): 3
+#      members, 64-byte messages, a flood of 100,000 each and 3,000 each
+#      at 1,000/s; mcast bench --order total with the sequencer and with
+#      TOTEM, the same counts; delivered msgs/s per member and median
+#      latency, and the ratios.
 #
 #   scripts/bench-mcast.sh
 set -euo pipefail
@@ -145,3 +152,72 @@ awk -v a="$mcast_us" -v b="$serf_us" 'BEGIN { printf "ratio: mcast takes %.3f of
 echo
 echo "== 5. view change after SIGKILL: 5 members, --order total, default settings, 20 fresh groups"
 go test -run '^$' -bench 'BenchmarkViewChange$' -benchtime 20x ./cmd/mcast | grep -E '^Benchmark'
+
+echo
+echo "== 6. agreed order against corosync CPG: 3 members, 64-byte messages"
+if { ! command -v corosync >/dev/null 2>&1 || [ ! -e /usr/include/corosync/cpg.h ]; } && [ "$(id -u)" = 0 ]; then
+  (DEBIAN_FRONTEND=noninteractive RUNLEVEL=1 apt-get install -y -qq --no-install-recommends corosync libcpg-dev ||
+   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive RUNLEVEL=1 apt-get install -y -qq --no-install-recommends corosync libcpg-dev)) >/dev/null 2>&1 || true
+fi
+if ! command -v corosync >/dev/null 2>&1 || [ ! -e /usr/include/corosync/cpg.h ] || [ "$(id -u)" != 0 ]; then
+  echo "(corosync and libcpg-dev are not installed and cannot be here, or not root: the corosync comparison is skipped)"
+  exit 0
+fi
+gcc -O2 -o "$work/cpgflood" scripts/cpgflood.c -lcpg
+cat >"$work/corosync.conf" <<EOC
+totem {
+    version: 2
+    cluster_name: rtbench
+    transport: knet
+    crypto_cipher: none
+    crypto_hash: none
+}
+nodelist {
+    node {
+        ring0_addr: 127.0.0.1
+        nodeid: 1
+    }
+}
+quorum {
+    provider: corosync_votequorum
+}
+logging {
+    to_stderr: yes
+    to_syslog: no
+}
+EOC
+mkdir -p /var/run/corosync /var/lib/corosync
+corosync -f -c "$work/corosync.conf" >"$work/corosync.log" 2>&1 &
+pids+=($!)
+deadline=$(( $(date +%s) + 30 ))
+until corosync-cpgtool >/dev/null 2>&1; do
+  [ "$(date +%s)" -lt "$deadline" ] || { echo "corosync did not start within 30 s:" >&2; tail "$work/corosync.log" >&2; exit 1; }
+  sleep 0.1
+done
+field() { # file regexp: the last number in the first match
+  grep -oE "$2" "$1" | head -1 | grep -oE '[0-9.]+' | tail -1
+}
+coro() { # tag count [rate] (corosync runs in the background: wait for the clients only)
+  local c=()
+  for i in 1 2 3; do "$work/cpgflood" "rt$1" 3 "$2" 64 ${3:-} >"$work/coro.$1.$i" & c+=($!); done
+  wait "${c[@]}"
+  cat "$work/coro.$1.1"
+}
+ours() { # tag total count [rate]
+  local c=()
+  peers 3
+  for i in 1 2 3; do "$mc" bench --id "$i" --peers @"$work/peers" --order total --total "$2" --count "$3" ${4:+--rate $4} --size 64 --json 2>/dev/null >"$work/ours.$1.$i" & c+=($!); done
+  wait "${c[@]}"
+  cat "$work/ours.$1.1"
+}
+ratio() { awk -v a="$1" -v b="$2" -v what="$3" 'BEGIN { printf "ratio %s: %.2f\n", what, a / b }'; }
+coro flood 100000
+ours seqflood sequencer 100000
+ours totemflood totem 100000
+coro rate 3000 1000
+ours seqrate sequencer 3000 1000
+ours totemrate totem 3000 1000
+cf=$(field "$work/coro.flood.1" '[0-9]+ msgs/s')
+for t in seqflood totemflood; do ratio "$(field "$work/ours.$t.1" '"msgs_per_s":[0-9.]+')" "$cf" "$t msgs/s / corosync (target ≥ 1)"; done
+cl=$(field "$work/coro.rate.1" 'p50 [0-9.]+us')
+for t in seqrate totemrate; do ratio "$(field "$work/ours.$t.1" '"p50_us":[0-9]+')" "$cl" "$t median latency / corosync (target ≤ 1)"; done

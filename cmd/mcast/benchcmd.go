@@ -32,7 +32,8 @@ ones), and the one-way UDP latency on loopback measured beside it. Run it
 on every member at once.
 
 With --order total the members form a dynamic group in that total order
-(--total) first; the clock starts at the first delivery.
+(--total) first; sending, and the clock, start once every member in
+--peers (or --start-with) is in the view.
 
 Examples:
    mcast bench --id 1 --peers @peers.txt --count 200000 --size 64

@@ -228,7 +228,7 @@ func bench(c *ucli.Context) error {
 		if err != nil {
 			return cli.Exitf(cli.ExitUsage, "%v", err)
 		}
-		cfg.Total = gc.Total
+		cfg.Total, cfg.Members = gc.Total, max(gc.StartWith, 1)
 		drv := driver.New[mcast.GMsg](g, mcast.GCodec{}, mb.Net, driver.Config{Framer: mb.Framer, Log: mb.Log})
 		live, err = mb.Start(drv, "order", "total", "total", gc.Total, "size", cfg.Size, "count", cfg.Count, "rate", cfg.Rate)
 		if err != nil {

@@ -19,14 +19,16 @@ import (
 type BenchConfig struct {
 	Self  node.ID
 	Order mcast.Order
-	// Group: a dynamic group in this total order (the clock starts at the
-	// first delivery, once the group has formed).
-	Group  bool
-	Total  mcast.Total
-	Size   int // bytes per message, at least BenchHeader
-	Count  int
-	Rate   int // per second; 0: as fast as the group takes them
-	Linger time.Duration
+	// Group: a dynamic group in this total order (sending, and the clock,
+	// start once the group has formed).
+	Group bool
+	Total mcast.Total
+	// Members: with Group, sending starts once a view has this many.
+	Members int
+	Size    int // bytes per message, at least BenchHeader
+	Count   int
+	Rate    int // per second; 0: as fast as the group takes them
+	Linger  time.Duration
 }
 
 // BenchHeader is a bench message's header: sequence, send time, CRC-32.
@@ -47,7 +49,16 @@ func Bench(live *cli.Running, m BenchMember, cfg BenchConfig, out *cli.Output, l
 	defer cancel()
 	sendErr := make(chan error, 1)
 	start := time.Now()
+	formed := make(chan struct{}) // closed once the group has formed
+	if !cfg.Group {
+		close(formed)
+	}
 	go func() {
+		select {
+		case <-formed:
+		case <-ctx.Done():
+			return
+		}
 		filler := make([]byte, size-BenchHeader)
 		for i := range filler {
 			filler[i] = byte('a' + i%26)
@@ -151,10 +162,16 @@ func Bench(live *cli.Running, m BenchMember, cfg BenchConfig, out *cli.Output, l
 			case mcast.DeliverEvent:
 				deliver(ev.Sender, ev.Payload)
 			case mcast.GroupDeliverEvent:
-				if delivered == 0 {
-					start = time.Now() // the group has formed
-				}
 				deliver(ev.Sender, ev.Payload)
+			case mcast.ViewEvent:
+				select {
+				case <-formed:
+				default:
+					if len(ev.Members) >= cfg.Members {
+						start = time.Now()
+						close(formed)
+					}
+				}
 			case mcast.RoomEvent:
 				m.Room()
 			case mcast.DoneEvent:
