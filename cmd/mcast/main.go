@@ -280,15 +280,7 @@ func check(c *ucli.Context) error {
 		deliveries += len(recs)
 	}
 	if err := mcast.Check(order, logs, crashed); err != nil {
-		msg := err.Error()
-		if v, ok := err.(*mcast.Violation); ok {
-			msg = v.Detail()
-			for id, f := range files {
-				msg = strings.ReplaceAll(msg, fmt.Sprintf("member %d line ", id), f+":")
-			}
-		}
-		fmt.Fprintf(os.Stderr, "mcast: check failed: %s\n", msg)
-		return &cli.ExitError{Code: 1}
+		return checkFailed(err, files)
 	}
 	var down []string
 	for id, c := range crashed {
@@ -349,15 +341,7 @@ func checkViews(c *ucli.Context) error {
 		}
 	}
 	if err := mcast.CheckViews(total, logs, final); err != nil {
-		msg := err.Error()
-		if v, ok := err.(*mcast.Violation); ok {
-			msg = v.Detail()
-			for id, f := range files {
-				msg = strings.ReplaceAll(msg, fmt.Sprintf("member %d line ", id), f+":")
-			}
-		}
-		fmt.Fprintf(os.Stderr, "mcast: check failed: %s\n", msg)
-		return &cli.ExitError{Code: 1}
+		return checkFailed(err, files)
 	}
 	what := "virtual synchrony"
 	if total {
@@ -369,4 +353,18 @@ func checkViews(c *ucli.Context) error {
 	what += " hold"
 	fmt.Printf("ok: %d members (%d incarnations), %d views, %d records; %s\n", len(files), len(logs), len(views), lines, what)
 	return nil
+}
+
+// checkFailed reports a failed check on stderr, with a violation's log
+// lines as FILE:LINE, and exits 1.
+func checkFailed(err error, files map[node.ID]string) error {
+	msg := err.Error()
+	if v, ok := err.(*mcast.Violation); ok {
+		msg = v.Detail()
+		for id, f := range files {
+			msg = strings.ReplaceAll(msg, fmt.Sprintf("member %d line ", id), f+":")
+		}
+	}
+	fmt.Fprintf(os.Stderr, "mcast: check failed: %s\n", msg)
+	return &cli.ExitError{Code: 1}
 }

@@ -1,13 +1,11 @@
 package mcastd
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 
 	"github.com/roundtable-go/roundtable/pkg/cli"
 	"github.com/roundtable-go/roundtable/pkg/driver"
@@ -183,13 +181,8 @@ func ReadViewLog(file string) (*ViewLog, error) {
 		return nil, err
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	var lines [][]byte
-	for sc.Scan() {
-		lines = append(lines, slices.Clone(sc.Bytes()))
-	}
-	if err := sc.Err(); err != nil {
+	lines, err := readLines(f)
+	if err != nil {
 		return nil, err
 	}
 	vl := &ViewLog{Lives: map[mcast.Member][]mcast.VRecord{}}

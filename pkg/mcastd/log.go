@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 
@@ -25,13 +26,8 @@ func ReadLog(file string) (node.ID, []mcast.Record, bool, error) {
 		recs  []mcast.Record
 		clean bool
 	)
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	var lines [][]byte
-	for sc.Scan() {
-		lines = append(lines, slices.Clone(sc.Bytes()))
-	}
-	if err := sc.Err(); err != nil {
+	lines, err := readLines(f)
+	if err != nil {
 		return 0, nil, false, err
 	}
 	for i, line := range lines {
@@ -66,4 +62,15 @@ func ReadLog(file string) (node.ID, []mcast.Record, bool, error) {
 		return 0, nil, false, errors.New("no member in this log")
 	}
 	return id, recs, clean, nil
+}
+
+// readLines reads a log's lines (up to 1 MiB each).
+func readLines(r io.Reader) ([][]byte, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	var lines [][]byte
+	for sc.Scan() {
+		lines = append(lines, slices.Clone(sc.Bytes()))
+	}
+	return lines, sc.Err()
 }
