@@ -521,22 +521,7 @@ func TestGroupMessageCost(t *testing.T) {
 		{TotalLamport, (n - 1) + (n-1)*(n-1)},
 		{TotalISIS, 3 * (n - 1)},
 	} {
-		s := sim.New[GMsg](sim.Options{Seed: 1, MinLatency: time.Millisecond, MaxLatency: time.Millisecond}, GCodec{},
-			func(id node.ID, _ int, _ *rand.Rand) node.Machine[GMsg] {
-				m, err := NewGroup(GroupConfig{ID: id, Inc: 1, Found: id == 1, Contacts: ids, Total: c.total,
-					Period: time.Minute, Suspect: time.Hour})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return m
-			}, ids...)
-		delivered := 0
-		s.OnEvent = func(_ time.Time, _ node.ID, ev node.Event) error {
-			if _, ok := ev.(GroupDeliverEvent); ok {
-				delivered++
-			}
-			return nil
-		}
+		s, delivered := countingGroup(t, ids, GroupConfig{Total: c.total, Period: time.Minute, Suspect: time.Hour})
 		if err := s.RunFor(10 * time.Minute); err != nil {
 			t.Fatal(err)
 		}
@@ -570,8 +555,8 @@ func TestGroupMessageCost(t *testing.T) {
 			}
 		}
 		frames := sent() - before
-		if delivered != n*count {
-			t.Fatalf("%v: %d deliveries, want %d", c.total, delivered, n*count)
+		if *delivered != n*count {
+			t.Fatalf("%v: %d deliveries, want %d", c.total, *delivered, n*count)
 		}
 		t.Logf("%v: %.2f frames per multicast to %d members (the seeds: %d)", c.total, float64(frames)/count, n, c.want)
 		if frames != c.want*count {
@@ -622,21 +607,7 @@ func TestSimSteadyInput(t *testing.T) {
 func TestTotemMessageCost(t *testing.T) {
 	const n, count = 5, 100
 	ids := []node.ID{1, 2, 3, 4, 5}
-	s := sim.New[GMsg](sim.Options{Seed: 1, MinLatency: time.Millisecond, MaxLatency: time.Millisecond}, GCodec{},
-		func(id node.ID, _ int, _ *rand.Rand) node.Machine[GMsg] {
-			m, err := NewGroup(GroupConfig{ID: id, Inc: 1, Found: id == 1, Contacts: ids, Total: TotalTotem})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return m
-		}, ids...)
-	delivered := 0
-	s.OnEvent = func(_ time.Time, _ node.ID, ev node.Event) error {
-		if _, ok := ev.(GroupDeliverEvent); ok {
-			delivered++
-		}
-		return nil
-	}
+	s, delivered := countingGroup(t, ids, GroupConfig{Total: TotalTotem})
 	if err := s.RunFor(2 * time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -651,8 +622,8 @@ func TestTotemMessageCost(t *testing.T) {
 	if err := s.RunFor(time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if delivered != n*count {
-		t.Fatalf("%d deliveries, want %d", delivered, n*count)
+	if *delivered != n*count {
+		t.Fatalf("%d deliveries, want %d", *delivered, n*count)
 	}
 	data, order, tokens = frames(GData)-data, frames(GOrder)+frames(GPrio)+frames(GFinal)-order, frames(GToken)-tokens
 	t.Logf("totem: %.2f data frames per multicast to %d members (the seed: at most %d, no acknowledgements), %d order frames, %d token passes in %v",
@@ -703,4 +674,28 @@ func TestISISFramesFit(t *testing.T) {
 			t.Fatalf("a %v frame of %d priorities: %d bytes (%v), a frame holds %d", env.Msg.Type, len(env.Msg.Prios), len(p), err, wire.MaxPayload)
 		}
 	}
+}
+
+// countingGroup is a group of ids on 1 ms links, founded by the first,
+// each member configured by cfg; *delivered counts the deliveries.
+func countingGroup(t *testing.T, ids []node.ID, cfg GroupConfig) (*sim.Sim[GMsg], *int) {
+	t.Helper()
+	s := sim.New[GMsg](sim.Options{Seed: 1, MinLatency: time.Millisecond, MaxLatency: time.Millisecond}, GCodec{},
+		func(id node.ID, _ int, _ *rand.Rand) node.Machine[GMsg] {
+			c := cfg
+			c.ID, c.Inc, c.Found, c.Contacts = id, 1, id == ids[0], ids
+			m, err := NewGroup(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m
+		}, ids...)
+	delivered := new(int)
+	s.OnEvent = func(_ time.Time, _ node.ID, ev node.Event) error {
+		if _, ok := ev.(GroupDeliverEvent); ok {
+			*delivered++
+		}
+		return nil
+	}
+	return s, delivered
 }
