@@ -699,3 +699,31 @@ func countingGroup(t *testing.T, ids []node.ID, cfg GroupConfig) (*sim.Sim[GMsg]
 	}
 	return s, delivered
 }
+
+// TestSafeStatusStaysAtAnswer: with safe delivery, once a member has
+// answered a view change its statuses report what it answered, not what
+// it received since: a change may rest on that answer and leave later
+// messages out of the cut, so no member may count them as held here.
+func TestSafeStatusStaysAtAnswer(t *testing.T) {
+	ids := []node.ID{1, 2, 3}
+	s, _ := countingGroup(t, ids, GroupConfig{Total: TotalSequencer, Safe: true})
+	if err := s.RunFor(2 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	g := s.Machine(2).(*Group)
+	if !g.inView || len(g.view.Members) != 3 {
+		t.Fatal("member 2 is not in the full view")
+	}
+	g.onPropose(1, Ballot{N: 99, ID: 1})
+	answered := slices.Clone(g.recv)
+	j := g.pos[3]
+	g.receive(Item{Sender: 3, Seq: g.recv[j] + 1, Payload: []byte("late")})
+	if g.recv[j] != answered[j]+1 {
+		t.Fatalf("the late message was not received: %v", g.recv)
+	}
+	g.out = nil
+	g.sendStatus(3)
+	if len(g.out) != 1 || !slices.Equal(g.out[0].Msg.Recv, answered) {
+		t.Fatalf("status after answering reports %v, want the answer %v", g.out[0].Msg.Recv, answered)
+	}
+}
