@@ -21,9 +21,9 @@ type Group struct {
 	// ExitOnMinority: a member cut off with a minority of its view stops
 	// (exit 69) instead of waiting for the majority to come back.
 	ExitOnMinority bool
-	room           chan struct{}
-	done           bool
-	err            error
+	room
+	done bool
+	err  error
 }
 
 // Err is why the member must stop now (nil: it goes on).
@@ -31,34 +31,14 @@ func (g *Group) Err() error { return g.err }
 
 // NewGroup wraps drv.
 func NewGroup(drv *driver.Driver[mcast.GMsg]) *Group {
-	return &Group{Drv: drv, room: make(chan struct{}, 1)}
+	return &Group{Drv: drv, room: newRoom()}
 }
 
 // Submit sends a batch, waiting for a RoomEvent while the group lags.
 func (g *Group) Submit(ctx context.Context, lines [][]byte) error {
-	items := make([]mcast.Item, len(lines))
-	for i, l := range lines {
-		items[i].Payload = l
-	}
-	for {
-		err := g.Drv.Request(ctx, mcast.GMsg{Type: mcast.GSend, Items: items})
-		if !errors.Is(err, mcast.ErrFull) {
-			return err
-		}
-		select {
-		case <-g.room:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-// Room wakes a Submit that waits for room (bench).
-func (g *Group) Room() {
-	select {
-	case g.room <- struct{}{}:
-	default:
-	}
+	return g.submit(ctx, func() error {
+		return g.Drv.Request(ctx, mcast.GMsg{Type: mcast.GSend, Items: items(lines)})
+	})
 }
 
 // End asks the group to let this member go.
@@ -87,10 +67,7 @@ func (g *Group) Handle(ev node.Event, p *Printer) {
 			g.err = cli.Exitf(cli.ExitUnavailable, "cut off with a minority of view %d (--exit-on-minority)", e.View)
 		}
 	case mcast.RoomEvent:
-		select {
-		case g.room <- struct{}{}:
-		default:
-		}
+		g.Room()
 	case mcast.DoneEvent:
 		g.done = true
 	}

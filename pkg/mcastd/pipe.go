@@ -130,33 +130,60 @@ func Pipe(live *cli.Running, m Member, in io.Reader, b64 bool, p *Printer, linge
 
 // Multicast is a pkg/mcast machine behind a pipe.
 type Multicast struct {
-	Drv  *driver.Driver[mcast.Msg]
-	room chan struct{}
+	Drv *driver.Driver[mcast.Msg]
+	room
 	done bool
 }
 
 // NewMulticast wraps drv.
 func NewMulticast(drv *driver.Driver[mcast.Msg]) *Multicast {
-	return &Multicast{Drv: drv, room: make(chan struct{}, 1)}
+	return &Multicast{Drv: drv, room: newRoom()}
 }
 
 // Submit sends a batch, waiting for a RoomEvent while the group lags.
 func (m *Multicast) Submit(ctx context.Context, lines [][]byte) error {
-	items := make([]mcast.Item, len(lines))
-	for i, l := range lines {
-		items[i].Payload = l
-	}
+	return m.submit(ctx, func() error {
+		return m.Drv.Request(ctx, mcast.Msg{Type: mcast.MsgSend, Items: items(lines)})
+	})
+}
+
+// room is a member's wait for room in a full send window: the machine
+// refuses a send with ErrFull, and a RoomEvent lets it try again.
+type room chan struct{}
+
+func newRoom() room { return make(room, 1) }
+
+// submit runs send until it is not refused with ErrFull, waiting for
+// Room between tries.
+func (r room) submit(ctx context.Context, send func() error) error {
 	for {
-		err := m.Drv.Request(ctx, mcast.Msg{Type: mcast.MsgSend, Items: items})
+		err := send()
 		if !errors.Is(err, mcast.ErrFull) {
 			return err
 		}
 		select {
-		case <-m.room:
+		case <-r:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
+}
+
+// Room lets a waiting Submit try again.
+func (r room) Room() {
+	select {
+	case r <- struct{}{}:
+	default:
+	}
+}
+
+// items are lines as multicast items.
+func items(lines [][]byte) []mcast.Item {
+	its := make([]mcast.Item, len(lines))
+	for i, l := range lines {
+		its[i].Payload = l
+	}
+	return its
 }
 
 // End tells the machine the input ended.
@@ -175,14 +202,6 @@ func (m *Multicast) Handle(ev node.Event, p *Printer) {
 		m.Room()
 	case mcast.DoneEvent:
 		m.done = true
-	}
-}
-
-// Room lets a waiting Submit try again.
-func (m *Multicast) Room() {
-	select {
-	case m.room <- struct{}{}:
-	default:
 	}
 }
 
