@@ -185,20 +185,51 @@ func (c *cluster) waitStatus(want int, text string, skip ...int) (in []int) {
 	return in
 }
 
+// statuses is every member's `ticketd status`, for a failure's report.
+func (c *cluster) statuses() string {
+	var b strings.Builder
+	for i := 1; i <= c.N; i++ {
+		out, err := exec.Command(ticketdBin, "status", "--socket", c.sock(i)).CombinedOutput()
+		fmt.Fprintf(&b, "member %d status (%v):\n%s\n", i, err, out)
+	}
+	return b.String()
+}
+
+// refounding sums the members' refounding counts (`ticketd status`).
+func (c *cluster) refounding(members ...int) (probes, refounds int) {
+	for _, m := range members {
+		out, _ := exec.Command(ticketdBin, "status", "--socket", c.sock(m)).Output()
+		for _, line := range strings.Split(string(out), "\n") {
+			var p, r int
+			var f bool
+			if _, err := fmt.Sscanf(line, "refound probes %d refounds %d frozen %t", &p, &r, &f); err == nil {
+				probes, refounds = probes+p, refounds+r
+			}
+		}
+	}
+	return probes, refounds
+}
+
 func (c *cluster) sock(i int) string { return filepath.Join(c.Dir, fmt.Sprintf("%d.sock", i)) }
 
 // client is one `ticketd run -- witness`.
 type client struct {
+	c         *cluster
 	cmd       *exec.Cmd
 	call, ret int64
 	code      int
 	out       strings.Builder
 }
 
+// clientLimit bounds a client's wait: one still running then is stuck (a
+// ticket that never comes back to it), and the test says so with every
+// member's status instead of hanging until the package's timeout.
+const clientLimit = 2 * time.Minute
+
 func (c *cluster) run(member int, file string, hold time.Duration, extra ...string) *client {
 	self, _ := os.Executable()
 	args := append(append([]string{"run", "--socket", c.sock(member)}, extra...), "--", self)
-	cl := &client{cmd: exec.Command(ticketdBin, args...)}
+	cl := &client{c: c, cmd: exec.Command(ticketdBin, args...)}
 	cl.cmd.Env = append(os.Environ(), "TICKETD_WITNESS="+file, "WITNESS_HOLD="+hold.String())
 	cl.cmd.Stderr = &cl.out
 	cl.call = time.Now().UnixNano()
@@ -209,6 +240,11 @@ func (c *cluster) run(member int, file string, hold time.Duration, extra ...stri
 }
 
 func (cl *client) wait() {
+	stuck := time.AfterFunc(clientLimit, func() {
+		cl.c.T.Errorf("ticketd run %v still running after %v\n%s", cl.cmd.Args[1:], clientLimit, cl.c.statuses())
+		_ = cl.cmd.Process.Kill()
+	})
+	defer stuck.Stop()
 	err := cl.cmd.Wait()
 	cl.ret = time.Now().UnixNano()
 	cl.code = cl.cmd.ProcessState.ExitCode()
@@ -599,4 +635,59 @@ func TestJSON(t *testing.T) {
 		t.Fatalf("serve --json printed:\n%s", ev)
 	}
 	clitest.CheckJSON(t, "ticketd", ev)
+}
+
+// TestPoolFoundedAgain: every member stalls at once (SIGSTOP past the
+// holder's lease, as a paused VM would), so that on waking each finds its
+// support gone and the core has ended. While one member stays stopped
+// nobody may found the pool again (it might be the core, cut off); the
+// members say they asked, and no client is served. Once it is back, one
+// member founds the pool again, and the next client gets a ticket whose
+// epoch is above every earlier one.
+func TestPoolFoundedAgain(t *testing.T) {
+	c := startPool(t, 3, 4)
+	c.waitSettled(3)
+	file := filepath.Join(c.Dir, "witness")
+	holder := c.run(1, file, time.Hour)
+	first := waitEnter(t, file, holder)
+	for m := 1; m <= 3; m++ {
+		c.Ctl("pause", fmt.Sprint(m))
+	}
+	holder.exits(t, 76, "the client of a stalled pool")
+	// The stall itself (the fault, not a wait for anything): its client's
+	// lease ends with the support its member had, but ALIVEs sent just
+	// before the others stopped may still wait in that member's socket and
+	// vouch for one more window; a stall of several windows ends them all.
+	time.Sleep(time.Second)
+	c.Ctl("resume", "1")
+	c.Ctl("resume", "2")
+	// Members 1 and 2 find the core gone and ask; member 3 does not answer.
+	var probes, refounds int
+	clitest.WaitFor(t, 30*time.Second, func() bool {
+		probes, refounds = c.refounding(1, 2)
+		return probes >= 2 || refounds > 0
+	})
+	if refounds > 0 {
+		t.Fatalf("the pool was founded again while member 3, which may be its core, did not answer")
+	}
+	busy := c.run(1, file, 10*time.Millisecond, "--nonblock")
+	busy.exits(t, 75, "a client while a member of the ended pool is stopped")
+	c.Ctl("resume", "3")
+	again := c.run(2, file, 10*time.Millisecond, "--timeout", "60s")
+	again.exits(t, 0, "a client after the pool was founded again")
+	checkWitness(t, file, 4, map[int]bool{first.pid: true})
+	es := readWitness(t, file)
+	last := es[len(es)-1]
+	if last.epoch <= first.epoch {
+		t.Fatalf("epoch %d after refounding, not above the earlier %d", last.epoch, first.epoch)
+	}
+	founders := 0
+	for m := 1; m <= 3; m++ {
+		if strings.Contains(readFile(t, c.File(m, "log")), "founded it again") {
+			founders++
+		}
+	}
+	if founders != 1 {
+		t.Fatalf("%d members founded the pool again, want 1", founders)
+	}
 }

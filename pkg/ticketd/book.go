@@ -28,6 +28,12 @@ const (
 	ctlWant
 )
 
+// Control frames of refounding (refound.go), above the gossip's.
+const (
+	ctlProbe = ctlGossip + 16 + iota
+	ctlProbeAnswer
+)
+
 // bookMsg is ctlBook's body (and ctlHello's, with the tickets the sender
 // was started with, if any).
 type bookMsg struct {

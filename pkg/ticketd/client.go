@@ -264,7 +264,12 @@ func statusLines(raw json.RawMessage) []string {
 		Tickets uint32  `json:"tickets"`
 		Members []int64 `json:"members"`
 		Waiting int     `json:"waiting"`
-		Slots   []struct {
+		Refound struct {
+			Probes   int  `json:"probes"`
+			Refounds int  `json:"refounds"`
+			Frozen   bool `json:"frozen"`
+		} `json:"refound"`
+		Slots []struct {
 			Slot    int    `json:"slot"`
 			ID      uint32 `json:"id"`
 			Lent    bool   `json:"lent"`
@@ -293,6 +298,9 @@ func statusLines(raw json.RawMessage) []string {
 		ms = append(ms, strconv.FormatInt(m, 10))
 	}
 	lines = append(lines, "members "+strings.Join(ms, ","))
+	if rf := st.Refound; rf.Probes > 0 || rf.Frozen {
+		lines = append(lines, fmt.Sprintf("refound probes %d refounds %d frozen %v", rf.Probes, rf.Refounds, rf.Frozen))
+	}
 	now := time.Now()
 	for _, sl := range st.Slots {
 		m := sl.Machine

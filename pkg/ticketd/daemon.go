@@ -114,6 +114,7 @@ type daemon struct {
 	stopping bool
 	ready    atomic.Bool // found the pool (or founded it)
 	pc       *prcast
+	rf       refounding
 }
 
 // Serve runs the daemon until a signal (nil) or a failure (69, or 64 for
@@ -378,6 +379,11 @@ func (d *daemon) control(from node.ID, typ uint8, body []byte) {
 		if typ == ctlHello {
 			_ = d.slots0().drv.SendControl(from, ctlBook, encodeBook(d.bk.msg(d.mb.Net.Addr())))
 		}
+	case ctlProbe, ctlProbeAnswer:
+		select {
+		case d.ctl <- func() { d.probeFrame(from, typ, body) }:
+		default:
+		}
 	case ctlWant:
 		select {
 		case d.ctl <- func() { d.wantedAt = time.Now().Add(d.cfg.roundOr()) }:
@@ -556,6 +562,10 @@ func (d *daemon) tick() {
 		return
 	}
 	d.serve()
+	d.tickRefound(now)
+	if d.frozen(now) {
+		return // refound.go: no joins, nor tickets given back, meanwhile
+	}
 	// Another member waits and no ticket is free: give one back, from an
 	// idle slot. A slot that has been used gives its ticket back even with
 	// clients waiting here (they take another), so no member starves.
@@ -742,7 +752,8 @@ func (d *daemon) status() json.RawMessage {
 			"lends": s.lends, "settled": settled, "machine": st})
 	}
 	out := map[string]any{"event": "status", "member": d.mb.ID, "addr": d.mb.Net.Addr(), "tickets": d.bk.size(), "slots": slots,
-		"members": d.bk.others(), "waiting": len(d.queue)}
+		"members": d.bk.others(), "waiting": len(d.queue),
+		"refound": map[string]any{"probes": d.rf.probes, "refounds": d.rf.refounds, "frozen": d.frozen(time.Now())}}
 	b, _ := json.Marshal(out)
 	return b
 }

@@ -61,3 +61,31 @@ func (h *host) Step(now time.Time, in node.Envelope[ticket.Msg]) error { return 
 func (h *host) Tick(now time.Time)                                     { h.m.Tick(now) }
 func (h *host) Ready() node.Ready[ticket.Msg]                          { return h.m.Ready() }
 func (h *host) Status() any                                            { return h.m.Status() }
+
+// reset drops a join under way: the machine is replaced by an idle one,
+// whose next CJOIN has a newer attempt, so that a late grant for the old
+// one is ignored.
+func (h *host) reset() {
+	if h.m.State() != "joining" {
+		return
+	}
+	cfg := h.base
+	cfg.Tickets, cfg.Contacts = 0, []node.ID{h.base.ID + 1}
+	if m, err := ticket.New(cfg); err == nil {
+		h.m = m
+	}
+}
+
+// found starts the pool again (refound.go): a founder's machine for n
+// tickets whose epochs start above floor, joined at once.
+func (h *host) found(now time.Time, n uint32, floor uint64) error {
+	cfg := h.base
+	cfg.Tickets, cfg.Floor, cfg.Contacts = int(n), floor, nil
+	m, err := ticket.New(cfg)
+	if err != nil {
+		return err
+	}
+	h.m = m
+	h.base.Tickets = 0
+	return h.m.Step(now, node.Envelope[ticket.Msg]{From: h.base.ID, To: h.base.ID, Msg: ticket.Msg{Type: ticket.MsgJoin}})
+}

@@ -27,7 +27,9 @@ const ctlGossip = ctlWant + 16
 // ticket T to a local command under epoch E), "released T by M epoch E"
 // (the command is done), "excluded T..U by M" (member M's core process
 // excluded failed processes and reclaimed tickets T down to U), "lost T
-// by M epoch E" (the command was stopped: its member lost the ticket).
+// by M epoch E" (the command was stopped: its member lost the ticket),
+// "refounded 0..N−1 by M epoch E" (the pool had ended and member M
+// founded it again, its epochs starting above E; refound.go).
 type Notice struct {
 	Event   string `json:"event"`
 	Ticket  uint32 `json:"ticket"`
@@ -41,6 +43,8 @@ func (n Notice) String() string {
 	switch n.Event {
 	case "excluded":
 		return fmt.Sprintf("excluded %d..%d by %d", n.Ticket, n.Through, n.By)
+	case "refounded":
+		return fmt.Sprintf("refounded %d..%d by %d epoch %d", n.Ticket, n.Through, n.By, n.Epoch)
 	default:
 		return fmt.Sprintf("%s %d by %d epoch %d", n.Event, n.Ticket, n.By, n.Epoch)
 	}
@@ -122,6 +126,9 @@ func (d *daemon) flushPrCast() {
 			if json.Unmarshal(del.Payload, &n) == nil && n.Event != "" {
 				n.By = uint32(del.Origin) // what the frame's sender vouches for
 				d.watchersSee(n)
+				if n.Event == "refounded" {
+					d.rf.frozenUntil = time.Time{} // there is a pool to join again
+				}
 			}
 		}
 	}
