@@ -167,3 +167,101 @@ func TestUsageErrors(t *testing.T) {
 		}
 	}
 }
+
+// signedKeys makes n key files with `consensus keygen` and returns the
+// directory and the public-keys file.
+func signedKeys(t *testing.T, n int) (string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	pubs := filepath.Join(dir, "pubkeys.txt")
+	var lines []string
+	for i := 1; i <= n; i++ {
+		out, err := exec.Command(bin, "keygen", "--id", fmt.Sprint(i), "--out", filepath.Join(dir, fmt.Sprintf("%d.key", i))).Output()
+		if err != nil {
+			t.Fatalf("keygen: %v", err)
+		}
+		lines = append(lines, strings.TrimSpace(string(out)))
+	}
+	if err := os.WriteFile(pubs, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir, pubs
+}
+
+// TestSignedFiveWithTwoTraitors: n = 5, f = 2 (refused without
+// signatures: EIG needs n > 3f) decides with two Byzantine members, one
+// equivocating and one forging, and a loyal member's value stands in the
+// agreed vector. The forgeries are counted, not believed.
+func TestSignedFiveWithTwoTraitors(t *testing.T) {
+	dir, pubs := signedKeys(t, 5)
+	key := func(i int) []string { return []string{"--signing-key", filepath.Join(dir, fmt.Sprintf("%d.key", i))} }
+	for _, values := range [][]string{{"attack", "attack", "attack"}, {"attack", "retreat", "attack"}} {
+		args := [][]string{
+			append(key(1), "--value", values[0]), append(key(2), "--value", values[1]), append(key(3), "--value", values[2]),
+			append(key(4), "--value", "attack", "--byzantine", "two-faced", "--lie", "retreat"),
+			append(key(5), "--value", "retreat", "--byzantine", "forger", "--lie", "retreat"),
+		}
+		res := cluster(t, []string{"--signed", "--public-keys", pubs, "--f", "2", "--round", "100ms", "--default", "retreat"}, args)
+		forged := 0.0
+		for i := 0; i < 3; i++ {
+			r := res[i]
+			if r.code != 0 || r.out["event"] != "decide" || r.out["value"] != res[0].out["value"] || r.out["round"] != 3.0 {
+				t.Fatalf("loyal members disagree or failed: %v %v %v\n%s", res[0].out, res[1].out, res[2].out, r.log)
+			}
+			vec, _ := r.out["vector"].([]any)
+			if len(vec) != 5 || vec[0] != values[0] || vec[1] != values[1] || vec[2] != values[2] {
+				t.Fatalf("member %d's vector %v does not hold the loyal inputs %v", i+1, r.out["vector"], values)
+			}
+			if fmt.Sprint(vec) != fmt.Sprint(res[0].out["vector"]) {
+				t.Fatalf("vectors differ: member 1 %v, member %d %v", res[0].out["vector"], i+1, vec)
+			}
+			f, _ := r.out["forged"].(float64)
+			forged += f
+		}
+		if values[1] == "attack" && res[0].out["value"] != "attack" {
+			t.Fatalf("validity: all loyal said attack, decided %v", res[0].out["value"])
+		}
+		if forged == 0 {
+			t.Fatalf("the forger's entries were not counted as forged")
+		}
+		for i := 3; i < 5; i++ {
+			if res[i].out["event"] != "byzantine" {
+				t.Fatalf("traitor %d: %v", i+1, res[i].out)
+			}
+		}
+		t.Logf("inputs %v: decided %v, vector %v, %v forged entries dropped", values, res[0].out["value"], res[0].out["vector"], forged)
+	}
+}
+
+// TestSignedUsage: the same five without --signed are refused (n > 3f),
+// n ≤ 2f is refused with signatures too, and bad key files are 64.
+func TestSignedUsage(t *testing.T) {
+	dir, pubs := signedKeys(t, 5)
+	p5 := "1=127.0.0.1:7101,2=127.0.0.1:7102,3=127.0.0.1:7103,4=127.0.0.1:7104,5=127.0.0.1:7105"
+	p4 := "1=127.0.0.1:7101,2=127.0.0.1:7102,3=127.0.0.1:7103,4=127.0.0.1:7104"
+	k1 := filepath.Join(dir, "1.key")
+	loose := filepath.Join(dir, "loose.key")
+	b, _ := os.ReadFile(k1)
+	os.WriteFile(loose, b, 0o644)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--algo", "eig", "--id", "1", "--peers", p5, "--f", "2", "--value", "x"}, "n > 3f"},
+		{[]string{"run", "--signed", "--signing-key", k1, "--public-keys", pubs, "--id", "1", "--peers", p4, "--f", "2", "--value", "x"}, "n > 2f"},
+		{[]string{"run", "--signed", "--id", "1", "--peers", p5, "--f", "2", "--value", "x"}, "--signing-key"},
+		{[]string{"run", "--signed", "--signing-key", loose, "--public-keys", pubs, "--id", "1", "--peers", p5, "--f", "2", "--value", "x"}, "chmod 600"},
+		{[]string{"run", "--signed", "--signing-key", k1, "--public-keys", pubs, "--id", "2", "--peers", p5, "--f", "2", "--value", "x"}, "matching its private key"},
+		{[]string{"run", "--signed", "--algo", "eig", "--signing-key", k1, "--public-keys", pubs, "--id", "1", "--peers", p5, "--value", "x"}, "contradict"},
+		{[]string{"keygen", "--id", "1", "--out", k1}, "never overwritten"},
+	} {
+		out, err := exec.Command(bin, c.args...).CombinedOutput()
+		code := -1
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		if code != 64 || !strings.Contains(string(out), c.want) {
+			t.Errorf("consensus %v: exit %d, want 64 with %q:\n%s", c.args, code, c.want, out)
+		}
+	}
+}

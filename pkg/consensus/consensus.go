@@ -2,6 +2,7 @@ package consensus
 
 import (
 	"cmp"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -20,6 +21,9 @@ type Algo uint8
 const (
 	FloodSet Algo = 1
 	EIG      Algo = 2
+	// Signed is Lamport–Shostak–Pease's signed-messages algorithm SM(f)
+	// for every process at once (signed.go): f Byzantine faults, n > 2f.
+	Signed Algo = 3
 )
 
 func (a Algo) String() string {
@@ -28,19 +32,23 @@ func (a Algo) String() string {
 		return "floodset"
 	case EIG:
 		return "eig"
+	case Signed:
+		return "signed"
 	}
 	return fmt.Sprintf("algo(%d)", uint8(a))
 }
 
-// ParseAlgo parses "floodset" or "eig".
+// ParseAlgo parses "floodset", "eig" or "signed".
 func ParseAlgo(s string) (Algo, error) {
 	switch s {
 	case "floodset":
 		return FloodSet, nil
 	case "eig":
 		return EIG, nil
+	case "signed":
+		return Signed, nil
 	}
-	return 0, fmt.Errorf("consensus: unknown algorithm %q (want floodset or eig)", s)
+	return 0, fmt.Errorf("consensus: unknown algorithm %q (want floodset, eig or signed)", s)
 }
 
 // Strategy is how a Byzantine process misbehaves (EIG).
@@ -59,10 +67,18 @@ const (
 	// f = 1 this splits the two loyal generals (Schaffernicht, Topic V's example).
 	TwoFaced
 	// Liar is honest in round 1 and relays the lie in place of every value.
+	// With signatures, it keeps the chain it altered the value under.
 	Liar
+	// Forger (signed messages) tries, per recipient and round, one of the
+	// forgeries signatures must stop: an altered value under its chain, a
+	// signature dropped or two swapped, an entry of an earlier round
+	// replayed, another process's slot in a chain signed with its own key,
+	// and a value of its own with a chain too short for the round; it
+	// relays the rest honestly.
+	Forger
 )
 
-var strategyNames = []string{"honest", "silent", "random", "two-faced", "liar"}
+var strategyNames = []string{"honest", "silent", "random", "two-faced", "liar", "forger"}
 
 func (s Strategy) String() string {
 	if int(s) < len(strategyNames) {
@@ -78,7 +94,7 @@ func ParseStrategy(s string) (Strategy, error) {
 			return Strategy(i), nil
 		}
 	}
-	return 0, fmt.Errorf("consensus: unknown Byzantine strategy %q (want silent, random, two-faced or liar)", s)
+	return 0, fmt.Errorf("consensus: unknown Byzantine strategy %q (want silent, random, two-faced, liar or forger)", s)
 }
 
 // Rule decides FloodSet's value from the set W.
@@ -113,8 +129,17 @@ type Config struct {
 	Lie        string   // the value a Byzantine process lies with (default "lie")
 	Rand       *rand.Rand
 
-	// Unsafe allows EIG with n ≤ 3f, to demonstrate the impossibility.
+	// Unsafe allows EIG with n ≤ 3f (Signed: n ≤ 2f), to demonstrate the
+	// impossibility.
 	Unsafe bool
+
+	// Signed: this process's private key, every process's public key,
+	// and a name of the run that signatures are bound to (signed.go).
+	Key     ed25519.PrivateKey
+	Keys    map[node.ID]ed25519.PublicKey
+	Session string
+
+	bug bug // planted bugs, tests only
 
 	// rounds overrides f+1 (negative controls in tests only).
 	rounds int
@@ -151,8 +176,16 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("consensus: f = %d is out of range: with n = %d processes, 0 ≤ f < n", c.F, n)
 	case c.Algo == EIG && n <= 3*c.F && !c.Unsafe:
 		return fmt.Errorf("consensus: EIG needs n > 3f to tolerate f Byzantine processes (Lamport–Shostak–Pease: n > 3f), but n = %d and f = %d; use --unsafe to run it anyway and watch it fail", n, c.F)
+	case c.Algo == Signed && n <= 2*c.F && !c.Unsafe:
+		return fmt.Errorf("consensus: signed messages need n > 2f to tolerate f Byzantine processes (the honest processes must be a majority for the decision to be one of their values), but n = %d and f = %d; use --unsafe to run it anyway and watch it fail", n, c.F)
 	case c.Algo == FloodSet && c.Byzantine != Honest:
-		return errors.New("consensus: FloodSet tolerates crash faults only; Byzantine behaviour needs --algo eig")
+		return errors.New("consensus: FloodSet tolerates crash faults only; Byzantine behaviour needs --algo eig or --signed")
+	case c.Algo == Signed && len(c.Key) != ed25519.PrivateKeySize:
+		return errors.New("consensus: signed messages need this process's private key")
+	case c.Algo == Signed && !c.keysCover():
+		return errors.New("consensus: signed messages need every peer's public key, this process's matching its private key")
+	case c.Algo != Signed && c.Byzantine == Forger:
+		return errors.New("consensus: the forger strategy is for signed messages (--signed)")
 	case c.CrashRound < 0 || c.CrashAfter < 0:
 		return errors.New("consensus: crash round and count must not be negative")
 	case len(c.Value) > maxValue:
@@ -160,6 +193,22 @@ func (c *Config) Validate() error {
 	}
 	return nil
 }
+
+func (c *Config) keysCover() bool {
+	for _, p := range c.Peers {
+		if len(c.Keys[p]) != ed25519.PublicKeySize {
+			return false
+		}
+	}
+	own, _ := c.Key.Public().(ed25519.PublicKey)
+	return own.Equal(c.Keys[c.ID])
+}
+
+type bug uint8
+
+const (
+	bugOneBadSignature bug = 1 + iota // signed: accept a chain whose last signature is bad
+)
 
 // DecideEvent reports the decision. Text: "decide <value> round <r>".
 type DecideEvent struct {
@@ -172,6 +221,10 @@ type DecideEvent struct {
 	Values   int    `json:"values"`   // values (entries) sent by this process
 	Late     int    `json:"late"`     // messages dropped for arriving after their round
 	TreeSize int    `json:"tree_size,omitempty"`
+	// Signed: the agreed vector (one value per process, in ID order) the
+	// decision is the majority of, and the entries rejected as forged.
+	Vector []string `json:"vector,omitempty"`
+	Forged int      `json:"forged,omitempty"`
 }
 
 func (e DecideEvent) Kind() string   { return "decide" }
@@ -214,6 +267,12 @@ type Machine struct {
 
 	w    map[string]bool   // FloodSet: the values known
 	tree map[string]string // EIG: label → value
+
+	vals    map[node.ID][]string // Signed: V_j, at most two values
+	relay   []SignedEntry        // accepted this round, to relay next
+	outbox  []SignedEntry        // this round's, signed
+	prevOut []SignedEntry        // last round's (a forger replays them)
+	forged  int
 
 	msgs, bytes, late, values int
 	out                       []node.Envelope[Msg]
@@ -323,9 +382,12 @@ func (m *Machine) begin(now time.Time, r int) {
 		if m.sched.Start.IsZero() {
 			m.sched = rounds.Schedule{Start: now, Length: m.cfg.Round}
 		}
-		if m.cfg.Algo == FloodSet {
+		switch m.cfg.Algo {
+		case FloodSet:
 			m.w[m.cfg.Value] = true
-		} else {
+		case Signed:
+			m.signedStart()
+		default:
 			m.tree[""] = m.cfg.Value
 		}
 	}
@@ -360,9 +422,13 @@ func (m *Machine) finish() {
 		return
 	}
 	ev := DecideEvent{Event: "decide", Round: m.round, Rounds: m.last, Messages: m.msgs, Bytes: m.bytes, Values: m.values, Late: m.late}
-	if m.cfg.Algo == FloodSet {
+	switch m.cfg.Algo {
+	case FloodSet:
 		ev.Value = m.floodDecision()
-	} else {
+	case Signed:
+		ev.Value, ev.Vector = m.signedDecision()
+		ev.Forged = m.forged
+	default:
 		ev.Value = m.newval("")
 		ev.TreeSize = len(m.tree)
 	}
@@ -373,6 +439,9 @@ func (m *Machine) finish() {
 // crash is injected for this round, to the first CrashAfter of them).
 func (m *Machine) broadcast(r int) {
 	crash := m.cfg.CrashRound == r
+	if m.cfg.Algo == Signed {
+		m.signRound()
+	}
 	for i, p := range m.others {
 		if crash && i >= m.cfg.CrashAfter {
 			break
@@ -382,7 +451,7 @@ func (m *Machine) broadcast(r int) {
 			continue
 		}
 		m.msgs++
-		m.values += len(msg.Entries)
+		m.values += len(msg.Entries) + len(msg.Signed)
 		if _, b, err := (Codec{}).Marshal(*msg); err == nil {
 			m.bytes += len(b)
 		}
@@ -404,6 +473,13 @@ func (m *Machine) broadcast(r int) {
 // message builds round r's message for peer p (the i-th other process).
 func (m *Machine) message(r int, p node.ID, i int) *Msg {
 	msg := &Msg{Round: uint32(r)}
+	if m.cfg.Algo == Signed {
+		msg.Signed = m.signedMessage(r, p, i)
+		if msg.Signed == nil && m.cfg.Byzantine == Silent {
+			return nil
+		}
+		return msg
+	}
 	if m.cfg.Algo == FloodSet {
 		for _, v := range m.sortedW() {
 			msg.Entries = append(msg.Entries, Entry{Value: v})
@@ -525,6 +601,10 @@ func (m *Machine) store(label []node.ID, v string) {
 // receive applies a message of the current round.
 func (m *Machine) receive(in node.Envelope[Msg]) {
 	m.track.Heard(in.From)
+	if m.cfg.Algo == Signed {
+		m.signedReceive(in)
+		return
+	}
 	if m.cfg.Algo == FloodSet {
 		for _, e := range in.Msg.Entries {
 			if len(e.Label) == 0 {

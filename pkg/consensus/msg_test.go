@@ -1,6 +1,7 @@
 package consensus
 
 import (
+	"math/rand/v2"
 	"reflect"
 	"testing"
 	"time"
@@ -21,10 +22,25 @@ func TestCodecRoundTrip(t *testing.T) {
 	}
 }
 
+func TestSignedCodecRoundTrip(t *testing.T) {
+	m := Msg{Round: 2, Signed: []SignedEntry{{Value: "attack", Chain: []Sig{{ID: 1, Sig: make([]byte, 64)}, {ID: 3, Sig: make([]byte, 64)}}}}}
+	typ, p, err := Codec{}.Marshal(m)
+	if err != nil || typ != MsgSigned {
+		t.Fatal(typ, err)
+	}
+	got, err := Codec{}.Unmarshal(typ, p)
+	if err != nil || !reflect.DeepEqual(got, m) {
+		t.Fatalf("%+v -> %+v %v", m, got, err)
+	}
+}
+
 func FuzzCodec(f *testing.F) {
 	_, p, _ := Codec{}.Marshal(Msg{Round: 2, Entries: []Entry{{Label: []node.ID{3}, Value: "x"}}})
 	f.Add(MsgRound, p)
 	f.Add(uint8(9), []byte{1})
+	_, p2, _ := Codec{}.Marshal(Msg{Round: 2, Signed: []SignedEntry{{Value: "x", Chain: []Sig{{ID: 3, Sig: make([]byte, 64)}, {ID: 2, Sig: []byte{1}}}}}})
+	f.Add(MsgSigned, p2)
+	priv, pub := testKeys(rand.New(rand.NewPCG(1, 2)), []node.ID{1, 2, 3, 4})
 	f.Fuzz(func(t *testing.T, typ uint8, p []byte) {
 		if err := wire.RoundTrip[Msg](Codec{}, typ, p); err != nil {
 			t.Fatal(err)
@@ -34,13 +50,16 @@ func FuzzCodec(f *testing.F) {
 			return
 		}
 		// Whatever decodes must be safe to hand to a machine.
-		mc, err := New(Config{ID: 1, Peers: []node.ID{1, 2, 3, 4}, Algo: EIG, F: 1, Value: "v", Start: time.Unix(0, 0)})
-		if err != nil {
-			t.Fatal(err)
+		for _, algo := range []Algo{EIG, Signed} {
+			mc, err := New(Config{ID: 1, Peers: []node.ID{1, 2, 3, 4}, Algo: algo, F: 1, Value: "v", Start: time.Unix(0, 0),
+				Key: priv[1], Keys: pub})
+			if err != nil {
+				t.Fatal(err)
+			}
+			mc.Tick(time.Unix(0, 0))
+			_ = mc.Step(time.Unix(0, 1), node.Envelope[Msg]{From: 2, To: 1, Msg: m})
+			mc.Tick(time.Unix(10, 0))
+			mc.Ready()
 		}
-		mc.Tick(time.Unix(0, 0))
-		_ = mc.Step(time.Unix(0, 1), node.Envelope[Msg]{From: 2, To: 1, Msg: m})
-		mc.Tick(time.Unix(10, 0))
-		mc.Ready()
 	})
 }

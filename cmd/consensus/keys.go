@@ -1,0 +1,120 @@
+package main
+
+import (
+	"bufio"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/roundtable-go/roundtable/pkg/cli"
+	"github.com/roundtable-go/roundtable/pkg/node"
+)
+
+// Key files for --signed. A signing key file holds one line: the base64
+// of the 32-byte Ed25519 seed, and must not be readable by others. A
+// public-keys file holds one "ID=base64-public-key" per line (or
+// comma-separated), '#' starting a comment, like --peers.
+
+var keygenFlags = cli.WithEnv(tool, []ucli.Flag{
+	&ucli.UintFlag{Name: "id", Usage: "the process the key is for (printed with the public key)"},
+	&ucli.StringFlag{Name: "out", Usage: "write the private key here (mode 0600; never overwritten)"},
+	&ucli.BoolFlag{Name: "json", Usage: "print JSON lines instead of text"},
+})
+
+func keygen(c *ucli.Context) error {
+	if c.Args().Len() > 0 {
+		return cli.Exitf(cli.ExitUsage, "unexpected argument %q", c.Args().First())
+	}
+	id, out := c.Uint("id"), c.String("out")
+	if id == 0 || out == "" {
+		return cli.Exitf(cli.ExitUsage, "--id and --out are required")
+	}
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return cli.Exitf(cli.ExitUsage, "--out: %s exists; a key is never overwritten (remove it first)", out)
+		}
+		return cli.Exitf(cli.ExitUsage, "--out: %v", err)
+	}
+	if _, err := fmt.Fprintln(f, base64.StdEncoding.EncodeToString(priv.Seed())); err != nil {
+		f.Close()
+		return cli.Exitf(cli.ExitUsage, "--out: %v", err)
+	}
+	if err := f.Close(); err != nil {
+		return cli.Exitf(cli.ExitUsage, "--out: %v", err)
+	}
+	enc := base64.StdEncoding.EncodeToString(pub)
+	if c.Bool("json") {
+		fmt.Printf("{\"event\":\"key\",\"id\":%d,\"public_key\":%q}\n", id, enc)
+	} else {
+		fmt.Printf("%d=%s\n", id, enc)
+	}
+	return nil
+}
+
+// readSigningKey reads a private key written by keygen.
+func readSigningKey(path string) (ed25519.PrivateKey, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("%s is readable by others (mode %v): chmod 600 it", path, fi.Mode().Perm())
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	seed, err := base64.StdEncoding.DecodeString(strings.TrimSpace(string(b)))
+	if err != nil || len(seed) != ed25519.SeedSize {
+		return nil, fmt.Errorf("%s does not hold a key written by 'consensus keygen'", path)
+	}
+	return ed25519.NewKeyFromSeed(seed), nil
+}
+
+// readPublicKeys reads a public-keys file.
+func readPublicKeys(path string) (map[node.ID]ed25519.PublicKey, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	keys := map[node.ID]ed25519.PublicKey{}
+	sc := bufio.NewScanner(f)
+	for ln := 1; sc.Scan(); ln++ {
+		line, _, _ := strings.Cut(sc.Text(), "#")
+		for _, item := range strings.Split(line, ",") {
+			item = strings.TrimSpace(item)
+			if item == "" {
+				continue
+			}
+			idS, enc, ok := strings.Cut(item, "=")
+			if !ok {
+				return nil, fmt.Errorf("%s:%d: %q is not id=public-key", path, ln, item)
+			}
+			id, err := node.ParseID(strings.TrimSpace(idS))
+			if err != nil {
+				return nil, fmt.Errorf("%s:%d: %v", path, ln, err)
+			}
+			pub, err := base64.StdEncoding.DecodeString(strings.TrimSpace(enc))
+			if err != nil || len(pub) != ed25519.PublicKeySize {
+				return nil, fmt.Errorf("%s:%d: process %d: not a base64 Ed25519 public key", path, ln, id)
+			}
+			if _, dup := keys[id]; dup {
+				return nil, fmt.Errorf("%s:%d: process %d listed twice", path, ln, id)
+			}
+			keys[id] = pub
+		}
+	}
+	return keys, sc.Err()
+}
