@@ -55,6 +55,10 @@ const (
 	// GToken (TOTEM total order): the token of the view's ring, passed to
 	// the next member in view order (Token).
 	GToken GType = 29
+	// GMerge (extended virtual synchrony): a view's leader probes the
+	// processes it knows outside its view; View and Member are its view
+	// and itself. Two components that hear each other merge (group_evs.go).
+	GMerge GType = 30
 
 	// GSend and GEnd are local requests (From == self): multicast the
 	// payloads of Items; the input has ended (leave the group).
@@ -64,7 +68,7 @@ const (
 
 var gtypeNames = map[GType]string{GData: "data", GOrder: "order", GStatus: "status", GJoin: "join", GLeave: "leave",
 	GPropose: "propose", GAck: "ack", GCommit: "commit", GReady: "ready", GInstall: "install", GGone: "gone",
-	GPrio: "prio", GFinal: "final", GToken: "token",
+	GPrio: "prio", GFinal: "final", GToken: "token", GMerge: "merge",
 	GSend: "send", GEnd: "end"}
 
 func (t GType) String() string {
@@ -110,6 +114,11 @@ type Change struct {
 	Cut       []uint64
 	OrderCut  uint64
 	FinalCut  []uint64 // ISIS: per member of the old view, how many of its messages have agreed priorities that count
+	// Into (extended virtual synchrony): the members leave the view
+	// together to join the component led by this process (Next has no
+	// members). Merged: Next takes in members of another component.
+	Into   node.ID
+	Merged bool
 }
 
 // Prio is an ISIS priority: a number, ties broken by the proposer's ID
@@ -146,8 +155,8 @@ type GMsg struct {
 	Stamps   []Stamp
 	Recv     []uint64 // status, ack
 	Ordered  uint64   // status, ack
-	Member   Member   // join, leave
-	Reject   bool     // ack
+	Member   Member   // join, leave, merge
+	Reject   bool     // ack; join: the joiner comes from another component (a merge)
 	Change   *Change  // ack (accepted), commit, install
 	Accepted Ballot   // ack: the ballot of Change
 	// Clock (status, Lamport total order): the sender's Lamport time; its
@@ -196,7 +205,7 @@ func putVec(e *wire.Enc, v []uint64) {
 }
 
 func (GCodec) Marshal(m GMsg) (uint8, []byte, error) {
-	if m.Type < GData || m.Type > GToken {
+	if m.Type < GData || m.Type > GMerge {
 		return 0, nil, fmt.Errorf("mcast: %v is not a wire message", m.Type)
 	}
 	if len(m.Items) > maxItems || len(m.Stamps) > maxStamps || len(m.Recv) > maxMembers {
@@ -245,6 +254,8 @@ func (GCodec) Marshal(m GMsg) (uint8, []byte, error) {
 		putVec(&e, c.Cut)
 		e.Uvarint(c.OrderCut)
 		putVec(&e, c.FinalCut)
+		e.Uvarint(uint64(c.Into))
+		e.Bool(c.Merged)
 	}
 	e.Uvarint(m.Accepted.N)
 	e.Uvarint(uint64(m.Accepted.ID))
@@ -278,7 +289,7 @@ const maxStamps = 8192
 
 func (GCodec) Unmarshal(typ uint8, p []byte) (GMsg, error) {
 	m := GMsg{Type: GType(typ)}
-	if m.Type < GData || m.Type > GToken {
+	if m.Type < GData || m.Type > GMerge {
 		return GMsg{}, fmt.Errorf("%w: group message type %d", wire.ErrMalformed, typ)
 	}
 	d := wire.NewDec(p)
@@ -350,6 +361,12 @@ func (GCodec) Unmarshal(typ uint8, p []byte) (GMsg, error) {
 		c.Cut = vec()
 		c.OrderCut = u()
 		c.FinalCut = vec()
+		if into := d.Uvarint(); into <= uint64(^uint32(0)) {
+			c.Into = node.ID(into)
+		} else {
+			d.Fail("process id")
+		}
+		c.Merged = d.Bool()
 		m.Change = c
 	}
 	m.Accepted = Ballot{u(), d.ID()}

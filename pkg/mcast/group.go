@@ -89,6 +89,11 @@ type GroupConfig struct {
 	// not acknowledged, plus those waiting for a view: past it, sends are
 	// refused with ErrFull until a RoomEvent. Default 4096.
 	Window int
+	// EVS: extended virtual synchrony (group_evs.go). Every component of
+	// a partition installs its own view and goes on; components that hear
+	// each other again merge. Without it only a majority of the last view
+	// goes on (primary component).
+	EVS bool
 
 	bug gbug // planted bugs, tests only
 }
@@ -113,14 +118,16 @@ func (c GroupConfig) suspect() time.Duration {
 type gbug uint8
 
 const (
-	gbugEarlyInstall  gbug = 1 + iota // install once a majority is ready, with what one has
-	gbugFlushDeliver                  // go on delivering while a view change is under way
-	gbugSkipGap                       // total: deliver past a stamped message not yet received
-	gbugNoLinger                      // a member that leaves stops at once
-	gbugLamportNoAck                  // lamport: deliver the head without everyone's acknowledgement
-	gbugSafeSkipLast                  // safe: do not wait for the view's last member
-	gbugISISEarly                     // isis: deliver the head on its proposed priority, before it is agreed
-	gbugTotemStaleAru                 // totem: the holder passes on an aru it has not reached
+	gbugEarlyInstall   gbug = 1 + iota // install once a majority is ready, with what one has
+	gbugFlushDeliver                   // go on delivering while a view change is under way
+	gbugSkipGap                        // total: deliver past a stamped message not yet received
+	gbugNoLinger                       // a member that leaves stops at once
+	gbugLamportNoAck                   // lamport: deliver the head without everyone's acknowledgement
+	gbugSafeSkipLast                   // safe: do not wait for the view's last member
+	gbugISISEarly                      // isis: deliver the head on its proposed priority, before it is agreed
+	gbugTotemStaleAru                  // totem: the holder passes on an aru it has not reached
+	gbugMergeNoFlush                   // evs: a component that merges into another skips the rest of its view
+	gbugMergeEitherWay                 // evs: leaders of views with equal numbers each join the other
 )
 
 // Group events. Text forms: "view 7 members 1,2,4 joined 4 left 3",
@@ -186,10 +193,12 @@ func (e GroupDeliverEvent) String() string {
 }
 
 // LeftEvent: this member's input ended and it has left the group (the
-// view it flushed into without being a member of it).
+// view it flushed into without being a member of it, and that view's
+// leader: with partitions two components may number views alike).
 type LeftEvent struct {
-	Event string `json:"event"` // "left"
-	View  uint64 `json:"view"`
+	Event  string  `json:"event"` // "left"
+	View   uint64  `json:"view"`
+	Leader *Member `json:"leader,omitempty"`
 }
 
 func (e LeftEvent) Kind() string   { return "left" }
@@ -219,6 +228,29 @@ type TransitionalEvent struct {
 func (e TransitionalEvent) Kind() string { return "transitional" }
 func (e TransitionalEvent) String() string {
 	return "transitional " + ViewEvent{View: e.View, Members: e.Members}.members()
+}
+
+// MergeEvent (extended virtual synchrony, GroupConfig.EVS): two
+// components of the group merge. Members are the members of View that
+// move on together (its transitional configuration). With Into, this
+// component leaves View together, after the flush, to join the one that
+// Into leads, each member as the new incarnation Inc; without, the next
+// view takes the other component in.
+type MergeEvent struct {
+	Event   string   `json:"event"` // "merge"
+	View    uint64   `json:"view"`
+	Members []Member `json:"members"`
+	Into    node.ID  `json:"into,omitempty"`
+	Inc     uint64   `json:"inc,omitempty"`
+}
+
+func (e MergeEvent) Kind() string { return "merge" }
+func (e MergeEvent) String() string {
+	s := "merge " + ViewEvent{View: e.View, Members: e.Members}.members()
+	if e.Into != node.None {
+		s += fmt.Sprintf(" into %d", e.Into)
+	}
+	return s
 }
 
 // MinorityEvent: a view change has waited a long time for a majority of
@@ -307,6 +339,15 @@ type Group struct {
 	lagAt      map[node.ID]time.Time
 	flushSince time.Time
 
+	// extended virtual synchrony (group_evs.go)
+	known      map[node.ID]bool // every process seen in a view, and the contacts
+	mergeInto  node.ID          // this component is to join the one this process leads
+	mergeJoins map[Member]bool  // joiners from another component
+	merging    bool             // this member's joins come from a merge
+	nextProbe  time.Time
+	lastView   uint64    // the last view this member was in
+	outSince   time.Time // out of every view since
+
 	// after leaving: the install the next view's members must confirm
 	leftChange  *Change
 	leftAt      time.Time
@@ -335,7 +376,12 @@ func NewGroup(cfg GroupConfig) (*Group, error) {
 		cfg.Window = 4096
 	}
 	g := &Group{cfg: cfg, me: Member{cfg.ID, cfg.Inc}, stats: map[string]uint64{}, joins: map[Member]bool{},
-		leaves: map[node.ID]bool{}, lagAt: map[node.ID]time.Time{}}
+		leaves: map[node.ID]bool{}, lagAt: map[node.ID]time.Time{}, known: map[node.ID]bool{}, mergeJoins: map[Member]bool{}}
+	for _, id := range cfg.Contacts {
+		if id != cfg.ID {
+			g.known[id] = true
+		}
+	}
 	g.contacts = slices.DeleteFunc(slices.Clone(cfg.Contacts), func(id node.ID) bool { return id == cfg.ID })
 	return g, nil
 }
@@ -451,7 +497,11 @@ func (g *Group) install(v View) {
 	g.pos = make(map[node.ID]int, n)
 	for i, m := range v.Members {
 		g.pos[m.ID] = i
+		if m.ID != g.cfg.ID {
+			g.known[m.ID] = true
+		}
 	}
+	g.lastView, g.mergeInto, g.merging = v.ID, node.None, false
 	g.seq = 0
 	g.store, g.above = make([]map[uint64][]byte, n), make([]map[uint64]bool, n)
 	for i := range g.store {
@@ -472,6 +522,7 @@ func (g *Group) install(v View) {
 	for m := range g.joins {
 		if slices.Contains(v.Members, m) {
 			delete(g.joins, m)
+			delete(g.mergeJoins, m)
 		}
 	}
 	for id := range g.leaves {
@@ -506,7 +557,7 @@ func (g *Group) rejoin(view uint64) {
 	g.me.Inc = g.cfg.Inc + g.life
 	g.inView, g.flushing, g.lead, g.future = false, false, nil, nil
 	g.view = View{}
-	g.nextJoin = time.Time{}
+	g.nextJoin, g.outSince = time.Time{}, g.now
 	g.events = append(g.events, RemovedEvent{Event: "removed", View: view, Inc: g.me.Inc})
 	g.stats["removed"]++
 }
@@ -541,10 +592,16 @@ func (g *Group) Tick(now time.Time) {
 			g.events = append(g.events, DoneEvent{Event: "done", Sent: g.stats["sent"]})
 			return
 		}
+		if g.cfg.EVS && g.lastView > 0 && now.Sub(g.outSince) > 4*g.cfg.Suspect {
+			// Nobody let us in: we are a component of our own (EVS), and
+			// merge with the others once they hear of us.
+			g.install(View{ID: g.lastView + 1, Members: []Member{g.me}, Joined: []Member{g.me}})
+			return
+		}
 		if !now.Before(g.nextJoin) {
 			g.nextJoin = now.Add(g.cfg.Period)
 			for _, c := range g.contacts {
-				g.send(c, GMsg{Type: GJoin, Member: g.me})
+				g.send(c, GMsg{Type: GJoin, Member: g.me, Reject: g.merging})
 			}
 		}
 		return
@@ -563,7 +620,8 @@ func (g *Group) Tick(now time.Time) {
 	}
 	g.tryLeave()
 	g.leadChange()
-	if g.flushing && g.now.Sub(g.flushSince) > 4*g.cfg.Suspect && !g.minority {
+	g.probe()
+	if g.flushing && g.now.Sub(g.flushSince) > 4*g.cfg.Suspect && !g.minority && !g.cfg.EVS {
 		// A view change that waits this long lacks a majority.
 		g.minority = true
 		g.events = append(g.events, MinorityEvent{Event: "minority", View: g.view.ID})
@@ -620,7 +678,7 @@ func (g *Group) leadChange() {
 		return
 	}
 	if g.lead == nil {
-		need := g.flushing || g.accepted != nil || len(g.joins) > 0 || len(g.leaves) > 0 || g.leader() != g.cfg.ID
+		need := g.flushing || g.accepted != nil || len(g.joins) > 0 || len(g.leaves) > 0 || g.leader() != g.cfg.ID || g.mergeInto != node.None
 		for i := range g.view.Members {
 			need = need || g.suspected(i)
 		}
@@ -668,7 +726,7 @@ func (g *Group) tryCommit() {
 			return
 		}
 	}
-	if 2*len(l.acks) <= len(g.view.Members) {
+	if 2*len(l.acks) <= len(g.view.Members) && !g.cfg.EVS {
 		return // a minority cannot change the view (primary component)
 	}
 	// Seed 004, leader failure: a change some member has accepted may
@@ -737,6 +795,18 @@ func (g *Group) tryCommit() {
 		}
 		c.Next.Members = append(c.Next.Members, joined...)
 		c.Next.Joined = joined
+		for _, m := range joined {
+			c.Merged = c.Merged || g.mergeJoins[m]
+		}
+		if g.mergeInto != node.None {
+			// EVS: the whole component leaves to join another (no joins:
+			// the joiners will find the merged group).
+			c.Next = View{ID: g.view.ID + 1}
+			for _, m := range g.view.Members {
+				c.Next.Left = append(c.Next.Left, m)
+			}
+			c.Into, c.Merged = g.mergeInto, false
+		}
 		l.change, l.need = c, slices.Clone(c.Survivors)
 	}
 	l.ready = map[node.ID]bool{}

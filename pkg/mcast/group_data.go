@@ -71,7 +71,10 @@ func (g *Group) handle(from node.ID, m GMsg) {
 	}
 	switch m.Type {
 	case GJoin:
-		g.onJoin(m.Member)
+		g.onJoin(m.Member, m.Reject)
+		return
+	case GMerge:
+		g.onMerge(from, m)
 		return
 	case GGone:
 		if g.inView && m.View > g.view.ID {
@@ -241,6 +244,12 @@ func (g *Group) handle(from node.ID, m GMsg) {
 	}
 }
 
+// isMember reports whether from is in the current view.
+func (g *Group) isMember(from node.ID) bool {
+	_, ok := g.pos[from]
+	return ok
+}
+
 // debugf, when set (tests), sees the group protocol's decisions.
 var debugf func(format string, args ...any)
 
@@ -260,8 +269,9 @@ func (g *Group) laggard(from node.ID, inc uint64) {
 	}
 }
 
-// onJoin: a process asks to join (seed 004: joins go to the leader).
-func (g *Group) onJoin(m Member) {
+// onJoin: a process asks to join (seed 004: joins go to the leader);
+// merging: it comes from another component (group_evs.go).
+func (g *Group) onJoin(m Member, merging bool) {
 	if !g.inView || m.ID == node.None {
 		return
 	}
@@ -274,9 +284,12 @@ func (g *Group) onJoin(m Member) {
 	}
 	if g.acting() == g.cfg.ID {
 		g.joins[m] = true
+		if merging {
+			g.mergeJoins[m] = true
+		}
 		return
 	}
-	g.send(g.acting(), GMsg{Type: GJoin, View: g.view.ID, Member: m})
+	g.send(g.acting(), GMsg{Type: GJoin, View: g.view.ID, Member: m, Reject: merging})
 }
 
 // onPropose is phase I at a member: stop sending and delivering, promise,
@@ -404,6 +417,10 @@ func (g *Group) onInstall(from node.ID, c *Change) {
 			g.send(from, GMsg{Type: GStatus, View: g.view.ID})
 		}
 		return
+	case g.cfg.EVS && from != g.cfg.ID && !g.isMember(from):
+		// Another component's view change (two components may number
+		// their views alike): not ours.
+		return
 	case next.ID > g.view.ID+1 || len(c.Cut) != len(g.view.Members):
 		// We missed whole views: the group went on without us.
 		g.stats["missed-views"]++
@@ -425,16 +442,29 @@ func (g *Group) onInstall(from node.ID, c *Change) {
 		g.rejoin(g.view.ID)
 		return
 	}
-	g.finishView(c)
+	if c.Into == node.None || g.cfg.bug != gbugMergeNoFlush {
+		g.finishView(c)
+	}
 	g.lastInst = c
 	if in {
+		if c.Merged {
+			g.mergeIn(c)
+		}
 		g.install(next)
 		return
 	}
 	if g.ended {
 		g.inView = false
-		g.events = append(g.events, LeftEvent{Event: "left", View: next.ID})
+		left := LeftEvent{Event: "left", View: next.ID}
+		if len(next.Members) > 0 {
+			left.Leader = &next.Members[0]
+		}
+		g.events = append(g.events, left)
 		g.linger(c)
+		return
+	}
+	if c.Into != node.None {
+		g.mergeOut(c)
 		return
 	}
 	g.rejoin(g.view.ID)

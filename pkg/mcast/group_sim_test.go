@@ -25,6 +25,7 @@ type gscenario struct {
 	bug   gbug
 	flush bool // the scripted flush schedule instead of random faults
 	safe  bool // GroupConfig.Safe, checked against every member's state
+	evs   bool // GroupConfig.EVS: every component goes on; merges on heal
 }
 
 // run: a group founded by member 1 that the others join; for 4 s members
@@ -35,6 +36,12 @@ type gscenario struct {
 // ends, and within 10 s every live member must have left the group.
 // CheckViews judges the logs.
 func (sc gscenario) run() (sends int, views uint64, blocked bool, err error) {
+	sends, views, blocked, _, err = sc.runMerges()
+	return sends, views, blocked, err
+}
+
+// runMerges is run, also counting the components that merged into others.
+func (sc gscenario) runMerges() (sends int, views uint64, blocked bool, merges int, err error) {
 	r := rand.New(rand.NewPCG(sc.seed, 47))
 	n := 3 + r.IntN(4)
 	ids := make([]node.ID, n)
@@ -58,7 +65,7 @@ func (sc gscenario) run() (sends int, views uint64, blocked bool, err error) {
 	inc := map[node.ID]int{}
 	s := sim.New[GMsg](opts, GCodec{}, func(id node.ID, i int, _ *rand.Rand) node.Machine[GMsg] {
 		inc[id] = i
-		m, err := NewGroup(GroupConfig{ID: id, Inc: uint64(i) << 32, Found: id == 1 && i == 1, Contacts: ids, Total: sc.total, Safe: sc.safe, bug: sc.bug})
+		m, err := NewGroup(GroupConfig{ID: id, Inc: uint64(i) << 32, Found: id == 1 && i == 1, Contacts: ids, Total: sc.total, Safe: sc.safe, EVS: sc.evs, bug: sc.bug})
 		if err != nil {
 			panic(err)
 		}
@@ -87,9 +94,10 @@ func (sc gscenario) run() (sends int, views uint64, blocked bool, err error) {
 		if !sc.safe || transitional[p] == e.View {
 			return nil
 		}
+		lead := group(p.ID).view.Members[0] // components may number views alike (EVS)
 		for _, id := range ids {
 			g := group(id)
-			if g == nil || !s.Alive(id) || !g.inView || g.view.ID != e.View {
+			if g == nil || !s.Alive(id) || !g.inView || g.view.ID != e.View || g.view.Members[0] != lead {
 				continue
 			}
 			if j, ok := g.pos[e.Sender]; !ok || g.recv[j] < e.Seq {
@@ -122,8 +130,21 @@ func (sc gscenario) run() (sends int, views uint64, blocked bool, err error) {
 			logs[p] = append(logs[p], VRecord{Kind: VView, View: e.View, Members: e.Members})
 			views = max(views, e.View)
 		case LeftEvent:
-			logs[p] = append(logs[p], VRecord{Kind: VLeft, View: e.View})
+			r := VRecord{Kind: VLeft, View: e.View}
+			if e.Leader != nil {
+				r.Leader = *e.Leader
+			}
+			logs[p] = append(logs[p], r)
 			left[p] = true
+		case MergeEvent:
+			logs[p] = append(logs[p], VRecord{Kind: VMerge, View: e.View, Members: e.Members})
+			if e.Into != node.None {
+				// The component left the view together (a change with no
+				// next members); this incarnation ends here.
+				logs[p] = append(logs[p], VRecord{Kind: VLeft, View: e.View + 1})
+				cur[id] = Member{id, e.Inc}
+				merges++
+			}
 		case RemovedEvent:
 			cur[id] = Member{id, e.Inc}
 		case DoneEvent:
@@ -132,8 +153,8 @@ func (sc gscenario) run() (sends int, views uint64, blocked bool, err error) {
 		}
 		return nil
 	}
-	fail := func(err error) (int, uint64, bool, error) {
-		return sends, views, false, fmt.Errorf("%v seed %d (%d members, drop %.2f, dup %.2f): %v", sc.total, sc.seed, n, opts.Drop, opts.Dup, err)
+	fail := func(err error) (int, uint64, bool, int, error) {
+		return sends, views, false, merges, fmt.Errorf("%v seed %d (%d members, drop %.2f, dup %.2f): %v", sc.total, sc.seed, n, opts.Drop, opts.Dup, err)
 	}
 	// A crash must leave every live member's view a live majority, or the
 	// group cannot go on (primary component) and the run proves nothing.
@@ -145,6 +166,9 @@ func (sc gscenario) run() (sends int, views uint64, blocked bool, err error) {
 			}
 			if !g.inView {
 				return false // wait until everyone alive is in
+			}
+			if sc.evs {
+				continue // every component goes on
 			}
 			views := [][]Member{g.view.Members}
 			if g.accepted != nil {
@@ -177,7 +201,75 @@ func (sc gscenario) run() (sends int, views uint64, blocked bool, err error) {
 		}
 	}
 	run := func(d time.Duration) bool { return s.RunFor(d) == nil }
-	if sc.flush {
+	// oneView: every live member is in the same view.
+	oneView := func() error {
+		var one *View
+		for _, id := range ids {
+			g := group(id)
+			if !s.Alive(id) {
+				continue
+			}
+			if !g.inView {
+				return fmt.Errorf("member %d is in no view", id)
+			}
+			if one == nil {
+				one = &g.view
+			} else if g.view.ID != one.ID || !slices.Equal(g.view.Members, one.Members) {
+				return fmt.Errorf("member %d is in view %d %v and another in view %d %v", id, g.view.ID, g.view.Members, one.ID, one.Members)
+			}
+		}
+		return nil
+	}
+	if sc.flush && sc.evs {
+		// Partitions into two components that both go on, then merges,
+		// with traffic on both sides and at the heal (what the merge's
+		// flush exists for), some of it over slow links.
+		if !run(time.Second) {
+			return fail(s.Err())
+		}
+		for round := 0; round < 4; round++ {
+			perm := r.Perm(n)
+			k := 1 + r.IntN(n-1)
+			var a, b []node.ID
+			for i, j := range perm {
+				if i < k {
+					a = append(a, ids[j])
+				} else {
+					b = append(b, ids[j])
+				}
+			}
+			burst(fmt.Sprintf("r%d-pre", round))
+			s.Partition(a, b)
+			for i := 0; i < 8; i++ {
+				burst(fmt.Sprintf("r%d-p%d", round, i))
+				if !run(time.Duration(30+r.IntN(60)) * time.Millisecond) {
+					return fail(s.Err())
+				}
+			}
+			// Slow links inside each side while it sends at the heal.
+			clear(slow)
+			for _, from := range ids {
+				for _, to := range ids {
+					slow[[2]node.ID{from, to}] = r.IntN(3) == 0
+				}
+			}
+			s.Heal()
+			for i := 0; i < 6; i++ {
+				burst(fmt.Sprintf("r%d-h%d", round, i))
+				if !run(time.Duration(5+r.IntN(40)) * time.Millisecond) {
+					return fail(s.Err())
+				}
+			}
+			clear(slow)
+			if !run(time.Second) {
+				return fail(s.Err())
+			}
+			if err := oneView(); err != nil {
+				return fail(fmt.Errorf("EVS: 1 s after a heal: %v", err))
+			}
+		}
+	}
+	if sc.flush && !sc.evs {
 		// View changes in the middle of traffic, each aimed at the flush:
 		if !run(time.Second) {
 			return fail(s.Err())
@@ -290,6 +382,12 @@ func (sc gscenario) run() (sends int, views uint64, blocked bool, err error) {
 	if err := s.RunFor(2 * time.Second); err != nil {
 		return fail(err)
 	}
+	if sc.evs {
+		// Healed: the components must have merged into one view.
+		if err := oneView(); err != nil {
+			return fail(fmt.Errorf("EVS: 2 s after the network healed: %v", err))
+		}
+	}
 	if r.IntN(2) == 0 {
 		// Members leave over lossy links in half of the runs: an install
 		// lost on its way to the last members of a group that everyone
@@ -310,7 +408,7 @@ func (sc gscenario) run() (sends int, views uint64, blocked bool, err error) {
 	// counted as blocked and judged for safety only.
 	blocked = false
 	for _, id := range ids {
-		if g := group(id); s.Alive(id) && g.inView {
+		if g := group(id); s.Alive(id) && g.inView && !sc.evs {
 			live := 0
 			for _, m := range g.view.Members {
 				if s.Alive(m.ID) && group(m.ID).me == m {
@@ -341,18 +439,18 @@ func (sc gscenario) run() (sends int, views uint64, blocked bool, err error) {
 	if s.Stats.Rejected != 0 {
 		return fail(fmt.Errorf("%d messages rejected", s.Stats.Rejected))
 	}
-	if err := CheckViews(sc.total != TotalNone, logs, final); err != nil {
+	if err := CheckViewsEVS(sc.total != TotalNone, sc.evs, logs, final); err != nil {
 		if v, ok := err.(*Violation); ok {
 			return fail(fmt.Errorf("%s", v.Detail()))
 		}
 		return fail(err)
 	}
-	return sends, views, blocked, nil
+	return sends, views, blocked, merges, nil
 }
 
 func TestSimGroups(t *testing.T) {
 	for _, total := range []Total{TotalNone, TotalSequencer, TotalLamport, TotalISIS, TotalTotem} {
-		for _, mode := range []string{"", "/flush", "/safe"} {
+		for _, mode := range []string{"", "/flush", "/safe", "/evs"} {
 			name := total.String() + mode
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
@@ -365,7 +463,11 @@ func TestSimGroups(t *testing.T) {
 					}
 					runs++
 					flush := mode == "/flush" || mode == "/safe" && seed%4 == 0
-					k, v, b, err := gscenario{seed: seed, total: total, flush: flush, safe: mode == "/safe"}.run()
+					evs := mode == "/evs"
+					if evs {
+						flush = seed%2 == 0 // the partition-and-merge schedule
+					}
+					k, v, b, err := gscenario{seed: seed, total: total, flush: flush, safe: mode == "/safe" || evs && seed%4 == 0, evs: evs}.run()
 					if b {
 						blocked++
 					}
@@ -402,12 +504,15 @@ func TestSimGroupsCatchPlantedBugs(t *testing.T) {
 		{"safe: do not wait for the view's last member", TotalSequencer, gbugSafeSkipLast, "safe delivery"},
 		{"isis: deliver on the proposed priority, before it is agreed", TotalISIS, gbugISISEarly, "agreed order"},
 		{"totem: a token with a stale aru goes through", TotalTotem, gbugTotemStaleAru, "safe delivery"},
+		{"evs: a component merges into another without its flush", TotalNone, gbugMergeNoFlush, "virtual synchrony|self delivery"},
+		{"evs: equal views both join the other", TotalNone, gbugMergeEitherWay, "EVS: "},
 	} {
 		caught := 0
 		var first error
 		for seed := uint64(1); seed <= 100; seed++ {
 			for _, flush := range []bool{false, true} {
-				sc := gscenario{seed: seed, total: c.total, bug: c.bug, flush: flush, safe: c.bug == gbugSafeSkipLast || c.bug == gbugTotemStaleAru}
+				evs := c.bug == gbugMergeNoFlush || c.bug == gbugMergeEitherWay
+				sc := gscenario{seed: seed, total: c.total, bug: c.bug, flush: flush, safe: c.bug == gbugSafeSkipLast || c.bug == gbugTotemStaleAru, evs: evs}
 				if _, _, _, err := sc.run(); err != nil && regexp.MustCompile(c.want).MatchString(err.Error()) {
 					caught++
 					if first == nil {
