@@ -118,9 +118,9 @@ func (m *member) wait(t *testing.T) {
 	}
 }
 
-func checkLogs(t *testing.T, order string, ms []*member) string {
+func checkLogs(t *testing.T, order string, ms []*member, extra ...string) string {
 	t.Helper()
-	args := []string{"check", "--order", order}
+	args := append([]string{"check", "--order", order}, extra...)
 	for _, m := range ms {
 		args = append(args, m.log)
 	}

@@ -52,6 +52,21 @@ func (m *member) views() (vs [][]int, removed int) {
 	return vs, removed
 }
 
+// deliveriesInLastView counts the deliveries after the member's last view.
+func (m *member) deliveriesInLastView() int {
+	b, _ := os.ReadFile(m.log)
+	n := 0
+	for _, l := range strings.Split(string(b), "\n") {
+		switch {
+		case strings.Contains(l, `"event":"view"`):
+			n = 0
+		case strings.Contains(l, `"event":"deliver"`):
+			n++
+		}
+	}
+	return n
+}
+
 // inView waits until every member of ms has installed a view of exactly
 // want (as a set), and returns the view's leader.
 func inView(t testing.TB, ms []*member, want []int, limit time.Duration) int {

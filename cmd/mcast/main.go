@@ -42,6 +42,7 @@ var lingerFlag = &ucli.DurationFlag{Name: "linger", Value: 30 * time.Second, Usa
 var checkFlags = []ucli.Flag{
 	&ucli.StringFlag{Name: "order", Value: "fifo", Usage: "the order the run promised: unordered, fifo, causal or total"},
 	&ucli.BoolFlag{Name: "views", Usage: "the logs of a dynamic group (mcast run --views; implied by --order total)"},
+	mcastd.PartitionsFlag,
 }
 
 func main() { cli.Main(newApp()) }
@@ -182,12 +183,15 @@ func runGroup(c *ucli.Context) error {
 	if err != nil {
 		return err
 	}
+	if cfg.EVS && c.Bool("exit-on-minority") {
+		return cli.Exitf(cli.ExitUsage, "--exit-on-minority goes with --partitions primary: with evs every side goes on")
+	}
 	g, err := mcast.NewGroup(cfg)
 	if err != nil {
 		return cli.Exitf(cli.ExitUsage, "%v", err)
 	}
 	drv := driver.New[mcast.GMsg](g, mcast.GCodec{}, mb.Net, driver.Config{Framer: mb.Framer, Log: mb.Log})
-	live, err := mb.Start(drv, "order", c.String("order"), "views", true, "total", cfg.Total, "safe", cfg.Safe)
+	live, err := mb.Start(drv, "order", c.String("order"), "views", true, "total", cfg.Total, "safe", cfg.Safe, "evs", cfg.EVS)
 	if err != nil {
 		return err
 	}
@@ -314,7 +318,7 @@ func checkViews(c *ucli.Context) error {
 	logs := map[mcast.Member][]mcast.VRecord{}
 	final := map[mcast.Member]bool{}
 	files := map[node.ID]string{}
-	lines, views, safe := 0, map[uint64]bool{}, false
+	lines, views, safe, merged := 0, map[uint64]bool{}, false, false
 	for _, file := range c.Args().Slice() {
 		vl, err := mcastd.ReadViewLog(file)
 		if err != nil {
@@ -333,6 +337,8 @@ func checkViews(c *ucli.Context) error {
 					views[r.View] = true
 				case mcast.VTransitional:
 					safe = true
+				case mcast.VMerge:
+					merged = true
 				}
 			}
 		}
@@ -340,7 +346,18 @@ func checkViews(c *ucli.Context) error {
 			final[*vl.Final] = true
 		}
 	}
-	if err := mcast.CheckViews(total, logs, final); err != nil {
+	evs := false
+	switch p := c.String("partitions"); p {
+	case "primary":
+	case "evs":
+		evs = true
+	default:
+		return cli.Exitf(cli.ExitUsage, "--partitions: %q is not one of: primary, evs", p)
+	}
+	if merged && !evs {
+		return cli.Exitf(cli.ExitUsage, "the logs show merges of components: check them with --partitions evs")
+	}
+	if err := mcast.CheckViewsEVS(total, evs, logs, final); err != nil {
 		return checkFailed(err, files)
 	}
 	what := "virtual synchrony"
@@ -349,6 +366,9 @@ func checkViews(c *ucli.Context) error {
 	}
 	if safe {
 		what += ", safe delivery"
+	}
+	if evs {
+		what += ", extended virtual synchrony"
 	}
 	what += " hold"
 	fmt.Printf("ok: %d members (%d incarnations), %d views, %d records; %s\n", len(files), len(logs), len(views), lines, what)

@@ -21,22 +21,7 @@ import (
 // group went on without them, join again as new incarnations, and the
 // logs of all five pass 'mcast check --order total'.
 func TestGroupPartition(t *testing.T) {
-	dir := t.TempDir()
-	// Each member reads a generator of its own: bash replaces itself with
-	// mcast (so netsplit.sh's pid is mcast's) with stdin from the loop.
-	wrapper := filepath.Join(dir, "member.sh")
-	script := fmt.Sprintf("#!/bin/bash\nexec %q \"$@\" < <(for i in $(seq 1 3000); do echo \"line $i\"; sleep 0.003; done)\n", mcastBin)
-	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	c, ctl := clitest.Netsplit(t, dir, 5, nil, wrapper, "run", "--order", "total", "--json", "--no-color", "--log-level", "warn")
-	ms := make([]*member, 5)
-	for i := range ms {
-		ms[i] = &member{id: i + 1, log: c.File(i+1, "out")}
-	}
-	dumpOnFailure(t, ms)
-	inView(t, ms, []int{1, 2, 3, 4, 5}, 30*time.Second)
-	ctl("partition", "1,2,3/4,5")
+	c, ctl, ms := partitioned(t)
 	inView(t, ms[:3], []int{1, 2, 3}, 30*time.Second)
 	// Each of the two says it is cut off: a minority of its view, or (when
 	// the cut reached its links one after another and the three took it
@@ -57,7 +42,73 @@ func TestGroupPartition(t *testing.T) {
 			t.Errorf("member %d never said it was removed", m.id)
 		}
 	}
-	// The generators end; every member leaves and exits.
+	waitGone(t, c)
+	t.Log(checkLogs(t, "total", ms))
+}
+
+// TestGroupPartitionEVS: the same split with --partitions evs. Both sides
+// install a view of their own and go on delivering what their members
+// send; after healing they merge into one view of all five, each side
+// announcing its transitional configuration ('merge' lines), and the logs
+// pass 'mcast check --order total --partitions evs'.
+func TestGroupPartitionEVS(t *testing.T) {
+	c, ctl, ms := partitioned(t, "--partitions", "evs")
+	inView(t, ms[:3], []int{1, 2, 3}, 30*time.Second)
+	inView(t, ms[3:], []int{4, 5}, 30*time.Second)
+	// The two deliver their own lines in their own view.
+	clitest.WaitFor(t, 30*time.Second, func() bool {
+		for _, m := range ms[3:] {
+			if m.deliveriesInLastView() < 20 {
+				return false
+			}
+		}
+		return true
+	})
+	ctl("heal")
+	inView(t, ms, []int{1, 2, 3, 4, 5}, 30*time.Second)
+	into := 0
+	for _, m := range ms {
+		b, _ := os.ReadFile(m.log)
+		if !strings.Contains(string(b), `"event":"merge"`) {
+			t.Errorf("member %d announced no merge", m.id)
+		}
+		into += strings.Count(string(b), `"into":`)
+	}
+	if into == 0 {
+		t.Errorf("no side said it joined the other")
+	}
+	waitGone(t, c)
+	t.Log(checkLogs(t, "total", ms, "--partitions", "evs"))
+}
+
+// partitioned starts five members in total order in namespaces of their
+// own, each fed a generator, waits for the view of all five and splits
+// them 3 + 2.
+func partitioned(t *testing.T, args ...string) (*clitest.Cluster, func(...string), []*member) {
+	t.Helper()
+	dir := t.TempDir()
+	// Each member reads a generator of its own: bash replaces itself with
+	// mcast (so netsplit.sh's pid is mcast's) with stdin from the loop.
+	wrapper := filepath.Join(dir, "member.sh")
+	script := fmt.Sprintf("#!/bin/bash\nexec %q \"$@\" < <(for i in $(seq 1 3000); do echo \"line $i\"; sleep 0.003; done)\n", mcastBin)
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c, ctl := clitest.Netsplit(t, dir, 5, nil, append([]string{wrapper, "run", "--order", "total", "--json", "--no-color", "--log-level", "warn"}, args...)...)
+	ms := make([]*member, 5)
+	for i := range ms {
+		ms[i] = &member{id: i + 1, log: c.File(i+1, "out")}
+	}
+	dumpOnFailure(t, ms)
+	inView(t, ms, []int{1, 2, 3, 4, 5}, 30*time.Second)
+	ctl("partition", "1,2,3/4,5")
+	return c, ctl, ms
+}
+
+// waitGone waits until the generators have ended and every member has
+// left and exited.
+func waitGone(t *testing.T, c *clitest.Cluster) {
+	t.Helper()
 	clitest.WaitFor(t, 60*time.Second, func() bool {
 		for i := 1; i <= 5; i++ {
 			b, _ := os.ReadFile(c.File(i, "pid"))
@@ -68,6 +119,4 @@ func TestGroupPartition(t *testing.T) {
 		}
 		return true
 	})
-	out := checkLogs(t, "total", ms)
-	t.Log(out)
 }

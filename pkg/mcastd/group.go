@@ -61,6 +61,8 @@ func (g *Group) Handle(ev node.Event, p *Printer) {
 		p.View(ev)
 	case mcast.TransitionalEvent:
 		p.Transitional(ev)
+	case mcast.MergeEvent:
+		p.Merge(ev)
 	case mcast.LeftEvent, mcast.RemovedEvent, mcast.MinorityEvent:
 		p.Note(ev)
 		if e, ok := ev.(mcast.MinorityEvent); ok && g.ExitOnMinority {
@@ -119,6 +121,18 @@ func (p *Printer) Transitional(ev mcast.TransitionalEvent) {
 	p.out.JSON(LogLine{Time: now(), Event: "transitional", Member: p.member, View: ev.View, Members: ev.Members})
 }
 
+// Merge prints a merge of components (--partitions evs): 'merge view 5
+// members 4,5 into 1' (this side joins member 1's) or 'merge view 8
+// members 1,2,3' (this side takes the other in with its next view).
+func (p *Printer) Merge(ev mcast.MergeEvent) {
+	if !p.out.IsJSON() {
+		p.w.WriteString(ev.String())
+		p.w.WriteByte('\n')
+		return
+	}
+	p.out.JSON(LogLine{Time: now(), Event: "merge", Member: p.member, View: ev.View, Members: ev.Members, Into: ev.Into, Inc: ev.Inc})
+}
+
 // Note prints what happened to this member: 'left view 8', 'removed from
 // view 6', 'minority in view 5'.
 func (p *Printer) Note(ev node.Event) {
@@ -130,7 +144,7 @@ func (p *Printer) Note(ev node.Event) {
 	l := LogLine{Time: now(), Event: ev.Kind(), Member: p.member}
 	switch e := ev.(type) {
 	case mcast.LeftEvent:
-		l.View = e.View
+		l.View, l.Next = e.View, e.Leader
 	case mcast.RemovedEvent:
 		l.View, l.Inc = e.View, e.Inc
 	case mcast.MinorityEvent:
@@ -209,12 +223,27 @@ func ReadViewLog(file string) (*ViewLog, error) {
 			}
 		case "left":
 			r = mcast.VRecord{Kind: mcast.VLeft, View: l.View, Line: n}
+			if l.Next != nil {
+				r.Leader = *l.Next
+			}
 			left = true
 		case "removed":
 			cur, inc = mcast.Member{}, l.Inc
 			continue
 		case "transitional":
 			r = mcast.VRecord{Kind: mcast.VTransitional, View: l.View, Members: l.Members, Line: n}
+		case "merge":
+			r = mcast.VRecord{Kind: mcast.VMerge, View: l.View, Members: l.Members, Line: n}
+			if l.Into != node.None {
+				// The component left the view together, into no view of
+				// its own; the next incarnation starts here.
+				if cur == (mcast.Member{}) {
+					return nil, fmt.Errorf("line %d: a merge before any view", n)
+				}
+				vl.Lives[cur] = append(vl.Lives[cur], r, mcast.VRecord{Kind: mcast.VLeft, View: l.View + 1, Line: n})
+				cur, inc = mcast.Member{}, l.Inc
+				continue
+			}
 		case "minority", "room":
 			continue
 		case "exit":

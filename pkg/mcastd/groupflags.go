@@ -21,10 +21,14 @@ var GroupFlags = []ucli.Flag{
 	&ucli.IntFlag{Name: "start-with", DefaultText: "every member in --peers", Usage: "with --views: hold the first lines until a view has this many members (0: send at once)"},
 	&ucli.StringFlag{Name: "join", Usage: "with --views: join through these members (IDs from --peers, comma-separated; default every other peer)"},
 	&ucli.BoolFlag{Name: "found", Usage: "with --views: create the group now instead of joining (only the first member of a new group)"},
+	PartitionsFlag,
 }
 
+// PartitionsFlag is --partitions, for 'mcast run' and 'mcast check'.
+var PartitionsFlag = &ucli.StringFlag{Name: "partitions", Value: "primary", Usage: "with --views: primary (only a majority of the last view goes on; the rest waits) or evs (every side of a partition goes on in its own view, and the sides merge when they hear each other: extended virtual synchrony)"}
+
 // GroupOnly names the flags that need a dynamic group.
-var GroupOnly = []string{"join", "found", "safe", "start-with"}
+var GroupOnly = []string{"join", "found", "safe", "start-with", "partitions"}
 
 // IsGroup reports whether the command line asks for a dynamic group.
 func IsGroup(c *ucli.Context) bool { return c.String("order") == "total" || c.Bool("views") }
@@ -67,6 +71,13 @@ func GroupConfig(c *ucli.Context, mb *cli.Member) (mcast.GroupConfig, error) {
 	}
 	cfg := mcast.GroupConfig{ID: self, Inc: mb.Incarnation, Found: c.Bool("found"), Contacts: contacts, Total: total,
 		Safe: c.Bool("safe"), StartWith: len(peers)}
+	switch p := c.String("partitions"); p {
+	case "primary":
+	case "evs":
+		cfg.EVS = true
+	default:
+		return mcast.GroupConfig{}, cli.Exitf(cli.ExitUsage, "--partitions: %q is not one of: primary, evs", p)
+	}
 	if c.IsSet("start-with") {
 		cfg.StartWith = c.Int("start-with")
 	}

@@ -32,7 +32,9 @@ type LogLine struct {
 	Members []mcast.Member `json:"members,omitempty"`
 	Joined  []mcast.Member `json:"joined,omitempty"`
 	Left    []mcast.Member `json:"left,omitempty"`
-	Inc     uint64         `json:"inc,omitempty"` // removed: the new incarnation
+	Inc     uint64         `json:"inc,omitempty"`         // removed, merge: the new incarnation
+	Into    node.ID        `json:"into,omitempty"`        // merge: the leader of the component this one joins
+	Next    *mcast.Member  `json:"next_leader,omitempty"` // left: the leader of the view left into
 	Sender  node.ID        `json:"sender,omitempty"`
 	Seq     uint64         `json:"seq,omitempty"`
 	VT      []uint64       `json:"vt,omitempty"`
