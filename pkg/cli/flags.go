@@ -61,6 +61,8 @@ const (
 	FlagTransport  = "transport"
 	FlagFaultDrop  = "fault-drop"
 	FlagFaultDelay = "fault-delay"
+	// FlagFaultLatency holds frames to given peers for fixed times.
+	FlagFaultLatency = "fault-latency"
 	FlagFaultDup   = "fault-dup"
 	FlagFaultSeed  = "fault-seed"
 	FlagInsecure   = "insecure"
@@ -75,6 +77,7 @@ func NodeFlags() []ucli.Flag {
 		&ucli.StringFlag{Name: FlagTransport, Value: "udp", Usage: "udp or tcp"},
 		&ucli.Float64Flag{Name: FlagFaultDrop, Usage: "testing: drop this fraction of outgoing frames"},
 		&ucli.DurationFlag{Name: FlagFaultDelay, Usage: "testing: delay each outgoing frame by up to this much (reorders)"},
+		&ucli.StringFlag{Name: FlagFaultLatency, Usage: "testing: hold every frame to a peer for a fixed time, e.g. 2=10ms,3=25ms (a geometry of link delays)"},
 		&ucli.Float64Flag{Name: FlagFaultDup, Usage: "testing: duplicate this fraction of outgoing frames"},
 		&ucli.Uint64Flag{Name: FlagFaultSeed, Usage: "testing: seed for the injected faults"},
 		&ucli.BoolFlag{Name: FlagInsecure, Usage: "run without --key-file although a peer is not on loopback: anyone who can reach the members can take part"},
@@ -256,13 +259,41 @@ func Listen(c *ucli.Context, addr string, peers map[node.ID]string) (transport.T
 		t.Close()
 		return nil, Exitf(ExitUsage, "--fault-drop and --fault-dup must be within [0,1], --fault-delay ≥ 0")
 	}
-	if f.Drop > 0 || f.Dup > 0 || f.Delay > 0 {
+	if f.Latency, err = parseLatency(c.String(FlagFaultLatency)); err != nil {
+		t.Close()
+		return nil, Exitf(ExitUsage, "--%s: %v", FlagFaultLatency, err)
+	}
+	if f.Active() {
 		if f.Seed == 0 {
 			f.Seed = uint64(time.Now().UnixNano())
 		}
 		t = transport.NewFaulty(t, f)
 	}
 	return t, nil
+}
+
+// parseLatency parses "ID=duration,..." (--fault-latency).
+func parseLatency(spec string) (map[node.ID]time.Duration, error) {
+	if strings.TrimSpace(spec) == "" {
+		return nil, nil
+	}
+	out := map[node.ID]time.Duration{}
+	for _, item := range strings.Split(spec, ",") {
+		idS, dS, ok := strings.Cut(strings.TrimSpace(item), "=")
+		if !ok {
+			return nil, fmt.Errorf("%q is not id=duration", item)
+		}
+		id, err := node.ParseID(strings.TrimSpace(idS))
+		if err != nil {
+			return nil, err
+		}
+		d, err := time.ParseDuration(strings.TrimSpace(dS))
+		if err != nil || d < 0 {
+			return nil, fmt.Errorf("%q: not a duration ≥ 0", dS)
+		}
+		out[id] = d
+	}
+	return out, nil
 }
 
 // OpenClientTransport opens an ephemeral transport of kind ("udp" or

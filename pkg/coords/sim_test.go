@@ -103,13 +103,6 @@ func TestGNPWithinFactorTwo(t *testing.T) {
 	}
 }
 
-func meanOf(xs []float64) float64 {
-	s := 0.0
-	for _, x := range xs {
-		s += x
-	}
-	return s / float64(len(xs))
-}
 
 func TestMinimize(t *testing.T) {
 	// Rosenbrock's valley: minimum 0 at (1, 1).

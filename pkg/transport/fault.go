@@ -15,7 +15,13 @@ type Faults struct {
 	Dup   float64       // probability an outgoing frame is sent twice
 	Delay time.Duration // each frame is held for a uniform random time in [0, Delay]; this also reorders
 	Seed  uint64        // seeds the fault decisions, so a run's faults can be replayed
+	// Latency holds every frame to a peer for a fixed time (a geometry of
+	// link delays: network coordinates), on top of Delay.
+	Latency map[node.ID]time.Duration
 }
+
+// Active reports whether any fault is configured.
+func (f Faults) Active() bool { return f.Drop > 0 || f.Dup > 0 || f.Delay > 0 || len(f.Latency) > 0 }
 
 // Faulty wraps a Transport and injects faults on the sending side.
 type Faulty struct {
@@ -58,6 +64,7 @@ func (t *Faulty) Send(to node.ID, frame []byte) error {
 		if t.f.Delay > 0 {
 			delays[i] = time.Duration(t.rng.Int64N(int64(t.f.Delay) + 1))
 		}
+		delays[i] += t.f.Latency[to]
 	}
 	t.mu.Unlock()
 	for _, d := range delays {

@@ -34,6 +34,7 @@ const (
 	FamilyClock     Family = 5
 	FamilyConsensus Family = 6
 	FamilyMcast     Family = 7
+	FamilyCoords    Family = 8
 )
 
 const (
