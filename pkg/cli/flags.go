@@ -63,9 +63,9 @@ const (
 	FlagFaultDelay = "fault-delay"
 	// FlagFaultLatency holds frames to given peers for fixed times.
 	FlagFaultLatency = "fault-latency"
-	FlagFaultDup   = "fault-dup"
-	FlagFaultSeed  = "fault-seed"
-	FlagInsecure   = "insecure"
+	FlagFaultDup     = "fault-dup"
+	FlagFaultSeed    = "fault-seed"
+	FlagInsecure     = "insecure"
 )
 
 // NodeFlags are the flags of a tool that runs a cluster member.

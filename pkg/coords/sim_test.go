@@ -103,7 +103,6 @@ func TestGNPWithinFactorTwo(t *testing.T) {
 	}
 }
 
-
 func TestMinimize(t *testing.T) {
 	// Rosenbrock's valley: minimum 0 at (1, 1).
 	f := func(x []float64) float64 {
