@@ -85,6 +85,7 @@ Examples:
 				)),
 				Action: berkeley,
 			},
+			coordsCommand,
 			{
 				Name:  "now",
 				Usage: "print a running node's disciplined time (--socket) or each Berkeley member's offset (--peers)",

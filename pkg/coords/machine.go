@@ -78,30 +78,32 @@ type Machine struct {
 	events   []node.Event
 }
 
-// PeerReport is one member as this one sees it.
-type PeerReport struct {
+// PeerEvent is one other member as this one sees it at Config.End: the
+// measured round trip and the one its coordinates predict (0: none yet).
+type PeerEvent struct {
+	Event     string  `json:"event"` // "peer"
 	ID        node.ID `json:"id"`
 	Measured  float64 `json:"measured_ms"`
 	Predicted float64 `json:"predicted_ms"`
 }
 
-// CoordsEvent reports this member's coordinates at Config.End.
+func (e PeerEvent) Kind() string { return "peer" }
+func (e PeerEvent) String() string {
+	return fmt.Sprintf("peer %d measured %.2fms predicted %.2fms", e.ID, e.Measured, e.Predicted)
+}
+
+// CoordsEvent reports this member's coordinates at Config.End; a
+// PeerEvent per other member follows.
 type CoordsEvent struct {
-	Event string       `json:"event"` // "coords"
-	Algo  string       `json:"algo"`
-	Pos   Coord        `json:"coord"`
-	Err   float64      `json:"error"` // Vivaldi's own estimate; GNP: the median relative error to the landmarks
-	Peers []PeerReport `json:"peers"`
+	Event string  `json:"event"` // "coords"
+	Algo  string  `json:"algo"`
+	Pos   Coord   `json:"coord"`
+	Err   float64 `json:"error"` // Vivaldi's own estimate; GNP: the median relative error to the landmarks
 }
 
 func (e CoordsEvent) Kind() string { return "coords" }
 func (e CoordsEvent) String() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "coords %s height %.2f error %.3f", vecString(e.Pos.Vec), e.Pos.Height, e.Err)
-	for _, p := range e.Peers {
-		fmt.Fprintf(&b, "\npeer %d measured %.2fms predicted %.2fms", p.ID, p.Measured, p.Predicted)
-	}
-	return b.String()
+	return fmt.Sprintf("coords %s height %.2f error %.3f", vecString(e.Pos.Vec), e.Pos.Height, e.Err)
 }
 
 func vecString(v []float64) string {
@@ -338,14 +340,14 @@ func (m *Machine) report() {
 			ev.Err = 0
 		}
 	}
+	m.events = append(m.events, ev)
 	for _, p := range slices.Sorted(slices.Values(m.others)) {
-		r := PeerReport{ID: p, Measured: m.rtt(p)}
+		r := PeerEvent{Event: "peer", ID: p, Measured: m.rtt(p)}
 		if c, ok := m.pos[p]; ok && len(ev.Pos.Vec) == len(c.Vec) {
 			r.Predicted = Dist(ev.Pos, c)
 		}
-		ev.Peers = append(ev.Peers, r)
+		m.events = append(m.events, r)
 	}
-	m.events = append(m.events, ev)
 }
 
 // Ready implements node.Machine.

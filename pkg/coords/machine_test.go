@@ -13,7 +13,7 @@ var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // simRun runs n members of the machine in the simulator over a synthetic
 // matrix (each way half the round trip) for d, and returns their reports.
-func simRun(t *testing.T, seed uint64, n int, algo Algo, dims int, d time.Duration) (map[node.ID]CoordsEvent, [][]float64) {
+func simRun(t *testing.T, seed uint64, n int, algo Algo, dims int, d time.Duration) (map[node.ID][]PeerEvent, [][]float64) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 21))
 	rtt, _ := Synth{N: n, Spread: 80, MaxHeight: 8, Noise: 0.03}.Matrix(rng)
@@ -25,7 +25,7 @@ func simRun(t *testing.T, seed uint64, n int, algo Algo, dims int, d time.Durati
 		Latency: func(_ *rand.Rand, from, to node.ID) time.Duration {
 			return time.Duration(rtt[from-1][to-1] / 2 * float64(time.Millisecond))
 		}}
-	got := map[node.ID]CoordsEvent{}
+	got := map[node.ID][]PeerEvent{}
 	s := sim.New[Msg](opts, Codec{}, func(id node.ID, _ int, r *rand.Rand) node.Machine[Msg] {
 		m, err := New(Config{ID: id, Peers: ids, Algo: algo, Dims: dims, End: epoch.Add(d), Rand: r})
 		if err != nil {
@@ -34,8 +34,8 @@ func simRun(t *testing.T, seed uint64, n int, algo Algo, dims int, d time.Durati
 		return m
 	}, ids...)
 	s.OnEvent = func(_ time.Time, id node.ID, ev node.Event) error {
-		if e, ok := ev.(CoordsEvent); ok {
-			got[id] = e
+		if e, ok := ev.(PeerEvent); ok {
+			got[id] = append(got[id], e)
 		}
 		return nil
 	}
@@ -46,10 +46,10 @@ func simRun(t *testing.T, seed uint64, n int, algo Algo, dims int, d time.Durati
 }
 
 // errorsOf: relative errors of the members' reports against the matrix.
-func errorsOf(t *testing.T, got map[node.ID]CoordsEvent, rtt [][]float64) []float64 {
+func errorsOf(t *testing.T, got map[node.ID][]PeerEvent, rtt [][]float64) []float64 {
 	var errs []float64
-	for id, e := range got {
-		for _, p := range e.Peers {
+	for id, ps := range got {
+		for _, p := range ps {
 			if p.Predicted == 0 {
 				t.Fatalf("member %d has no prediction for %d", id, p.ID)
 			}

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/roundtable-go/roundtable/pkg/cli"
+	"github.com/roundtable-go/roundtable/pkg/coords"
+	"github.com/roundtable-go/roundtable/pkg/driver"
+	"github.com/roundtable-go/roundtable/pkg/node"
+)
+
+var coordsCommand = &ucli.Command{
+	Name:  "coords",
+	Usage: "network coordinates: position this member so that distances predict round trips (GNP or Vivaldi)",
+	Description: `Every member pings the others in turn (--probe-every), keeps the median of
+the last few round trips to each, and positions itself:
+
+  vivaldi (default; Dabek et al. 2004): each round trip is a spring between
+      two members; a member moves along it by a step scaled by its
+      confidence against the other's, and keeps an error estimate. Vectors
+      of --dims dimensions plus a height (the access link).
+  gnp (Ng and Zhang 2002, seed 002): the landmarks (--landmarks, default
+      the first dims+5 members by ID) measure each other; the first of
+      them fits their positions and hands them out; every member places
+      itself by minimising the relative error to the landmarks.
+
+After --duration it prints its coordinates and, per member, the measured
+and the predicted round trip, then keeps answering pings for a second
+(the others may still be measuring) and exits 0.
+
+Examples:
+   clocksync coords --id 1 --peers @peers.txt --duration 20s
+   clocksync coords --id 3 --peers @peers.txt --algo gnp --dims 2 --landmarks 1,2,3,4,5,6 --json
+   clocksync coords --id 2 --peers @peers.txt --fault-latency 1=20ms,3=35ms   # a test geometry`,
+	Flags: cli.WithEnv(tool, append(cli.NodeFlags(),
+		&ucli.StringFlag{Name: "algo", Value: "vivaldi", Usage: "vivaldi or gnp"},
+		&ucli.IntFlag{Name: "dims", Value: 2, Usage: "dimensions of the coordinate space (Vivaldi adds a height)"},
+		&ucli.StringFlag{Name: "landmarks", DefaultText: "the first dims+5 members", Usage: "gnp: the landmark members' IDs, comma-separated (at least dims+1)"},
+		&ucli.DurationFlag{Name: "probe-every", Value: 20 * time.Millisecond, Usage: "one ping this often, to the members in turn"},
+		&ucli.DurationFlag{Name: "duration", Value: 15 * time.Second, Usage: "measure this long, then print the coordinates"},
+	)),
+	Action: coordsCmd,
+}
+
+func coordsCmd(c *ucli.Context) error {
+	if c.Args().Len() > 0 {
+		return cli.Exitf(cli.ExitUsage, "unexpected argument %q", c.Args().First())
+	}
+	algo, err := coords.ParseAlgo(c.String("algo"))
+	if err != nil {
+		return cli.Exitf(cli.ExitUsage, "--algo: %v", err)
+	}
+	var landmarks []node.ID
+	if s := c.String("landmarks"); s != "" {
+		if algo != coords.AlgoGNP {
+			return cli.Exitf(cli.ExitUsage, "--landmarks goes with --algo gnp")
+		}
+		for _, f := range strings.Split(s, ",") {
+			id, err := node.ParseID(strings.TrimSpace(f))
+			if err != nil {
+				return cli.Exitf(cli.ExitUsage, "--landmarks: %v", err)
+			}
+			landmarks = append(landmarks, id)
+		}
+	}
+	if c.Duration("duration") <= 0 || c.Duration("probe-every") <= 0 {
+		return cli.Exitf(cli.ExitUsage, "--duration and --probe-every must be positive")
+	}
+	mb, err := cli.Join(c, tool)
+	if err != nil {
+		return err
+	}
+	defer mb.Close()
+	m, err := coords.New(coords.Config{ID: mb.ID, Peers: cli.IDs(mb.Peers), Algo: algo, Dims: c.Int("dims"), Landmarks: landmarks,
+		Interval: c.Duration("probe-every"), End: time.Now().Add(c.Duration("duration")),
+		Rand: rand.New(rand.NewPCG(mb.Incarnation, uint64(mb.ID)))})
+	if err != nil {
+		return cli.Exitf(cli.ExitUsage, "%v", err)
+	}
+	drv := driver.New[coords.Msg](m, coords.Codec{}, mb.Net, driver.Config{Framer: mb.Framer, Log: mb.Log})
+	live, err := mb.Start(drv, "algo", algo, "dims", c.Int("dims"))
+	if err != nil {
+		return err
+	}
+	defer live.Stop()
+	var linger <-chan time.Time
+	for {
+		select {
+		case ev := <-live.Events:
+			mb.Out.Event(ev)
+			if _, ok := ev.(coords.CoordsEvent); ok {
+				linger = time.After(time.Second)
+			}
+		case <-linger:
+			return nil
+		case err := <-live.Done:
+			return cli.Failed(err)
+		case s := <-live.Signals:
+			return &cli.ExitError{Code: cli.SignalCode(s)}
+		}
+	}
+}
