@@ -331,7 +331,11 @@ var semModel = porcupine.Model{
 // than n, epochs grow, every client runs, and the history is
 // linearizable as a pool of numbered tickets with fencing.
 func TestTwentyClientsFiveMembers(t *testing.T) {
-	c := startPool(t, 5, 4)
+	// Rounds of 250 ms, as in TestPausedMember: this test is about
+	// safety under concurrency, and a member starved of CPU for a support
+	// window (three rounds) while the whole suite runs under the race
+	// detector on two cores would lose its ticket (exit 76), correctly.
+	c := startPool(t, 5, 4, "--round", "250ms")
 	file := filepath.Join(c.Dir, "witness")
 	var clients []*client
 	for i := range 20 {
