@@ -97,6 +97,7 @@ Examples:
 				Flags:  statusFlags,
 				Action: status,
 			},
+			superpeersCommand,
 		},
 	}
 }

@@ -96,6 +96,7 @@ func (e PeerEvent) String() string {
 // PeerEvent per other member follows.
 type CoordsEvent struct {
 	Event string  `json:"event"` // "coords"
+	ID    node.ID `json:"id"`
 	Algo  string  `json:"algo"`
 	Pos   Coord   `json:"coord"`
 	Err   float64 `json:"error"` // Vivaldi's own estimate; GNP: the median relative error to the landmarks
@@ -327,7 +328,7 @@ func meanOf(xs []float64) float64 {
 
 // report emits the CoordsEvent.
 func (m *Machine) report() {
-	ev := CoordsEvent{Event: "coords", Algo: m.cfg.Algo.String(), Pos: m.Position(), Err: m.viv.Err}
+	ev := CoordsEvent{Event: "coords", ID: m.cfg.ID, Algo: m.cfg.Algo.String(), Pos: m.Position(), Err: m.viv.Err}
 	if m.cfg.Algo == AlgoGNP {
 		var errs []float64
 		for _, p := range m.placed {
