@@ -51,7 +51,7 @@ import (
 // Ring is a Chord ring of m-bit identifiers.
 type Ring struct {
 	M     uint
-	ids   []uint64          // sorted identifiers
+	ids   []uint64           // sorted identifiers
 	owner map[uint64]node.ID // identifier → member
 	of    map[node.ID]uint64
 }
