@@ -96,25 +96,34 @@ func (r *run) checkVector() error {
 
 func signedSize(seed uint64) int { return 3 + int(seed%7) }
 
+// judge runs a signed run and checks agreement, validity, termination and
+// the vector; it returns the run (for its log) and the forged entries the
+// loyal processes rejected.
+func judge(t *testing.T, r *run, f int, seed uint64, opts sim.Options) (forged int, err error) {
+	t.Helper()
+	if _, err := r.execute(seed, opts, time.Duration(f+3)*50*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if err = r.check(f, true); err == nil {
+		err = r.checkVector()
+	}
+	for _, d := range r.decided {
+		forged += d.Forged
+	}
+	return forged, err
+}
+
 func TestSignedProperties(t *testing.T) {
 	forged := 0
 	for _, seed := range sim.Seeds() {
 		n := signedSize(seed)
 		r, f, opts := signedRun(seed, n, Honest, 0)
-		if _, err := r.execute(seed, opts, time.Duration(f+3)*50*time.Millisecond); err != nil {
-			t.Fatal(err)
-		}
-		err := r.check(f, true)
-		if err == nil {
-			err = r.checkVector()
-		}
+		k, err := judge(t, r, f, seed, opts)
 		if err != nil {
 			t.Fatalf("sim seed %d (n=%d f=%d): %v\nreplay: go test ./pkg/consensus -run TestSignedProperties -seed %d\n%s",
 				seed, n, f, err, seed, strings.Join(r.log, "\n"))
 		}
-		for _, d := range r.decided {
-			forged += d.Forged
-		}
+		forged += k
 	}
 	t.Logf("signed: %d seeds passed (n 3..9, f = ⌊(n−1)/2⌋, up to f traitors: silent, random, two-faced, liar, forger; %d forged entries rejected)",
 		len(sim.Seeds()), forged)
@@ -130,19 +139,11 @@ func TestSignedForgeriesFail(t *testing.T) {
 		for _, seed := range seeds {
 			n := 4 + int(seed%6)
 			r, f, opts := signedRun(seed, n, s, 0)
-			if _, err := r.execute(seed, opts, time.Duration(f+3)*50*time.Millisecond); err != nil {
-				t.Fatal(err)
-			}
-			err := r.check(f, true)
-			if err == nil {
-				err = r.checkVector()
-			}
+			k, err := judge(t, r, f, seed, opts)
 			if err != nil {
 				t.Fatalf("%v, seed %d (n=%d f=%d): %v", s, seed, n, f, err)
 			}
-			for _, d := range r.decided {
-				forged += d.Forged
-			}
+			forged += k
 		}
 		if (s == Liar || s == Forger) && forged == 0 {
 			t.Fatalf("%v: no forged entry was rejected: the strategy forged nothing", s)
@@ -158,14 +159,7 @@ func TestSignedPlantedBug(t *testing.T) {
 	for seed := uint64(1); seed <= uint64(seeds); seed++ {
 		n := 4 + int(seed%6)
 		r, f, opts := signedRun(seed, n, Forger, bugOneBadSignature)
-		if _, err := r.execute(seed, opts, time.Duration(f+3)*50*time.Millisecond); err != nil {
-			t.Fatal(err)
-		}
-		err := r.check(f, true)
-		if err == nil {
-			err = r.checkVector()
-		}
-		if err != nil {
+		if _, err := judge(t, r, f, seed, opts); err != nil {
 			caught++
 		}
 	}
