@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -140,35 +141,15 @@ func (d *Driver[M]) Stats() map[string]uint64 {
 }
 
 // Run drives the machine until ctx is cancelled; emit receives every
-// event, in order, on the driver goroutine. Run closes the transport.
+// event, in order. The machine runs on one goroutine at a time: frames
+// are handled on the goroutine that reads them (one wake-up per frame
+// instead of two: reader, then driver), timers and requests on the
+// driver's own, under one lock, so fn of Do and emit see the machine
+// alone. Run closes the transport.
 func (d *Driver[M]) Run(ctx context.Context, emit func(node.Event)) error {
 	g, ctx := errgroup.WithContext(ctx)
-	pkts := make(chan transport.Packet, 256)
-	g.Go(func() error {
-		for {
-			p, err := d.tr.Recv()
-			if err != nil {
-				if errors.Is(err, net.ErrClosed) {
-					return nil
-				}
-				return err
-			}
-			select {
-			case pkts <- p:
-			case <-ctx.Done():
-				return nil
-			}
-		}
-	})
-	g.Go(func() error {
-		defer d.tr.Close()
-		return d.loop(ctx, pkts, emit)
-	})
-	return g.Wait()
-}
-
-func (d *Driver[M]) loop(ctx context.Context, pkts <-chan transport.Packet, emit func(node.Event)) error {
 	self := d.cfg.Framer.Self()
+	var mu sync.Mutex
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	var wake time.Time
@@ -188,31 +169,55 @@ func (d *Driver[M]) loop(ctx context.Context, pkts <-chan transport.Packet, emit
 			}
 		}
 	}
+	mu.Lock()
 	d.m.Tick(d.cfg.Clock.Now())
 	flush()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case p := <-pkts:
-			d.receive(p, self)
-		case r := <-d.reqs:
-			if r.fn != nil {
-				r.fn()
-				flush() // fn may have stepped the machine
-				r.done <- nil
-				continue
+	mu.Unlock()
+	g.Go(func() error {
+		for {
+			p, err := d.tr.Recv()
+			if err != nil {
+				if errors.Is(err, net.ErrClosed) {
+					return nil
+				}
+				return err
 			}
-			err := d.m.Step(d.cfg.Clock.Now(), node.Envelope[M]{From: self, To: self, Msg: r.msg})
+			if ctx.Err() != nil {
+				return nil
+			}
+			mu.Lock()
+			d.receive(p, self)
 			flush()
-			r.done <- err
-			continue
-		case <-timer.C:
-			wake = time.Time{}
-			d.m.Tick(d.cfg.Clock.Now())
+			mu.Unlock()
 		}
-		flush()
-	}
+	})
+	g.Go(func() error {
+		defer d.tr.Close()
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case r := <-d.reqs:
+				mu.Lock()
+				var err error
+				if r.fn != nil {
+					r.fn()
+				} else {
+					err = d.m.Step(d.cfg.Clock.Now(), node.Envelope[M]{From: self, To: self, Msg: r.msg})
+				}
+				flush() // fn may have stepped the machine
+				mu.Unlock()
+				r.done <- err
+			case <-timer.C:
+				mu.Lock()
+				wake = time.Time{}
+				d.m.Tick(d.cfg.Clock.Now())
+				flush()
+				mu.Unlock()
+			}
+		}
+	})
+	return g.Wait()
 }
 
 func (d *Driver[M]) send(env node.Envelope[M]) {
