@@ -18,4 +18,11 @@
 // recorded as the default value. After f+1 rounds it decides by recursive
 // majority from the leaves up (no strict majority: the default). It
 // tolerates f Byzantine processes when n > 3f.
+//
+// Signed messages (seed 001, "EIG limits": with integrity n > 2f
+// suffices): Lamport, Shostak and Pease's SM(f), run with every process as
+// a commander at once, rather than EIG with signature chains, because a
+// relay that cannot change a value need only flood each origin's values
+// once (at most two per origin), where EIG's tree grows as n^f. The rules,
+// what is signed and the agreement argument are in signed.go.
 package consensus
