@@ -22,7 +22,7 @@ import (
 // comma-separated), '#' starting a comment, like --peers.
 
 var keygenFlags = cli.WithEnv(tool, []ucli.Flag{
-	&ucli.UintFlag{Name: "id", Usage: "the process the key is for (printed with the public key)"},
+	&ucli.StringFlag{Name: cli.FlagID, Usage: "this process's ID, an integer ≥ 1 present in --peers"},
 	&ucli.StringFlag{Name: "out", Usage: "write the private key here (mode 0600; never overwritten)"},
 	&ucli.BoolFlag{Name: "json", Usage: "print JSON lines instead of text"},
 })
@@ -31,9 +31,10 @@ func keygen(c *ucli.Context) error {
 	if c.Args().Len() > 0 {
 		return cli.Exitf(cli.ExitUsage, "unexpected argument %q", c.Args().First())
 	}
-	id, out := c.Uint("id"), c.String("out")
-	if id == 0 || out == "" {
-		return cli.Exitf(cli.ExitUsage, "--id and --out are required")
+	id, err := node.ParseID(c.String(cli.FlagID))
+	out := c.String("out")
+	if err != nil || out == "" {
+		return cli.Exitf(cli.ExitUsage, "--id (an integer ≥ 1) and --out are required")
 	}
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {

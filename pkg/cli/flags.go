@@ -27,21 +27,29 @@ func Env(tool, flag string) string {
 // already name one keep it.
 func WithEnv(tool string, flags []ucli.Flag) []ucli.Flag {
 	for _, f := range flags {
-		name := f.Names()[0]
-		env := []string{Env(tool, name)}
+		env := Env(tool, f.Names()[0])
+		// A flag shared by two commands (one variable, one meaning) is
+		// named once.
+		add := func(vs *[]string) {
+			if !slices.Contains(*vs, env) {
+				*vs = append(*vs, env)
+			}
+		}
 		switch f := f.(type) {
 		case *ucli.StringFlag:
-			f.EnvVars = append(f.EnvVars, env...)
+			add(&f.EnvVars)
 		case *ucli.IntFlag:
-			f.EnvVars = append(f.EnvVars, env...)
+			add(&f.EnvVars)
+		case *ucli.UintFlag:
+			add(&f.EnvVars)
 		case *ucli.Uint64Flag:
-			f.EnvVars = append(f.EnvVars, env...)
+			add(&f.EnvVars)
 		case *ucli.Float64Flag:
-			f.EnvVars = append(f.EnvVars, env...)
+			add(&f.EnvVars)
 		case *ucli.DurationFlag:
-			f.EnvVars = append(f.EnvVars, env...)
+			add(&f.EnvVars)
 		case *ucli.BoolFlag:
-			f.EnvVars = append(f.EnvVars, env...)
+			add(&f.EnvVars)
 		}
 	}
 	return flags
