@@ -145,10 +145,7 @@ func TestEIGThreeGeneralsUnsafe(t *testing.T) {
 
 func TestUsageErrors(t *testing.T) {
 	p3 := "1=127.0.0.1:7101,2=127.0.0.1:7102,3=127.0.0.1:7103"
-	for _, c := range []struct {
-		args []string
-		want string
-	}{
+	usageErrors(t, []usageCase{
 		{[]string{"run", "--algo", "eig", "--id", "1", "--peers", p3, "--f", "1", "--value", "x"}, "n > 3f"},
 		{[]string{"run", "--id", "1", "--peers", p3, "--f", "3", "--value", "x"}, "out of range"},
 		{[]string{"run", "--id", "1", "--peers", p3, "--f", "1"}, "--value is required"},
@@ -156,16 +153,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "--id", "9", "--peers", p3, "--value", "1"}, "not in --peers"},
 		{[]string{"run", "--id", "1", "--peers", p3, "--value", "1", "--byzantine", "two-faced"}, "crash faults only"},
 		{[]string{"run", "--id", "1", "--peers", p3, "--value", "1", "--start-at", "someday"}, "--start-at"},
-	} {
-		out, err := exec.Command(bin, c.args...).CombinedOutput()
-		code := -1
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		}
-		if code != 64 || !strings.Contains(string(out), c.want) {
-			t.Errorf("consensus %v: exit %d, want 64 with %q:\n%s", c.args, code, c.want, out)
-		}
-	}
+	})
 }
 
 // signedKeys makes n key files with `consensus keygen` and returns the
@@ -243,10 +231,7 @@ func TestSignedUsage(t *testing.T) {
 	loose := filepath.Join(dir, "loose.key")
 	b, _ := os.ReadFile(k1)
 	os.WriteFile(loose, b, 0o644)
-	for _, c := range []struct {
-		args []string
-		want string
-	}{
+	usageErrors(t, []usageCase{
 		{[]string{"run", "--algo", "eig", "--id", "1", "--peers", p5, "--f", "2", "--value", "x"}, "n > 3f"},
 		{[]string{"run", "--signed", "--signing-key", k1, "--public-keys", pubs, "--id", "1", "--peers", p4, "--f", "2", "--value", "x"}, "n > 2f"},
 		{[]string{"run", "--signed", "--id", "1", "--peers", p5, "--f", "2", "--value", "x"}, "--signing-key"},
@@ -254,7 +239,18 @@ func TestSignedUsage(t *testing.T) {
 		{[]string{"run", "--signed", "--signing-key", k1, "--public-keys", pubs, "--id", "2", "--peers", p5, "--f", "2", "--value", "x"}, "matching its private key"},
 		{[]string{"run", "--signed", "--algo", "eig", "--signing-key", k1, "--public-keys", pubs, "--id", "1", "--peers", p5, "--value", "x"}, "contradict"},
 		{[]string{"keygen", "--id", "1", "--out", k1}, "never overwritten"},
-	} {
+	})
+}
+
+type usageCase struct {
+	args []string
+	want string
+}
+
+// usageErrors runs each case and wants exit 64 with the text in its output.
+func usageErrors(t *testing.T, cases []usageCase) {
+	t.Helper()
+	for _, c := range cases {
 		out, err := exec.Command(bin, c.args...).CombinedOutput()
 		code := -1
 		if ee, ok := err.(*exec.ExitError); ok {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/base64"
@@ -83,39 +82,19 @@ func readSigningKey(path string) (ed25519.PrivateKey, error) {
 	return ed25519.NewKeyFromSeed(seed), nil
 }
 
-// readPublicKeys reads a public-keys file.
+// readPublicKeys reads a public-keys file (cli.ParseIDValues).
 func readPublicKeys(path string) (map[node.ID]ed25519.PublicKey, error) {
-	f, err := os.Open(path)
+	_, vals, err := cli.ParseIDValues("@"+path, "public-key")
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
 	keys := map[node.ID]ed25519.PublicKey{}
-	sc := bufio.NewScanner(f)
-	for ln := 1; sc.Scan(); ln++ {
-		line, _, _ := strings.Cut(sc.Text(), "#")
-		for _, item := range strings.Split(line, ",") {
-			item = strings.TrimSpace(item)
-			if item == "" {
-				continue
-			}
-			idS, enc, ok := strings.Cut(item, "=")
-			if !ok {
-				return nil, fmt.Errorf("%s:%d: %q is not id=public-key", path, ln, item)
-			}
-			id, err := node.ParseID(strings.TrimSpace(idS))
-			if err != nil {
-				return nil, fmt.Errorf("%s:%d: %v", path, ln, err)
-			}
-			pub, err := base64.StdEncoding.DecodeString(strings.TrimSpace(enc))
-			if err != nil || len(pub) != ed25519.PublicKeySize {
-				return nil, fmt.Errorf("%s:%d: process %d: not a base64 Ed25519 public key", path, ln, id)
-			}
-			if _, dup := keys[id]; dup {
-				return nil, fmt.Errorf("%s:%d: process %d listed twice", path, ln, id)
-			}
-			keys[id] = pub
+	for id, enc := range vals {
+		pub, err := base64.StdEncoding.DecodeString(enc)
+		if err != nil || len(pub) != ed25519.PublicKeySize {
+			return nil, fmt.Errorf("process %d: not a base64 Ed25519 public key", id)
 		}
+		keys[id] = pub
 	}
-	return keys, sc.Err()
+	return keys, nil
 }

@@ -136,16 +136,15 @@ func BindFlag(value, defaultText string) ucli.Flag {
 		Usage: "address to listen on; go-sockaddr templates allowed, e.g. '{{ GetPrivateIP }}:7000'"}
 }
 
-// ParsePeers parses "1=host:port,2=host:port" or "@file". Files hold one
-// member per line (or comma-separated); '#' starts a comment.
-func ParsePeers(spec string) (map[node.ID]string, error) {
-	if spec == "" {
-		return nil, fmt.Errorf("--peers is required (e.g. --peers 1=127.0.0.1:7001,2=127.0.0.1:7002)")
-	}
+// ParseIDValues parses "1=a,2=b" or "@file" (one id=value per line, or
+// comma-separated; '#' starts a comment) into each ID's value, in the
+// order given; what names the kind of value in errors ("host:port").
+// An ID listed twice is an error.
+func ParseIDValues(spec, what string) ([]node.ID, map[node.ID]string, error) {
 	if strings.HasPrefix(spec, "@") {
 		f, err := os.Open(spec[1:])
 		if err != nil {
-			return nil, fmt.Errorf("--peers: %w", err)
+			return nil, nil, err
 		}
 		defer f.Close()
 		var parts []string
@@ -155,36 +154,52 @@ func ParsePeers(spec string) (map[node.ID]string, error) {
 			parts = append(parts, line)
 		}
 		if err := sc.Err(); err != nil {
-			return nil, fmt.Errorf("--peers: %w", err)
+			return nil, nil, err
 		}
 		spec = strings.Join(parts, ",")
 	}
-	peers := map[node.ID]string{}
-	addrs := map[string]node.ID{}
+	var ids []node.ID
+	vals := map[node.ID]string{}
 	for _, item := range strings.Split(spec, ",") {
 		item = strings.TrimSpace(item)
 		if item == "" {
 			continue
 		}
-		idS, addr, ok := strings.Cut(item, "=")
+		idS, v, ok := strings.Cut(item, "=")
 		if !ok {
-			return nil, fmt.Errorf("--peers: %q is not id=host:port", item)
+			return nil, nil, fmt.Errorf("%q is not id=%s", item, what)
 		}
 		id, err := node.ParseID(strings.TrimSpace(idS))
 		if err != nil {
-			return nil, fmt.Errorf("--peers: %w", err)
+			return nil, nil, err
 		}
-		addr = strings.TrimSpace(addr)
+		if _, dup := vals[id]; dup {
+			return nil, nil, fmt.Errorf("id %d listed twice", id)
+		}
+		ids, vals[id] = append(ids, id), strings.TrimSpace(v)
+	}
+	return ids, vals, nil
+}
+
+// ParsePeers parses "1=host:port,2=host:port" or "@file" (ParseIDValues).
+func ParsePeers(spec string) (map[node.ID]string, error) {
+	if spec == "" {
+		return nil, fmt.Errorf("--peers is required (e.g. --peers 1=127.0.0.1:7001,2=127.0.0.1:7002)")
+	}
+	ids, peers, err := ParseIDValues(spec, "host:port")
+	if err != nil {
+		return nil, fmt.Errorf("--peers: %w", err)
+	}
+	addrs := map[string]node.ID{}
+	for _, id := range ids {
+		addr := peers[id]
 		if err := checkAddr(addr, false); err != nil {
 			return nil, fmt.Errorf("--peers: member %d: %v", id, err)
-		}
-		if _, dup := peers[id]; dup {
-			return nil, fmt.Errorf("--peers: id %d listed twice", id)
 		}
 		if other, dup := addrs[addr]; dup {
 			return nil, fmt.Errorf("--peers: ids %d and %d share address %s", other, id, addr)
 		}
-		peers[id], addrs[addr] = addr, id
+		addrs[addr] = id
 	}
 	if len(peers) == 0 {
 		return nil, fmt.Errorf("--peers: no members")
@@ -285,19 +300,15 @@ func parseLatency(spec string) (map[node.ID]time.Duration, error) {
 	if strings.TrimSpace(spec) == "" {
 		return nil, nil
 	}
+	_, vals, err := ParseIDValues(spec, "duration")
+	if err != nil {
+		return nil, err
+	}
 	out := map[node.ID]time.Duration{}
-	for _, item := range strings.Split(spec, ",") {
-		idS, dS, ok := strings.Cut(strings.TrimSpace(item), "=")
-		if !ok {
-			return nil, fmt.Errorf("%q is not id=duration", item)
-		}
-		id, err := node.ParseID(strings.TrimSpace(idS))
-		if err != nil {
-			return nil, err
-		}
-		d, err := time.ParseDuration(strings.TrimSpace(dS))
+	for id, v := range vals {
+		d, err := time.ParseDuration(v)
 		if err != nil || d < 0 {
-			return nil, fmt.Errorf("%q: not a duration ≥ 0", dS)
+			return nil, fmt.Errorf("%q: not a duration ≥ 0", v)
 		}
 		out[id] = d
 	}
