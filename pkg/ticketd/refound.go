@@ -23,6 +23,10 @@ import (
 //   - A member whose slots have all been out of the core for refoundAfter,
 //     one of them trying to join all along, sends a probe to every member
 //     in its book.
+//   - A member that answers "out" to a higher member's probe is stuck too
+//     (only a lower member can found, and the higher one's probes keep it
+//     frozen, so it would never be joining): it sends its own probe
+//     probeWindow later.
 //   - A member answers "out" only when none of its slots is in the core or
 //     on its way in with a place granted (linking), and none has a client
 //     left (every command it lent a ticket to has ended). Answering "out"
@@ -69,13 +73,14 @@ type probe struct {
 
 // refounding is the daemon's refounding state.
 type refounding struct {
-	stuckSince  time.Time // all slots out and one joining since then
-	frozenUntil time.Time // no joins until then (another member's probe)
-	probing     time.Time // nor until then (this member's own)
-	noFound     time.Time // no founding until then (a lower member asked)
-	p           *probe
-	probes      int // probes sent
-	refounds    int // pools founded again
+	stuckSince    time.Time // all slots out and one joining since then
+	frozenUntil   time.Time // no joins until then (another member's probe)
+	probing       time.Time // nor until then (this member's own)
+	noFound       time.Time // no founding until then (a lower member asked)
+	askedByHigher time.Time // a higher member's probe was answered "out" then
+	p             *probe
+	probes        int // probes sent
+	refounds      int // pools founded again
 }
 
 func (d *daemon) round() time.Duration { return d.cfg.roundOr() }
@@ -130,7 +135,11 @@ func (d *daemon) tickRefound(now time.Time) {
 	for _, s := range d.slots {
 		joining = joining || s.mc.state == "joining"
 	}
-	if !d.allOut() || !joining && d.rf.p == nil {
+	// A member a higher one asked is stuck too, joining or not: the
+	// higher one can never found the pool while this one is out, and its
+	// probes keep this one frozen, so this one must ask in its turn.
+	asked := now.Sub(d.rf.askedByHigher) < freezeFor*d.round()
+	if !d.allOut() || !joining && d.rf.p == nil && !asked {
 		d.rf.stuckSince = time.Time{}
 	} else if d.rf.stuckSince.IsZero() {
 		d.rf.stuckSince = now
@@ -229,6 +238,16 @@ func (d *daemon) probeFrame(from node.ID, typ uint8, body []byte) {
 			d.freeze()
 			if from < d.mb.ID {
 				d.rf.noFound = until
+			} else if d.rf.askedByHigher.IsZero() || now.Sub(d.rf.askedByHigher) >= freezeFor*d.round() {
+				// First word that a higher member found the pool gone:
+				// ask everyone once its probe is over, not refoundAfter
+				// from now.
+				d.rf.askedByHigher = now
+				if d.rf.stuckSince.IsZero() || d.rf.stuckSince.After(now.Add(-(refoundAfter-probeWindow)*d.round())) {
+					d.rf.stuckSince = now.Add(-(refoundAfter - probeWindow) * d.round())
+				}
+			} else {
+				d.rf.askedByHigher = now
 			}
 		}
 		b, _ := json.Marshal(a)
