@@ -57,6 +57,18 @@ func (m *Machine) banned(now time.Time, t uint32) bool {
 	return false
 }
 
+// beyondBan reports whether t lies at or past the far end of a range this
+// process promised not to vouch for (going down the ring from here).
+func (m *Machine) beyondBan(now time.Time, t uint32) bool {
+	d := (m.ticket - t + m.n) % m.n
+	for _, b := range m.bans {
+		if now.Before(b.until) && d >= (m.ticket-b.to+m.n)%m.n && (m.ticket-b.from+m.n)%m.n < (m.ticket-b.to+m.n)%m.n {
+			return true
+		}
+	}
+	return false
+}
+
 // startExclusion: Algorithm 5. The successor did not acknowledge an
 // UPDATE for Suspect rounds; ask the next successors in turn to become
 // ours (EXCLUDE). The seed runs this with probability P_exclude; only the

@@ -52,6 +52,15 @@ func (m *Machine) tempFor(dist uint32) time.Duration {
 	return time.Duration(d) + m.cfg.Round + m.cfg.Margin
 }
 
+// ExclusionTime is how long the exclusion of one crashed successor takes
+// at its quickest, from the crash until its ticket is in the excluder's
+// range: Suspect rounds without an ACKUPDATE, then the temporary
+// coordinator's wait. The seed's availability analysis (§4.2) counts
+// time in units of it (its assumption ii).
+func (m *Machine) ExclusionTime() time.Duration {
+	return time.Duration(m.cfg.Suspect)*m.cfg.Round + m.tempFor(1)
+}
+
 // needed is how many of a list of l predecessors must vouch for a member:
 // half, rounded up. An exclusion needs the other side, a strict majority
 // (exclusionQuorum), so the two always meet.
@@ -166,6 +175,13 @@ func (m *Machine) round(now time.Time) {
 	m.counts.MaxAliveSent = max(m.counts.MaxAliveSent, sent)
 	for _, id := range slices.Sorted(maps.Keys(m.former)) {
 		f := m.former[id]
+		if m.beyondBan(now, f.ticket) {
+			// Its new R waits for an exclusion this process voted for,
+			// which can outlast linger (its range may span many free
+			// tickets): keep vouching until that is over.
+			f.at = now.Add(m.linger())
+			m.former[id] = f
+		}
 		if !now.Before(f.at) {
 			delete(m.former, id)
 			continue
@@ -262,7 +278,9 @@ func (m *Machine) onAlive(now time.Time, from node.ID, msg Msg) {
 // onUpdate: Algorithm 4, "Handling of UPDATE messages": only from the
 // immediate predecessor; answered with the delivery status.
 func (m *Machine) onUpdate(now time.Time, from node.ID, msg Msg) {
-	if !m.inRing() || m.st == stLeaving || msg.SuccTicket != m.ticket || !m.claim(now, from, msg.Ticket) {
+	// An R always holds its sender: an empty one is malformed, and would
+	// leave us an empty L.
+	if !m.inRing() || m.st == stLeaving || msg.SuccTicket != m.ticket || len(msg.Preds) == 0 || !m.claim(now, from, msg.Ticket) {
 		return
 	}
 	old := m.preds
@@ -318,7 +336,16 @@ func (m *Machine) claim(now time.Time, from node.ID, t uint32) bool {
 // succsMsg answers the predecessor's UPDATE number seq with our
 // successors (ourselves first).
 func (m *Machine) succsMsg(seq uint64) Msg {
-	succs := append([]Owner{{Ticket: m.ticket, ID: m.cfg.ID}}, m.succs...)
+	succs := []Owner{{Ticket: m.ticket, ID: m.cfg.ID}}
+	for _, o := range m.succs {
+		// A temporary coordinator does not pass on the processes it is
+		// excluding: a voter whose ban ends before the exclusion does
+		// would take them for live successors again.
+		if t := m.temp; t != nil && m.between(m.ticket, t.q.Ticket, o.Ticket) {
+			continue
+		}
+		succs = append(succs, o)
+	}
 	return Msg{Type: MsgAckUpdate, Attempt: seq, Succs: m.trim(succs, 2*m.cfg.K+1, true), Floor: m.floor}
 }
 
@@ -335,8 +362,26 @@ func (m *Machine) onAckUpdate(now time.Time, from node.ID, msg Msg) {
 		}
 	}
 	m.floor = max(m.floor, msg.Floor)
+	m.lastNews = now
 	for _, o := range msg.Succs {
 		m.learn(now, o)
+	}
+	// The successor's list is its closest successors in order: one we
+	// know of that lies within it and is not on it has left, was excluded
+	// without our vote, or crashed. It is no longer fresh, so it cannot
+	// keep a listed process out of our 2k+1 (it fills up, until forgotten).
+	far := uint32(0)
+	for _, o := range msg.Succs {
+		far = max(far, (m.ticket-o.Ticket+m.n)%m.n)
+	}
+	for id, k := range m.known {
+		if d := (m.ticket - k.ticket + m.n) % m.n; d < far && id != from &&
+			!slices.ContainsFunc(msg.Succs, func(o Owner) bool { return o.ID == id }) {
+			if old := now.Add(-m.window()); k.at.After(old) {
+				k.at = old
+				m.known[id] = k
+			}
+		}
 	}
 	m.recompute(now)
 }
@@ -354,7 +399,7 @@ type known struct {
 
 // learn notes a successor.
 func (m *Machine) learn(now time.Time, o Owner) {
-	if o.ID != m.cfg.ID && o.ID != node.None && o.Ticket < m.n {
+	if o.ID != m.cfg.ID && o.ID != node.None && o.Ticket < m.n && !m.banned(now, o.Ticket) {
 		m.known[o.ID] = known{ticket: o.Ticket, at: now}
 	}
 }
@@ -379,12 +424,17 @@ func (m *Machine) recompute(now time.Time) {
 	// none comes (it has failed, and this process is excluding it, or is
 	// a temporary coordinator that sends no UPDATE) the processes beyond
 	// it are still there and still need our ALIVEs.
+	// A new successor (a reclaim, a join served) is no news of those
+	// beyond: lastNews moves only with an ACKUPDATE.
 	news := now
-	if m.lastAck.Before(now) {
-		news = m.lastAck
+	if m.lastNews.Before(now) {
+		news = m.lastNews
 	}
 	for id, k := range m.known {
-		if news.Sub(k.at) >= forgetSucc*m.window() && id != m.succ {
+		// Past a range this process voted to exclude, nobody can tell us
+		// of a successor until that exclusion ends and the new R has gone
+		// round, and it may count on our ALIVEs all along: not forgotten.
+		if news.Sub(k.at) >= forgetSucc*m.window() && id != m.succ && !m.beyondBan(now, k.ticket) {
 			delete(m.known, id)
 			continue
 		}
@@ -398,9 +448,15 @@ func (m *Machine) recompute(now time.Time) {
 	}
 	// Those heard of within the window first, closest first; older ones
 	// only to fill up (a successor whose own successor fell silent still
-	// vouches for what lies beyond it).
+	// vouches for what lies beyond it). The window counts from the last
+	// news too: while the successor is silent, what it last said stays
+	// as fresh as an INTRO heard since, and a newcomer further down must
+	// not push a closer process that is still there out of the list (an
+	// exclusion would then ask past it and take it out with the failed).
 	rest := slices.Collect(maps.Values(byTicket))
-	fresh := func(o Owner) bool { return now.Sub(latest[o.Ticket]) < m.window() }
+	fresh := func(o Owner) bool {
+		return news.Sub(latest[o.Ticket]) < m.window() || m.beyondBan(now, o.Ticket)
+	}
 	slices.SortFunc(rest, func(a, b Owner) int {
 		if fa, fb := fresh(a), fresh(b); fa != fb {
 			if fa {

@@ -149,7 +149,8 @@ type Machine struct {
 	alive      map[node.ID]time.Time // when each process's last ALIVE arrived
 	graceUntil time.Time             // a newcomer acts without support until then
 	roundAt    time.Time             // next round
-	lastAck    time.Time             // last ACKUPDATE from the successor
+	lastAck    time.Time             // last ACKUPDATE from the successor (or its NEWSUCC, for suspicion)
+	lastNews   time.Time             // last ACKUPDATE from any successor: known successors age against it
 	succAcked  bool                  // the successor has acknowledged an UPDATE since it became ours
 	floor      uint64                // highest epoch heard of
 	ex         *exclusion
@@ -798,7 +799,10 @@ func (m *Machine) Tick(now time.Time) {
 		if !now.Before(m.roundAt) {
 			m.round(now)
 		} else if !m.updAt.IsZero() && !now.Before(m.updAt) {
-			if !m.updAcked && m.temp == nil && m.succ != m.cfg.ID && m.st != stLeaving && !m.banned(now, m.succTicket) {
+			// Not when the successor changed since (newSucc clears pendR):
+			// an UPDATE with no R would leave the new successor with an
+			// empty L, and the next round sends it ours.
+			if !m.updAcked && m.temp == nil && m.succ != m.cfg.ID && m.st != stLeaving && !m.banned(now, m.succTicket) && m.pendR != nil {
 				m.sendUpdate(now)
 			}
 			m.updAt = time.Time{} // once a round
@@ -861,6 +865,10 @@ func (m *Machine) Ready() node.Ready[Msg] {
 	}
 	return r
 }
+
+// L returns L_p, the predecessors this process counts its support from,
+// closest first.
+func (m *Machine) L() []Owner { return slices.Clone(m.preds) }
 
 // Status describes the machine for status queries.
 func (m *Machine) Status() any {
