@@ -2,7 +2,9 @@
 # bench-ticketd.sh — ticketd against lockd and etcd, in one run, as ratios:
 #   1. whole-process latency: `ticketd run -- true` vs `lockd run L -- true`
 #      vs `etcdctl lock L -- true` (median and p99 over ITER runs each,
-#      uncontended, alternating run by run);
+#      uncontended, alternating run by run); then `hold` of each (the same
+#      take and release without a command) and one bare start of the
+#      ticketd binary, the cost of run's watchdog;
 #   2. reclaim: a pool of 3 members and 3 tickets, every ticket held; SIGKILL
 #      the member whose client holds one, and time until a client waiting on
 #      another member gets that ticket, checking the killed client's command
@@ -70,6 +72,24 @@ echo "lockd run L -- true  : median $(ms "$l_med"), p99 $(ms "$l_p99")"
 echo "etcdctl lock L -- true: median $(ms "$e_med"), p99 $(ms "$e_p99")"
 awk -v t="$t_med" -v l="$l_med" -v e="$e_med" -v tp="$t_p99" -v lp="$l_p99" \
   'BEGIN { printf "ratio ticketd/lockd: median %.3f (target ≤ 1.2), p99 %.2f; ticketd/etcd: median %.3f\n", t / l, tp / lp, t / e }'
+# Where the difference lies: the same take and release without a command
+# (hold, stdin closed at once), and one bare start of the ticketd binary,
+# which is what the watchdog of `ticketd run` costs on top of lockd's
+# single child.
+: >"$work/th.us"; : >"$work/lh.us"; : >"$work/ts.us"
+for ((i = 0; i < iter; i++)); do
+  t0=${EPOCHREALTIME/./}; "$work/ticketd" hold --socket "$tsock" </dev/null >/dev/null; t1=${EPOCHREALTIME/./}
+  echo $((t1 - t0)) >>"$work/th.us"
+  t0=${EPOCHREALTIME/./}; "$work/lockd" hold --socket "$lsock" L </dev/null >/dev/null; t1=${EPOCHREALTIME/./}
+  echo $((t1 - t0)) >>"$work/lh.us"
+  t0=${EPOCHREALTIME/./}; "$work/ticketd" --version >/dev/null; t1=${EPOCHREALTIME/./}
+  echo $((t1 - t0)) >>"$work/ts.us"
+done
+read -r th_med _ <<<"$(stats "$work/th.us")"
+read -r lh_med _ <<<"$(stats "$work/lh.us")"
+read -r ts_med _ <<<"$(stats "$work/ts.us")"
+echo "ticketd hold (take, release): median $(ms "$th_med"); lockd hold L: median $(ms "$lh_med") (ratio $(awk -v a="$th_med" -v b="$lh_med" 'BEGIN { printf "%.3f", a / b }'))"
+echo "one start of the ticketd binary (--version): median $(ms "$ts_med"); run's difference from lockd's: $(ms $((t_med - l_med))) (the watchdog is one more start)"
 scripts/cluster.sh stop -d "$work/t" >/dev/null; scripts/cluster.sh stop -d "$work/l" >/dev/null
 
 echo "== 2. reclaim after SIGKILL, $rounds rounds each (ticketd defaults: --round 40ms, --max-kill-grace 100ms)"
@@ -127,6 +147,7 @@ for ((r = 0; r < rounds; r++)); do
   kill -9 "$holder"
   wait "$waiter"
   t1=${EPOCHREALTIME/./}
+  wait "$holder" 2>/dev/null || true
   echo $(((t1 - t0) / 1000)) >>"$work/er.ms"
   pkill -f "sleep 1000" 2>/dev/null || true
 done

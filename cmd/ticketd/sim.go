@@ -52,6 +52,7 @@ Examples:
 			&ucli.IntFlag{Name: "seeds", Value: 3, Usage: "with --plot: seeds per point"},
 			&ucli.BoolFlag{Name: "sweep", Usage: "run the α × p_f grid: one line per point"},
 			&ucli.StringFlag{Name: "plot", Usage: "run the grid and draw it to this .svg, .png or .pdf file (a ticketd built with -tags plot)"},
+			&ucli.StringFlag{Name: "model", Value: "independent", Usage: "independent: every holder crashes with probability --pf each protocol round; paper: --pf per round of the seed's analysis (α exclusions long), and only crashes that leave at most k failed among 2k+1 neighbours"},
 			&ucli.BoolFlag{Name: "check", Usage: "check Theorem 4.1 after every step, not once a round (slow)"},
 			&ucli.BoolFlag{Name: "trace", Usage: "print every event and crash of the run on stderr, with its virtual time"},
 			cli.JSONFlag(),
@@ -69,6 +70,13 @@ func simCmd(c *ucli.Context) error {
 		Patience: c.Int("patience"), Check: c.Bool("check")}
 	if c.Bool("trace") {
 		cfg.Trace = os.Stderr
+	}
+	switch c.String("model") {
+	case "independent":
+	case "paper":
+		cfg.Paper = true
+	default:
+		return cli.Exitf(cli.ExitUsage, "--model %q: want independent or paper", c.String("model"))
 	}
 	switch {
 	case cfg.K < 1 || 2*cfg.K+1 > ticket.MaxList:
@@ -93,7 +101,11 @@ func simCmd(c *ucli.Context) error {
 				return cli.Exitf(cli.ExitUnavailable, "--plot: %v (or --sweep for the numbers)", ticketd.ErrNoPlot)
 			}
 		}
-		points, err := ticketd.Sweep(cfg, ticketd.SweepAlphas, ticketd.SweepPFs, c.Int("seeds"), func(p ticketd.SweepPoint) {
+		pfs := ticketd.SweepPFs
+		if cfg.Paper {
+			pfs = ticketd.SweepPFsPaper
+		}
+		points, err := ticketd.Sweep(cfg, ticketd.SweepAlphas, pfs, c.Int("seeds"), func(p ticketd.SweepPoint) {
 			out.Value(p.Line(), p)
 		})
 		if err != nil {

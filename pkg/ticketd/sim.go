@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/roundtable-go/roundtable/pkg/node"
@@ -39,6 +40,13 @@ type SimConfig struct {
 	Check bool
 	// Trace, if set, gets one line per event and crash.
 	Trace io.Writer
+	// Paper selects the seed's own model (§4.2, "Availability") over
+	// independent crashes: PF is the probability to fail per round of the
+	// analysis, the time an exclusion takes times α (its assumption ii),
+	// and a crash happens only where it leaves at most k failed processes
+	// among any 2k+1 neighbours (§4, invariant 1: a live process keeps
+	// k+1 of its 2k+1 predecessors); the crashes held back are counted.
+	Paper bool
 }
 
 // SimResult is what a run measured.
@@ -63,7 +71,14 @@ type SimResult struct {
 	// core could hand a ticket out at once.
 	FreeRounds float64 `json:"free_rounds"`
 	Crashes    int     `json:"crashes"`
-	Excluded   int     `json:"excluded"` // live processes that lost their support
+	// HeldBack counts crashes drawn but not made (Paper: they would have
+	// left more than k failed among 2k+1 neighbours); PFRound is the
+	// probability per protocol round PF came to.
+	HeldBack int     `json:"held_back,omitempty"`
+	PFRound  float64 `json:"pf_round"`
+	// Model is "paper" (SimConfig.Paper) or "independent".
+	Model    string `json:"model"`
+	Excluded int    `json:"excluded"` // live processes that lost their support
 	// Reclaim: rounds from a crash until its ticket was in a live
 	// process's range again (reclaims seen), mean and worst.
 	Reclaims          int     `json:"reclaims"`
@@ -103,13 +118,18 @@ func (cfg SimConfig) Validate() error {
 
 // Text is the result as a few lines for people.
 func (r SimResult) Text() string {
+	model := "each holder crashes with probability pf per protocol round"
+	if r.Model == "paper" {
+		model = fmt.Sprintf("the seed's model: pf per round of its analysis (%.4f per protocol round), only crashes that leave k+1 of 2k+1 predecessors: %d held back", r.PFRound, r.HeldBack)
+	}
 	return fmt.Sprintf(`processes %d tickets %d k %d alpha %.2f pf %g (the seed's bound ½(1−α) = %.3f) rounds %d seed %d
+%s
 warm-up %d rounds; %.1f tickets held on average
 acquisitions %d of %d got a ticket in time: availability %.3f; a ticket ready to hand out in %.1f%% of rounds
 crashes %d; live processes that lost their support %d; reclaims %d, %.1f rounds on average, %d at worst
 messages per core process per round %.2f (ALIVE %.2f; most ALIVEs one process sent in a round %d, 2k+1 = %d)
 Theorem 4.1 held at every round; %v`,
-		r.Processes, r.Tickets, r.K, r.Alpha, r.PF, r.Bound, r.Rounds, r.Seed,
+		r.Processes, r.Tickets, r.K, r.Alpha, r.PF, r.Bound, r.Rounds, r.Seed, model,
 		r.WarmupRounds, r.HoldersMean,
 		r.Acquired, r.Attempts, r.Availability, 100*r.FreeRounds,
 		r.Crashes, r.Excluded, r.Reclaims, r.ReclaimRoundsMean, r.ReclaimRoundsMax,
@@ -141,11 +161,20 @@ func Simulate(cfg SimConfig) (SimResult, error) {
 		ids[i] = node.ID(i + 1)
 	}
 	// Contacts: a few of the first holders (a --join list names some
-	// members, not all of them).
+	// members, not all of them); once the run is under way, a few of the
+	// processes in the core when the joiner asks, as a ticketd member's
+	// book (kept up to date by PrCast) would give it.
+	var core func() []node.ID
 	contacts := func() []node.ID {
+		from := ids[:max(holders, 2)]
+		if core != nil {
+			if c := core(); len(c) > 0 {
+				from = c
+			}
+		}
 		var cs []node.ID
-		for len(cs) < min(8, holders) {
-			c := ids[r.IntN(max(holders, 2))]
+		for len(cs) < min(8, len(from)) {
+			c := from[r.IntN(len(from))]
 			if !slices.Contains(cs, c) {
 				cs = append(cs, c)
 			}
@@ -173,6 +202,15 @@ func Simulate(cfg SimConfig) (SimResult, error) {
 		}, ids...)
 	t0 := s.Now()
 	acting := func(id node.ID) bool { return s.Alive(id) && machines[id].MayAct(s.LocalNow(id)) }
+	core = func() []node.ID {
+		var c []node.ID
+		for _, id := range s.IDs() {
+			if _, _, ok := machines[id].Ticket(); ok && acting(id) {
+				c = append(c, id)
+			}
+		}
+		return c
+	}
 	if cfg.Check {
 		s.Invariant = func() error { return ticket.DisjointActing(machines, acting) }
 	}
@@ -197,6 +235,9 @@ func Simulate(cfg SimConfig) (SimResult, error) {
 		}
 		switch ev.(type) {
 		case ticket.TakenEvent:
+			if cfg.Trace != nil {
+				fmt.Fprintf(cfg.Trace, "+%v %d counts on%s\n", at.Sub(t0), id, describeL(machines, s.Alive, id))
+			}
 			if i, ok := asked[id]; ok {
 				delete(asked, id)
 				if i >= 0 {
@@ -204,6 +245,9 @@ func Simulate(cfg SimConfig) (SimResult, error) {
 				}
 			}
 		case ticket.ExcludedEvent:
+			if s.Alive(id) && cfg.Trace != nil {
+				fmt.Fprintf(cfg.Trace, "+%v %d lost its support; its L:%s\n", at.Sub(t0), id, describeL(machines, s.Alive, id))
+			}
 			if s.Alive(id) {
 				if measuring {
 					res.Excluded++
@@ -277,14 +321,38 @@ func Simulate(cfg SimConfig) (SimResult, error) {
 	}
 	var freeRounds, holderSum int
 	var coreRounds int
+	res.PFRound, res.Model = cfg.PF, "independent"
+	if cfg.Paper {
+		res.Model = "paper"
+		// One round of the analysis is α exclusions long.
+		u := cfg.Alpha * float64(machines[1].ExclusionTime()) / float64(cfg.Round)
+		res.PFRound = 1 - math.Pow(1-cfg.PF, 1/u)
+	}
 	for round = 0; round < cfg.Rounds; round++ {
+		// Paper: who counts on whom, as the round begins (crashes within
+		// the round are seen at once through s.Alive).
+		var counted map[node.ID][]node.ID // crash candidate → live processes whose L holds it
+		if cfg.Paper {
+			counted = map[node.ID][]node.ID{}
+			for _, id := range s.IDs() {
+				if s.Alive(id) && machines[id].MayAct(s.LocalNow(id)) {
+					for _, o := range machines[id].L() {
+						counted[o.ID] = append(counted[o.ID], id)
+					}
+				}
+			}
+		}
 		// Crashes, then a replacement asks for a ticket for each.
 		for _, id := range s.IDs() {
 			if !s.Alive(id) {
 				continue
 			}
 			m := machines[id]
-			if t, _, ok := m.Ticket(); ok && r.Float64() < cfg.PF {
+			if t, _, ok := m.Ticket(); ok && r.Float64() < res.PFRound {
+				if cfg.Paper && !keepsSupport(machines, s.Alive, counted[id], id) {
+					res.HeldBack++
+					continue
+				}
 				s.Crash(id)
 				if cfg.Trace != nil {
 					fmt.Fprintf(cfg.Trace, "+%v %d crashed holding %d\n", s.Now().Sub(t0), id, t)
@@ -294,6 +362,8 @@ func Simulate(cfg SimConfig) (SimResult, error) {
 				if len(idle) > 0 {
 					nid := idle[0]
 					idle = idle[1:]
+					s.Crash(nid)
+					s.Restart(nid) // with contacts in today's core
 					s.Inject(nid, ticket.Msg{Type: ticket.MsgJoin})
 					ask(nid)
 				}
@@ -364,4 +434,40 @@ func Simulate(cfg SimConfig) (SimResult, error) {
 	}
 	res.Elapsed = time.Since(start)
 	return res, nil
+}
+
+// keepsSupport reports whether x may crash under the seed's fault model
+// (§4, invariant 1): every live process p whose L_p holds x still has
+// more than half of L_p (k+1 of 2k+1) not failed.
+func keepsSupport(machines map[node.ID]*ticket.Machine, alive func(node.ID) bool, ps []node.ID, x node.ID) bool {
+	for _, p := range ps {
+		if !alive(p) || p == x {
+			continue
+		}
+		l := machines[p].L()
+		failed := 0
+		for _, o := range l {
+			if o.ID == x || !alive(o.ID) {
+				failed++
+			}
+		}
+		if len(l)-failed < (len(l)+1)/2 {
+			return false
+		}
+	}
+	return true
+}
+
+// describeL is a process's L for the trace: whom it counts on for its
+// support, and what became of them.
+func describeL(machines map[node.ID]*ticket.Machine, alive func(node.ID) bool, id node.ID) string {
+	var b strings.Builder
+	for _, o := range machines[id].L() {
+		st := "crashed"
+		if alive(o.ID) {
+			st = machines[o.ID].State()
+		}
+		fmt.Fprintf(&b, " %d@%d(%s)", o.ID, o.Ticket, st)
+	}
+	return b.String()
 }

@@ -58,6 +58,39 @@ func TestSimulateAvailability(t *testing.T) {
 	}
 }
 
+// TestSimulateAvailabilityPaper plays the analysis under its own
+// assumptions (SimConfig.Paper: p_f per round of the analysis, crashes
+// only within §4's fault model) and asserts the seed's claim: below
+// ½(1−α) a process acquires a ticket w.h.p. (here: 95% of acquisitions
+// within 30 rounds, over three seeds), and no live process loses its
+// support. Twice the bound is reported.
+func TestSimulateAvailabilityPaper(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulates 27 pools")
+	}
+	for _, a := range []float64{0.5, 0.8, 0.9} {
+		bound := (1 - a) / 2
+		for _, pf := range []float64{bound / 5, bound * 0.8, bound * 2} {
+			pts, err := Sweep(SimConfig{Processes: 400, Tickets: 100, K: 1, Rounds: 400, Seed: 1, Paper: true}, []float64{a}, []float64{pf}, 3, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := pts[0]
+			t.Log(p.Line())
+			if pf > bound {
+				continue
+			}
+			if p.Attempts < 10 {
+				t.Fatalf("α %.1f p_f %g: only %d acquisitions judged", a, pf, p.Attempts)
+			}
+			if p.Availability < 0.95 || p.Excluded > 0 {
+				t.Errorf("α %.1f p_f %g (below the bound %.2f): availability %.3f, %d live processes lost their support; want ≥ 0.95 and none",
+					a, pf, bound, p.Availability, p.Excluded)
+			}
+		}
+	}
+}
+
 // TestSimulateLarge: the 10,000 processes and 1,000 tickets, 100
 // rounds after the warm-up, Theorem 4.1 checked every round.
 func TestSimulateLarge(t *testing.T) {

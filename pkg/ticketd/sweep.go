@@ -13,6 +13,10 @@ import (
 var (
 	SweepAlphas = []float64{0.5, 0.8, 0.9}
 	SweepPFs    = []float64{0.0001, 0.0003, 0.001, 0.003, 0.01, 0.03, 0.1, 0.3}
+	// SweepPFsPaper is the grid under the seed's own model (SimConfig.Paper),
+	// where p_f counts per round of its analysis: both sides of every
+	// bound (0.25, 0.10 and 0.05).
+	SweepPFsPaper = []float64{0.01, 0.03, 0.05, 0.1, 0.2, 0.3, 0.5}
 )
 
 // SweepPoint is one (α, p_f) of a sweep, averaged over its seeds.
@@ -26,6 +30,7 @@ type SweepPoint struct {
 	FreeRounds   float64 `json:"free_rounds"`
 	Crashes      int     `json:"crashes"`
 	Excluded     int     `json:"excluded"`
+	HeldBack     int     `json:"held_back,omitempty"`
 	Attempts     int     `json:"attempts"`
 	Acquired     int     `json:"acquired"`
 }
@@ -36,8 +41,12 @@ func (p SweepPoint) Line() string {
 	if p.PF >= p.Bound {
 		side = "above"
 	}
-	return fmt.Sprintf("alpha %.1f pf %g (%s the bound %.2f) availability %.3f (%d of %d) free %.3f crashes %d excluded %d",
+	line := fmt.Sprintf("alpha %.1f pf %g (%s the bound %.2f) availability %.3f (%d of %d) free %.3f crashes %d excluded %d",
 		p.Alpha, p.PF, side, p.Bound, p.Availability, p.Acquired, p.Attempts, p.FreeRounds, p.Crashes, p.Excluded)
+	if p.HeldBack > 0 {
+		line += fmt.Sprintf(" held back %d", p.HeldBack)
+	}
+	return line
 }
 
 // Sweep runs base for every α and p_f with seeds base.Seed, base.Seed+1,
@@ -60,6 +69,7 @@ func Sweep(base SimConfig, alphas, pfs []float64, seeds int, each func(SweepPoin
 				pt.Acquired += r.Acquired
 				pt.Crashes += r.Crashes
 				pt.Excluded += r.Excluded
+				pt.HeldBack += r.HeldBack
 				free += r.FreeRounds
 			}
 			pt.Availability = 1
