@@ -183,10 +183,37 @@
 //     for the exclusion of any failed process between us. These ALIVEs are
 //     counted apart (Counts.AliveFormer); the 2k+1 bound holds for the
 //     rest. Voters stop them too, so the quorum argument is unchanged.
+//   - What a process knows of its successors ages against the last
+//     ACKUPDATE (lastNews), not against a new successor's arrival: right
+//     after a reclaim the processes beyond are exactly as current as
+//     before. Those heard of within a window of that are "fresh" and come
+//     first, closest first; an ACKUPDATE's list demotes one we know of
+//     inside its span that it no longer names (it left, or was excluded
+//     without our vote).
+//   - A temporary coordinator does not name the processes it is excluding
+//     in its ACKUPDATE, and nobody learns of a ticket it has banned: a
+//     voter's ban ends a little before the excluder's wait does, and it
+//     must not take the excluded for live successors again.
+//   - Past a range a process voted to exclude, successors are neither
+//     forgotten nor stale, and former successors keep their ALIVEs, until
+//     that exclusion is over: their new R waits for it, and with many
+//     free tickets in the range the wait (a round per ticket of distance)
+//     outlasts linger.
+//   - An UPDATE is resent only with the R it was sent with; one that
+//     arrives with no R is dropped (it would empty the receiver's L).
 //   - A joiner whose coordinator does not answer joinPatience CJOINs asks
 //     another contact, under a new attempt (the silent one may have
 //     crashed; should it answer after all, the place it made is never
 //     taken and is excluded like a crashed one).
+//
+// Under the seed's own model (at most k failed among the 2k+1 any live
+// process counts on) no live process loses its support:
+// pkg/ticketd's TestSimulateAvailabilityPaper crashes holders that way
+// at up to 0.8 of the seed's bound ½(1−α), a joiner for each. One gap is
+// left: an excluder whose new successor dies before it answers NEWSUCC
+// waits for it for ever (it has no list of that successor's possible
+// Ls to exclude it against); the failures beyond then pile up in its
+// successors' Ls.
 //
 // Beyond the seed's model it is weaker: a join or leave shifts the 2k+1
 // windows, and a process whose L changed while one of its predecessors
