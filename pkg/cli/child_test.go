@@ -114,6 +114,41 @@ func TestLeasedChildDiesAtDeadline(t *testing.T) {
 	waitGroupGone(t, c.pgid)
 }
 
+// TestPreparedWatch: a watchdog started before its deadline is known
+// waits without firing for as long as it takes (here longer than the
+// lease it is then given), leaves when cancelled, and once armed keeps
+// the deadline it was given.
+func TestPreparedWatch(t *testing.T) {
+	unused := PrepareWatch()
+	<-unused.ready
+	if unused.err != nil {
+		t.Fatal(unused.err)
+	}
+	unused.Cancel()
+	waitGroupGone(t, unused.wd.Process.Pid)
+
+	w := PrepareWatch()
+	<-w.ready
+	time.Sleep(400 * time.Millisecond) // the fault: a slow ticket; the watchdog must not fire meanwhile
+	if err := syscall.Kill(-w.wd.Process.Pid, 0); err != nil {
+		t.Fatalf("an unarmed watchdog left: %v", err)
+	}
+	until := time.Now().Add(300 * time.Millisecond)
+	c, err := w.Start([]string{"sleep", "30"}, nil, until)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-c.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the command of a prepared watch still ran 10 s after its deadline")
+	}
+	if time.Now().Before(until) || c.ExitCode() != 128+int(syscall.SIGKILL) {
+		t.Fatalf("exit code %d at %v before the deadline; want SIGKILL after it", c.ExitCode(), until.Sub(time.Now()))
+	}
+	waitGroupGone(t, c.pgid)
+}
+
 // waitGroupGone waits until no process is left in group pgid.
 func waitGroupGone(t *testing.T, pgid int) {
 	t.Helper()

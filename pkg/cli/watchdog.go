@@ -60,9 +60,14 @@ func RunWatchdog() {
 	if !ok {
 		return
 	}
-	deadline, err := strconv.ParseInt(v, 10, 64)
-	if err != nil {
-		os.Exit(ExitUsage)
+	// "-": started ahead of its command (PrepareWatch), the first deadline
+	// comes on stdin; until then there is nothing to kill.
+	armed, deadline := v != unarmed, int64(0)
+	if armed {
+		var err error
+		if deadline, err = strconv.ParseInt(v, 10, 64); err != nil {
+			os.Exit(ExitUsage)
+		}
 	}
 	// Signals sent to the command's group reach the watchdog too: it
 	// outlives them, and only SIGKILL or its deadline end it.
@@ -85,7 +90,7 @@ func RunWatchdog() {
 			case n > 0:
 				pending = append(pending, b[:n]...)
 				for len(pending) >= 8 {
-					deadline = int64(binary.LittleEndian.Uint64(pending[:8]))
+					deadline, armed = int64(binary.LittleEndian.Uint64(pending[:8])), true
 					pending = pending[8:]
 				}
 			case err == syscall.EINTR:
@@ -98,7 +103,16 @@ func RunWatchdog() {
 	}
 	for {
 		if drain() {
+			if !armed {
+				os.Exit(0) // never given a command
+			}
 			break
+		}
+		if !armed {
+			var r syscall.FdSet
+			r.Bits[0] |= 1
+			_, _ = syscall.Select(1, &r, nil, nil, nil)
+			continue
 		}
 		left := deadline - monotonic()
 		if left <= 0 {
@@ -117,6 +131,60 @@ func RunWatchdog() {
 // command could start.
 var ErrLeaseOver = errors.New("the lease ended before the command started")
 
+// unarmed is watchdogEnv's value for a watchdog started before its
+// deadline is known.
+const unarmed = "-"
+
+// A Watch is a watchdog started ahead of its command (PrepareWatch), so
+// that its start overlaps what the supervisor waits for first (a ticket,
+// a lock); Start gives it its deadline and then starts the command.
+type Watch struct {
+	ready chan struct{}
+	wd    *exec.Cmd
+	w     *os.File
+	err   error
+}
+
+// PrepareWatch starts a watchdog with no deadline, in the background. A
+// Watch that no command uses must be Cancelled.
+func PrepareWatch() *Watch {
+	l := &Watch{ready: make(chan struct{})}
+	go func() {
+		defer close(l.ready)
+		self, err := os.Executable()
+		if err != nil {
+			l.err = Exitf(ExitCannotExec, "cannot find this program to watch the command: %v", err)
+			return
+		}
+		r, w, err := os.Pipe()
+		if err != nil {
+			l.err = err
+			return
+		}
+		defer r.Close()
+		wd := exec.Command(self)
+		wd.Env = append(os.Environ(), watchdogEnv+"="+unarmed)
+		wd.Stdin, wd.Stderr = r, os.Stderr
+		wd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		if err := wd.Start(); err != nil {
+			w.Close()
+			l.err = Exitf(ExitCannotExec, "cannot start the watchdog: %v", err)
+			return
+		}
+		go func() { _ = wd.Wait() }()
+		l.wd, l.w = wd, w
+	}()
+	return l
+}
+
+// Cancel ends a Watch that no command will use: its watchdog leaves.
+func (l *Watch) Cancel() {
+	<-l.ready
+	if l.w != nil {
+		l.w.Close()
+	}
+}
+
 // StartLeased starts args as StartChild does, but the command may run only
 // until the deadline, which Extend moves: past it, a watchdog process kills
 // the command's whole process group, whether or not this process is
@@ -126,34 +194,38 @@ func StartLeased(args, env []string, until time.Time) (*Child, error) {
 	if len(args) == 0 {
 		return nil, Exitf(ExitUsage, "no command given after --")
 	}
-	self, err := os.Executable()
-	if err != nil {
-		return nil, Exitf(ExitCannotExec, "cannot find this program to watch the command: %v", err)
+	return PrepareWatch().Start(args, env, until)
+}
+
+// Start arms the watchdog with until and starts args under it, as
+// StartLeased does.
+func (l *Watch) Start(args, env []string, until time.Time) (*Child, error) {
+	if len(args) == 0 {
+		l.Cancel()
+		return nil, Exitf(ExitUsage, "no command given after --")
 	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		return nil, err
+	<-l.ready
+	if l.err != nil {
+		return nil, l.err
 	}
-	defer r.Close()
-	wd := exec.Command(self)
-	wd.Env = append(os.Environ(), watchdogEnv+"="+strconv.FormatInt(monoOf(until), 10))
-	wd.Stdin, wd.Stderr = r, os.Stderr
-	wd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := wd.Start(); err != nil {
-		w.Close()
-		return nil, Exitf(ExitCannotExec, "cannot start the watchdog: %v", err)
+	// The deadline goes first: the command never runs unwatched.
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], uint64(monoOf(until)))
+	if _, err := l.w.Write(b[:]); err != nil {
+		l.w.Close()
+		return nil, ErrLeaseOver // the watchdog is gone
 	}
-	go func() { _ = wd.Wait() }()
-	c, err := startChild(args, env, wd.Process.Pid)
+	c, err := startChild(args, env, l.wd.Process.Pid)
 	if err != nil {
-		_ = syscall.Kill(-wd.Process.Pid, syscall.SIGKILL)
-		w.Close()
+		_ = syscall.Kill(-l.wd.Process.Pid, syscall.SIGKILL)
+		l.w.Close()
 		if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.ESRCH) {
 			return nil, ErrLeaseOver // the watchdog's group is gone: it fired
 		}
 		return nil, err
 	}
-	c.lease = w
+	c.lease = l.w
+	w := l.w
 	go func() {
 		<-c.done
 		w.Close() // the watchdog clears the group, then exits

@@ -152,8 +152,12 @@ func Run(o RunOpts) error {
 	if o.Shell {
 		args = []string{"/bin/sh", "-c", strings.Join(args, " ")}
 	}
+	// The watchdog starts while the ticket is asked for: its start is
+	// most of what this command costs beyond lockd run's.
+	watch := cli.PrepareWatch()
 	c, got, sigs, err := take(o.WaitOpts)
 	if err != nil {
+		watch.Cancel()
 		return err
 	}
 	defer c.close()
@@ -168,7 +172,7 @@ func Run(o RunOpts) error {
 	// this process has sent SIGTERM (at the lease's end) and the command
 	// has had its grace; the daemon's members wait longer than that
 	// before the ticket is handed out again (doc.go, "Stopping in time").
-	child, err := cli.StartLeased(args, env, time.Unix(0, got.UntilNS).Add(grace))
+	child, err := watch.Start(args, env, time.Unix(0, got.UntilNS).Add(grace))
 	if err != nil {
 		_ = c.cn.Send(Request{Op: "release"})
 		if err == cli.ErrLeaseOver {
