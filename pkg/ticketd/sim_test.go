@@ -65,8 +65,8 @@ func TestSimulateAvailability(t *testing.T) {
 // within 30 rounds, over three seeds), and no live process loses its
 // support. Twice the bound is reported.
 func TestSimulateAvailabilityPaper(t *testing.T) {
-	if testing.Short() {
-		t.Skip("simulates 27 pools")
+	if testing.Short() || raceEnabled {
+		t.Skip("simulates 27 pools (scripts/test.sh runs it without the race detector)")
 	}
 	for _, a := range []float64{0.5, 0.8, 0.9} {
 		bound := (1 - a) / 2
