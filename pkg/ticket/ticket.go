@@ -537,6 +537,9 @@ func (m *Machine) onCJoin(now time.Time, from node.ID, msg Msg) {
 	if m.cfg.bug != bugKeepSucc {
 		m.succ, m.succTicket = from, t
 		m.newSucc(now, from, t)
+		// The newcomer's L is the R it was granted until one of our
+		// UPDATEs reaches it: an exclusion of it needs that list too.
+		m.sentRs = [][]Owner{reply.Preds}
 	}
 	m.answered[from] = answer{attempt: msg.Attempt, reply: reply, at: now}
 	m.send(from, reply)
