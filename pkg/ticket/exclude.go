@@ -57,12 +57,14 @@ func (m *Machine) banned(now time.Time, t uint32) bool {
 	return false
 }
 
+// dist is how far t lies down the ring from this process's ticket.
+func (m *Machine) dist(t uint32) uint32 { return (m.ticket - t + m.n) % m.n }
+
 // beyondBan reports whether t lies at or past the far end of a range this
 // process promised not to vouch for (going down the ring from here).
 func (m *Machine) beyondBan(now time.Time, t uint32) bool {
-	d := (m.ticket - t + m.n) % m.n
 	for _, b := range m.bans {
-		if now.Before(b.until) && d >= (m.ticket-b.to+m.n)%m.n && (m.ticket-b.from+m.n)%m.n < (m.ticket-b.to+m.n)%m.n {
+		if now.Before(b.until) && m.dist(t) >= m.dist(b.to) && m.dist(b.from) < m.dist(b.to) {
 			return true
 		}
 	}

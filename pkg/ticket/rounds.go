@@ -372,10 +372,10 @@ func (m *Machine) onAckUpdate(now time.Time, from node.ID, msg Msg) {
 	// keep a listed process out of our 2k+1 (it fills up, until forgotten).
 	far := uint32(0)
 	for _, o := range msg.Succs {
-		far = max(far, (m.ticket-o.Ticket+m.n)%m.n)
+		far = max(far, m.dist(o.Ticket))
 	}
 	for id, k := range m.known {
-		if d := (m.ticket - k.ticket + m.n) % m.n; d < far && id != from &&
+		if m.dist(k.ticket) < far && id != from &&
 			!slices.ContainsFunc(msg.Succs, func(o Owner) bool { return o.ID == id }) {
 			if old := now.Add(-m.window()); k.at.After(old) {
 				k.at = old
@@ -416,7 +416,7 @@ func (m *Machine) recompute(now time.Time) {
 		return
 	}
 	m.succs = append(m.succs, Owner{Ticket: m.succTicket, ID: m.succ})
-	dist := func(t uint32) uint32 { return (m.ticket - t + m.n) % m.n }
+	dist := m.dist
 	first := dist(m.succTicket)
 	byTicket := map[uint32]Owner{}
 	latest := map[uint32]time.Time{}
