@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # test.sh — install what the tests need when missing, then run the whole
 # suite: formatting, vet, unit/simulator/multi-process tests with -race,
-# and a short fuzzing pass over every decoder.
+# and a short fuzzing pass over every decoder. Every stage runs even when
+# an earlier one failed; the script ends with a table of the stages (name,
+# seconds, pass or fail) and the names of the failing tests, and exits 1
+# when any stage failed.
 #
 #   scripts/test.sh            everything (about 7 minutes on 2 cores)
 #   FUZZTIME=0 scripts/test.sh skip the fuzzing pass (seed corpora still run)
@@ -15,8 +18,10 @@
 #
 # The simulator property runs go twice: with -race over RACE_SEEDS (20)
 # seeds, to catch data races in every code path, and without -race over
-# SEEDS seeds, where their counts are reported.
-set -euo pipefail
+# SEEDS seeds, where their counts are reported. The simulator stage runs
+# every test whose name starts with TestSim in the packages under pkg/
+# (a plain `go test` runs them at 100 seeds, pkg/sim's DefaultSeeds).
+set -uo pipefail
 cd "$(dirname "$0")/.."
 
 export PATH="$PATH:/usr/local/go/bin:$HOME/go/bin"
@@ -24,6 +29,59 @@ fuzztime=${FUZZTIME:-100000x}
 seeds=${SEEDS:-${SIM_SEEDS:-1000}}
 
 step() { printf '\n== %s\n' "$*"; }
+
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
+stages=() # "name<TAB>seconds<TAB>pass|fail"
+failed=() # failing tests (or stages without tests), one per entry
+
+# stage NAME CMD...: run CMD as one stage, its output kept in a log for
+# the failing tests' names; record its time and verdict, never stop.
+stage() {
+  local name=$1 t0=$SECONDS log="$logs/${#stages[@]}.log" rc
+  shift
+  step "$name"
+  "$@" 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  if [ "$rc" = 0 ]; then
+    stages+=("$name"$'\t'"$((SECONDS - t0))"$'\tpass')
+    return 0
+  fi
+  stages+=("$name"$'\t'"$((SECONDS - t0))"$'\tfail')
+  local tests
+  # "--- FAIL: TestX/sub (1.2s)" for a failed test, "FAIL pkg" for a
+  # package that failed without one (a panic, a timeout, a build error).
+  tests=$(grep -E '^\s*--- FAIL: ' "$log" | sed -E 's/^\s*--- FAIL: ([^ ]+).*/\1/' | sort -u)
+  if [ -z "$tests" ]; then
+    tests=$(grep -E '^FAIL\s+\S+' "$log" | awk '{print $2}' | sort -u)
+  fi
+  if [ -n "$tests" ]; then
+    while read -r t; do failed+=("$name: $t"); done <<<"$tests"
+  else
+    failed+=("$name (exit $rc)")
+  fi
+  return 0
+}
+
+# summary: the table of stages and the failing tests; exit 1 if any failed.
+summary() {
+  step "summary"
+  local line bad=0
+  printf '%-72s %7s  %s\n' stage seconds result
+  for line in "${stages[@]}"; do
+    IFS=$'\t' read -r n secs res <<<"$line"
+    printf '%-72.72s %7s  %s\n' "$n" "$secs" "$res"
+    [ "$res" = pass ] || bad=1
+  done
+  if [ "$bad" = 0 ]; then
+    echo "all tests passed"
+    exit 0
+  fi
+  echo
+  echo "failing:"
+  printf '  %s\n' "${failed[@]}"
+  exit 1
+}
 
 apt_install() { # packages...: install with apt-get when root and apt are available
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
@@ -53,46 +111,56 @@ if command -v chronyd >/dev/null 2>&1 || [ -x /usr/sbin/chronyd ]; then
   export CLOCKSYNC_REQUIRE_CHRONY=1
 fi
 
-step "gofmt"
-unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
-if [ -n "$unformatted" ]; then echo "not gofmt'ed:"; echo "$unformatted"; exit 1; fi
+gofmt_check() {
+  local unformatted
+  unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+  if [ -n "$unformatted" ]; then echo "not gofmt'ed:"; echo "$unformatted"; return 1; fi
+}
+stage "gofmt" gofmt_check
 
-step "go vet"
-go vet ./...
-go vet -tags plot ./pkg/ticketd ./cmd/ticketd
+vet() { go vet ./... && go vet -tags plot ./pkg/ticketd ./cmd/ticketd; }
+stage "go vet" vet
 
-step "ticketd sim --plot (a ticketd built with -tags plot)"
-go test -tags plot -count=1 -run 'TestSimCommand' ./cmd/ticketd
+stage "ticketd sim --plot (a ticketd built with -tags plot)" \
+  go test -tags plot -count=1 -run 'TestSimCommand' ./cmd/ticketd
 
 race_seeds=${RACE_SEEDS:-20}
-step "go test -race (unit, examples, fuzz seed corpora, multi-process; simulator at $race_seeds seeds)"
-SIM_SEEDS=$race_seeds go test -race -timeout 20m -count=1 ./...
+stage "go test -race (unit, examples, fuzz seed corpora, multi-process; simulator at $race_seeds seeds)" \
+  env SIM_SEEDS="$race_seeds" go test -race -timeout 20m -count=1 ./...
 
-step "simulator properties, $seeds seeds per algorithm"
-log=$(mktemp)
-if ! SIM_SEEDS=$seeds go test -count=1 -timeout 20m -run 'TestSimProperties|Properties$|TooFewRounds|PlantedBug|TestSimLeases|TestSimChurn|TestSimFaults|TestSimCrashReclaim|TestSimGossip|TestSimOrders|LargeSkews|TestSimulateLarge|TestSimulateAvailabilityPaper|TestVotingRestart|TestVotingSlowAcks|TestSimLinkCut|EvenSplit|TestSimLeaseSchedules|TestSimRingTies|TestSimGroups|TestSimAllLeave|TestRingTwoHoldersCrash|TestCentralTakeoverKeepsHolder' -v \
-     ./pkg/election ./pkg/consensus ./pkg/mutex ./pkg/clocksync ./pkg/ticket ./pkg/ticketd ./pkg/gossip ./pkg/mcast >"$log" 2>&1; then
-  cat "$log"; rm -f "$log"; exit 1
-fi
-grep -E 'seeds passed|disagreement found|caught|lease intervals|tickets taken|liveness|processes 10000|the bound' "$log"; rm -f "$log"
+# The simulator stage's tests: by name, every TestSim... under pkg/.
+sim_pkgs=$(grep -rlE '^func TestSim' --include='*_test.go' pkg | xargs -n1 dirname | sort -u | sed 's|^|./|')
+simulate() {
+  local log="$logs/sim-verbose.log"
+  if ! SIM_SEEDS=$seeds go test -count=1 -timeout 20m -run '^TestSim' -v $sim_pkgs >"$log" 2>&1; then
+    cat "$log"
+    return 1
+  fi
+  grep -E 'seeds passed|disagreement found|caught|lease intervals|tickets taken|liveness|processes 10000|the bound' "$log" || true
+}
+stage "simulator properties, $seeds seeds per algorithm (TestSim* in $(echo $sim_pkgs | wc -w) packages)" simulate
 
-step "chaos: 60 s of partitions, pauses, kills and restarts of lockd and elect members, with the witnesses"
-scripts/chaos.sh "${CHAOS_SECS:-60}"
+stage "chaos: ${CHAOS_SECS:-60} s of partitions, pauses, kills and restarts of lockd and elect members, with the witnesses" \
+  scripts/chaos.sh "${CHAOS_SECS:-60}"
 
-if [ "$fuzztime" != 0 ]; then
-  step "fuzzing every decoder ($fuzztime each)"
-  log=$(mktemp)
-  grep -rHoE '^func Fuzz[A-Za-z0-9_]+' --include='*_test.go' pkg cmd | sort -u |
+fuzz_all() {
+  local log="$logs/fuzz-one.log" bad=0 file decl target pkg
   while IFS=: read -r file decl; do
     target=${decl#func }
     pkg=$(dirname "$file")
     echo "$target ($pkg)"
     if ! go test -run '^$' -fuzz "^$target\$" -fuzztime "$fuzztime" "./$pkg" >"$log" 2>&1; then
       tail -n 40 "$log"
+      # the summary's failing-test list reads this line
+      echo "--- FAIL: $target ($pkg)"
       echo "fuzzing $target failed; a failing input is kept under $pkg/testdata/fuzz/$target/" >&2
-      exit 1
+      bad=1
     fi
-  done
+  done < <(grep -rHoE '^func Fuzz[A-Za-z0-9_]+' --include='*_test.go' pkg cmd | sort -u)
+  return $bad
+}
+if [ "$fuzztime" != 0 ]; then
+  stage "fuzzing every decoder ($fuzztime each)" fuzz_all
 fi
 
-step "all tests passed"
+summary

@@ -103,12 +103,12 @@ func berkeleyRun(seed uint64, elected, lossy bool) error {
 
 var worstSpread = map[bool]time.Duration{}
 
-func TestBerkeleyProperties(t *testing.T) {
+func TestSimBerkeleyProperties(t *testing.T) {
 	for _, elected := range []bool{false, true} {
 		for _, lossy := range []bool{false, true} {
 			for _, seed := range sim.Seeds() {
 				if err := berkeleyRun(seed, elected, lossy); err != nil {
-					t.Fatalf("elected=%v lossy=%v: %v\nreplay: go test ./pkg/clocksync -run TestBerkeleyProperties -seed %d", elected, lossy, err, seed)
+					t.Fatalf("elected=%v lossy=%v: %v\nreplay: go test ./pkg/clocksync -run TestSimBerkeleyProperties -seed %d", elected, lossy, err, seed)
 				}
 			}
 		}

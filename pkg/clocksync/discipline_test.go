@@ -10,7 +10,7 @@ import (
 	"github.com/roundtable-go/roundtable/pkg/sim"
 )
 
-// TestDisciplineProperties: a node whose clock starts up to ±500 ms off and
+// TestSimDisciplineProperties: a node whose clock starts up to ±500 ms off and
 // drifts up to ±200 ppm polls a true reference every second over a lossy
 // link (20% of polls lost) with asymmetric delays (each way 1–5 ms, so the
 // measured offset is wrong by up to 2 ms). On every seed the disciplined
@@ -76,11 +76,11 @@ func largeSkew(r *rand.Rand) (time.Duration, float64) {
 	return s, r.Float64()*400 - 200
 }
 
-// TestDisciplineLargeSkews: clocks several seconds off. Behind, the
+// TestSimDisciplineLargeSkews: clocks several seconds off. Behind, the
 // discipline steps forward and converges as usual; ahead, it may only slew,
 // so time never goes backwards — and it does get closer. (The ±500 ms runs
 // never reach the step branch.)
-func TestDisciplineLargeSkews(t *testing.T) {
+func TestSimDisciplineLargeSkews(t *testing.T) {
 	var worstBehind time.Duration
 	for _, seed := range sim.Seeds() {
 		skew, _ := largeSkew(rand.New(rand.NewPCG(seed, 9)))
@@ -118,7 +118,7 @@ func TestDisciplineCatchesLargeStepBack(t *testing.T) {
 	t.Logf("planted bug (step back past MakeStep) caught in %d/50 seeds", caught)
 }
 
-func TestDisciplineProperties(t *testing.T) {
+func TestSimDisciplineProperties(t *testing.T) {
 	var worst time.Duration
 	for _, seed := range sim.Seeds() {
 		w, err := runDiscipline(seed, func(r *rand.Rand) (time.Duration, float64) {
@@ -141,9 +141,9 @@ func errAt(seed uint64, ms int, format string, args ...any) error {
 	return discErr{msg: "sim seed " + itoa(seed) + " at +" + (time.Duration(ms) * time.Millisecond).String() + ": " + sprintf(format, args...)}
 }
 
-// TestDisciplineCatchesPlantedBug: a discipline that steps back when ahead
+// TestSimDisciplineCatchesPlantedBug: a discipline that steps back when ahead
 // must be caught going backwards.
-func TestDisciplineCatchesPlantedBug(t *testing.T) {
+func TestSimDisciplineCatchesPlantedBug(t *testing.T) {
 	caught := 0
 	for seed := uint64(1); seed <= 50; seed++ {
 		_, err := runDiscipline(seed, func(r *rand.Rand) (time.Duration, float64) {
@@ -164,11 +164,11 @@ func TestDisciplineCatchesPlantedBug(t *testing.T) {
 // within this of true time.
 const chainBound = 8 * time.Millisecond
 
-// TestDisciplineChainProperties: strata 2, 3 and 4, each with its own skew (±500 ms)
+// TestSimDisciplineChainProperties: strata 2, 3 and 4, each with its own skew (±500 ms)
 // and drift (±200 ppm), each polling the one above over its own lossy,
 // asymmetric path, stratum 2 polling true time. Every node's time is
 // monotonic, and the chain converges.
-func TestDisciplineChainProperties(t *testing.T) {
+func TestSimDisciplineChainProperties(t *testing.T) {
 	var worst time.Duration
 	for _, seed := range sim.Seeds() {
 		w, err := runChain(seed, 3)

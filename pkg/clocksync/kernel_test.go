@@ -93,7 +93,7 @@ func runKernel(seed uint64, planted bool) (time.Duration, error) {
 	return worst, nil
 }
 
-func TestKernelSlewProperties(t *testing.T) {
+func TestSimKernelSlewProperties(t *testing.T) {
 	var worst time.Duration
 	for _, seed := range sim.Seeds() {
 		w, err := runKernel(seed, false)
@@ -106,7 +106,7 @@ func TestKernelSlewProperties(t *testing.T) {
 		len(sim.Seeds()), worst, kernelBound)
 }
 
-func TestKernelSlewCatchesPlantedBug(t *testing.T) {
+func TestSimKernelSlewCatchesPlantedBug(t *testing.T) {
 	caught := 0
 	for seed := uint64(1); seed <= 50; seed++ {
 		if _, err := runKernel(seed, true); err != nil && strings.Contains(err.Error(), "backwards") {

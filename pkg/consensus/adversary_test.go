@@ -243,11 +243,11 @@ func coalitionRun(seed uint64, n, f int, unsafe bool) (*run, *coalition, sim.Opt
 // f = ⌊(n−1)/3⌋, the most EIG tolerates.
 var eigSizes = [][2]int{{4, 1}, {5, 1}, {6, 1}, {7, 2}, {8, 2}, {9, 2}, {10, 3}}
 
-// TestEIGCoalitionProperties runs a colluding, adaptive coalition of f
+// TestSimEIGCoalitionProperties runs a colluding, adaptive coalition of f
 // traitors against EIG for every n from 4 to 10. The seeds are spread over
 // the sizes (n = 10 has 5,040 leaves per tree); every size gets at least
 // a seventh of them.
-func TestEIGCoalitionProperties(t *testing.T) {
+func TestSimEIGCoalitionProperties(t *testing.T) {
 	seeds := sim.Seeds()
 	per := map[int]int{}
 	rewrites := 0
@@ -262,7 +262,7 @@ func TestEIGCoalitionProperties(t *testing.T) {
 			t.Fatal(err)
 		}
 		if err := r.check(f, true); err != nil {
-			t.Fatalf("sim seed %d (n=%d f=%d, coalition %s): %v\nreplay: go test ./pkg/consensus -run TestEIGCoalitionProperties -seed %d",
+			t.Fatalf("sim seed %d (n=%d f=%d, coalition %s): %v\nreplay: go test ./pkg/consensus -run TestSimEIGCoalitionProperties -seed %d",
 				seed, n, f, c.tactic, err, seed)
 		}
 		per[n]++
@@ -278,12 +278,12 @@ func TestEIGCoalitionProperties(t *testing.T) {
 	t.Logf("eig coalition: %d seeds passed (%s; multi-valued inputs, %d values rewritten)", len(seeds), strings.Join(parts, ", "), rewrites)
 }
 
-// TestEIGCoalitionPlantedBug is the negative control: against n = 3f (run
+// TestSimEIGCoalitionPlantedBug is the negative control: against n = 3f (run
 // with Unsafe) a coalition that knows the protocol tries each of its
 // tactics on a seed's run and wins when one breaks agreement or validity.
 // The machine's four fixed strategies, drawn per traitor as the other EIG
 // test does, are counted on the same runs beside it.
-func TestEIGCoalitionPlantedBug(t *testing.T) {
+func TestSimEIGCoalitionPlantedBug(t *testing.T) {
 	const seeds = 300
 	for _, nf := range [][2]int{{3, 1}, {6, 2}} {
 		n, f := nf[0], nf[1]

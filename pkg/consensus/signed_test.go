@@ -113,14 +113,14 @@ func judge(t *testing.T, r *run, f int, seed uint64, opts sim.Options) (forged i
 	return forged, err
 }
 
-func TestSignedProperties(t *testing.T) {
+func TestSimSignedProperties(t *testing.T) {
 	forged := 0
 	for _, seed := range sim.Seeds() {
 		n := signedSize(seed)
 		r, f, opts := signedRun(seed, n, Honest, 0)
 		k, err := judge(t, r, f, seed, opts)
 		if err != nil {
-			t.Fatalf("sim seed %d (n=%d f=%d): %v\nreplay: go test ./pkg/consensus -run TestSignedProperties -seed %d\n%s",
+			t.Fatalf("sim seed %d (n=%d f=%d): %v\nreplay: go test ./pkg/consensus -run TestSimSignedProperties -seed %d\n%s",
 				seed, n, f, err, seed, strings.Join(r.log, "\n"))
 		}
 		forged += k
@@ -152,9 +152,9 @@ func TestSignedForgeriesFail(t *testing.T) {
 	}
 }
 
-// TestSignedPlantedBug: loyal processes that skip the origin's signature
+// TestSimSignedPlantedBug: loyal processes that skip the origin's signature
 // of a relayed value take a forger's value in a loyal process's name.
-func TestSignedPlantedBug(t *testing.T) {
+func TestSimSignedPlantedBug(t *testing.T) {
 	caught, seeds := 0, min(200, len(sim.Seeds()))
 	for seed := uint64(1); seed <= uint64(seeds); seed++ {
 		n := 4 + int(seed%6)

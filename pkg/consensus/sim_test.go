@@ -185,23 +185,23 @@ func floodRun(seed uint64, rounds int) (*run, int, sim.Options) {
 	return r, f, sim.Options{MinLatency: time.Millisecond, MaxLatency: time.Duration(2+rng.IntN(15)) * time.Millisecond}
 }
 
-func TestFloodSetProperties(t *testing.T) {
+func TestSimFloodSetProperties(t *testing.T) {
 	for _, seed := range sim.Seeds() {
 		r, f, opts := floodRun(seed, 0)
 		if _, err := r.execute(seed, opts, time.Duration(f+3)*50*time.Millisecond); err != nil {
 			t.Fatal(err)
 		}
 		if err := r.check(f, false); err != nil {
-			t.Fatalf("sim seed %d: %v\nreplay: go test ./pkg/consensus -run TestFloodSetProperties -seed %d\n%s",
+			t.Fatalf("sim seed %d: %v\nreplay: go test ./pkg/consensus -run TestSimFloodSetProperties -seed %d\n%s",
 				seed, err, seed, strings.Join(r.log, "\n"))
 		}
 	}
 	t.Logf("floodset: %d seeds passed (n 3..8, f 1..3, up to f crashes mid-broadcast)", len(sim.Seeds()))
 }
 
-// TestFloodSetTooFewRoundsIsCaught is the negative control: FloodSet run
+// TestSimFloodSetTooFewRoundsIsCaught is the negative control: FloodSet run
 // for f rounds against f crashes must lose agreement on some seed.
-func TestFloodSetTooFewRoundsIsCaught(t *testing.T) {
+func TestSimFloodSetTooFewRoundsIsCaught(t *testing.T) {
 	caught := 0
 	var example error
 	for seed := uint64(1); seed <= 500; seed++ {
@@ -249,7 +249,7 @@ func eigRun(seed uint64, n, f int) (*run, sim.Options) {
 	return r, sim.Options{MinLatency: time.Millisecond, MaxLatency: time.Duration(2+rng.IntN(15)) * time.Millisecond}
 }
 
-func TestEIGProperties(t *testing.T) {
+func TestSimEIGProperties(t *testing.T) {
 	for _, nf := range [][2]int{{4, 1}, {7, 2}} {
 		n, f := nf[0], nf[1]
 		for _, seed := range sim.Seeds() {
@@ -258,7 +258,7 @@ func TestEIGProperties(t *testing.T) {
 				t.Fatal(err)
 			}
 			if err := r.check(f, true); err != nil {
-				t.Fatalf("sim seed %d (n=%d f=%d): %v\nreplay: go test ./pkg/consensus -run TestEIGProperties -seed %d\n%s",
+				t.Fatalf("sim seed %d (n=%d f=%d): %v\nreplay: go test ./pkg/consensus -run TestSimEIGProperties -seed %d\n%s",
 					seed, n, f, err, seed, strings.Join(r.log, "\n"))
 			}
 		}

@@ -236,11 +236,11 @@ func (w *world) fcfsErr() error {
 	return nil
 }
 
-// TestOrderCheckersCatchPlantedBugs: a Ricart–Agrawala daemon that hands
+// TestSimOrderCheckersCatchPlantedBugs: a Ricart–Agrawala daemon that hands
 // the name from one local client to the next without asking again (the
 // others' earlier requests wait), and a central coordinator that serves
 // the newest waiter first, must be caught by the order checks alone.
-func TestOrderCheckersCatchPlantedBugs(t *testing.T) {
+func TestSimOrderCheckersCatchPlantedBugs(t *testing.T) {
 	for _, c := range []struct {
 		algo Algo
 		what string
@@ -265,17 +265,17 @@ func TestOrderCheckersCatchPlantedBugs(t *testing.T) {
 	}
 }
 
-// TestCentralEvenSplit: four daemons split two against two, the
+// TestSimCentralEvenSplit: four daemons split two against two, the
 // coordinator on one side, for longer than an election and a takeover
 // wait, while every client keeps asking. Neither side holds a strict
 // majority, so neither may grant: the old coordinator loses its vouches
 // and the other side's candidate never gets enough of them. Half of the
 // members counted as a majority would let both sides grant at once.
-func TestCentralEvenSplit(t *testing.T) { evenSplit(t, Central) }
+func TestSimCentralEvenSplit(t *testing.T) { evenSplit(t, Central) }
 
-// TestVotingEvenSplit: the same split under voting, where neither side
+// TestSimVotingEvenSplit: the same split under voting, where neither side
 // can gather m > n/2 votes; with m = n/2 both sides would enter.
-func TestVotingEvenSplit(t *testing.T) { evenSplit(t, Voting) }
+func TestSimVotingEvenSplit(t *testing.T) { evenSplit(t, Voting) }
 
 func evenSplit(t *testing.T, algo Algo) {
 	for _, seed := range sim.Seeds() {
@@ -322,12 +322,12 @@ func evenSplit(t *testing.T, algo Algo) {
 	t.Logf("%v: %d seeds passed (four daemons split two against two)", algo, len(sim.Seeds()))
 }
 
-// TestCentralTakeoverKeepsHolder: daemon h's client holds "a" (and keeps
+// TestSimCentralTakeoverKeepsHolder: daemon h's client holds "a" (and keeps
 // renewing it); the coordinator crashes; a rival daemon's client asks for
 // "a" at once or a little later. The daemon that takes over learns of the
 // holder from h's report and must not grant "a" while the hold lasts, nor
 // revoke it. Mutual exclusion and fencing are checked after every step.
-func TestCentralTakeoverKeepsHolder(t *testing.T) {
+func TestSimCentralTakeoverKeepsHolder(t *testing.T) {
 	const lease = 400 * time.Millisecond
 	for _, seed := range sim.Seeds() {
 		r := rand.New(rand.NewPCG(seed, 14))
@@ -350,7 +350,7 @@ func TestCentralTakeoverKeepsHolder(t *testing.T) {
 		}
 		s.Invariant = func() error { return Exclusive(s) }
 		fail := func(err error) {
-			t.Fatalf("%v\nreplay: go test ./pkg/mutex -run TestCentralTakeoverKeepsHolder -seed %d", err, seed)
+			t.Fatalf("%v\nreplay: go test ./pkg/mutex -run TestSimCentralTakeoverKeepsHolder -seed %d", err, seed)
 		}
 		run := func(d time.Duration) {
 			if err := s.RunFor(d); err != nil {

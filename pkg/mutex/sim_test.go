@@ -412,16 +412,16 @@ const (
 	livenessWait   = 3 * time.Second
 )
 
-func TestRicartAgrawalaProperties(t *testing.T) {
+func TestSimRicartAgrawalaProperties(t *testing.T) {
 	for _, seed := range sim.Seeds() {
 		if _, err := runWorld(seed, RicartAgrawala, false); err != nil {
-			t.Fatalf("%v\nreplay: go test ./pkg/mutex -run TestRicartAgrawalaProperties -seed %d", err, seed)
+			t.Fatalf("%v\nreplay: go test ./pkg/mutex -run TestSimRicartAgrawalaProperties -seed %d", err, seed)
 		}
 	}
 	t.Logf("ricart-agrawala: %d seeds passed (3-5 daemons, 2 clients each, loss, duplication, reordering, crashes, restarts, skewed clocks)", len(sim.Seeds()))
 }
 
-func TestRicartAgrawalaCatchesPlantedBug(t *testing.T) {
+func TestSimRicartAgrawalaCatchesPlantedBug(t *testing.T) {
 	caught := 0
 	var example error
 	for seed := uint64(1); seed <= 100; seed++ {
@@ -436,20 +436,20 @@ func TestRicartAgrawalaCatchesPlantedBug(t *testing.T) {
 	t.Logf("planted bug caught in %d/100 seeds, e.g. %v", caught, example)
 }
 
-func TestCentralProperties(t *testing.T) {
+func TestSimCentralProperties(t *testing.T) {
 	grants := 0
 	for _, seed := range sim.Seeds() {
 		if err := runCentral(seed, false); err != nil {
-			t.Fatalf("%v\nreplay: go test ./pkg/mutex -run TestCentralProperties -seed %d", err, seed)
+			t.Fatalf("%v\nreplay: go test ./pkg/mutex -run TestSimCentralProperties -seed %d", err, seed)
 		}
 		grants++
 	}
 	t.Logf("central: %d seeds passed (3-5 daemons, 2 clients each, loss, duplication, reordering, crashes, restarts, pauses, partitions, skewed clocks)", grants)
 }
 
-// TestCentralCatchesPlantedBug: a new coordinator that grants at once,
+// TestSimCentralCatchesPlantedBug: a new coordinator that grants at once,
 // without waiting out the old leases, must be caught.
-func TestCentralCatchesPlantedBug(t *testing.T) {
+func TestSimCentralCatchesPlantedBug(t *testing.T) {
 	caught := 0
 	var example error
 	for seed := uint64(1); seed <= 300; seed++ {
@@ -545,20 +545,20 @@ func measureEntryAt(t *testing.T, algo Algo, types []MsgType, from node.ID) (int
 	return count() - before, granted.Sub(asked)
 }
 
-func TestTokenRingProperties(t *testing.T) {
+func TestSimTokenRingProperties(t *testing.T) {
 	for _, seed := range sim.Seeds() {
 		if _, err := runWorld(seed, TokenRing, false); err != nil {
-			t.Fatalf("%v\nreplay: go test ./pkg/mutex -run TestTokenRingProperties -seed %d", err, seed)
+			t.Fatalf("%v\nreplay: go test ./pkg/mutex -run TestSimTokenRingProperties -seed %d", err, seed)
 		}
 	}
 	t.Logf("token-ring: %d seeds passed (3-5 daemons, k = n-1, 2 clients each, loss, duplication, reordering, crashes, restarts, skewed clocks; ring order after healing)", len(sim.Seeds()))
 }
 
-// TestTokenRingCatchesPlantedBugs: UseBackup without the count bump lets a
+// TestSimTokenRingCatchesPlantedBugs: UseBackup without the count bump lets a
 // late copy of a crashed holder's token through (two holders, or a fencing
 // token going back); granting a name again on the visit that freed it
 // breaks ring order.
-func TestTokenRingCatchesPlantedBugs(t *testing.T) {
+func TestSimTokenRingCatchesPlantedBugs(t *testing.T) {
 	caught, fair := 0, 0
 	var example, fairExample error
 	for seed := uint64(1); seed <= 200; seed++ {
@@ -660,18 +660,18 @@ func TestTokenRingTable(t *testing.T) {
 	}
 }
 
-func TestVotingProperties(t *testing.T) {
+func TestSimVotingProperties(t *testing.T) {
 	for _, seed := range sim.Seeds() {
 		if _, err := runWorld(seed, Voting, false); err != nil {
-			t.Fatalf("%v\nreplay: go test ./pkg/mutex -run TestVotingProperties -seed %d", err, seed)
+			t.Fatalf("%v\nreplay: go test ./pkg/mutex -run TestSimVotingProperties -seed %d", err, seed)
 		}
 	}
 	t.Logf("voting: %d seeds passed (3-5 daemons, m = n/2+1, 2 clients each, loss, duplication, reordering, crashes and restarts that forget votes, pauses, partitions, skewed clocks)", len(sim.Seeds()))
 }
 
-// TestVotingCatchesPlantedBug: a coordinator that counts votes as given
+// TestSimVotingCatchesPlantedBug: a coordinator that counts votes as given
 // back three quarters of a lease early must be caught giving a second holder a majority.
-func TestVotingCatchesPlantedBug(t *testing.T) {
+func TestSimVotingCatchesPlantedBug(t *testing.T) {
 	caught := 0
 	var example error
 	for seed := uint64(1); seed <= 100; seed++ {
@@ -805,7 +805,7 @@ func TestCentralTermRunsOutOfNumbers(t *testing.T) {
 	t.Logf("%d grants over %d terms, tokens %#x … %#x", len(tokens), len(terms), tokens[0], tokens[len(tokens)-1])
 }
 
-// TestVotingRestartDuringHold is the targeted schedule for the quiet
+// TestSimVotingRestartDuringHold is the targeted schedule for the quiet
 // lease (voting.go): n = 3, m = 2. A client of daemon 1 takes "a" with the
 // votes of 1 and one other; that other crashes and restarts during the
 // hold, forgetting its vote, and the third daemon asks for "a". Only the
@@ -845,7 +845,7 @@ func votingTrioOpts(seed uint64, r *rand.Rand, lease time.Duration, opts sim.Opt
 	return s, granted
 }
 
-func TestVotingRestartDuringHold(t *testing.T) {
+func TestSimVotingRestartDuringHold(t *testing.T) {
 	// A long lease: the holder renews every third of it, and a renewal
 	// that reaches a restarted daemon is denied and ends the hold; the
 	// rival must ask before that for the schedule to matter.
@@ -854,7 +854,7 @@ func TestVotingRestartDuringHold(t *testing.T) {
 		r := rand.New(rand.NewPCG(seed, 11))
 		s, granted := votingTrio(seed, r, lease)
 		fail := func(err error) {
-			t.Fatalf("%v\nreplay: go test ./pkg/mutex -run TestVotingRestartDuringHold -seed %d", err, seed)
+			t.Fatalf("%v\nreplay: go test ./pkg/mutex -run TestSimVotingRestartDuringHold -seed %d", err, seed)
 		}
 		// Past the daemons' own quiet lease after boot, daemon 1's client
 		// asks and holds from then on (renewing).
@@ -917,7 +917,7 @@ func holdWithRivalCutOff(t *testing.T, s *sim.Sim[Msg], granted *bool, r *rand.R
 	return run
 }
 
-// TestVotingRestartWhileRivalCutOff is the schedule that needs the quiet
+// TestSimVotingRestartWhileRivalCutOff is the schedule that needs the quiet
 // lease: daemon 1 holds "a" with the votes of 1 and 2 and renews them;
 // daemon 3 cannot reach daemon 1 (cut both ways), so once it suspects 1 it
 // asks the lowest live coordinators it sees, 2 and itself. Daemon 2 then
@@ -925,7 +925,7 @@ func holdWithRivalCutOff(t *testing.T, s *sim.Sim[Msg], granted *bool, r *rand.R
 // vote. A restarted coordinator that voted at once would give 3 the
 // second vote while 1's hold is still valid; the quiet lease keeps it
 // silent until 1's hold has run out or 1's next renewal has been denied.
-func TestVotingRestartWhileRivalCutOff(t *testing.T) {
+func TestSimVotingRestartWhileRivalCutOff(t *testing.T) {
 	const lease = 400 * time.Millisecond
 	for _, seed := range sim.Seeds() {
 		r := rand.New(rand.NewPCG(seed, 12))
@@ -939,7 +939,7 @@ func TestVotingRestartWhileRivalCutOff(t *testing.T) {
 	t.Logf("voting: %d seeds passed (a voter restarts during a hold while the rival cannot see the holder)", len(sim.Seeds()))
 }
 
-// TestVotingSlowAcks: daemon 1 holds "a" with the votes of 1 and 2. The
+// TestSimVotingSlowAcks: daemon 1 holds "a" with the votes of 1 and 2. The
 // rival, daemon 3, is cut off from 1 and so asks 2 and itself. Then 2's
 // answers to 1 slow down to more than a third of a lease, so each
 // acknowledgement of a renewal reaches 1 after its next renewal went out;
@@ -948,7 +948,7 @@ func TestVotingRestartWhileRivalCutOff(t *testing.T) {
 // acknowledgements of its latest renewal: one of an earlier round,
 // counted as fresh, would stretch its hold past the vote it rests on,
 // and the rival would enter beside it.
-func TestVotingSlowAcks(t *testing.T) {
+func TestSimVotingSlowAcks(t *testing.T) {
 	const lease = 400 * time.Millisecond
 	for _, seed := range sim.Seeds() {
 		r := rand.New(rand.NewPCG(seed, 14))
@@ -1057,12 +1057,12 @@ func ringTwoHoldersCrash(seed uint64, plant bool) error {
 	return nil
 }
 
-// TestRingTwoHoldersCrash runs ringTwoHoldersCrash over every seed, and
+// TestSimRingTwoHoldersCrash runs ringTwoHoldersCrash over every seed, and
 // with the count bump of UseBackup planted away over 200.
-func TestRingTwoHoldersCrash(t *testing.T) {
+func TestSimRingTwoHoldersCrash(t *testing.T) {
 	for _, seed := range sim.Seeds() {
 		if err := ringTwoHoldersCrash(seed, false); err != nil {
-			t.Fatalf("%v\nreplay: go test ./pkg/mutex -run TestRingTwoHoldersCrash -seed %d", err, seed)
+			t.Fatalf("%v\nreplay: go test ./pkg/mutex -run TestSimRingTwoHoldersCrash -seed %d", err, seed)
 		}
 	}
 	caught := 0
