@@ -30,6 +30,18 @@ type result struct {
 // in addition to the common flags) and waits for all of them to exit.
 func cluster(t *testing.T, common []string, args [][]string) []result {
 	t.Helper()
+	// Round 1 starts when every process is surely up; the first message
+	// seen would also start the latecomers.
+	start := time.Now().Add(700 * time.Millisecond).Format(time.RFC3339Nano)
+	return clusterStarted(t, append([]string{"--start-at", start}, common...), args, 0)
+}
+
+// clusterStarted is cluster without --start-at of its own: the common
+// flags say how round 1 starts, and member 1 is started early by the
+// given head start (0: none). A nil entry of args is a member in the peer
+// list that is never started (its result is empty).
+func clusterStarted(t *testing.T, common []string, args [][]string, head time.Duration) []result {
+	t.Helper()
 	var peers []string
 	for i := range args {
 		c, err := net.ListenPacket("udp", "127.0.0.1:0")
@@ -39,14 +51,18 @@ func cluster(t *testing.T, common []string, args [][]string) []result {
 		peers = append(peers, fmt.Sprintf("%d=%s", i+1, c.LocalAddr()))
 		c.Close()
 	}
-	// Round 1 starts when every process is surely up; the first message
-	// seen would also start the latecomers.
-	start := time.Now().Add(700 * time.Millisecond).Format(time.RFC3339Nano)
 	dir := t.TempDir()
 	var cmds []*exec.Cmd
 	for i, a := range args {
+		if i == 1 && head > 0 {
+			time.Sleep(head) // the head start is the scenario itself, not a wait for an event
+		}
+		if a == nil {
+			cmds = append(cmds, nil)
+			continue
+		}
 		full := append([]string{"run", "--id", fmt.Sprint(i + 1), "--peers", strings.Join(peers, ","),
-			"--start-at", start, "--json", "--no-color"}, common...)
+			"--json", "--no-color"}, common...)
 		cmd := exec.Command(bin, append(full, a...)...)
 		cmd.Stdout, _ = os.Create(filepath.Join(dir, fmt.Sprintf("%d.out", i+1)))
 		cmd.Stderr, _ = os.Create(filepath.Join(dir, fmt.Sprintf("%d.log", i+1)))
@@ -58,11 +74,16 @@ func cluster(t *testing.T, common []string, args [][]string) []result {
 	res := make([]result, len(cmds))
 	deadline := time.AfterFunc(30*time.Second, func() {
 		for _, c := range cmds {
-			c.Process.Kill()
+			if c != nil {
+				c.Process.Kill()
+			}
 		}
 	})
 	defer deadline.Stop()
 	for i, c := range cmds {
+		if c == nil {
+			continue
+		}
 		err := c.Wait()
 		res[i].code = c.ProcessState.ExitCode()
 		if ee, ok := err.(*exec.ExitError); ok && ee.ProcessState.ExitCode() == -1 {
@@ -113,6 +134,55 @@ func TestFloodSetSurvivesTwoKilledInRound2(t *testing.T) {
 	// Member 1's value reached member 2 in round 1 and member 2 passed it
 	// on before dying, so the minimum survives.
 	t.Logf("survivors decided %v in round 3", value)
+}
+
+// TestFloodSetOneMemberEarly: member 1 starts 1.3 s before the rest,
+// without --start-at, and holds the minimum. The start barrier holds it
+// until the others are up, so all four decide its value; a member that
+// could not have taken part in every round would exit 69 instead. What
+// may never happen is two members deciding different values, both
+// exiting 0.
+func TestFloodSetOneMemberEarly(t *testing.T) {
+	args := [][]string{{"--value", "17"}, {"--value", "27"}, {"--value", "28"}, {"--value", "29"}}
+	res := clusterStarted(t, []string{"--algo", "floodset", "--f", "1"}, args, 1300*time.Millisecond)
+	decided := map[any][]int{}
+	for i, r := range res {
+		switch {
+		case r.code == 0 && r.out["event"] == "decide":
+			decided[r.out["value"]] = append(decided[r.out["value"]], i+1)
+		case r.code == 69 && r.out["event"] == "undecided" && strings.Contains(r.log, "no decision"):
+		default:
+			t.Fatalf("member %d: exit %d, %v\n%s", i+1, r.code, r.out, r.log)
+		}
+	}
+	if len(decided) > 1 {
+		t.Fatalf("members decided different values, all exiting 0: %v", decided)
+	}
+	if len(decided["17"]) != 4 {
+		t.Fatalf("want all four to decide 17 (the barrier held member 1), got %v", decided)
+	}
+}
+
+// TestUndecidedExits69: a member that cannot decide safely says so and
+// exits 69. Alone of three: its start barrier gives up at --start-timeout;
+// told to start at once (--start-at), it misses both peers in round 1,
+// more than f = 1.
+func TestUndecidedExits69(t *testing.T) {
+	for _, c := range []struct {
+		flags        []string
+		round        float64
+		missed, text string
+	}{
+		{[]string{"--wait", "100ms", "--start-timeout", "300ms"}, 0, "[2 3]", "heard from 0 of 2 peers"},
+		{[]string{"--start-at", "+0s"}, 2, "[2 3]", "more than f = 1"},
+	} {
+		args := [][]string{append([]string{"--value", "5"}, c.flags...), nil, nil}
+		r := clusterStarted(t, []string{"--algo", "floodset", "--f", "1"}, args, 0)[0]
+		if r.code != 69 || r.out["event"] != "undecided" || r.out["round"] != c.round ||
+			fmt.Sprint(r.out["missed"]) != c.missed || !strings.Contains(r.log, c.text) {
+			t.Fatalf("%v: exit %d, %v\n%s", c.flags, r.code, r.out, r.log)
+		}
+	}
 }
 
 func TestEIGFourGeneralsOneTwoFaced(t *testing.T) {

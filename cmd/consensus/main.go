@@ -30,8 +30,9 @@ var runFlags = cli.WithEnv(tool, append(cli.NodeFlags(),
 	&ucli.IntFlag{Name: "f", Value: 1, Usage: "faults to tolerate; f+1 rounds are run (EIG: needs n > 3f; signed: n > 2f)"},
 	&ucli.StringFlag{Name: "value", Usage: "this process's input value"},
 	&ucli.DurationFlag{Name: "round", Value: defaults.Round, Usage: "round length: the deadline for every message of a round (> max delivery + handling time)"},
-	&ucli.StringFlag{Name: "start-at", DefaultText: "--wait from now, or the first message seen", Usage: "when round 1 begins: RFC 3339, Unix seconds, or +duration"},
-	&ucli.DurationFlag{Name: "wait", Value: time.Second, Usage: "without --start-at: start round 1 after this long unless a peer's message starts it first"},
+	&ucli.StringFlag{Name: "start-at", DefaultText: "the start barrier", Usage: "when round 1 begins, on a clock every process shares: RFC 3339, Unix seconds, or +duration (instead of the start barrier)"},
+	&ucli.DurationFlag{Name: "wait", Value: defaults.Wait, Usage: "start barrier: wait this long for every peer; after it, n-f processes (and a majority) that have all waited start without the rest"},
+	&ucli.DurationFlag{Name: "start-timeout", Value: defaults.Timeout, Usage: "start barrier: give up (exit 69) unless n-f processes, and a majority, have come up by then"},
 	&ucli.StringFlag{Name: "rule", Value: "min", Usage: "FloodSet decision rule: min or max (integers compare numerically)"},
 	&ucli.StringFlag{Name: "default", Value: defaults.Default, Usage: "EIG: the value of silence and of a missing majority"},
 	&ucli.IntFlag{Name: "crash-round", Usage: "fault injection: crash during this round ..."},
@@ -56,9 +57,17 @@ func newApp() *ucli.App {
 EIG, the tree size), then exits 0. A process made to crash prints
 'crash round <r>'; a Byzantine one prints 'byzantine <strategy> round <r>'.
 
-Every process must use the same --peers, --f, --algo and --round. Rounds
-start at --start-at, or when the first peer message arrives, or --wait after
-start, whichever comes first.
+Every process must use the same --peers, --f, --algo and --round. Round 1
+starts at --start-at if given (a clock every process shares). Otherwise the
+start barrier starts it: every process announces itself until it has heard
+from every peer; after --wait, n-f processes (and a majority) that have all
+waited start without the rest; a peer's round message starts it at once.
+
+A process that cannot decide safely prints 'undecided round <r> missed
+<ids>' and exits 69: when it missed some round's messages from more than f
+peers, heard from no majority in round 1, or its start barrier found too
+few processes within --start-timeout. It never decides in silence without
+the rounds it needs.
 
 Examples:
    consensus run --algo floodset --id 1 --peers @peers.txt --f 2 --value 17
@@ -113,7 +122,11 @@ func run(c *ucli.Context) error {
 		return cli.Exitf(cli.ExitUsage, "%v", err)
 	}
 	drv := driver.New[consensus.Msg](m, consensus.Codec{}, mb.Net, driver.Config{Framer: mb.Framer, Log: mb.Log})
-	live, err := mb.Start(drv, "algo", cfg.Algo, "f", cfg.F, "round", cfg.Round, "start", cfg.Start.Format(time.RFC3339Nano))
+	start := "barrier"
+	if !cfg.Start.IsZero() {
+		start = cfg.Start.Format(time.RFC3339Nano)
+	}
+	live, err := mb.Start(drv, "algo", cfg.Algo, "f", cfg.F, "round", cfg.Round, "start", start)
 	if err != nil {
 		return err
 	}
@@ -121,10 +134,13 @@ func run(c *ucli.Context) error {
 	select {
 	case ev := <-live.Events:
 		mb.Out.Event(ev)
-		if _, crashed := ev.(consensus.CrashEvent); crashed {
+		switch ev := ev.(type) {
+		case consensus.CrashEvent:
 			// An injected crash is a real one: no goodbye, no clean-up,
 			// the same exit status as kill -9.
 			syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		case consensus.UndecidedEvent:
+			return cli.Exitf(cli.ExitUnavailable, "no decision: %s", ev.Reason)
 		}
 		return nil
 	case err := <-live.Done:
@@ -189,8 +205,10 @@ func config(c *ucli.Context) (consensus.Config, error) {
 		if cfg.Start, err = cli.ParseTime(s, now); err != nil {
 			return cfg, cli.Exitf(cli.ExitUsage, "--start-at: %v", err)
 		}
-	} else {
-		cfg.Start = now.Add(c.Duration("wait"))
+	}
+	cfg.Wait, cfg.Timeout = c.Duration("wait"), c.Duration("start-timeout")
+	if cfg.Wait <= 0 || cfg.Timeout <= 0 {
+		return cfg, cli.Exitf(cli.ExitUsage, "--wait and --start-timeout must be positive")
 	}
 	// The peer list is validated by Join; check f against it early too.
 	peers, err := cli.ParsePeers(c.String(cli.FlagPeers))

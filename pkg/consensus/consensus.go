@@ -116,11 +116,21 @@ type Config struct {
 	Rule    Rule   // FloodSet's decision rule (default Min)
 	Default string // EIG: the value of silence and of no majority (default "0")
 
-	// Start is when round 1 begins. A message that arrives earlier starts
-	// the process at once, aligned to the sender ("the first message
-	// seen").
-	Start time.Time
-	Round time.Duration // round length (deadline); default 50ms
+	// Start, when set, is when round 1 begins on a clock every process
+	// shares (--start-at), and there is no start barrier. A message that
+	// arrives earlier starts the process at once, aligned to the sender
+	// ("the first message seen").
+	//
+	// Zero: the start barrier (doc.go). From its first Tick the process
+	// announces itself to every peer once per Round and starts round 1 as
+	// soon as it has heard from every peer; after Wait, as soon as n−f
+	// processes (itself included) have each waited Wait; or when a round
+	// message arrives. At Timeout it starts if it has heard from n−f−1
+	// peers, and otherwise gives up (UndecidedEvent).
+	Start   time.Time
+	Wait    time.Duration // the barrier's wait for every peer; default 1s
+	Timeout time.Duration // the barrier's wait for n−f processes; default 10s, at least Wait
+	Round   time.Duration // round length (deadline); default 50ms
 
 	// Fault injection for demonstrations and tests.
 	CrashRound int      // crash during this round (0: never) ...
@@ -147,7 +157,8 @@ type Config struct {
 
 // DefaultConfig returns the defaults documented on Config.
 func DefaultConfig() Config {
-	return Config{Algo: FloodSet, Round: 50 * time.Millisecond, Default: "0", Lie: "lie"}
+	return Config{Algo: FloodSet, Round: 50 * time.Millisecond, Wait: time.Second, Timeout: 10 * time.Second,
+		Default: "0", Lie: "lie"}
 }
 
 // Validate fills defaults and checks the configuration.
@@ -159,6 +170,13 @@ func (c *Config) Validate() error {
 	if c.Round <= 0 {
 		c.Round = d.Round
 	}
+	if c.Wait <= 0 {
+		c.Wait = d.Wait
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = d.Timeout
+	}
+	c.Timeout = max(c.Timeout, c.Wait)
 	if c.Default == "" {
 		c.Default = d.Default
 	}
@@ -208,6 +226,7 @@ type bug uint8
 
 const (
 	bugOneBadSignature bug = 1 + iota // signed: accept a chain whose last signature is bad
+	bugIgnoreMissed                   // decide without the rounds it needs (UndecidedEvent)
 )
 
 // DecideEvent reports the decision. Text: "decide <value> round <r>".
@@ -220,7 +239,10 @@ type DecideEvent struct {
 	Bytes    int    `json:"bytes"`    // payload bytes sent by this process
 	Values   int    `json:"values"`   // values (entries) sent by this process
 	Late     int    `json:"late"`     // messages dropped for arriving after their round
-	TreeSize int    `json:"tree_size,omitempty"`
+	// Missed: the peers not heard in some round (at most f, or the
+	// process would not decide), treated as crashed.
+	Missed   []node.ID `json:"missed,omitempty"`
+	TreeSize int       `json:"tree_size,omitempty"`
 	// Signed: the agreed vector (one value per process, in ID order) the
 	// decision is the majority of, and the entries rejected as forged.
 	Vector []string `json:"vector,omitempty"`
@@ -229,6 +251,29 @@ type DecideEvent struct {
 
 func (e DecideEvent) Kind() string   { return "decide" }
 func (e DecideEvent) String() string { return fmt.Sprintf("decide %s round %d", e.Value, e.Round) }
+
+// UndecidedEvent reports that the process ends without deciding, because
+// the synchronous model's assumption failed where it could see it (doc.go):
+// it missed some round's messages from more than f peers, who cannot all
+// have crashed, so it was itself cut off or late; or its start barrier
+// heard from fewer than n−f processes before the timeout. Text:
+// "undecided round <r> missed <ids>".
+type UndecidedEvent struct {
+	Event  string    `json:"event"`  // "undecided"
+	Round  int       `json:"round"`  // the last round it ran (0: it never started)
+	Missed []node.ID `json:"missed"` // peers not heard in some round (at the barrier: not heard at all)
+	F      int       `json:"f"`
+	Reason string    `json:"reason"`
+}
+
+func (e UndecidedEvent) Kind() string { return "undecided" }
+func (e UndecidedEvent) String() string {
+	ids := make([]string, len(e.Missed))
+	for i, id := range e.Missed {
+		ids[i] = strconv.FormatUint(uint64(id), 10)
+	}
+	return fmt.Sprintf("undecided round %d missed %s", e.Round, strings.Join(ids, ","))
+}
 
 // CrashEvent reports an injected crash. Text: "crash round <r>".
 type CrashEvent struct {
@@ -264,6 +309,15 @@ type Machine struct {
 	done    bool // decided, crashed or finished
 	round   int
 	held    map[int][]node.Envelope[Msg]
+	missed  map[node.ID]bool // peers not heard in some round
+	heard1  int              // peers heard in round 1 (0 when it began later)
+
+	// The start barrier (Config.Start zero).
+	t0        time.Time        // the first Tick (or message)
+	hello     map[node.ID]bool // peers heard from
+	ready     map[node.ID]bool // peers whose Wait is over
+	waited    bool             // our own Wait is over
+	nextHello time.Time        // when to announce ourselves again
 
 	w    map[string]bool   // FloodSet: the values known
 	tree map[string]string // EIG: label → value
@@ -275,6 +329,7 @@ type Machine struct {
 	forged  int
 
 	msgs, bytes, late, values int
+	ignored                   int // messages from peers that had missed a round
 	out                       []node.Envelope[Msg]
 	events                    []node.Event
 }
@@ -285,7 +340,8 @@ func New(cfg Config) (*Machine, error) {
 		return nil, err
 	}
 	m := &Machine{cfg: cfg, last: cfg.F + 1, held: map[int][]node.Envelope[Msg]{},
-		w: map[string]bool{}, tree: map[string]string{}}
+		w: map[string]bool{}, tree: map[string]string{}, missed: map[node.ID]bool{},
+		hello: map[node.ID]bool{}, ready: map[node.ID]bool{}}
 	if cfg.rounds > 0 {
 		m.last = cfg.rounds
 	}
@@ -304,13 +360,17 @@ func New(cfg Config) (*Machine, error) {
 // Status describes the machine for status queries.
 func (m *Machine) Status() any {
 	return map[string]any{"id": m.cfg.ID, "algo": m.cfg.Algo.String(), "round": m.round, "rounds": m.last,
-		"done": m.done, "messages": m.msgs, "late": m.late}
+		"done": m.done, "messages": m.msgs, "late": m.late, "missed": m.missedIDs()}
 }
 
 // Step implements node.Machine.
 func (m *Machine) Step(now time.Time, in node.Envelope[Msg]) error {
 	if in.From == m.cfg.ID || !slices.Contains(m.others, in.From) {
 		return fmt.Errorf("consensus: message from %d, not a peer", in.From)
+	}
+	if in.Msg.Hello {
+		m.heardHello(now, in.From, in.Msg.Ready)
+		return nil
 	}
 	if in.Msg.Round < 1 || in.Msg.Round > uint32(m.last) {
 		return fmt.Errorf("consensus: round %d out of range 1..%d", in.Msg.Round, m.last)
@@ -320,8 +380,14 @@ func (m *Machine) Step(now time.Time, in node.Envelope[Msg]) error {
 	}
 	r := int(in.Msg.Round)
 	if !m.started {
-		// The first message seen starts us, aligned to its sender.
+		// The first message seen starts us, aligned to its sender. Joining
+		// in round r > 1, we missed every peer's messages of rounds 1..r−1.
 		m.sched = rounds.Align(now, r, m.cfg.Round)
+		if r > 1 {
+			for _, p := range m.others {
+				m.missed[p] = true
+			}
+		}
 		m.held[r] = append(m.held[r], in)
 		m.begin(now, r)
 		return nil
@@ -347,13 +413,18 @@ func (m *Machine) Tick(now time.Time) {
 		return
 	}
 	if !m.started {
-		if !now.Before(m.sched.Start) {
+		if m.cfg.Start.IsZero() {
+			m.barrier(now)
+		} else if !now.Before(m.sched.Start) {
 			m.begin(now, 1)
 		}
 		return
 	}
 	for !m.done && !now.Before(m.sched.End(m.round)) {
-		m.track.Expire() // silent peers are treated as crashed from now on
+		// Silent peers are treated as crashed from now on.
+		for _, p := range m.track.Expire() {
+			m.missed[p] = true
+		}
 		m.endRound(now)
 	}
 }
@@ -364,11 +435,10 @@ func (m *Machine) Ready() node.Ready[Msg] {
 	m.out, m.events = nil, nil
 	switch {
 	case m.done:
-	case !m.started:
+	case !m.started && !m.cfg.Start.IsZero():
 		r.Wake = m.sched.Start
-		if r.Wake.IsZero() {
-			r.Wake = time.Unix(0, 1) // no start time given: start at the first Tick
-		}
+	case !m.started:
+		r.Wake = m.barrierWake()
 	default:
 		r.Wake = m.sched.End(m.round)
 	}
@@ -408,6 +478,9 @@ func (m *Machine) begin(now time.Time, r int) {
 }
 
 func (m *Machine) endRound(now time.Time) {
+	if m.round == 1 {
+		m.heard1 = len(m.others) - len(m.missed)
+	}
 	if m.round >= m.last {
 		m.finish()
 		return
@@ -421,7 +494,25 @@ func (m *Machine) finish() {
 		m.events = append(m.events, ByzantineEvent{Event: "byzantine", Strategy: m.cfg.Byzantine.String(), Round: m.round, Messages: m.msgs})
 		return
 	}
-	ev := DecideEvent{Event: "decide", Round: m.round, Rounds: m.last, Messages: m.msgs, Bytes: m.bytes, Values: m.values, Late: m.late}
+	missed := m.missedIDs()
+	n := len(m.cfg.Peers)
+	switch {
+	case m.cfg.bug == bugIgnoreMissed:
+	case len(missed) > m.cfg.F:
+		// More than f peers silent in some round: they cannot all have
+		// crashed, so the rounds were not synchronous for this process
+		// and its W (or tree) may lack what the others have (doc.go).
+		m.events = append(m.events, UndecidedEvent{Event: "undecided", Round: m.round, Missed: missed, F: m.cfg.F,
+			Reason: fmt.Sprintf("missed the messages of %d peers in some round, more than f = %d: this process was cut off or late, and deciding could disagree with the others", len(missed), m.cfg.F)})
+		return
+	case 1+m.heard1 <= n/2:
+		// Round 1 without a majority: the processes not heard may be
+		// late rather than crashed, and run rounds of their own (doc.go).
+		m.events = append(m.events, UndecidedEvent{Event: "undecided", Round: m.round, Missed: missed, F: m.cfg.F,
+			Reason: fmt.Sprintf("heard %d of %d peers in round 1: with this process, not a majority of the %d, so the others may be late rather than crashed and decide apart", m.heard1, n-1, n)})
+		return
+	}
+	ev := DecideEvent{Event: "decide", Round: m.round, Rounds: m.last, Messages: m.msgs, Bytes: m.bytes, Values: m.values, Late: m.late, Missed: missed}
 	switch m.cfg.Algo {
 	case FloodSet:
 		ev.Value = m.floodDecision()
@@ -600,6 +691,14 @@ func (m *Machine) store(label []node.ID, v string) {
 
 // receive applies a message of the current round.
 func (m *Machine) receive(in node.Envelope[Msg]) {
+	if m.missed[in.From] {
+		// A peer that missed a round is crashed for this process from
+		// then on, as the crash model has it: were it heard again, a
+		// value it sat on could reach some processes only in the last
+		// round (doc.go). It stays suspected, so rounds need not wait.
+		m.ignored++
+		return
+	}
 	m.track.Heard(in.From)
 	if m.cfg.Algo == Signed {
 		m.signedReceive(in)

@@ -15,17 +15,22 @@ type Entry struct {
 	Value string
 }
 
-// Msg is one round's message: Entries (FloodSet, EIG) or Signed.
+// Msg is one round's message: Entries (FloodSet, EIG) or Signed; or, with
+// Hello, the start barrier's announcement (no round).
 type Msg struct {
 	Round   uint32
 	Entries []Entry
 	Signed  []SignedEntry
+
+	Hello bool // the start barrier: "I am up"
+	Ready bool // Hello: the sender's Wait is over; it would start with n−f
 }
 
 // Message types. Values are part of the wire protocol.
 const (
 	MsgRound  uint8 = 1 // FloodSet and EIG: Entries
 	MsgSigned uint8 = 2 // signed messages: Signed
+	MsgHello  uint8 = 3 // the start barrier: Hello, Ready
 )
 
 const (
@@ -40,6 +45,13 @@ type Codec struct{}
 func (Codec) Family() wire.Family { return wire.FamilyConsensus }
 
 func (Codec) Marshal(m Msg) (uint8, []byte, error) {
+	if m.Hello {
+		var flags byte
+		if m.Ready {
+			flags = 1
+		}
+		return MsgHello, []byte{flags}, nil
+	}
 	if len(m.Signed) > 0 || m.Entries == nil && m.Signed != nil {
 		return marshalSigned(m)
 	}
@@ -65,6 +77,12 @@ func (Codec) Marshal(m Msg) (uint8, []byte, error) {
 func (Codec) Unmarshal(typ uint8, p []byte) (Msg, error) {
 	if typ == MsgSigned {
 		return unmarshalSigned(p)
+	}
+	if typ == MsgHello {
+		if len(p) != 1 || p[0] > 1 {
+			return Msg{}, fmt.Errorf("%w: consensus hello of %d bytes", wire.ErrMalformed, len(p))
+		}
+		return Msg{Hello: true, Ready: p[0] == 1}, nil
 	}
 	if typ != MsgRound {
 		return Msg{}, fmt.Errorf("%w: consensus message type %d", wire.ErrMalformed, typ)

@@ -34,12 +34,29 @@ func TestSignedCodecRoundTrip(t *testing.T) {
 	}
 }
 
+func TestHelloCodecRoundTrip(t *testing.T) {
+	for _, m := range []Msg{{Hello: true}, {Hello: true, Ready: true}} {
+		typ, p, err := Codec{}.Marshal(m)
+		if err != nil || typ != MsgHello {
+			t.Fatal(typ, err)
+		}
+		got, err := Codec{}.Unmarshal(typ, p)
+		if err != nil || !reflect.DeepEqual(got, m) {
+			t.Fatalf("%+v -> %+v %v", m, got, err)
+		}
+	}
+	if _, err := (Codec{}).Unmarshal(MsgHello, []byte{2}); err == nil {
+		t.Fatal("a hello with unknown flags decoded")
+	}
+}
+
 func FuzzCodec(f *testing.F) {
 	_, p, _ := Codec{}.Marshal(Msg{Round: 2, Entries: []Entry{{Label: []node.ID{3}, Value: "x"}}})
 	f.Add(MsgRound, p)
 	f.Add(uint8(9), []byte{1})
 	_, p2, _ := Codec{}.Marshal(Msg{Round: 2, Signed: []SignedEntry{{Value: "x", Chain: []Sig{{ID: 3, Sig: make([]byte, 64)}, {ID: 2, Sig: []byte{1}}}}}})
 	f.Add(MsgSigned, p2)
+	f.Add(MsgHello, []byte{1})
 	priv, pub := testKeys(rand.New(rand.NewPCG(1, 2)), []node.ID{1, 2, 3, 4})
 	f.Fuzz(func(t *testing.T, typ uint8, p []byte) {
 		if err := wire.RoundTrip[Msg](Codec{}, typ, p); err != nil {
@@ -50,8 +67,12 @@ func FuzzCodec(f *testing.F) {
 			return
 		}
 		// Whatever decodes must be safe to hand to a machine.
-		for _, algo := range []Algo{EIG, Signed} {
-			mc, err := New(Config{ID: 1, Peers: []node.ID{1, 2, 3, 4}, Algo: algo, F: 1, Value: "v", Start: time.Unix(0, 0),
+		for _, algo := range []Algo{EIG, Signed, FloodSet} {
+			start := time.Unix(0, 0)
+			if algo == FloodSet {
+				start = time.Time{} // the start barrier
+			}
+			mc, err := New(Config{ID: 1, Peers: []node.ID{1, 2, 3, 4}, Algo: algo, F: 1, Value: "v", Start: start,
 				Key: priv[1], Keys: pub})
 			if err != nil {
 				t.Fatal(err)

@@ -26,9 +26,11 @@ type run struct {
 	cfgs    map[node.ID]Config
 	faulty  map[node.ID]bool // crashed by injection or Byzantine: not held to agreement
 	decided map[node.ID]DecideEvent
-	at      map[node.ID]time.Time
-	log     []string
-	sim     *sim.Sim[Msg]
+	// undecided: the processes that ended without deciding (UndecidedEvent)
+	undecided map[node.ID]UndecidedEvent
+	at        map[node.ID]time.Time
+	log       []string
+	sim       *sim.Sim[Msg]
 	// wrap, when set, may replace a process's machine (a traitor of a
 	// coalition); nil from wrap keeps the machine.
 	wrap func(node.ID, *Machine) node.Machine[Msg]
@@ -61,6 +63,7 @@ func (r *run) execute(seed uint64, opts sim.Options, horizon time.Duration) (*si
 		ids = append(ids, id)
 	}
 	r.decided, r.at = map[node.ID]DecideEvent{}, map[node.ID]time.Time{}
+	r.undecided = map[node.ID]UndecidedEvent{}
 	opts.Seed = seed
 	opts.Start = epoch
 	s := sim.New[Msg](opts, Codec{}, func(id node.ID, _ int, rng *rand.Rand) node.Machine[Msg] {
@@ -88,6 +91,9 @@ func (r *run) execute(seed uint64, opts sim.Options, horizon time.Duration) (*si
 				return fmt.Errorf("decided twice")
 			}
 			r.decided[id], r.at[id] = d, at
+		}
+		if u, ok := ev.(UndecidedEvent); ok {
+			r.undecided[id] = u
 		}
 		return nil
 	}
@@ -117,6 +123,9 @@ func (r *run) check(f int, byzantine bool) error {
 	var first *DecideEvent
 	for _, id := range correct {
 		d, ok := r.decided[id]
+		if _, undecided := r.undecided[id]; !ok && undecided && r.round1Minority() {
+			continue // allowed: see round1Minority
+		}
 		if !ok {
 			return fmt.Errorf("termination: correct process %d never decided", id)
 		}
@@ -136,6 +145,18 @@ func (r *run) check(f int, byzantine bool) error {
 		return fmt.Errorf("validity: %q was decided but no process started with it", first.Value)
 	}
 	return nil
+}
+
+// round1Minority: at least half the processes crash in round 1, so a
+// correct process may hear no majority there and must not decide (doc.go).
+func (r *run) round1Minority() bool {
+	c1 := 0
+	for _, c := range r.cfgs {
+		if c.CrashRound == 1 {
+			c1++
+		}
+	}
+	return 2*c1 >= len(r.cfgs)
 }
 
 func keys(m map[string]bool) []string {
