@@ -128,7 +128,10 @@ race_seeds=${RACE_SEEDS:-20}
 stage "go test -race (unit, examples, fuzz seed corpora, multi-process; simulator at $race_seeds seeds)" \
   env SIM_SEEDS="$race_seeds" go test -race -timeout 20m -count=1 ./...
 
-# The simulator stage's tests: by name, every TestSim... under pkg/.
+# The simulator stage's tests: by name, every TestSim... under pkg/. A
+# long simulation of fixed size, which the seed count does not change, is
+# named without the prefix (TestThousandProcesses), so it runs only once,
+# in the stage above.
 sim_pkgs=$(grep -rlE '^func TestSim' --include='*_test.go' pkg | xargs -n1 dirname | sort -u | sed 's|^|./|')
 simulate() {
   local log="$logs/sim-verbose.log"

@@ -135,9 +135,9 @@ func TestSimGossip(t *testing.T) {
 		len(sim.Seeds()), worst, worstSeed, pushes)
 }
 
-// TestSimThousand: 1,000 processes, 10% loss, 50 broadcasts, at random
+// TestThousandProcesses: 1,000 processes, 10% loss, 50 broadcasts, at random
 // and along the tree.
-func TestSimThousand(t *testing.T) {
+func TestThousandProcesses(t *testing.T) {
 	for _, tree := range []bool{false, true} {
 		res, err := run{seed: 1, n: 1000, events: 50, drop: 0.1, tree: tree}.go_()
 		if err != nil {
