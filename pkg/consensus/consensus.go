@@ -360,7 +360,7 @@ func New(cfg Config) (*Machine, error) {
 // Status describes the machine for status queries.
 func (m *Machine) Status() any {
 	return map[string]any{"id": m.cfg.ID, "algo": m.cfg.Algo.String(), "round": m.round, "rounds": m.last,
-		"done": m.done, "messages": m.msgs, "late": m.late, "missed": m.missedIDs()}
+		"done": m.done, "messages": m.msgs, "late": m.late, "missed": m.missedIDs(), "ignored": m.ignored}
 }
 
 // Step implements node.Machine.
