@@ -130,8 +130,8 @@ stage "go test -race (unit, examples, fuzz seed corpora, multi-process; simulato
 
 # The simulator stage's tests: by name, every TestSim... under pkg/. A
 # long simulation of fixed size, which the seed count does not change, is
-# named without the prefix (TestThousandProcesses), so it runs only once,
-# in the stage above.
+# named without the prefix (TestThousandProcesses, TestAvailabilityAnalysis),
+# so it runs only once, in the stage above.
 sim_pkgs=$(grep -rlE '^func TestSim' --include='*_test.go' pkg | xargs -n1 dirname | sort -u | sed 's|^|./|')
 simulate() {
   local log="$logs/sim-verbose.log"
