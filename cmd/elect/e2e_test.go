@@ -632,3 +632,30 @@ func TestTCPAcceptSurvivesEMFILE(t *testing.T) {
 		return err == nil && strings.HasPrefix(string(out), "leader 1 ")
 	})
 }
+
+// TestStatusNeedsLiveMajority: status exits 0 only while a majority answers
+// and the leader they name answers as leader. Followers keep naming a
+// killed leader until their --timeout (5 s here), and a member left alone
+// still leads itself; both must read as 69, not as a leader.
+func TestStatusNeedsLiveMajority(t *testing.T) {
+	c := startCluster(t, 3, "--timeout", "5s")
+	term := c.waitAgree([]int{1, 2, 3}, 3, 0)
+	peers := "@" + filepath.Join(c.Dir, "peers")
+	status := func() (int, string) {
+		out, err := exec.Command(electBin, "status", "--peers", peers, "--wait", "500ms").Output()
+		return exitCode(err), string(out)
+	}
+	if code, out := status(); code != 0 || !strings.HasPrefix(out, fmt.Sprintf("leader 3 term %d\n", term)) {
+		t.Fatalf("status of a healthy cluster: exit %d\n%s", code, out)
+	}
+	c.ctl("kill", "3")
+	if code, out := status(); code != cli.ExitUnavailable || !strings.HasPrefix(out, "no live leader\n") {
+		t.Fatalf("status right after the leader was killed: exit %d, want 69 and 'no live leader'\n%s", code, out)
+	}
+	// 1 and 2 elect 2; then only 2 is left.
+	c.waitAgree([]int{1, 2}, 2, term)
+	c.ctl("kill", "1")
+	if code, out := status(); code != cli.ExitUnavailable || !strings.HasPrefix(out, "no majority\n") {
+		t.Fatalf("status with 1 of 3 members alive: exit %d, want 69 and 'no majority'\n%s", code, out)
+	}
+}

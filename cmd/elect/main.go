@@ -84,12 +84,17 @@ Examples:
 			},
 			{
 				Name:  "status",
-				Usage: "ask the members who leads; exit 69 if none answers or none leads yet, 75 if they disagree",
+				Usage: "ask the members who leads; exit 0 only if a majority answers and agrees on a live leader",
 				Description: `Queries every member and prints the leader and term they agree on,
-then one line per member. Exits 0 when every answering member names the same
-leader and term; 75 when they disagree; 69 when nobody answers, or when
-no answering member follows a leader yet ('no leader yet': the first
-election has not ended).
+then one line per member. Exits 0, with 'leader L term T' as the first line,
+only when a majority of the members answered, every answering member names
+the same leader and term, and that leader answered too, leading that term.
+Otherwise the first line says why and the exit is
+69: 'no leader yet' (the first election has not ended), 'no majority' (too
+few members answered for any leader to hold a lease), 'no live leader' (the
+members still follow a leader that does not answer: killed, stopped or cut
+off, until their --timeout runs out); or 75: 'disagreement' (a change of
+leader is under way, or a member is cut off).
 
 Examples:
    elect status --peers @peers.txt
@@ -307,18 +312,7 @@ func status(c *ucli.Context) error {
 		members = append(members, memberStatus{ID: id, Leader: st.Leader, Term: st.Term, State: st.State, Addr: r.Addr, Counter: r.Counters})
 	}
 	sort.Slice(members, func(i, j int) bool { return members[i].ID < members[j].ID })
-	agreed := len(members) > 0
-	for _, m := range members {
-		if m.Leader != members[0].Leader || m.Term != members[0].Term || m.Leader == node.None {
-			agreed = false
-		}
-	}
-	noLeader := len(members) > 0
-	for _, m := range members {
-		if m.Leader != node.None {
-			noLeader = false
-		}
-	}
+	v := judge(members, len(cm.Peers))
 	var silent []node.ID
 	for _, id := range cli.IDs(cm.Peers) {
 		if _, ok := replies[id]; !ok {
@@ -326,19 +320,15 @@ func status(c *ucli.Context) error {
 		}
 	}
 	if c.Bool(cli.FlagJSON) {
-		sum := map[string]any{"event": "status", "agreed": agreed, "no_leader": noLeader, "members": members, "silent": silent}
-		if agreed {
+		sum := map[string]any{"event": "status", "agreed": v.agreed, "no_leader": v.noLeader, "majority": v.majority,
+			"live": v.live, "members": members, "silent": silent}
+		if v.agreed {
 			sum["leader"], sum["term"] = members[0].Leader, members[0].Term
 		}
 		cm.Out.JSON(sum)
 	} else {
-		switch {
-		case agreed:
-			cm.Out.Line(fmt.Sprintf("leader %d term %d", members[0].Leader, members[0].Term))
-		case noLeader:
-			cm.Out.Line("no leader yet")
-		case len(members) > 0:
-			cm.Out.Line("disagreement")
+		if len(members) > 0 {
+			cm.Out.Line(v.head(members))
 		}
 		for _, m := range members {
 			cm.Out.Line(fmt.Sprintf("member %d %s leader %d term %d addr %s dropped_auth %d dropped_replay %d",
@@ -351,10 +341,62 @@ func status(c *ucli.Context) error {
 	switch {
 	case len(members) == 0:
 		return cli.Exitf(cli.ExitUnavailable, "no member answered within %v", c.Duration("wait"))
-	case noLeader:
+	case v.noLeader:
 		return cli.Exitf(cli.ExitUnavailable, "no leader yet: the first election has not ended")
-	case !agreed:
+	case !v.majority:
+		return cli.Exitf(cli.ExitUnavailable, "only %d of %d members answered within %v: no majority, so no leader can hold", len(members), len(cm.Peers), c.Duration("wait"))
+	case !v.agreed:
 		return cli.Exitf(cli.ExitBusy, "members disagree on the leader")
+	case !v.live:
+		return cli.Exitf(cli.ExitUnavailable, "the members follow %d (term %d), which does not answer as their leader: it is gone or has not taken its lease yet", members[0].Leader, members[0].Term)
 	}
 	return nil
+}
+
+// verdict is what status concludes from the answers.
+type verdict struct {
+	majority bool // more than half of all members answered
+	noLeader bool // no answering member follows a leader yet
+	agreed   bool // every answering member names the same leader and term
+	live     bool // that leader answered, leading that term
+}
+
+// judge reads the answers of n members. A leader counts only if a
+// majority of all members answered, all of them name it, and it answered
+// itself as the leader of that term: followers name a killed leader until
+// their timeout, and a member cut off from the rest may still lead
+// itself.
+func judge(members []memberStatus, n int) verdict {
+	v := verdict{majority: len(members) > n/2, agreed: len(members) > 0, noLeader: len(members) > 0}
+	for _, m := range members {
+		if m.Leader != members[0].Leader || m.Term != members[0].Term || m.Leader == node.None {
+			v.agreed = false
+		}
+		if m.Leader != node.None {
+			v.noLeader = false
+		}
+	}
+	if v.agreed {
+		for _, m := range members {
+			if m.ID == members[0].Leader && m.State == "leader" && m.Term == members[0].Term {
+				v.live = true
+			}
+		}
+	}
+	return v
+}
+
+// head is status's first line: "leader L term T" only when the exit is 0.
+func (v verdict) head(members []memberStatus) string {
+	switch {
+	case v.noLeader:
+		return "no leader yet"
+	case !v.majority:
+		return "no majority"
+	case !v.agreed:
+		return "disagreement"
+	case !v.live:
+		return "no live leader"
+	}
+	return fmt.Sprintf("leader %d term %d", members[0].Leader, members[0].Term)
 }
