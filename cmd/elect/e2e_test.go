@@ -659,3 +659,38 @@ func TestStatusNeedsLiveMajority(t *testing.T) {
 		t.Fatalf("status with 1 of 3 members alive: exit %d, want 69 and 'no majority'\n%s", code, out)
 	}
 }
+
+// TestBackgroundJobEndsWithRun: SIGINT to `elect run -- sh -c 'sleep 30 &
+// wait'` ends the shell, and its background sleep (started with SIGINT
+// ignored, as a non-interactive shell does) is gone by the time elect
+// exits, with a lease (the watchdog's group) and without one.
+func TestBackgroundJobEndsWithRun(t *testing.T) {
+	for _, lease := range []string{"default", "0"} {
+		t.Run("lease-"+lease, func(t *testing.T) {
+			dir := t.TempDir()
+			pidFile := filepath.Join(dir, "job")
+			args := []string{"run", "--id", "1", "--peers", "1=" + freeAddr(t), "--kill-grace", "2s"}
+			if lease != "default" {
+				args = append(args, "--lease", lease)
+			}
+			args = append(args, "--", "sh", "-c", `sleep 30 & echo $! > "$0.tmp" && mv "$0.tmp" "$0"; wait`, pidFile)
+			cmd := exec.Command(electBin, args...)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			c := &cluster{&clitest.Cluster{T: t, Dir: dir}, t}
+			job, _ := strconv.Atoi(c.waitFile("job"))
+			t.Cleanup(func() { syscall.Kill(job, syscall.SIGKILL) })
+			cmd.Process.Signal(syscall.SIGINT)
+			err := cmd.Wait()
+			if !clitest.Gone(job) {
+				t.Fatalf("the background job %d outlived elect run (%v):\n%s", job, err, stderr.String())
+			}
+			if exitCode(err) != 128+int(syscall.SIGINT) {
+				t.Errorf("elect run after SIGINT: exit %d, want %d:\n%s", exitCode(err), 128+int(syscall.SIGINT), stderr.String())
+			}
+		})
+	}
+}

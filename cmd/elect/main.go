@@ -181,6 +181,7 @@ func run(c *ucli.Context) error {
 		if err != nil {
 			return err
 		}
+		kid.SetKillGrace(grace)
 		kidDone = kid.Done()
 		cm.Log.Info("child started", "pid", kid.Pid(), "term", term)
 		return nil

@@ -251,6 +251,7 @@ func Run(o RunOpts) error {
 	if err != nil {
 		return err
 	}
+	child.SetKillGrace(o.KillGrace)
 	why := c.hold(name, got, sigs, child.Done(), func(s os.Signal) bool {
 		if s != nil {
 			child.Signal(s.(syscall.Signal))
