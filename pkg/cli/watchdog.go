@@ -147,9 +147,9 @@ const unarmed = "-"
 type Watch struct {
 	ready    chan struct{}
 	guarding chan struct{} // closed once the watchdog ignores its group's signals
-	wd    *exec.Cmd
-	w     *os.File
-	err   error
+	wd       *exec.Cmd
+	w        *os.File
+	err      error
 }
 
 // PrepareWatch starts a watchdog with no deadline, in the background. A
