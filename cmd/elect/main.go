@@ -31,7 +31,7 @@ var runFlags = cli.WithEnv(tool, append(cli.NodeFlags(),
 	&ucli.DurationFlag{Name: "heartbeat", Value: defaults.Heartbeat, Usage: "leader heartbeat period"},
 	&ucli.DurationFlag{Name: "timeout", Value: defaults.Timeout, Usage: "suspect the leader after this silence; > heartbeat + MDT + MHT, ≥ 2×heartbeat"},
 	&ucli.DurationFlag{Name: "answer-timeout", Value: defaults.AnswerTimeout, Usage: "wait for an answer or ring acknowledgement; > 2·MDT + MHT"},
-	&ucli.StringFlag{Name: "state-file", Usage: "persist the highest term here, so terms keep growing across restarts"},
+	&ucli.StringFlag{Name: "state-file", Usage: "persist the highest term and the last ELECT_FENCE here, so both keep growing across restarts"},
 	&ucli.DurationFlag{Name: "kill-grace", Value: 5 * time.Second, Usage: "after leadership is lost: SIGTERM the child, then SIGKILL after this long"},
 	&ucli.BoolFlag{Name: "rerun", Usage: "with a child: stay in the election after losing leadership and run the child again on every new term"},
 	&ucli.DurationFlag{Name: "lease", DefaultText: "the timeout", Usage: "run the command only while a majority has acknowledged this leader within this long; 0: lead without a majority (faster, but two commands can overlap under partitions or pauses)"},
@@ -62,9 +62,14 @@ included) has acknowledged it, 'lease lost term <term> (<reason>)' when that
 ends.
 
 With '-- command', the command runs only while this member holds the lease,
-with ELECT_LEADER, ELECT_TERM and ELECT_ID in its environment. Members
-acknowledge no other leader until their acknowledgement has run out, so no
-two commands ever run at once, even across partitions, pauses (SIGSTOP) and
+with ELECT_LEADER, ELECT_TERM, ELECT_ID and ELECT_FENCE in its environment.
+ELECT_FENCE is the fencing number: unique to each command run and higher
+than every earlier one, on this member (across lost leases and, with
+--state-file, restarts) and across leaders (a later term's is higher);
+ELECT_TERM repeats when a lease is lost and taken again within one term.
+
+Members acknowledge no other leader until their acknowledgement has run
+out, so no two commands ever run at once, even across partitions, pauses (SIGSTOP) and
 clock drift up to --clock-drift: a watchdog process kills the command at
 the lease's end even if elect itself is stopped. When the lease is lost the
 command gets SIGTERM, then SIGKILL after --kill-grace or at the lease's end,
@@ -114,10 +119,11 @@ func run(c *ucli.Context) error {
 	}
 	child := c.Args().Slice()
 	stateFile := c.String("state-file")
-	startTerm, err := cli.ReadUint(stateFile)
+	state, err := cli.ReadUints(stateFile, 2) // the highest term seen, the last ELECT_FENCE
 	if err != nil {
 		return cli.Exitf(cli.ExitUsage, "--state-file: %v", err)
 	}
+	startTerm := state[0]
 	mb, err := cli.Join(c, tool)
 	if err != nil {
 		return err
@@ -168,10 +174,22 @@ func run(c *ucli.Context) error {
 		grace    = c.Duration("kill-grace")
 		leased   = cfg.Lease > 0
 		until    time.Time // the lease's end
+		fence    = state[1] // the last ELECT_FENCE given
 	)
+	persist := func() {
+		if err := cli.WriteUints(stateFile, lastTerm, fence); err != nil {
+			cm.Log.Error("cannot persist the term and fence", "err", err)
+		}
+	}
 	start := func(leader node.ID, term uint64) error {
+		// ELECT_FENCE: the term in the high 32 bits, a count of the
+		// commands run in that term below, and never the same twice: a
+		// lease lost and taken again in one term runs a second command
+		// under the same ELECT_TERM, but never under the same fence.
+		fence = max(fence+1, term<<32+1)
+		persist()
 		env := []string{"ELECT_LEADER=" + leader.String(), "ELECT_TERM=" + strconv.FormatUint(term, 10),
-			"ELECT_ID=" + self.String()}
+			"ELECT_ID=" + self.String(), "ELECT_FENCE=" + strconv.FormatUint(fence, 10)}
 		var err error
 		if leased {
 			kid, err = cli.StartLeased(child, env, until)
@@ -183,7 +201,7 @@ func run(c *ucli.Context) error {
 		}
 		kid.SetKillGrace(grace)
 		kidDone = kid.Done()
-		cm.Log.Info("child started", "pid", kid.Pid(), "term", term)
+		cm.Log.Info("child started", "pid", kid.Pid(), "term", term, "fence", fence)
 		return nil
 	}
 	for {
@@ -196,9 +214,7 @@ func run(c *ucli.Context) error {
 				cm.Out.Event(ev)
 				if ev.Term > lastTerm {
 					lastTerm = ev.Term
-					if err := cli.WriteUint(stateFile, ev.Term); err != nil {
-						cm.Log.Error("cannot persist term", "err", err)
-					}
+					persist()
 				}
 				if ev.Self {
 					cm.Log.Info("leading", "term", ev.Term)
