@@ -173,7 +173,7 @@ func run(c *ucli.Context) error {
 		lastTerm = startTerm
 		grace    = c.Duration("kill-grace")
 		leased   = cfg.Lease > 0
-		until    time.Time // the lease's end
+		until    time.Time  // the lease's end
 		fence    = state[1] // the last ELECT_FENCE given
 	)
 	persist := func() {
