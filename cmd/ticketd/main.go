@@ -40,7 +40,7 @@ func serveFlags() []ucli.Flag {
 func waitFlags(extra ...ucli.Flag) []ucli.Flag {
 	return cli.WithEnv(tool, append([]ucli.Flag{socketFlag(),
 		&ucli.DurationFlag{Name: "timeout", Usage: "give up waiting after this long (exit 75; 69 if the daemon does not answer); 0 waits for ever"},
-		&ucli.BoolFlag{Name: "nonblock", Aliases: []string{"n"}, Usage: "fail (exit 75) unless a ticket comes within a few rounds; exit 69 if the daemon gives no answer within 1s"},
+		&ucli.BoolFlag{Name: "nonblock", Aliases: []string{"n"}, Usage: "fail (exit 75) unless a ticket comes within four rounds; exit 69 if no answer comes within 1s (the daemon is stopped or starved, or --round is above 250ms)"},
 		&ucli.IntFlag{Name: "conflict-exit-code", Aliases: []string{"E"}, Value: cli.ExitBusy, Usage: "exit code when busy or timed out"},
 		&ucli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "say nothing on stderr while waiting (otherwise: after 1s, then every 15s, what the member knows of the pool)"},
 	}, extra...))
