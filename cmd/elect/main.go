@@ -365,7 +365,7 @@ func status(c *ucli.Context) error {
 	case !v.agreed:
 		return cli.Exitf(cli.ExitBusy, "members disagree on the leader")
 	case !v.live:
-		return cli.Exitf(cli.ExitUnavailable, "the members follow %d (term %d), which does not answer as their leader: it is gone or has not taken its lease yet", members[0].Leader, members[0].Term)
+		return cli.Exitf(cli.ExitUnavailable, "the members follow %d (term %d), which does not answer as their leader: killed, stopped, cut off or stepped down, until their --timeout runs out", members[0].Leader, members[0].Term)
 	}
 	return nil
 }
