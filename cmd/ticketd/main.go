@@ -107,7 +107,8 @@ is killed, so is the command, and the ticket is given back.
 Examples:
    ticketd run -- ./worker.sh        # worker.sh reads $TICKETD_TICKET of $TICKETD_TICKETS
    ticketd run --nonblock -- ./backup || echo "all slots busy"
-   ticketd run --timeout 30s --shell -- 'process-shard $TICKETD_TICKET'`,
+   ticketd run --timeout 30s --shell -- 'process-shard $TICKETD_TICKET'
+   ticketd run --quiet --timeout 10m -- ./nightly.sh 2>>nightly.log`,
 				// No --json: the command owns stdout.
 				Flags: waitFlags(
 					&ucli.DurationFlag{Name: "kill-grace", Usage: "after the ticket is lost: SIGTERM, then SIGKILL after this long (at most, and by default, the member's --max-kill-grace)"},

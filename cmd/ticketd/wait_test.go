@@ -3,12 +3,17 @@ package main
 import (
 	"bufio"
 	"context"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/roundtable-go/roundtable/pkg/cli"
+	"github.com/roundtable-go/roundtable/pkg/cli/clitest"
 )
 
 // runTicketdFor runs ticketd with a limit (a client still running after it
@@ -81,5 +86,36 @@ func TestWaitsSayWhyAndEnd(t *testing.T) {
 	code, stderr, took = runTicketdFor(limit+20*time.Second, "run", "--socket", c.sock(1), "--timeout", d.String(), "--", "true")
 	if code != cli.ExitUnavailable || took > limit || !strings.Contains(stderr, "does not answer") {
 		t.Fatalf("--timeout %v against a stopped daemon: exit %d after %v (want 69 within %v): %s", d, code, took, limit, stderr)
+	}
+}
+
+// TestBackgroundJobEndsWithRun: SIGINT to `ticketd run -- sh -c 'sleep 30
+// & wait'` ends the shell, and its background sleep (started with SIGINT
+// ignored, as a non-interactive shell does) is gone by the time ticketd
+// run exits, before the ticket is given back.
+func TestBackgroundJobEndsWithRun(t *testing.T) {
+	c := startPool(t, 1, 1)
+	c.waitCore(1)
+	pidFile := filepath.Join(t.TempDir(), "job")
+	cmd := exec.Command(ticketdBin, "run", "--socket", c.sock(1), "--", "sh", "-c", `sleep 30 & echo $! > "$0.tmp" && mv "$0.tmp" "$0"; wait`, pidFile)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var job int
+	clitest.WaitFor(t, 20*time.Second, func() bool {
+		b, err := os.ReadFile(pidFile)
+		job, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil
+	})
+	t.Cleanup(func() { syscall.Kill(job, syscall.SIGKILL) })
+	cmd.Process.Signal(syscall.SIGINT)
+	err := cmd.Wait()
+	if !clitest.Gone(job) {
+		t.Fatalf("the background job %d outlived ticketd run (%v): %s", job, err, stderr.String())
+	}
+	if exitCode(err) != 128+int(syscall.SIGINT) {
+		t.Errorf("ticketd run after SIGINT: exit %d, want %d: %s", exitCode(err), 128+int(syscall.SIGINT), stderr.String())
 	}
 }
