@@ -81,10 +81,10 @@ func (w *Waiter) Since() time.Time { return w.start }
 
 // Say prints "<tool>: waited <d> for <what>: <why>" on stderr (nothing
 // with Quiet), d being how long the wait had lasted at at (when Report
-// fired), and sets the next report ReportEvery later.
+// fired), in whole seconds, and sets the next report ReportEvery later.
 func (w *Waiter) Say(tool, what, why string, at time.Time) {
 	if !w.quiet {
-		fmt.Fprintf(w.out, "%s: waited %v for %s: %s\n", tool, at.Sub(w.start).Round(100*time.Millisecond), what, why)
+		fmt.Fprintf(w.out, "%s: waited %v for %s: %s\n", tool, at.Sub(w.start).Round(time.Second), what, why)
 	}
 	if w.report != nil {
 		w.report.Reset(ReportEvery)
