@@ -74,9 +74,10 @@ func RunWatchdog() {
 	// outlives them, and only SIGKILL or its deadline end it.
 	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1,
 		syscall.SIGUSR2, syscall.SIGPIPE, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU)
-	// Only now may a command join the group: a signal sent to it before
-	// this point would end the watchdog and leave the group unguarded.
-	// Standard output is the pipe on which the supervisor waits for this.
+	// From here on a signal sent to the group spares the watchdog. The
+	// supervisor learns it from one byte on standard output (a pipe):
+	// until then it signals the command alone, since a signal to the group
+	// would end the watchdog and leave the group unguarded.
 	_, _ = syscall.Write(1, []byte{'r'})
 	_ = syscall.Close(1)
 	// Deadlines come on stdin, 8 bytes each. The watchdog reads what is
