@@ -739,6 +739,7 @@ func TestFenceUniquePerCommand(t *testing.T) {
 	c.ctl("resume", "2")
 	waitRuns(2)
 	c.ctl("kill", "3")
+	c.waitFileExists("3.exit") // gone, before it starts again
 	c.ctl("restart", "3")
 	waitRuns(3)
 	got := runs()
