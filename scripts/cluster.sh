@@ -18,11 +18,12 @@
 #   cluster.sh restart ID [-d DIR]      start member ID again with its saved command
 #   cluster.sh pid ID | peers | ps      print a pid, the peers file, member states
 #
-# DIR defaults to $CLUSTER_DIR or ./.cluster. Exit codes: 64 usage, 69 a
-# member did not become ready within $CLUSTER_READY_TIMEOUT seconds (10).
+# DIR defaults to $CLUSTER_DIR or ./.cluster. start refuses a DIR whose
+# members still run. Exit codes: 64 usage, 69 a member did not become ready
+# within $CLUSTER_READY_TIMEOUT seconds (10), 75 start: DIR has live members.
 set -euo pipefail
 
-help() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
+help() { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; }
 usage() { help >&2; exit 64; }
 die() { echo "cluster.sh: $1" >&2; exit "${2:-64}"; }
 
@@ -97,6 +98,19 @@ case "$cmd" in
     sub=()
     if [ $# -gt 0 ] && [[ "$1" != -* ]]; then sub=("$1"); shift; fi
     mkdir -p "$dir"
+    # Never over a running cluster: its pid files would be lost, and stop
+    # would leave it running untracked.
+    live=()
+    for f in "$dir"/*.pid; do
+      [ -e "$f" ] || continue
+      p=$(cat "$f" 2>/dev/null || true)
+      [ -n "$p" ] && kill -0 "$p" 2>/dev/null || continue
+      [ "$(ps -o stat= -p "$p" 2>/dev/null | cut -c1)" = Z ] && continue
+      live+=("$(basename "$f" .pid) (pid $p)")
+    done
+    if [ ${#live[@]} -gt 0 ]; then
+      die "$dir has live members: ${live[*]}; stop them first with 'scripts/cluster.sh stop -d $dir', or use another directory" 75
+    fi
     rm -f "$dir"/*.out "$dir"/*.log "$dir"/*.pid "$dir"/*.ready "$dir"/*.cmd "$dir"/*.exit
     : >"$dir/peers"
     i=1

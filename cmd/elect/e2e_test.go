@@ -632,3 +632,127 @@ func TestTCPAcceptSurvivesEMFILE(t *testing.T) {
 		return err == nil && strings.HasPrefix(string(out), "leader 1 ")
 	})
 }
+
+// TestStatusNeedsLiveMajority: status exits 0 only while a majority answers
+// and the leader they name answers as leader. Followers keep naming a
+// killed leader until their --timeout (5 s here), and a member left alone
+// still leads itself; both must read as 69, not as a leader.
+func TestStatusNeedsLiveMajority(t *testing.T) {
+	c := startCluster(t, 3, "--timeout", "5s")
+	term := c.waitAgree([]int{1, 2, 3}, 3, 0)
+	peers := "@" + filepath.Join(c.Dir, "peers")
+	status := func() (int, string) {
+		out, err := exec.Command(electBin, "status", "--peers", peers, "--wait", "500ms").Output()
+		return exitCode(err), string(out)
+	}
+	if code, out := status(); code != 0 || !strings.HasPrefix(out, fmt.Sprintf("leader 3 term %d\n", term)) {
+		t.Fatalf("status of a healthy cluster: exit %d\n%s", code, out)
+	}
+	c.ctl("kill", "3")
+	if code, out := status(); code != cli.ExitUnavailable || !strings.HasPrefix(out, "no live leader\n") {
+		t.Fatalf("status right after the leader was killed: exit %d, want 69 and 'no live leader'\n%s", code, out)
+	}
+	// 1 and 2 elect 2; then only 2 is left.
+	c.waitAgree([]int{1, 2}, 2, term)
+	c.ctl("kill", "1")
+	if code, out := status(); code != cli.ExitUnavailable || !strings.HasPrefix(out, "no majority\n") {
+		t.Fatalf("status with 1 of 3 members alive: exit %d, want 69 and 'no majority'\n%s", code, out)
+	}
+}
+
+// TestBackgroundJobEndsWithRun: SIGINT to `elect run -- sh -c 'sleep 30 &
+// wait'` ends the shell, and its background sleep (started with SIGINT
+// ignored, as a non-interactive shell does) is gone by the time elect
+// exits, with a lease (the watchdog's group) and without one.
+func TestBackgroundJobEndsWithRun(t *testing.T) {
+	for _, lease := range []string{"default", "0"} {
+		t.Run("lease-"+lease, func(t *testing.T) {
+			dir := t.TempDir()
+			pidFile := filepath.Join(dir, "job")
+			args := []string{"run", "--id", "1", "--peers", "1=" + freeAddr(t), "--kill-grace", "2s"}
+			if lease != "default" {
+				args = append(args, "--lease", lease)
+			}
+			args = append(args, "--", "sh", "-c", `sleep 30 & echo $! > "$0.tmp" && mv "$0.tmp" "$0"; wait`, pidFile)
+			cmd := exec.Command(electBin, args...)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			c := &cluster{&clitest.Cluster{T: t, Dir: dir}, t}
+			job, _ := strconv.Atoi(c.waitFile("job"))
+			t.Cleanup(func() { syscall.Kill(job, syscall.SIGKILL) })
+			cmd.Process.Signal(syscall.SIGINT)
+			err := cmd.Wait()
+			if !clitest.Gone(job) {
+				t.Fatalf("the background job %d outlived elect run (%v):\n%s", job, err, stderr.String())
+			}
+			if exitCode(err) != 128+int(syscall.SIGINT) {
+				t.Errorf("elect run after SIGINT: exit %d, want %d:\n%s", exitCode(err), 128+int(syscall.SIGINT), stderr.String())
+			}
+		})
+	}
+}
+
+// TestFenceUniquePerCommand: every command run on a member gets an
+// ELECT_FENCE above the one before, whether its lease was lost and taken
+// again (here: the followers stopped, then resumed; the term may stay the
+// same, so ELECT_TERM may repeat) or the member restarted with its
+// --state-file; and the fence carries its term in the high 32 bits.
+func TestFenceUniquePerCommand(t *testing.T) {
+	dir := t.TempDir()
+	// A short lease and a long timeout: stopped followers cost the leader
+	// its lease long before they would suspect it, so on waking they
+	// follow it in the same term and it takes the lease again in that term.
+	c := startClusterIn(t, dir, 3, "--rerun", "--kill-grace", "100ms", "--state-file", filepath.Join(dir, "{id}.state"),
+		"--timeout", "3s", "--lease", "300ms",
+		"--", "sh", "-c", `echo "$ELECT_TERM $ELECT_FENCE" >> "$0/runs-$ELECT_ID"; exec sleep 600`, dir)
+	runs := func() [][2]uint64 {
+		b, _ := os.ReadFile(filepath.Join(dir, "runs-3"))
+		var out [][2]uint64
+		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			var term, fence uint64
+			if _, err := fmt.Sscanf(l, "%d %d", &term, &fence); err == nil {
+				out = append(out, [2]uint64{term, fence})
+			} else if l != "" {
+				t.Fatalf("member 3's command saw %q, want ELECT_TERM and ELECT_FENCE", l)
+			}
+		}
+		return out
+	}
+	waitRuns := func(n int) {
+		t.Helper()
+		clitest.WaitFor(t, waitLimit, func() bool { return len(runs()) >= n })
+	}
+	c.waitAgree([]int{1, 2, 3}, 3, 0)
+	waitRuns(1)
+	// The followers stop: 3 keeps leading but loses its lease, and its
+	// command; they resume: 3 holds a lease again and runs a second one.
+	c.ctl("pause", "1")
+	c.ctl("pause", "2")
+	clitest.WaitFor(t, waitLimit, func() bool {
+		b, _ := os.ReadFile(filepath.Join(dir, "3.out"))
+		return strings.Count(string(b), "lease lost") >= 1
+	})
+	c.ctl("resume", "1")
+	c.ctl("resume", "2")
+	waitRuns(2)
+	c.ctl("kill", "3")
+	c.waitFileExists("3.exit") // gone, before it starts again
+	c.ctl("restart", "3")
+	waitRuns(3)
+	got := runs()
+	t.Logf("member 3's commands (ELECT_TERM ELECT_FENCE): %v", got)
+	if got[0][0] != got[1][0] {
+		t.Errorf("the lease was not taken again in the same term (%d, then %d): the case this test is for did not happen", got[0][0], got[1][0])
+	}
+	for i, r := range got {
+		if r[1]>>32 != r[0] {
+			t.Errorf("run %d: fence %d does not carry term %d", i, r[1], r[0])
+		}
+		if i > 0 && r[1] <= got[i-1][1] {
+			t.Errorf("run %d: fence %d not above the one before, %d", i, r[1], got[i-1][1])
+		}
+	}
+}

@@ -31,7 +31,7 @@ var runFlags = cli.WithEnv(tool, append(cli.NodeFlags(),
 	&ucli.DurationFlag{Name: "heartbeat", Value: defaults.Heartbeat, Usage: "leader heartbeat period"},
 	&ucli.DurationFlag{Name: "timeout", Value: defaults.Timeout, Usage: "suspect the leader after this silence; > heartbeat + MDT + MHT, ≥ 2×heartbeat"},
 	&ucli.DurationFlag{Name: "answer-timeout", Value: defaults.AnswerTimeout, Usage: "wait for an answer or ring acknowledgement; > 2·MDT + MHT"},
-	&ucli.StringFlag{Name: "state-file", Usage: "persist the highest term here, so terms keep growing across restarts"},
+	&ucli.StringFlag{Name: "state-file", Usage: "persist the highest term and the last ELECT_FENCE here, so both keep growing across restarts"},
 	&ucli.DurationFlag{Name: "kill-grace", Value: 5 * time.Second, Usage: "after leadership is lost: SIGTERM the child, then SIGKILL after this long"},
 	&ucli.BoolFlag{Name: "rerun", Usage: "with a child: stay in the election after losing leadership and run the child again on every new term"},
 	&ucli.DurationFlag{Name: "lease", DefaultText: "the timeout", Usage: "run the command only while a majority has acknowledged this leader within this long; 0: lead without a majority (faster, but two commands can overlap under partitions or pauses)"},
@@ -62,9 +62,14 @@ included) has acknowledged it, 'lease lost term <term> (<reason>)' when that
 ends.
 
 With '-- command', the command runs only while this member holds the lease,
-with ELECT_LEADER, ELECT_TERM and ELECT_ID in its environment. Members
-acknowledge no other leader until their acknowledgement has run out, so no
-two commands ever run at once, even across partitions, pauses (SIGSTOP) and
+with ELECT_LEADER, ELECT_TERM, ELECT_ID and ELECT_FENCE in its environment.
+ELECT_FENCE is the fencing number: unique to each command run and higher
+than every earlier one, on this member (across lost leases and, with
+--state-file, restarts) and across leaders (a later term's is higher);
+ELECT_TERM repeats when a lease is lost and taken again within one term.
+
+Members acknowledge no other leader until their acknowledgement has run
+out, so no two commands ever run at once, even across partitions, pauses (SIGSTOP) and
 clock drift up to --clock-drift: a watchdog process kills the command at
 the lease's end even if elect itself is stopped. When the lease is lost the
 command gets SIGTERM, then SIGKILL after --kill-grace or at the lease's end,
@@ -84,12 +89,17 @@ Examples:
 			},
 			{
 				Name:  "status",
-				Usage: "ask the members who leads; exit 69 if none answers or none leads yet, 75 if they disagree",
+				Usage: "ask the members who leads; exit 0 only if a majority answers and agrees on a live leader",
 				Description: `Queries every member and prints the leader and term they agree on,
-then one line per member. Exits 0 when every answering member names the same
-leader and term; 75 when they disagree; 69 when nobody answers, or when
-no answering member follows a leader yet ('no leader yet': the first
-election has not ended).
+then one line per member. Exits 0, with 'leader L term T' as the first line,
+only when a majority of the members answered, every answering member names
+the same leader and term, and that leader answered too, leading that term.
+Otherwise the first line says why and the exit is
+69: 'no leader yet' (the first election has not ended), 'no majority' (too
+few members answered for any leader to hold a lease), 'no live leader' (the
+members still follow a leader that does not answer: killed, stopped or cut
+off, until their --timeout runs out); or 75: 'disagreement' (a change of
+leader is under way, or a member is cut off).
 
 Examples:
    elect status --peers @peers.txt
@@ -109,10 +119,11 @@ func run(c *ucli.Context) error {
 	}
 	child := c.Args().Slice()
 	stateFile := c.String("state-file")
-	startTerm, err := cli.ReadUint(stateFile)
+	state, err := cli.ReadUints(stateFile, 2) // the highest term seen, the last ELECT_FENCE
 	if err != nil {
 		return cli.Exitf(cli.ExitUsage, "--state-file: %v", err)
 	}
+	startTerm := state[0]
 	mb, err := cli.Join(c, tool)
 	if err != nil {
 		return err
@@ -162,11 +173,23 @@ func run(c *ucli.Context) error {
 		lastTerm = startTerm
 		grace    = c.Duration("kill-grace")
 		leased   = cfg.Lease > 0
-		until    time.Time // the lease's end
+		until    time.Time  // the lease's end
+		fence    = state[1] // the last ELECT_FENCE given
 	)
+	persist := func() {
+		if err := cli.WriteUints(stateFile, lastTerm, fence); err != nil {
+			cm.Log.Error("cannot persist the term and fence", "err", err)
+		}
+	}
 	start := func(leader node.ID, term uint64) error {
+		// ELECT_FENCE: the term in the high 32 bits, a count of the
+		// commands run in that term below, and never the same twice: a
+		// lease lost and taken again in one term runs a second command
+		// under the same ELECT_TERM, but never under the same fence.
+		fence = max(fence+1, term<<32+1)
+		persist()
 		env := []string{"ELECT_LEADER=" + leader.String(), "ELECT_TERM=" + strconv.FormatUint(term, 10),
-			"ELECT_ID=" + self.String()}
+			"ELECT_ID=" + self.String(), "ELECT_FENCE=" + strconv.FormatUint(fence, 10)}
 		var err error
 		if leased {
 			kid, err = cli.StartLeased(child, env, until)
@@ -176,8 +199,9 @@ func run(c *ucli.Context) error {
 		if err != nil {
 			return err
 		}
+		kid.SetKillGrace(grace)
 		kidDone = kid.Done()
-		cm.Log.Info("child started", "pid", kid.Pid(), "term", term)
+		cm.Log.Info("child started", "pid", kid.Pid(), "term", term, "fence", fence)
 		return nil
 	}
 	for {
@@ -190,9 +214,7 @@ func run(c *ucli.Context) error {
 				cm.Out.Event(ev)
 				if ev.Term > lastTerm {
 					lastTerm = ev.Term
-					if err := cli.WriteUint(stateFile, ev.Term); err != nil {
-						cm.Log.Error("cannot persist term", "err", err)
-					}
+					persist()
 				}
 				if ev.Self {
 					cm.Log.Info("leading", "term", ev.Term)
@@ -307,18 +329,7 @@ func status(c *ucli.Context) error {
 		members = append(members, memberStatus{ID: id, Leader: st.Leader, Term: st.Term, State: st.State, Addr: r.Addr, Counter: r.Counters})
 	}
 	sort.Slice(members, func(i, j int) bool { return members[i].ID < members[j].ID })
-	agreed := len(members) > 0
-	for _, m := range members {
-		if m.Leader != members[0].Leader || m.Term != members[0].Term || m.Leader == node.None {
-			agreed = false
-		}
-	}
-	noLeader := len(members) > 0
-	for _, m := range members {
-		if m.Leader != node.None {
-			noLeader = false
-		}
-	}
+	v := judge(members, len(cm.Peers))
 	var silent []node.ID
 	for _, id := range cli.IDs(cm.Peers) {
 		if _, ok := replies[id]; !ok {
@@ -326,19 +337,15 @@ func status(c *ucli.Context) error {
 		}
 	}
 	if c.Bool(cli.FlagJSON) {
-		sum := map[string]any{"event": "status", "agreed": agreed, "no_leader": noLeader, "members": members, "silent": silent}
-		if agreed {
+		sum := map[string]any{"event": "status", "agreed": v.agreed, "no_leader": v.noLeader, "majority": v.majority,
+			"live": v.live, "members": members, "silent": silent}
+		if v.agreed {
 			sum["leader"], sum["term"] = members[0].Leader, members[0].Term
 		}
 		cm.Out.JSON(sum)
 	} else {
-		switch {
-		case agreed:
-			cm.Out.Line(fmt.Sprintf("leader %d term %d", members[0].Leader, members[0].Term))
-		case noLeader:
-			cm.Out.Line("no leader yet")
-		case len(members) > 0:
-			cm.Out.Line("disagreement")
+		if len(members) > 0 {
+			cm.Out.Line(v.head(members))
 		}
 		for _, m := range members {
 			cm.Out.Line(fmt.Sprintf("member %d %s leader %d term %d addr %s dropped_auth %d dropped_replay %d",
@@ -351,10 +358,62 @@ func status(c *ucli.Context) error {
 	switch {
 	case len(members) == 0:
 		return cli.Exitf(cli.ExitUnavailable, "no member answered within %v", c.Duration("wait"))
-	case noLeader:
+	case v.noLeader:
 		return cli.Exitf(cli.ExitUnavailable, "no leader yet: the first election has not ended")
-	case !agreed:
+	case !v.majority:
+		return cli.Exitf(cli.ExitUnavailable, "only %d of %d members answered within %v: no majority, so no leader can hold", len(members), len(cm.Peers), c.Duration("wait"))
+	case !v.agreed:
 		return cli.Exitf(cli.ExitBusy, "members disagree on the leader")
+	case !v.live:
+		return cli.Exitf(cli.ExitUnavailable, "the members follow %d (term %d), which does not answer as their leader: killed, stopped, cut off or stepped down, until their --timeout runs out", members[0].Leader, members[0].Term)
 	}
 	return nil
+}
+
+// verdict is what status concludes from the answers.
+type verdict struct {
+	majority bool // more than half of all members answered
+	noLeader bool // no answering member follows a leader yet
+	agreed   bool // every answering member names the same leader and term
+	live     bool // that leader answered, leading that term
+}
+
+// judge reads the answers of n members. A leader counts only if a
+// majority of all members answered, all of them name it, and it answered
+// itself as the leader of that term: followers name a killed leader until
+// their timeout, and a member cut off from the rest may still lead
+// itself.
+func judge(members []memberStatus, n int) verdict {
+	v := verdict{majority: len(members) > n/2, agreed: len(members) > 0, noLeader: len(members) > 0}
+	for _, m := range members {
+		if m.Leader != members[0].Leader || m.Term != members[0].Term || m.Leader == node.None {
+			v.agreed = false
+		}
+		if m.Leader != node.None {
+			v.noLeader = false
+		}
+	}
+	if v.agreed {
+		for _, m := range members {
+			if m.ID == members[0].Leader && m.State == "leader" && m.Term == members[0].Term {
+				v.live = true
+			}
+		}
+	}
+	return v
+}
+
+// head is status's first line: "leader L term T" only when the exit is 0.
+func (v verdict) head(members []memberStatus) string {
+	switch {
+	case v.noLeader:
+		return "no leader yet"
+	case !v.majority:
+		return "no majority"
+	case !v.agreed:
+		return "disagreement"
+	case !v.live:
+		return "no live leader"
+	}
+	return fmt.Sprintf("leader %d term %d", members[0].Leader, members[0].Term)
 }

@@ -11,7 +11,7 @@ import (
 
 // waitOpts reads the flags of the commands that wait for a lock.
 func waitOpts(c *ucli.Context) lockd.WaitOpts {
-	return lockd.WaitOpts{Socket: c.String("socket"), Timeout: c.Duration("timeout"), NonBlock: c.Bool("nonblock"), Conflict: c.Int("conflict-exit-code")}
+	return lockd.WaitOpts{Socket: c.String("socket"), Timeout: c.Duration("timeout"), NonBlock: c.Bool("nonblock"), Conflict: c.Int("conflict-exit-code"), Quiet: c.Bool("quiet")}
 }
 
 func out(c *ucli.Context) *cli.Output { return cli.NewOutput(os.Stdout, c.Bool(cli.FlagJSON)) }

@@ -41,9 +41,10 @@ func clientFlags(extra ...ucli.Flag) []ucli.Flag {
 
 func waitFlags(extra ...ucli.Flag) []ucli.Flag {
 	return append([]ucli.Flag{
-		&ucli.DurationFlag{Name: "timeout", Usage: "give up waiting after this long (exit 75); 0 waits for ever"},
-		&ucli.BoolFlag{Name: "nonblock", Aliases: []string{"n"}, Usage: "fail at once if the lock is held (exit 75)"},
+		&ucli.DurationFlag{Name: "timeout", Usage: "give up waiting after this long (exit 75; 69 if the daemon does not answer or has no quorum); 0 waits for ever"},
+		&ucli.BoolFlag{Name: "nonblock", Aliases: []string{"n"}, Usage: "fail at once if the lock is held (exit 75); exit 69 if the daemon gives no answer within 1s"},
 		&ucli.IntFlag{Name: "conflict-exit-code", Aliases: []string{"E"}, Value: cli.ExitBusy, Usage: "exit code when busy or timed out"},
+		&ucli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "say nothing on stderr while waiting (otherwise: after 1s, then every 15s, who holds the lock and whether there is a quorum)"},
 	}, extra...)
 }
 
@@ -82,16 +83,27 @@ Examples:
 the lock when it exits. LOCKD_TOKEN is a fencing number that only grows for
 NAME: give it to what the command writes to, and refuse lower ones.
 
+A wait that lasts a second says on stderr what it waits for (who holds
+NAME and since when, whether the service has a quorum, or that the daemon
+does not answer), then again every 15s; --quiet silences it. --nonblock
+answers within about a second even when the daemon is stopped; --timeout D
+ends within D plus 10% and names the cause.
+
 Exit codes: the command's own code, or 128+signal; 75 busy or timed out
 (--conflict-exit-code, like flock -E); 76 the lock was lost while the command
-ran (it gets SIGTERM, then SIGKILL after --kill-grace); 69 no daemon.
-Signals reach the command; if lockd run is killed, so is the command, and
-the lock is released.
+ran (it gets SIGTERM, then SIGKILL after --kill-grace); 69 no daemon, a
+daemon that does not answer (stopped, starved), or no quorum.
+Signals reach the command and its whole process group; when the command
+ends, or the lock is lost, whatever it left running in its group (background
+jobs) gets SIGTERM, then SIGKILL after --kill-grace, before the lock is
+released. If lockd run is killed, so is the command, and the lock is
+released.
 
 Examples:
    lockd run backup -- /usr/local/bin/backup.sh
    lockd run --nonblock cron-job -- ./job || echo "someone else is running it"
-   lockd run --timeout 30s deploy -- make deploy`,
+   lockd run --timeout 30s deploy -- make deploy
+   lockd run --quiet --timeout 5m nightly -- ./nightly.sh 2>>nightly.log`,
 				// No --json: the command owns stdout, and lockd run prints no events.
 				Flags: cli.WithEnv(tool, append([]ucli.Flag{socketFlag()}, waitFlags(
 					&ucli.DurationFlag{Name: "kill-grace", Value: 5 * time.Second, Usage: "after the lock is lost: SIGTERM, then SIGKILL after this long"},

@@ -39,9 +39,10 @@ func serveFlags() []ucli.Flag {
 
 func waitFlags(extra ...ucli.Flag) []ucli.Flag {
 	return cli.WithEnv(tool, append([]ucli.Flag{socketFlag(),
-		&ucli.DurationFlag{Name: "timeout", Usage: "give up waiting after this long (exit 75); 0 waits for ever"},
-		&ucli.BoolFlag{Name: "nonblock", Aliases: []string{"n"}, Usage: "fail (exit 75) unless a ticket comes within a few rounds"},
+		&ucli.DurationFlag{Name: "timeout", Usage: "give up waiting after this long (exit 75; 69 if the daemon does not answer); 0 waits for ever"},
+		&ucli.BoolFlag{Name: "nonblock", Aliases: []string{"n"}, Usage: "fail (exit 75) unless a ticket comes within four rounds; exit 69 if no answer comes within 1s (the daemon is stopped or starved, or --round is above 250ms)"},
 		&ucli.IntFlag{Name: "conflict-exit-code", Aliases: []string{"E"}, Value: cli.ExitBusy, Usage: "exit code when busy or timed out"},
+		&ucli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "say nothing on stderr while waiting (otherwise: after 1s, then every 15s, what the member knows of the pool)"},
 	}, extra...))
 }
 
@@ -89,15 +90,25 @@ The command runs under a watchdog: if the member stops renewing the ticket
 SIGTERM, then SIGKILL after the kill grace, before any other member may
 hand the ticket out again.
 
+A wait that lasts a second says on stderr what it waits for (the tickets
+the member holds and has lent, who else waits, or that the daemon does not
+answer), then again every 15s; --quiet silences it. --nonblock answers
+within about a second even when the daemon is stopped; --timeout D ends
+within D plus 10% and names the cause.
+
 Exit codes: the command's own code, or 128+signal; 75 busy or timed out
 (--conflict-exit-code); 76 the ticket was lost while the command ran; 69 no
-daemon, or the member is stopping. Signals reach the command; if ticketd
-run is killed, so is the command, and the ticket is given back.
+daemon, a daemon that does not answer (stopped, starved), or the member is
+stopping. Signals reach the command and its whole process group; when the
+command ends, or the ticket is lost, whatever it left running in its group
+(background jobs) is killed before the ticket is given back. If ticketd run
+is killed, so is the command, and the ticket is given back.
 
 Examples:
    ticketd run -- ./worker.sh        # worker.sh reads $TICKETD_TICKET of $TICKETD_TICKETS
    ticketd run --nonblock -- ./backup || echo "all slots busy"
-   ticketd run --timeout 30s --shell -- 'process-shard $TICKETD_TICKET'`,
+   ticketd run --timeout 30s --shell -- 'process-shard $TICKETD_TICKET'
+   ticketd run --quiet --timeout 10m -- ./nightly.sh 2>>nightly.log`,
 				// No --json: the command owns stdout.
 				Flags: waitFlags(
 					&ucli.DurationFlag{Name: "kill-grace", Usage: "after the ticket is lost: SIGTERM, then SIGKILL after this long (at most, and by default, the member's --max-kill-grace)"},
@@ -200,7 +211,7 @@ func serve(c *ucli.Context) error {
 }
 
 func waitOpts(c *ucli.Context) ticketd.WaitOpts {
-	return ticketd.WaitOpts{Socket: c.String("socket"), Timeout: c.Duration("timeout"), NonBlock: c.Bool("nonblock"), Conflict: c.Int("conflict-exit-code")}
+	return ticketd.WaitOpts{Socket: c.String("socket"), Timeout: c.Duration("timeout"), NonBlock: c.Bool("nonblock"), Conflict: c.Int("conflict-exit-code"), Quiet: c.Bool("quiet")}
 }
 
 func runCmd(c *ucli.Context) error {

@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	ucli "github.com/urfave/cli/v2"
 )
@@ -12,6 +14,8 @@ func testApp(action ucli.ActionFunc) *ucli.App {
 	wait := []ucli.Flag{
 		&ucli.StringFlag{Name: "socket"},
 		&ucli.DurationFlag{Name: "timeout"},
+		&ucli.DurationFlag{Name: "period", Value: 50 * time.Millisecond},
+		&ucli.DurationFlag{Name: "grace", Value: 5 * time.Second},
 		&ucli.BoolFlag{Name: "nonblock", Aliases: []string{"n"}},
 		&ucli.IntFlag{Name: "conflict-exit-code", Aliases: []string{"E"}},
 	}
@@ -68,6 +72,15 @@ func TestHabits(t *testing.T) {
 	if Code(err) != ExitUsage || !strings.Contains(err.Error(), "did you mean 1s?") {
 		t.Errorf("--timeout 1: %v", err)
 	}
+	// In the flag's own scale: the unit of its default.
+	err = app.Run(Reorder(app, strings.Fields("tool run L --period 50 -- true")))
+	if Code(err) != ExitUsage || !strings.Contains(err.Error(), "did you mean 50ms?") {
+		t.Errorf("--period 50 (default 50ms): %v", err)
+	}
+	err = app.Run(Reorder(app, strings.Fields("tool run L --grace 2.5 -- true")))
+	if Code(err) != ExitUsage || !strings.Contains(err.Error(), "did you mean 2.5s?") {
+		t.Errorf("--grace 2.5 (default 5s): %v", err)
+	}
 	err = app.Run([]string{"tool", "run", "--conflict-exit-code", "x", "L"})
 	if Code(err) != ExitUsage || strings.Contains(err.Error(), "did you mean") {
 		t.Errorf("a bad integer is not a duration: %v", err)
@@ -101,5 +114,28 @@ func TestCheckAddr(t *testing.T) {
 	}
 	if _, err := ResolveBind("127.0.0.1:0"); err != nil {
 		t.Errorf("--bind with port 0 (any): %v", err)
+	}
+}
+
+// TestVersionOf: the revision and the modified flag the toolchain records
+// are printed; a build without them says so.
+func TestVersionOf(t *testing.T) {
+	rev := []debug.BuildSetting{{Key: "vcs", Value: "git"}, {Key: "vcs.revision", Value: "1c996c618b7ed081578bc6458e45b99d00a8beeb"}}
+	for _, c := range []struct {
+		v        string
+		settings []debug.BuildSetting
+		want     string
+	}{
+		{"(devel)", rev, "(devel) 1c996c618b7e"},
+		{"(devel)", append(rev, debug.BuildSetting{Key: "vcs.modified", Value: "true"}), "(devel) 1c996c618b7e (modified)"},
+		{"(devel)", append(rev, debug.BuildSetting{Key: "vcs.modified", Value: "false"}), "(devel) 1c996c618b7e"},
+		{"v1.2.0", nil, "v1.2.0"},
+		{"v0.0.0-20261126-1c996c618b7e", rev, "v0.0.0-20261126-1c996c618b7e"},
+		{"(devel)", nil, "(devel)" + noRevision},
+		{"", nil, "(devel)" + noRevision},
+	} {
+		if got := versionOf(c.v, c.settings); got != c.want {
+			t.Errorf("versionOf(%q, %v) = %q, want %q", c.v, c.settings, got, c.want)
+		}
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -13,13 +15,40 @@ import (
 // its wrapper holding a resource), inherits stdin, stdout and stderr, and
 // inherits no other descriptor (Go opens every file close-on-exec, so the
 // coordination sockets do not leak into it).
+//
+// The command's end is its whole group's: when the command exits, whatever
+// it left running in its process group (a background job of a shell, say
+// `sh -c 'server & wait'` after SIGINT, which a non-interactive shell's
+// background jobs ignore) gets SIGTERM, then SIGKILL after the kill grace
+// (a leased command's group gets SIGKILL from its watchdog at once), and
+// is reaped: Done is closed only once the group is empty, so a wrapper
+// that gives its resource back after Done leaves nothing running under it.
 type Child struct {
 	cmd   *exec.Cmd
 	pgid  int
 	done  chan struct{}
 	state *os.ProcessState
-	lease *os.File // StartLeased: the watchdog's deadlines
+	lease *os.File        // StartLeased: the watchdog's deadlines
+	guard <-chan struct{} // StartLeased: closed once the watchdog ignores the group's signals
+	grace atomic.Int64    // SetKillGrace
 }
+
+// DefaultKillGrace is how long what a command left running in its group
+// has between SIGTERM and SIGKILL, unless SetKillGrace says otherwise.
+const DefaultKillGrace = 5 * time.Second
+
+// SetKillGrace sets how long what the command leaves running in its group
+// when it exits has between SIGTERM and SIGKILL.
+func (c *Child) SetKillGrace(d time.Duration) { c.grace.Store(int64(d)) }
+
+// subreaper makes this process the reaper of its orphaned descendants
+// (PR_SET_CHILD_SUBREAPER): a command's background job whose parent has
+// exited is reparented here, so that sweep can reap it rather than leave
+// it to an init that may not.
+var subreaper = sync.OnceFunc(func() {
+	const prSetChildSubreaper = 36
+	_, _, _ = syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0)
+})
 
 // StartChild starts args (exec'd directly; wrap in "sh -c" to use a
 // shell) with extra environment variables. It returns an ExitError with
@@ -31,12 +60,15 @@ func StartChild(args []string, env []string) (*Child, error) {
 	if len(args) == 0 {
 		return nil, Exitf(ExitUsage, "no command given after --")
 	}
-	return startChild(args, env, 0)
+	return startChild(args, env, 0, nil, nil)
 }
 
 // startChild starts the command in process group pgid, or in a new group
-// of its own when pgid is 0.
-func startChild(args []string, env []string, pgid int) (*Child, error) {
+// of its own when pgid is 0; lease is its watchdog's deadline pipe (nil:
+// no watchdog), closed when the command exits, and guard is closed once
+// the watchdog ignores the signals sent to its group.
+func startChild(args []string, env []string, pgid int, lease *os.File, guard <-chan struct{}) (*Child, error) {
+	subreaper()
 	cmd := exec.Command(args[0], args[1:]...)
 	if errors.Is(cmd.Err, exec.ErrNotFound) {
 		return nil, Exitf(ExitNotFound, "%s: command not found", args[0])
@@ -56,13 +88,64 @@ func startChild(args []string, env []string, pgid int) (*Child, error) {
 	if pgid == 0 {
 		pgid = cmd.Process.Pid
 	}
-	c := &Child{cmd: cmd, pgid: pgid, done: make(chan struct{})}
+	c := &Child{cmd: cmd, pgid: pgid, done: make(chan struct{}), lease: lease, guard: guard}
+	c.grace.Store(int64(DefaultKillGrace))
 	go func() {
 		_ = cmd.Wait()
 		c.state = cmd.ProcessState
+		c.sweep()
 		close(c.done)
 	}()
 	return c, nil
+}
+
+// sweep ends and reaps what the command left in its process group once
+// the command itself has exited. A leased command's watchdog ends the
+// group itself, with SIGKILL, when its deadline pipe closes; otherwise
+// the group gets SIGTERM, then SIGKILL after the kill grace.
+func (c *Child) sweep() {
+	if c.lease != nil {
+		c.lease.Close()
+	} else if c.reap() {
+		return
+	} else {
+		_ = syscall.Kill(-c.pgid, syscall.SIGTERM)
+		_ = syscall.Kill(-c.pgid, syscall.SIGCONT) // a stopped job must run to see it
+		if c.waitEmpty(time.Duration(c.grace.Load())) {
+			return
+		}
+		_ = syscall.Kill(-c.pgid, syscall.SIGKILL)
+	}
+	c.waitEmpty(5 * time.Second)
+}
+
+// waitEmpty waits up to d for the group to be empty, reaping it.
+func (c *Child) waitEmpty(d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for !c.reap() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	return true
+}
+
+// reap collects the group's members that have exited (those whose parent
+// exited first are this process's: subreaper) and reports whether the
+// group is empty.
+func (c *Child) reap() (empty bool) {
+	for {
+		var ws syscall.WaitStatus
+		pid, err := syscall.Wait4(-c.pgid, &ws, syscall.WNOHANG, nil)
+		if err == syscall.EINTR {
+			continue
+		}
+		if pid <= 0 || err != nil {
+			break
+		}
+	}
+	return syscall.Kill(-c.pgid, 0) == syscall.ESRCH
 }
 
 // StatusCode is the exit code for a child's end: its exit code, or 128+n
@@ -84,13 +167,25 @@ func (c *Child) Pid() int { return c.cmd.Process.Pid }
 // Done is closed when the child has exited.
 func (c *Child) Done() <-chan struct{} { return c.done }
 
-// Signal sends sig to the child's whole process group.
+// Signal sends sig to the child's whole process group; to the command
+// alone while a leased command's watchdog, which leads the group, is
+// still starting (the signal would end it). What the command leaves in its
+// group is swept when it exits.
 func (c *Child) Signal(sig syscall.Signal) {
 	select {
 	case <-c.done:
+		return
 	default:
-		_ = syscall.Kill(-c.pgid, sig)
 	}
+	if c.guard != nil {
+		select {
+		case <-c.guard:
+		default:
+			_ = syscall.Kill(c.cmd.Process.Pid, sig)
+			return
+		}
+	}
+	_ = syscall.Kill(-c.pgid, sig)
 }
 
 // ExitCode is the child's exit status, or 128+n if signal n killed it.
@@ -98,8 +193,8 @@ func (c *Child) Signal(sig syscall.Signal) {
 func (c *Child) ExitCode() int { return StatusCode(c.state) }
 
 // Stop sends SIGTERM to the child's process group, waits up to grace, then
-// sends SIGKILL, and returns once the child has exited. Nothing the child
-// started in its group is left behind either way.
+// sends SIGKILL, and returns once the child and its group have exited.
+// Nothing the child started in its group is left behind either way.
 func (c *Child) Stop(grace time.Duration) {
 	c.Signal(syscall.SIGTERM)
 	t := time.NewTimer(grace)

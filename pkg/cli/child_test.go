@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -225,5 +226,61 @@ func TestLeaseOverBeforeStart(t *testing.T) {
 	}
 	if err != ErrLeaseOver {
 		t.Fatalf("err %v, want ErrLeaseOver", err)
+	}
+}
+
+// TestChildGroupSwept: what a command leaves running in its process group
+// (a shell's background job, which ignores the SIGINT that ends the shell)
+// is ended and reaped before Done: with and without a lease, whether the
+// command exits by itself or by a forwarded signal.
+func TestChildGroupSwept(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		leased bool
+		script string
+		signal bool
+	}{
+		{"signalled", false, "sleep 30 & echo $! > $0.tmp && mv $0.tmp $0; wait", true},
+		{"exited", false, "sleep 30 & echo $! > $0.tmp && mv $0.tmp $0; while [ -e $0 ]; do sleep 0.01; done", false},
+		{"leased-signalled", true, "sleep 30 & echo $! > $0.tmp && mv $0.tmp $0; wait", true},
+		{"leased-exited", true, "sleep 30 & echo $! > $0.tmp && mv $0.tmp $0; while [ -e $0 ]; do sleep 0.01; done", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pidFile := filepath.Join(t.TempDir(), "pid")
+			args := []string{"sh", "-c", tc.script, pidFile}
+			var c *Child
+			var err error
+			if tc.leased {
+				c, err = StartLeased(args, nil, time.Now().Add(time.Hour))
+			} else {
+				c, err = StartChild(args, nil)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b []byte
+			for b, err = os.ReadFile(pidFile); err != nil; b, err = os.ReadFile(pidFile) {
+				time.Sleep(5 * time.Millisecond) // polling for the child's own signal, not a timing guess
+			}
+			var job int
+			fmt.Sscan(string(b), &job)
+			t.Cleanup(func() { syscall.Kill(job, syscall.SIGKILL) })
+			if tc.signal {
+				c.Signal(syscall.SIGINT)
+			} else {
+				os.Remove(pidFile) // the command exits by itself
+			}
+			select {
+			case <-c.Done():
+			case <-time.After(time.Minute):
+				t.Fatal("the command and its group did not end within a minute")
+			}
+			if err := syscall.Kill(job, 0); err != syscall.ESRCH {
+				st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", job))
+				out, _ := exec.Command("ps", "-o", "pid,ppid,pgid,stat,cmd", "-g", fmt.Sprint(c.pgid)).CombinedOutput()
+				t.Logf("job stat %s\n%s", st, out)
+				t.Fatalf("background job %d outlived its command (kill 0: %v)", job, err)
+			}
+		})
 	}
 }

@@ -87,3 +87,31 @@ func TestUsageErrorsOnStderr(t *testing.T) {
 		}
 	}
 }
+
+// TestStateNumbers: a state file keeps several numbers on one line; one
+// written with fewer (an older format) reads the rest as 0.
+func TestStateNumbers(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state")
+	if v, err := ReadUints(path, 2); err != nil || v[0] != 0 || v[1] != 0 {
+		t.Fatalf("missing file: %v %v", v, err)
+	}
+	if err := WriteUint(path, 7); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := ReadUints(path, 2); err != nil || v[0] != 7 || v[1] != 0 {
+		t.Fatalf("one number, read as two: %v %v", v, err)
+	}
+	if err := WriteUints(path, 9, 1<<40); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := ReadUints(path, 2); err != nil || v[0] != 9 || v[1] != 1<<40 {
+		t.Fatalf("two numbers: %v %v", v, err)
+	}
+	if v, err := ReadUint(path); err != nil || v != 9 {
+		t.Fatalf("ReadUint of two numbers: %v %v", v, err)
+	}
+	os.WriteFile(path, []byte("x\n"), 0o600)
+	if _, err := ReadUints(path, 2); err == nil {
+		t.Fatal("a state file that is not numbers read without error")
+	}
+}

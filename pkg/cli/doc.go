@@ -10,7 +10,7 @@
 //	0        success (or, with a child, the child's own code)
 //	128+n    the child was killed by signal n
 //	64       usage error: bad flag, peer list or argument
-//	69       peers unreachable, no quorum, cannot bind
+//	69       peers unreachable, no quorum, cannot bind, a daemon that does not answer
 //	75       busy or timed out (overridable where documented)
 //	76       lock, leadership or ticket lost while the child ran
 //	77       not permitted (clocksync serve --apply without CAP_SYS_TIME)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"time"
 
 	ucli "github.com/urfave/cli/v2"
 )
@@ -132,16 +133,31 @@ func usageError(command string, flags []ucli.Flag) ucli.OnUsageErrorFunc {
 var invalidValue = regexp.MustCompile(`invalid value "([0-9]+(?:\.[0-9]+)?)" for flag -+([a-zA-Z0-9-]+)`)
 
 // durationHint answers a bare number given to a duration flag (flock's
-// habit: --timeout 1) with the unit it needs.
+// habit: --timeout 1) with the unit it needs, in the flag's own scale:
+// the unit of its default (--period 50, default 50ms: "did you mean
+// 50ms?"), seconds for a flag without one.
 func durationHint(msg string, flags []ucli.Flag) string {
 	m := invalidValue.FindStringSubmatch(msg)
 	if m == nil {
 		return ""
 	}
-	if _, ok := findFlag(flags, m[2]).(*ucli.DurationFlag); !ok {
+	f, ok := findFlag(flags, m[2]).(*ucli.DurationFlag)
+	if !ok {
 		return ""
 	}
-	return fmt.Sprintf(": a duration needs a unit, did you mean %ss?", m[1])
+	unit := "s"
+	switch d := f.Value; {
+	case d <= 0:
+	case d < time.Millisecond:
+		unit = "µs"
+	case d < time.Second:
+		unit = "ms"
+	case d >= time.Hour:
+		unit = "h"
+	case d >= time.Minute:
+		unit = "m"
+	}
+	return fmt.Sprintf(": a duration needs a unit, did you mean %s%s?", m[1], unit)
 }
 
 // longFlag writes the flag that package flag's message names with one dash

@@ -10,18 +10,26 @@ import (
 
 // Version is the running binary's module version and VCS revision, as the
 // Go toolchain recorded them: "v1.2.0" for a tagged `go install`,
-// "(devel) 0123abcd (modified)" for a build in a checkout.
+// "(devel) 0123abcd4567 (modified)" for a build in a git clone whose tree
+// had changes. A build that recorded no revision says so, and why it may
+// not have.
 func Version() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return "unknown"
 	}
-	v := bi.Main.Version
+	return versionOf(bi.Main.Version, bi.Settings)
+}
+
+// noRevision ends a version that carries no VCS revision.
+const noRevision = ", no VCS revision recorded (built outside a git clone, in a git worktree, or with -buildvcs=false)"
+
+func versionOf(v string, settings []debug.BuildSetting) string {
 	if v == "" {
 		v = "(devel)"
 	}
 	var rev, modified string
-	for _, s := range bi.Settings {
+	for _, s := range settings {
 		switch s.Key {
 		case "vcs.revision":
 			rev = s.Value
@@ -34,8 +42,11 @@ func Version() string {
 	if len(rev) > 12 {
 		rev = rev[:12]
 	}
-	if rev != "" && !strings.Contains(v, rev) {
+	switch {
+	case rev != "" && !strings.Contains(v, rev):
 		v += " " + rev
+	case rev == "" && v == "(devel)":
+		return v + noRevision
 	}
 	return v + modified
 }

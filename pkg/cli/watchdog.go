@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"os"
@@ -73,6 +74,12 @@ func RunWatchdog() {
 	// outlives them, and only SIGKILL or its deadline end it.
 	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1,
 		syscall.SIGUSR2, syscall.SIGPIPE, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU)
+	// From here on a signal sent to the group spares the watchdog. The
+	// supervisor learns it from one byte on standard output (a pipe):
+	// until then it signals the command alone, since a signal to the group
+	// would end the watchdog and leave the group unguarded.
+	_, _ = syscall.Write(1, []byte{'r'})
+	_ = syscall.Close(1)
 	// Deadlines come on stdin, 8 bytes each. The watchdog reads what is
 	// there before every look at the clock, the last one included: a
 	// watchdog that was itself starved of CPU (or slow to start) still
@@ -139,16 +146,17 @@ const unarmed = "-"
 // that its start overlaps what the supervisor waits for first (a ticket,
 // a lock); Start gives it its deadline and then starts the command.
 type Watch struct {
-	ready chan struct{}
-	wd    *exec.Cmd
-	w     *os.File
-	err   error
+	ready    chan struct{}
+	guarding chan struct{} // closed once the watchdog ignores its group's signals
+	wd       *exec.Cmd
+	w        *os.File
+	err      error
 }
 
 // PrepareWatch starts a watchdog with no deadline, in the background. A
 // Watch that no command uses must be Cancelled.
 func PrepareWatch() *Watch {
-	l := &Watch{ready: make(chan struct{})}
+	l := &Watch{ready: make(chan struct{}), guarding: make(chan struct{})}
 	go func() {
 		defer close(l.ready)
 		self, err := os.Executable()
@@ -162,16 +170,33 @@ func PrepareWatch() *Watch {
 			return
 		}
 		defer r.Close()
+		ready, readyW, err := os.Pipe()
+		if err != nil {
+			w.Close()
+			l.err = err
+			return
+		}
 		wd := exec.Command(self)
 		wd.Env = append(os.Environ(), watchdogEnv+"="+unarmed)
-		wd.Stdin, wd.Stderr = r, os.Stderr
+		wd.Stdin, wd.Stdout, wd.Stderr = r, readyW, os.Stderr
 		wd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-		if err := wd.Start(); err != nil {
+		err = wd.Start()
+		readyW.Close()
+		if err != nil {
+			ready.Close()
 			w.Close()
 			l.err = Exitf(ExitCannotExec, "cannot start the watchdog: %v", err)
 			return
 		}
 		go func() { _ = wd.Wait() }()
+		// The watchdog says when it ignores the signals sent to its group
+		// (or dies first: then there is nothing left to spare).
+		go func() {
+			defer ready.Close()
+			var b [1]byte
+			_, _ = ready.Read(b[:])
+			close(l.guarding)
+		}()
 		l.wd, l.w = wd, w
 	}()
 	return l
@@ -210,12 +235,13 @@ func (l *Watch) Start(args, env []string, until time.Time) (*Child, error) {
 	}
 	// The deadline goes first: the command never runs unwatched.
 	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], uint64(monoOf(until)))
+	deadline := monoOf(until)
+	binary.LittleEndian.PutUint64(b[:], uint64(deadline))
 	if _, err := l.w.Write(b[:]); err != nil {
 		l.w.Close()
 		return nil, ErrLeaseOver // the watchdog is gone
 	}
-	c, err := startChild(args, env, l.wd.Process.Pid)
+	c, err := startChild(args, env, l.wd.Process.Pid, l.w, l.guarding)
 	if err != nil {
 		_ = syscall.Kill(-l.wd.Process.Pid, syscall.SIGKILL)
 		l.w.Close()
@@ -224,13 +250,27 @@ func (l *Watch) Start(args, env []string, until time.Time) (*Child, error) {
 		}
 		return nil, err
 	}
-	c.lease = l.w
-	w := l.w
-	go func() {
+	// A watchdog fires only at the deadline, and a command that joined its
+	// group before it fired dies with it. Past the deadline the watchdog
+	// may have cleared the group before the command joined (a watchdog
+	// that has exited but is not yet reaped still holds the group's ID):
+	// if it is gone, the command is killed here instead.
+	if monotonic() >= deadline && exited(l.wd.Process.Pid) {
+		_ = syscall.Kill(-l.wd.Process.Pid, syscall.SIGKILL)
 		<-c.done
-		w.Close() // the watchdog clears the group, then exits
-	}()
-	return c, nil
+		return nil, ErrLeaseOver
+	}
+	return c, nil // when the command exits, sweep closes l.w: the watchdog clears the group, then exits
+}
+
+// exited reports whether process pid has exited: it is gone, or a zombie.
+func exited(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i < 0 || i+2 >= len(b) || b[i+2] == 'Z' || b[i+2] == 'X'
 }
 
 // Extend moves a leased child's deadline.

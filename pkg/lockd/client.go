@@ -18,6 +18,7 @@ type WaitOpts struct {
 	Timeout  time.Duration // give up after this long (0: wait for ever)
 	NonBlock bool          // give up at once if the lock is held
 	Conflict int           // exit code when busy or timed out
+	Quiet    bool          // say nothing on stderr while waiting
 }
 
 // RunOpts is a parsed 'lockd run'.
@@ -54,22 +55,17 @@ func (c *client) close() {
 }
 
 // acquire asks for name and waits for the grant, or returns an exit
-// error: 75 busy or timed out (o.Conflict), 69 no daemon or no quorum, 64
-// refused, 128+signal.
+// error: 75 busy or timed out (o.Conflict), 69 no daemon, a daemon that
+// does not answer, or no quorum, 64 refused, 128+signal. While it waits it
+// says why on stderr (cli.Wait).
 func (c *client) acquire(o WaitOpts, name string, sigs <-chan os.Signal) (Reply, error) {
 	if err := c.send(Request{Op: "acquire", Name: name, NonBlock: o.NonBlock}); err != nil {
 		return Reply{}, cli.Exitf(cli.ExitUnavailable, "lost the daemon: %v", err)
 	}
-	var expire <-chan time.Time
-	if o.Timeout > 0 {
-		t := time.NewTimer(o.Timeout)
-		defer t.Stop()
-		expire = t.C
-	}
-	// A wait that is still a wait after a second says so on stderr if the
-	// daemon has no quorum: the script's author should know it may last.
-	check := time.NewTimer(time.Second)
-	defer check.Stop()
+	w := cli.Wait{Timeout: o.Timeout, NonBlock: o.NonBlock, Quiet: o.Quiet}.Start()
+	defer w.Stop()
+	seen := &sightings{}
+	probes := make(chan probe, 1)
 	for {
 		select {
 		case r, ok := <-c.replies:
@@ -88,28 +84,87 @@ func (c *client) acquire(o WaitOpts, name string, sigs <-chan os.Signal) (Reply,
 			}
 		case s := <-sigs:
 			return Reply{}, &cli.ExitError{Code: cli.SignalCode(s)}
-		case <-check.C:
-			if st, err := status(o.Socket); err == nil && st.Quorum != nil && !*st.Quorum {
-				fmt.Fprintf(os.Stderr, "lockd: waiting for %s: the daemon has no quorum (no coordinator with a majority, or too few members alive)\n", name)
+		case at := <-w.Report():
+			// Asked aside, so that the wait keeps its deadline.
+			go func(budget time.Duration) {
+				st, err := statusWithin(o.Socket, budget)
+				probes <- probe{st, err, at}
+			}(w.ReportBudget())
+		case p := <-probes:
+			w.Say(Tool, name, seen.describe(o.Socket, name, p), p.at)
+		case <-w.Expired():
+			st, err := statusWithin(o.Socket, w.ProbeBudget())
+			why := seen.describe(o.Socket, name, probe{st, err, time.Now()})
+			switch {
+			case o.NonBlock && err != nil:
+				return Reply{}, cli.Exitf(cli.ExitUnavailable, "%s: no answer within %v: %s", name, cli.NonBlockLimit, why)
+			case o.NonBlock && (o.Timeout <= 0 || o.Timeout > cli.NonBlockLimit):
+				return Reply{}, cli.Exitf(cli.ExitUnavailable, "%s: the lock service did not decide within %v: %s", name, cli.NonBlockLimit, why)
+			case err != nil || st.Quorum != nil && !*st.Quorum:
+				return Reply{}, cli.Exitf(cli.ExitUnavailable, "timed out after %v waiting for %s: %s", w.Waited(), name, why)
 			}
-		case <-expire:
-			if noQuorum(o.Socket) {
-				return Reply{}, cli.Exitf(cli.ExitUnavailable, "timed out waiting for %s: the daemon has no quorum", name)
-			}
-			return Reply{}, cli.Exitf(o.Conflict, "timed out waiting for %s", name)
+			return Reply{}, cli.Exitf(o.Conflict, "timed out after %v waiting for %s: %s", w.Waited(), name, why)
 		}
 	}
 }
 
-// noQuorum asks the daemon, on a second connection, whether it can grant
-// at all (central: it follows a coordinator with a majority; voting: m
-// members are alive): a timeout without a quorum is exit 69, not 75.
-func noQuorum(socket string) bool {
-	st, err := status(socket)
-	if err != nil {
-		return true
+// probe is a status question's answer.
+type probe struct {
+	st  *memberStatus
+	err error
+	at  time.Time // when the question was asked
+}
+
+// sightings remembers when a waiting client first saw each holder of its
+// lock, so that it can say since when (at least) the holder has held it.
+type sightings struct {
+	key   string
+	since time.Time
+}
+
+// describe says, for a waiting client, what the daemon knows of name:
+// its holder, since when it was seen holding it, who else waits, and
+// whether the service has a quorum.
+func (s *sightings) describe(socket, name string, p probe) string {
+	if p.err != nil {
+		return fmt.Sprintf("the daemon at %s does not answer (stopped, or starved of CPU)", socket)
 	}
-	return st.Quorum != nil && !*st.Quorum
+	st := p.st
+	var parts []string
+	held := false
+	for _, l := range st.Locks {
+		if l.Name != name || l.Holder == 0 {
+			continue
+		}
+		held = true
+		key := fmt.Sprintf("%d/%d/%d", l.Holder, l.Client, l.Token)
+		if key != s.key {
+			s.key, s.since = key, time.Now()
+		}
+		h := fmt.Sprintf("held by member %d (client %d, token %d) since %s or earlier", l.Holder, l.Client, l.Token, s.since.Format("15:04:05"))
+		if len(l.Queue) > 0 {
+			h += fmt.Sprintf(", %d waiting", len(l.Queue))
+		}
+		parts = append(parts, h)
+	}
+	if !held {
+		s.key = ""
+		parts = append(parts, "not held as far as member "+strconv.FormatUint(uint64(st.ID), 10)+" knows")
+	}
+	switch {
+	case st.Quorum != nil && !*st.Quorum:
+		parts = append(parts, "no quorum (no coordinator with a majority, or too few members alive)")
+	case st.Quorum != nil:
+		parts = append(parts, "quorum yes")
+	}
+	if st.Algo == "central" {
+		if st.Coordinator == 0 {
+			parts = append(parts, "no coordinator")
+		} else {
+			parts = append(parts, fmt.Sprintf("coordinator %d term %d", st.Coordinator, st.Term))
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 // hold keeps a granted lock: it extends the lease from the daemon's
@@ -196,6 +251,7 @@ func Run(o RunOpts) error {
 	if err != nil {
 		return err
 	}
+	child.SetKillGrace(o.KillGrace)
 	why := c.hold(name, got, sigs, child.Done(), func(s os.Signal) bool {
 		if s != nil {
 			child.Signal(s.(syscall.Signal))

@@ -40,7 +40,11 @@ type memberStatus struct {
 const statusWait = 2 * time.Second
 
 // status asks the daemon at socket for its status.
-func status(socket string) (*memberStatus, error) {
+func status(socket string) (*memberStatus, error) { return statusWithin(socket, statusWait) }
+
+// statusWithin asks the daemon at socket for its status, waiting at most
+// wait for the answer.
+func statusWithin(socket string, wait time.Duration) (*memberStatus, error) {
 	c, err := dial(socket)
 	if err != nil {
 		return nil, err
@@ -52,8 +56,8 @@ func status(socket string) (*memberStatus, error) {
 	var r Reply
 	select {
 	case r = <-c.replies:
-	case <-time.After(statusWait):
-		return nil, cli.Exitf(cli.ExitUnavailable, "the daemon at %s did not answer within %v (paused?)", socket, statusWait)
+	case <-time.After(wait):
+		return nil, cli.Exitf(cli.ExitUnavailable, "the daemon at %s did not answer within %v (paused?)", socket, wait)
 	}
 	if r.Event != "status" {
 		return nil, cli.Exitf(cli.ExitUnavailable, "the daemon at %s did not answer", socket)

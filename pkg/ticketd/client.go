@@ -19,6 +19,7 @@ type WaitOpts struct {
 	Timeout  time.Duration // give up after this long (0: wait for ever)
 	NonBlock bool          // give up unless a ticket comes at once
 	Conflict int           // exit code when busy or timed out
+	Quiet    bool          // say nothing on stderr while waiting
 }
 
 // RunOpts is a parsed 'ticketd run'.
@@ -53,8 +54,9 @@ func (c *client) close() {
 }
 
 // take catches the signals, connects and waits for a ticket: 75 busy or
-// timed out (o.Conflict), 69 no daemon or the member is stopping, 64
-// refused, 128+signal.
+// timed out (o.Conflict), 69 no daemon, a daemon that does not answer, or
+// the member is stopping, 64 refused, 128+signal. While it waits it says
+// why on stderr (cli.Wait).
 func take(o WaitOpts) (*client, Reply, <-chan os.Signal, error) {
 	sigs, stop := cli.NotifySignals()
 	c, err := dial(o.Socket)
@@ -70,12 +72,14 @@ func take(o WaitOpts) (*client, Reply, <-chan os.Signal, error) {
 	if err := c.cn.Send(Request{Op: "take", NonBlock: o.NonBlock}); err != nil {
 		return fail(cli.Exitf(cli.ExitUnavailable, "lost the daemon: %v", err))
 	}
-	var expire <-chan time.Time
-	if o.Timeout > 0 {
-		t := time.NewTimer(o.Timeout)
-		defer t.Stop()
-		expire = t.C
+	w := cli.Wait{Timeout: o.Timeout, NonBlock: o.NonBlock, Quiet: o.Quiet}.Start()
+	defer w.Stop()
+	type probe struct {
+		st  json.RawMessage
+		err error
+		at  time.Time
 	}
+	probes := make(chan probe, 1)
 	for {
 		select {
 		case r, ok := <-c.replies:
@@ -94,10 +98,81 @@ func take(o WaitOpts) (*client, Reply, <-chan os.Signal, error) {
 			}
 		case s := <-sigs:
 			return fail(&cli.ExitError{Code: cli.SignalCode(s)})
-		case <-expire:
-			return fail(cli.Exitf(o.Conflict, "timed out waiting for a ticket"))
+		case at := <-w.Report():
+			// Asked aside, so that the wait keeps its deadline.
+			go func(budget time.Duration) {
+				st, err := statusWithin(o.Socket, budget)
+				probes <- probe{st, err, at}
+			}(w.ReportBudget())
+		case p := <-probes:
+			w.Say(Tool, "a ticket", describeWait(o.Socket, p.st, p.err), p.at)
+		case <-w.Expired():
+			st, err := statusWithin(o.Socket, w.ProbeBudget())
+			why := describeWait(o.Socket, st, err)
+			switch {
+			case o.NonBlock && err != nil:
+				return fail(cli.Exitf(cli.ExitUnavailable, "no answer within %v: %s", cli.NonBlockLimit, why))
+			case o.NonBlock && (o.Timeout <= 0 || o.Timeout > cli.NonBlockLimit):
+				return fail(cli.Exitf(cli.ExitUnavailable, "the member did not decide within %v: %s", cli.NonBlockLimit, why))
+			case err != nil:
+				return fail(cli.Exitf(cli.ExitUnavailable, "timed out after %v waiting for a ticket: %s", w.Waited(), why))
+			}
+			return fail(cli.Exitf(o.Conflict, "timed out after %v waiting for a ticket: %s", w.Waited(), why))
 		}
 	}
+}
+
+// statusWithin asks the daemon at socket for its status, waiting at most
+// wait for the answer.
+func statusWithin(socket string, wait time.Duration) (json.RawMessage, error) {
+	c, err := dial(socket)
+	if err != nil {
+		return nil, err
+	}
+	defer c.close()
+	if err := c.cn.Send(Request{Op: "status"}); err != nil {
+		return nil, cli.Exitf(cli.ExitUnavailable, "lost the daemon: %v", err)
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case r, ok := <-c.replies:
+		if !ok || r.Event != "status" {
+			return nil, cli.Exitf(cli.ExitUnavailable, "the daemon did not answer")
+		}
+		return r.Status, nil
+	case <-t.C:
+		return nil, cli.Exitf(cli.ExitUnavailable, "the daemon did not answer within %v", wait)
+	}
+}
+
+// describeWait says, for a waiting client, what its member knows of the
+// pool: how many tickets there are and how many it has lent, who else
+// waits, and which members it knows.
+func describeWait(socket string, raw json.RawMessage, err error) string {
+	if err != nil {
+		return fmt.Sprintf("the daemon at %s does not answer (stopped, or starved of CPU)", socket)
+	}
+	var st struct {
+		Member  uint32  `json:"member"`
+		Tickets uint32  `json:"tickets"`
+		Members []int64 `json:"members"`
+		Waiting int     `json:"waiting"`
+		Slots   []struct {
+			Lent bool `json:"lent"`
+		} `json:"slots"`
+	}
+	if json.Unmarshal(raw, &st) != nil {
+		return "the daemon's status cannot be read"
+	}
+	lent := 0
+	for _, sl := range st.Slots {
+		if sl.Lent {
+			lent++
+		}
+	}
+	return fmt.Sprintf("member %d holds %d of the pool's %d tickets and has lent %d; %d clients wait there (this one included); it knows %d other members",
+		st.Member, len(st.Slots), st.Tickets, lent, st.Waiting, len(st.Members))
 }
 
 // hold keeps a ticket: it extends the lease from the daemon's "valid"
@@ -231,32 +306,18 @@ func Hold(o WaitOpts, out *cli.Output) error {
 
 // Status is 'ticketd status': the pool as the local member sees it.
 func Status(socket string, out *cli.Output) error {
-	c, err := dial(socket)
+	raw, err := statusWithin(socket, 5*time.Second)
 	if err != nil {
 		return err
 	}
-	defer c.close()
-	if err := c.cn.Send(Request{Op: "status"}); err != nil {
-		return cli.Exitf(cli.ExitUnavailable, "lost the daemon: %v", err)
-	}
-	t := time.NewTimer(5 * time.Second)
-	defer t.Stop()
-	select {
-	case r, ok := <-c.replies:
-		if !ok || r.Event != "status" {
-			return cli.Exitf(cli.ExitUnavailable, "the daemon did not answer")
-		}
-		if out.IsJSON() {
-			out.JSON(r.Status)
-			return nil
-		}
-		for _, l := range statusLines(r.Status) {
-			out.Line(l)
-		}
+	if out.IsJSON() {
+		out.JSON(raw)
 		return nil
-	case <-t.C:
-		return cli.Exitf(cli.ExitUnavailable, "the daemon did not answer within 5s")
 	}
+	for _, l := range statusLines(raw) {
+		out.Line(l)
+	}
+	return nil
 }
 
 // statusLines renders a status for people: the member, then one line per
