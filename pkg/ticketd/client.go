@@ -261,6 +261,37 @@ func Status(socket string, out *cli.Output) error {
 
 // statusLines renders a status for people: the member, then one line per
 // slot (its machine's state, ticket, epoch, range, neighbours, support).
+// Forget asks the daemon to strike member id off the pool's books for
+// good, and prints what it did: 64 if the daemon refuses the ID (its own,
+// or one its book does not list), 69 if it does not answer.
+func Forget(socket string, id uint32, out *cli.Output) error {
+	c, err := dial(socket)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	if err := c.cn.Send(Request{Op: "forget", Member: id}); err != nil {
+		return cli.Exitf(cli.ExitUnavailable, "lost the daemon: %v", err)
+	}
+	t := time.NewTimer(5 * time.Second)
+	defer t.Stop()
+	select {
+	case r, ok := <-c.replies:
+		switch {
+		case !ok:
+			return cli.Exitf(cli.ExitUnavailable, "the daemon did not answer")
+		case r.Event == "error":
+			return cli.Exitf(cli.ExitUsage, "forget %d: %s", id, r.Error)
+		case r.Event != "forgotten":
+			return cli.Exitf(cli.ExitUnavailable, "the daemon answered %q", r.Event)
+		}
+		out.Value(r.String(), r)
+		return nil
+	case <-t.C:
+		return cli.Exitf(cli.ExitUnavailable, "the daemon did not answer within 5s")
+	}
+}
+
 func statusLines(raw json.RawMessage) []string {
 	var st struct {
 		Member  uint32  `json:"member"`
