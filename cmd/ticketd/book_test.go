@@ -219,8 +219,10 @@ func TestLeaveAndForget(t *testing.T) {
 	c.waitBooks([]int{1}, 2)
 	c.waitBooks([]int{2}, 1)
 	// Forgotten while it runs: it stops, and stays out.
-	if code, out := forget("2"); code != 0 {
-		t.Fatalf("forget 2 (running): exit %d\n%s", code, out)
+	if code, out := forget("--json", "2"); code != 0 || !strings.Contains(out, `"event":"forgotten"`) || !strings.Contains(out, `"member":2`) {
+		t.Fatalf("forget --json 2 (running): exit %d\n%s", code, out)
+	} else {
+		clitest.CheckJSON(t, "ticketd", []byte(out))
 	}
 	if code := c.exitOf(2); code != 76 {
 		t.Fatalf("a forgotten member that runs: exit %d, want 76\n%s", code, readFile(t, c.File(2, "log")))

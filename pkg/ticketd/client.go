@@ -285,7 +285,11 @@ func Forget(socket string, id uint32, out *cli.Output) error {
 		case r.Event != "forgotten":
 			return cli.Exitf(cli.ExitUnavailable, "the daemon answered %q", r.Event)
 		}
-		out.Value(r.String(), r)
+		out.Value(r.String(), struct {
+			Event  string `json:"event"`
+			Member uint32 `json:"member"`
+			Addr   string `json:"addr"`
+		}{r.Event, r.Member, r.Addr})
 		return nil
 	case <-t.C:
 		return cli.Exitf(cli.ExitUnavailable, "the daemon did not answer within 5s")
