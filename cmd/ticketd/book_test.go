@@ -206,6 +206,9 @@ func TestLeaveAndForget(t *testing.T) {
 	if got := c.bookOf(1); len(got) != 0 {
 		t.Fatalf("member 1's book after forget 2: %v", got)
 	}
+	if out, _ := exec.Command(ticketdBin, "status", "--socket", c.sock(1)).Output(); !strings.Contains(string(out), "\ngone 2 forgotten, 3 left\n") {
+		t.Fatalf("member 1's status does not say who is gone:\n%s", out)
+	}
 	for _, bad := range [][]string{{"2"}, {"1"}, {"x"}, {"0"}, {"16777216"}, {}, {"2", "3"}} {
 		if code, out := forget(bad...); code != 64 {
 			t.Fatalf("forget %v: exit %d, want 64\n%s", bad, code, out)

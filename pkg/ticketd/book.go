@@ -164,6 +164,17 @@ func (b *book) msg() bookMsg {
 	return bookMsg{BookView: b.ab.View()}
 }
 
+// gone are the members struck off, and why (for status).
+func (b *book) gone() map[node.ID]string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := map[node.ID]string{}
+	for id, t := range b.ab.View().Gone {
+		out[id] = t.Why.String()
+	}
+	return out
+}
+
 func (b *book) inc() uint64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -298,11 +300,12 @@ func Forget(socket string, id uint32, out *cli.Output) error {
 
 func statusLines(raw json.RawMessage) []string {
 	var st struct {
-		Member  uint32  `json:"member"`
-		Addr    string  `json:"addr"`
-		Tickets uint32  `json:"tickets"`
-		Members []int64 `json:"members"`
-		Waiting int     `json:"waiting"`
+		Member  uint32            `json:"member"`
+		Addr    string            `json:"addr"`
+		Tickets uint32            `json:"tickets"`
+		Members []int64           `json:"members"`
+		Gone    map[string]string `json:"gone"`
+		Waiting int               `json:"waiting"`
 		Refound struct {
 			Probes   int  `json:"probes"`
 			Refounds int  `json:"refounds"`
@@ -337,6 +340,17 @@ func statusLines(raw json.RawMessage) []string {
 		ms = append(ms, strconv.FormatInt(m, 10))
 	}
 	lines = append(lines, "members "+strings.Join(ms, ","))
+	if len(st.Gone) > 0 {
+		var gs []string
+		for _, id := range slices.SortedFunc(maps.Keys(st.Gone), func(a, b string) int {
+			x, _ := strconv.Atoi(a)
+			y, _ := strconv.Atoi(b)
+			return x - y
+		}) {
+			gs = append(gs, id+" "+st.Gone[id])
+		}
+		lines = append(lines, "gone "+strings.Join(gs, ", "))
+	}
 	if rf := st.Refound; rf.Probes > 0 || rf.Frozen {
 		lines = append(lines, fmt.Sprintf("refound probes %d refounds %d frozen %v", rf.Probes, rf.Refounds, rf.Frozen))
 	}

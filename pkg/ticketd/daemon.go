@@ -845,7 +845,7 @@ func (d *daemon) status() json.RawMessage {
 			"lends": s.lends, "settled": settled, "machine": st})
 	}
 	out := map[string]any{"event": "status", "member": d.mb.ID, "addr": d.mb.Net.Addr(), "tickets": d.bk.size(), "slots": slots,
-		"members": d.bk.others(), "waiting": len(d.queue),
+		"members": d.bk.others(), "gone": d.bk.gone(), "waiting": len(d.queue),
 		"refound": map[string]any{"probes": d.rf.probes, "refounds": d.rf.refounds, "frozen": d.frozen(time.Now())}}
 	b, _ := json.Marshal(out)
 	return b
