@@ -52,6 +52,30 @@ func (c *cluster) waitBooks(who []int, want ...int) {
 	})
 }
 
+// aliveFrom is how long ago member i's first slot last heard an ALIVE
+// from member from's first slot (its status's alive-from), at the time
+// of asking.
+func (c *cluster) aliveFrom(i, from int) (time.Duration, bool) {
+	out, err := exec.Command(ticketdBin, "status", "--socket", c.sock(i)).Output()
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if !strings.HasPrefix(line, "slot 0 ") {
+			continue
+		}
+		for _, f := range strings.Fields(line) {
+			if rest, ok := strings.CutPrefix(f, fmt.Sprintf("%d@", from)); ok {
+				if _, age, ok := strings.Cut(rest, ":"); ok {
+					d, err := time.ParseDuration(age)
+					return d, err == nil
+				}
+			}
+		}
+	}
+	return 0, false
+}
+
 // addr is member i's address (the cluster's peers file).
 func (c *cluster) addr(i int) string {
 	for _, l := range strings.Split(readFile(c.T.(*testing.T), filepath.Join(c.Dir, "peers")), "\n") {
@@ -120,21 +144,34 @@ func (c *cluster) startJoiner(t *testing.T, id int, join string) *exec.Cmd {
 }
 
 // TestJoinDuplicateID: a join with an --id another live member holds is
-// refused (64, naming that member's address), and leaves no trace.
+// refused (64, naming that member's address), and leaves no trace: with
+// a key, the members still take each other's frames (the refused
+// process's hello, a newer incarnation under the ID, did not make the
+// real member's frames stale).
 func TestJoinDuplicateID(t *testing.T) {
-	c := startPool(t, 2, 3)
+	key := filepath.Join(t.TempDir(), "pool.key")
+	if err := os.WriteFile(key, []byte("0123456789abcdef0123456789abcdef"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := startPool(t, 2, 3, "--key-file", key)
 	c.waitBooks([]int{1}, 2)
-	code, stderr := serveExit(t, "--id", "2", "--bind", "127.0.0.1:0", "--join", c.addr(1), "--socket", filepath.Join(t.TempDir(), "s2"))
+	c.waitSettled(2)
+	code, stderr := serveExit(t, "--id", "2", "--bind", "127.0.0.1:0", "--join", c.addr(1), "--key-file", key, "--socket", filepath.Join(t.TempDir(), "s2"))
 	if code != 64 || !strings.Contains(stderr, "--id 2 is already in the pool") || !strings.Contains(stderr, c.addr(2)) {
 		t.Fatalf("a second --id 2: exit %d, want 64 naming %s\n%s", code, c.addr(2), stderr)
 	}
-	code, stderr = serveExit(t, "--id", "1", "--bind", "127.0.0.1:0", "--join", c.addr(2), "--socket", filepath.Join(t.TempDir(), "s1"))
+	code, stderr = serveExit(t, "--id", "1", "--bind", "127.0.0.1:0", "--join", c.addr(2), "--key-file", key, "--socket", filepath.Join(t.TempDir(), "s1"))
 	if code != 64 || !strings.Contains(stderr, "--id 1 is already in the pool") || !strings.Contains(stderr, c.addr(1)) {
 		t.Fatalf("--id 1 through member 2: exit %d, want 64 naming %s\n%s", code, c.addr(1), stderr)
 	}
-	// Both members are still in the core, vouched for: the traffic of
-	// each stayed its own, and neither book lists a stranger.
-	c.waitSettled(2)
+	// Each member still takes the other's ALIVEs: one heard after the
+	// refused processes had their answers. Neither book lists a stranger.
+	since := time.Now()
+	clitest.WaitFor(t, 20*time.Second, func() bool {
+		a12, ok12 := c.aliveFrom(1, 2)
+		a21, ok21 := c.aliveFrom(2, 1)
+		return ok12 && ok21 && a12 < time.Since(since) && a21 < time.Since(since)
+	})
 	c.waitBooks([]int{1}, 2)
 	c.waitBooks([]int{2}, 1)
 }

@@ -142,9 +142,9 @@ func Serve(mb *cli.Member, cfg Config) error {
 	if len(cfg.Join) == 0 {
 		n = uint32(cfg.Tickets)
 	}
-	// The incarnation: a number that grows from one start of this member
-	// to the next (the address book tells them apart by it).
-	d.bk = newBook(mb.ID, uint64(time.Now().UnixNano()), dyn, n)
+	// The address book tells this member's starts apart by the Framer's
+	// incarnation (its start time).
+	d.bk = newBook(mb.ID, mb.Incarnation, dyn, n)
 	d.tcfg = ticket.Config{FaultTolerant: true, K: cfg.K, Round: cfg.Round,
 		Margin: cfg.KillGrace + 4*cli.CheckEvery + 50*time.Millisecond, Floor: cfg.Floor}
 	first := d.tcfg
