@@ -6,6 +6,7 @@ package main
 
 import (
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -63,10 +64,17 @@ takes a ticket from the pool when a local client asks for one and lends it
 to one local command after another; it gives it back when another member
 waits for one.
 
+A member that stops leaves the pool's address books; one that joins is in
+them only once it has accepted the pool (its --tickets agrees, its --id is
+nobody else's). 'ticketd forget ID' strikes off a member that will not
+come back.
+
 Exit codes: 0 after SIGINT, SIGTERM or SIGHUP (the ticket is given back
-first; a second signal stops at once); 64 usage (a bad flag, or --tickets
-that disagrees with the pool's); 69 cannot bind, or no member answered at
---join; 75 another ticketd already serves --socket.
+first; a second signal stops at once); 64 usage (a bad flag, --tickets
+that disagrees with the pool's, or an --id another member holds); 69
+cannot bind, or no member answered at --join; 75 another ticketd already
+serves --socket; 76 another member forgot this one (start it again with
+--join).
 
 Examples:
    ticketd serve --id 1 --bind 10.0.0.1:7300 --tickets 8 --key-file pool.key
@@ -166,6 +174,36 @@ Examples:
 						return cli.Exitf(cli.ExitUsage, "watch takes no arguments, got %q", c.Args().First())
 					}
 					return ticketd.Watch(c.String("socket"), c.String(cli.FlagReadyFile), cli.NewOutput(os.Stdout, c.Bool(cli.FlagJSON)))
+				},
+			},
+			{
+				Name:      "forget",
+				Usage:     "strike a member that will not come back off the pool's address books, for good",
+				ArgsUsage: "ID",
+				Description: `Asks the local member to remove member ID (a host that is gone for good)
+from its address book; the other members learn it from its book within a
+second or two. A member that stops cleanly (SIGTERM, SIGINT, SIGHUP) leaves
+the books by itself; forget is for one that was killed, or whose host
+died. A forgotten member that is still running stops (exit 76); one that
+comes back must join again (serve --join).
+
+Prints 'forgotten ID at ADDR'. Exit codes: 0 done; 64 a bad ID (not 1 to
+16777215, the member's own, or not in its book); 69 no daemon, or it did
+not answer.
+
+Examples:
+   ticketd forget 3
+   ticketd forget --socket /tmp/t1.sock 3`,
+				Flags: cli.WithEnv(tool, []ucli.Flag{socketFlag(), cli.JSONFlag()}),
+				Action: func(c *ucli.Context) error {
+					if c.Args().Len() != 1 {
+						return cli.Exitf(cli.ExitUsage, "forget takes one member ID, got %d arguments", c.Args().Len())
+					}
+					id, err := strconv.ParseUint(c.Args().First(), 10, 32)
+					if err != nil || id == 0 || id > ticketd.MaxMemberID {
+						return cli.Exitf(cli.ExitUsage, "forget: %q is not a member ID (1 to %d)", c.Args().First(), ticketd.MaxMemberID)
+					}
+					return ticketd.Forget(c.String("socket"), uint32(id), cli.NewOutput(os.Stdout, c.Bool(cli.FlagJSON)))
 				},
 			},
 			simCommand(),

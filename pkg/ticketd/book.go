@@ -2,15 +2,14 @@ package ticketd
 
 import (
 	"encoding/json"
-	"maps"
 	"net"
 	"net/netip"
-	"slices"
-	"strconv"
 	"sync"
+	"time"
 
 	"github.com/roundtable-go/roundtable/pkg/driver"
 	"github.com/roundtable-go/roundtable/pkg/node"
+	"github.com/roundtable-go/roundtable/pkg/ticket"
 	"github.com/roundtable-go/roundtable/pkg/transport"
 	"github.com/roundtable-go/roundtable/pkg/wire"
 )
@@ -20,12 +19,15 @@ import (
 const (
 	// ctlHello introduces a new member to an address (--join) whose ID it
 	// does not know: the frame is addressed to wire.Anyone. The answer is
-	// ctlBook.
+	// ctlBook, sent to where the hello came from.
 	ctlHello = driver.ControlTool + iota
 	// ctlBook carries the sender's address book and the pool's size.
 	ctlBook
 	// ctlWant: the sender has a client waiting and no ticket.
 	ctlWant
+	// ctlLeave: the sender (the incarnation in the body) is stopping and
+	// leaves the book.
+	ctlLeave
 )
 
 // Control frames of refounding (refound.go), above the gossip's.
@@ -34,32 +36,34 @@ const (
 	ctlProbeAnswer
 )
 
-// bookMsg is ctlBook's body (and ctlHello's, with the tickets the sender
-// was started with, if any).
+// bookMsg is ctlBook's body, ctlHello's (the joiner's incarnation only)
+// and ctlLeave's (the leaver's incarnation only).
 type bookMsg struct {
-	Tickets uint32            `json:"tickets,omitempty"`
-	Peers   map[string]string `json:"peers,omitempty"` // ID → host:port
+	ticket.BookView
+	// Held, in the answer to a hello: the joiner's ID belongs to the
+	// member at this address.
+	Held string `json:"held,omitempty"`
 }
 
-// book is the member's address book: which address each member ID has.
-// The machine names members by ID and reaches them through it. Addresses
-// come from authenticated frames (where a member's frames come from) and
-// from other members' books (for members not heard from yet): what a
-// frame shows wins over what a book says.
+// holdFor: a member heard from this recently holds its ID against a
+// joiner (and its address against frames from elsewhere); the members'
+// books go round every second.
+const holdFor = 3 * time.Second
+
+// book is the member's address book (ticket.AddressBook decides who is on
+// it) and the transports that learn its addresses.
 type book struct {
-	self node.ID // the member's ID (its first slot's)
+	self node.ID
 
-	mu       sync.Mutex
-	trs      []transport.Dynamic // every slot's transport learns every address
-	mine     map[node.ID]string  // this member's slots and their addresses
-	addrs    map[node.ID]netip.AddrPort
-	observed map[node.ID]bool
-	n        uint32 // the pool's size, once known
+	mu   sync.Mutex
+	ab   *ticket.AddressBook
+	trs  []transport.Dynamic        // every slot's transport learns every address
+	srcs map[node.ID]netip.AddrPort // where the last hello or book from each ID came from
 }
 
-func newBook(self node.ID, tr transport.Dynamic, n uint32) *book {
-	return &book{self: self, trs: []transport.Dynamic{tr}, mine: map[node.ID]string{}, addrs: map[node.ID]netip.AddrPort{},
-		observed: map[node.ID]bool{}, n: n}
+func newBook(self node.ID, inc uint64, tr transport.Dynamic, n uint32) *book {
+	return &book{self: self, ab: ticket.NewAddressBook(self, inc, n, holdFor), trs: []transport.Dynamic{tr},
+		srcs: map[node.ID]netip.AddrPort{}}
 }
 
 // addSlot registers one of this member's slots: its address goes in the
@@ -68,19 +72,16 @@ func newBook(self node.ID, tr transport.Dynamic, n uint32) *book {
 func (b *book) addSlot(id node.ID, addr string, tr transport.Dynamic) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.mine[id] = addr
-	ap, err := netip.ParseAddrPort(addr)
+	ap, _ := netip.ParseAddrPort(addr)
+	b.ab.AddSlot(id, ap)
 	if tr != nil {
 		b.trs = append(b.trs, tr)
-		for o, a := range b.addrs {
+		for o, a := range b.ab.Addrs() {
 			tr.SetPeer(o, a)
 		}
 	}
-	if err == nil {
-		b.addrs[id], b.observed[id] = ap, true
-		for _, t := range b.trs {
-			t.SetPeer(id, ap)
-		}
+	if ap.IsValid() {
+		b.setPeer(id, ap)
 	}
 }
 
@@ -90,72 +91,100 @@ func (b *book) setPeer(id node.ID, a netip.AddrPort) {
 	}
 }
 
-// seen learns a member's address from a frame the Framer accepted.
+// seen learns a member's address from a frame the Framer accepted, and
+// where a hello or a book came from (the driver hands the frame to
+// control next, on the same goroutine).
 func (b *book) seen(h wire.Header, p transport.Packet) {
-	if h.From == b.self || h.From == node.None || h.From >= wire.ClientIDBase || !p.Src.IsValid() {
+	if h.From >= wire.ClientIDBase || !p.Src.IsValid() {
 		return
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if _, own := b.mine[h.From]; own {
-		return
+	if h.Family == wire.FamilyControl && (h.Type == ctlHello || h.Type == ctlBook) {
+		if len(b.srcs) > 64 {
+			clear(b.srcs)
+		}
+		b.srcs[h.From] = p.Src
+		if h.Type == ctlHello {
+			return // a joiner: nobody's traffic moves to it
+		}
 	}
-	if old, ok := b.addrs[h.From]; !ok || old != p.Src || !b.observed[h.From] {
-		b.addrs[h.From], b.observed[h.From] = p.Src, true
+	if b.ab.Observe(h.From, p.Src, time.Now()) {
 		b.setPeer(h.From, p.Src)
 	}
 }
 
-// merge learns what another member's book says, for members not known.
-// It reports a conflicting pool size (the books disagree on n).
-func (b *book) merge(m bookMsg) (conflict uint32) {
+// hello checks a joiner's ID and says where its hello came from.
+func (b *book) hello(id node.ID, inc uint64) (src netip.AddrPort, holder string, taken bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if m.Tickets != 0 {
-		if b.n == 0 {
-			b.n = m.Tickets
-		} else if b.n != m.Tickets {
-			return m.Tickets
+	src = b.srcs[id]
+	delete(b.srcs, id)
+	if !src.IsValid() {
+		return src, "", false
+	}
+	h, taken := b.ab.Hello(id, src, inc, time.Now())
+	if taken {
+		holder = h.String()
+		if !h.IsValid() {
+			holder = "this member"
 		}
 	}
-	for k, v := range m.Peers {
-		id, err := node.ParseID(k)
-		if err != nil || id == b.self || id >= wire.ClientIDBase {
-			continue
-		}
-		a, err := netip.ParseAddrPort(v)
-		if err != nil {
-			continue
-		}
-		if _, own := b.mine[id]; own {
-			continue
-		}
-		if _, ok := b.addrs[id]; !ok {
-			b.addrs[id] = a
-			b.setPeer(id, a)
-		}
-	}
-	return 0
+	return src, holder, taken
 }
 
-// msg is this member's book, to send (with its own address).
-func (b *book) msg(selfAddr string) bookMsg {
+// merge learns what another member's book says. It reports a conflicting
+// pool size (the books disagree on n), and whether the book says this
+// member was forgotten.
+func (b *book) merge(from node.ID, m bookMsg) (conflict uint32, forgotten bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	m := bookMsg{Tickets: b.n, Peers: map[string]string{}}
-	for id, a := range b.addrs {
-		m.Peers[strconv.FormatUint(uint64(id), 10)] = a.String()
+	src := b.srcs[from]
+	delete(b.srcs, from)
+	set, conflict, forgotten := b.ab.Merge(from, src, m.BookView, time.Now())
+	for id, a := range set {
+		b.setPeer(id, a)
 	}
-	own := map[node.ID]string{b.self: selfAddr}
-	for id, a := range b.mine {
-		own[id] = a
+	return conflict, forgotten
+}
+
+// remove strikes member m off the book (ticket.AddressBook.Remove).
+func (b *book) remove(m node.ID, why ticket.Gone, inc uint64) (addr string, ok bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	a, _ := b.ab.Addr(m)
+	_, ok = b.ab.Remove(m, why, inc, time.Now())
+	return a.String(), ok
+}
+
+// msg is this member's book, to send.
+func (b *book) msg() bookMsg {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return bookMsg{BookView: b.ab.View()}
+}
+
+// gone are the members struck off, and why (for status).
+func (b *book) gone() map[node.ID]string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := map[node.ID]string{}
+	for id, t := range b.ab.View().Gone {
+		out[id] = t.Why.String()
 	}
-	for id, a := range own {
-		if ap, err := netip.ParseAddrPort(a); err == nil && !ap.Addr().IsUnspecified() {
-			m.Peers[id.String()] = a
-		}
-	}
-	return m
+	return out
+}
+
+func (b *book) inc() uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.ab.Inc()
+}
+
+func (b *book) addr(id node.ID) (netip.AddrPort, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.ab.Addr(id)
 }
 
 // ids are the processes known (other members' slots and this member's
@@ -163,35 +192,26 @@ func (b *book) msg(selfAddr string) bookMsg {
 func (b *book) ids() []node.ID {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return slices.Sorted(maps.Keys(b.addrs))
+	return b.ab.IDs()
 }
 
 // others are the processes of other members.
 func (b *book) others() []node.ID {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	var out []node.ID
-	for id := range b.addrs {
-		if _, own := b.mine[id]; !own && id != b.self {
-			out = append(out, id)
-		}
-	}
-	slices.Sort(out)
-	return out
+	return b.ab.Others()
 }
 
 func (b *book) size() uint32 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.n
+	return b.ab.Size()
 }
 
 func (b *book) setSize(n uint32) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.n == 0 {
-		b.n = n
-	}
+	b.ab.SetSize(n)
 }
 
 // resolve turns --join's host:port into addresses.

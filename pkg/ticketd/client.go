@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -322,13 +324,49 @@ func Status(socket string, out *cli.Output) error {
 
 // statusLines renders a status for people: the member, then one line per
 // slot (its machine's state, ticket, epoch, range, neighbours, support).
+// Forget asks the daemon to strike member id off the pool's books for
+// good, and prints what it did: 64 if the daemon refuses the ID (its own,
+// or one its book does not list), 69 if it does not answer.
+func Forget(socket string, id uint32, out *cli.Output) error {
+	c, err := dial(socket)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	if err := c.cn.Send(Request{Op: "forget", Member: id}); err != nil {
+		return cli.Exitf(cli.ExitUnavailable, "lost the daemon: %v", err)
+	}
+	t := time.NewTimer(5 * time.Second)
+	defer t.Stop()
+	select {
+	case r, ok := <-c.replies:
+		switch {
+		case !ok:
+			return cli.Exitf(cli.ExitUnavailable, "the daemon did not answer")
+		case r.Event == "error":
+			return cli.Exitf(cli.ExitUsage, "forget %d: %s", id, r.Error)
+		case r.Event != "forgotten":
+			return cli.Exitf(cli.ExitUnavailable, "the daemon answered %q", r.Event)
+		}
+		out.Value(r.String(), struct {
+			Event  string `json:"event"`
+			Member uint32 `json:"member"`
+			Addr   string `json:"addr"`
+		}{r.Event, r.Member, r.Addr})
+		return nil
+	case <-t.C:
+		return cli.Exitf(cli.ExitUnavailable, "the daemon did not answer within 5s")
+	}
+}
+
 func statusLines(raw json.RawMessage) []string {
 	var st struct {
-		Member  uint32  `json:"member"`
-		Addr    string  `json:"addr"`
-		Tickets uint32  `json:"tickets"`
-		Members []int64 `json:"members"`
-		Waiting int     `json:"waiting"`
+		Member  uint32            `json:"member"`
+		Addr    string            `json:"addr"`
+		Tickets uint32            `json:"tickets"`
+		Members []int64           `json:"members"`
+		Gone    map[string]string `json:"gone"`
+		Waiting int               `json:"waiting"`
 		Refound struct {
 			Probes   int  `json:"probes"`
 			Refounds int  `json:"refounds"`
@@ -363,6 +401,17 @@ func statusLines(raw json.RawMessage) []string {
 		ms = append(ms, strconv.FormatInt(m, 10))
 	}
 	lines = append(lines, "members "+strings.Join(ms, ","))
+	if len(st.Gone) > 0 {
+		var gs []string
+		for _, id := range slices.SortedFunc(maps.Keys(st.Gone), func(a, b string) int {
+			x, _ := strconv.Atoi(a)
+			y, _ := strconv.Atoi(b)
+			return x - y
+		}) {
+			gs = append(gs, id+" "+st.Gone[id])
+		}
+		lines = append(lines, "gone "+strings.Join(gs, ", "))
+	}
 	if rf := st.Refound; rf.Probes > 0 || rf.Frozen {
 		lines = append(lines, fmt.Sprintf("refound probes %d refounds %d frozen %v", rf.Probes, rf.Refounds, rf.Frozen))
 	}

@@ -142,7 +142,9 @@ func Serve(mb *cli.Member, cfg Config) error {
 	if len(cfg.Join) == 0 {
 		n = uint32(cfg.Tickets)
 	}
-	d.bk = newBook(mb.ID, dyn, n)
+	// The address book tells this member's starts apart by the Framer's
+	// incarnation (its start time).
+	d.bk = newBook(mb.ID, mb.Incarnation, dyn, n)
 	d.tcfg = ticket.Config{FaultTolerant: true, K: cfg.K, Round: cfg.Round,
 		Margin: cfg.KillGrace + 4*cli.CheckEvery + 50*time.Millisecond, Floor: cfg.Floor}
 	first := d.tcfg
@@ -180,6 +182,8 @@ func Serve(mb *cli.Member, cfg Config) error {
 	}
 	defer run.Stop()
 	defer d.closeSlots()
+	defer d.farewell()
+	d.gossip() // the others learn of this member now, not a second later
 	go func() {
 		for ev := range run.Events {
 			d.events <- slotEvent{s0, ev}
@@ -308,7 +312,7 @@ func (d *daemon) findPool(joins []netip.AddrPort, dyn transport.Dynamic) (*cli.R
 	if err != nil {
 		return nil, err
 	}
-	hello, _ := json.Marshal(bookMsg{})
+	hello := encodeBook(bookMsg{BookView: ticket.BookView{Inc: d.bk.inc()}})
 	give := time.NewTimer(d.cfg.JoinTimeout)
 	defer give.Stop()
 	again := time.NewTicker(200 * time.Millisecond)
@@ -360,12 +364,37 @@ func (d *daemon) do(s *slot, fn func()) {
 // what touches the daemon's state to its goroutine).
 func (d *daemon) control(from node.ID, typ uint8, body []byte) {
 	switch typ {
-	case ctlHello, ctlBook:
+	case ctlHello:
+		d.hello(from, body)
+	case ctlLeave:
+		var m bookMsg
+		if json.Unmarshal(body, &m) != nil || m.Inc == 0 {
+			return
+		}
+		if addr, ok := d.bk.remove(from, ticket.GoneLeft, m.Inc); ok {
+			d.mb.Log.Info("a member left the pool", "member", from, "addr", addr)
+		}
+	case ctlBook:
 		var m bookMsg
 		if json.Unmarshal(body, &m) != nil {
 			return
 		}
-		if c := d.bk.merge(m); c != 0 {
+		if m.Held != "" && !d.ready.Load() {
+			select {
+			case d.fail <- cli.Exitf(cli.ExitUsage, "--id %d is already in the pool: the member at %s holds it", d.mb.ID, m.Held):
+			default:
+			}
+			return
+		}
+		c, forgotten := d.bk.merge(from, m)
+		if forgotten {
+			select {
+			case d.fail <- cli.Exitf(cli.ExitLost, "member %d says this member was forgotten (ticketd forget): start it again with --join", from):
+			default:
+			}
+			return
+		}
+		if c != 0 {
 			if d.ready.Load() {
 				d.mb.Log.Warn("a member speaks of a pool of another size", "member", from, "tickets", c)
 				return
@@ -375,9 +404,6 @@ func (d *daemon) control(from node.ID, typ uint8, body []byte) {
 			default:
 			}
 			return
-		}
-		if typ == ctlHello {
-			_ = d.slots0().drv.SendControl(from, ctlBook, encodeBook(d.bk.msg(d.mb.Net.Addr())))
 		}
 	case ctlProbe, ctlProbeAnswer:
 		select {
@@ -399,18 +425,83 @@ func (d *daemon) control(from node.ID, typ uint8, body []byte) {
 	}
 }
 
-// slots0 is the member's own slot (set before any frame is handled).
-func (d *daemon) slots0() *slot { return d.slots[0] }
+// hello answers a joiner with this member's book, where its hello came
+// from. The joiner is not in the book until it speaks for itself with
+// its own book, having accepted the pool: a joiner that is refused (its
+// --tickets, or an ID another member holds) is never in anybody's book.
+func (d *daemon) hello(from node.ID, body []byte) {
+	var m bookMsg
+	if json.Unmarshal(body, &m) != nil {
+		return
+	}
+	src, holder, taken := d.bk.hello(from, m.Inc)
+	if !src.IsValid() {
+		return
+	}
+	ans := d.bk.msg()
+	if taken {
+		ans.Held = holder
+		d.mb.Log.Warn("refused a joiner: its --id is taken", "id", from, "addr", src, "holder", holder)
+	}
+	frame, err := d.mb.Framer.Seal(wire.FamilyControl, ctlBook, from, encodeBook(ans))
+	if err != nil {
+		return
+	}
+	if dyn, ok := d.mb.Net.(transport.Dynamic); ok {
+		_ = dyn.SendAddr(src, frame)
+	}
+}
 
 // gossip sends this member's book to every other member's first slot, so
 // that members learn each other's addresses without a list given up front.
 func (d *daemon) gossip() {
-	body := encodeBook(d.bk.msg(d.mb.Net.Addr()))
+	body := encodeBook(d.bk.msg())
 	for _, id := range d.bk.others() {
 		if id <= MaxMemberID {
 			_ = d.slots[0].drv.SendControl(id, ctlBook, body)
 		}
 	}
+}
+
+// farewell tells every other member that this one leaves the book (a
+// member that misses it hears of it in the others' books).
+func (d *daemon) farewell() {
+	body := encodeBook(bookMsg{BookView: ticket.BookView{Inc: d.bk.inc()}})
+	for _, id := range d.bk.others() {
+		if id <= MaxMemberID {
+			_ = d.slots[0].drv.SendControl(id, ctlLeave, body)
+		}
+	}
+}
+
+// forget strikes a member off the book for good, pool-wide: the other
+// members learn it from this member's book, the forgotten one too (if it
+// is still running, it stops).
+func (d *daemon) forget(s *session, id node.ID) {
+	switch {
+	case id == node.None || id > MaxMemberID:
+		s.cn.Send(Reply{Event: "error", Error: fmt.Sprintf("a member ID is 1 to %d", MaxMemberID)})
+		return
+	case id == d.mb.ID:
+		s.cn.Send(Reply{Event: "error", Error: fmt.Sprintf("member %d is this member: stop it instead", id)})
+		return
+	}
+	a, _ := d.bk.addr(id)
+	addr, ok := d.bk.remove(id, ticket.GoneForgotten, 0)
+	if !ok {
+		s.cn.Send(Reply{Event: "error", Error: fmt.Sprintf("member %d is not in this member's book", id)})
+		return
+	}
+	d.mb.Log.Warn("forgot a member: it must join again to come back", "member", id, "addr", addr)
+	d.gossip()
+	if a.IsValid() {
+		if frame, err := d.mb.Framer.Seal(wire.FamilyControl, ctlBook, id, encodeBook(d.bk.msg())); err == nil {
+			if dyn, ok := d.mb.Net.(transport.Dynamic); ok {
+				_ = dyn.SendAddr(a, frame)
+			}
+		}
+	}
+	s.cn.Send(Reply{Event: "forgotten", Member: uint32(id), Addr: addr})
 }
 
 // machine is a snapshot of a slot's machine for the daemon goroutine.
@@ -735,6 +826,8 @@ func (d *daemon) client(m clientMsg) {
 		s.cn.Send(Notice{Event: watching, By: uint32(d.mb.ID)})
 	case "status":
 		s.cn.Send(Reply{Event: "status", Status: d.status()})
+	case "forget":
+		d.forget(s, node.ID(m.req.Member))
 	default:
 		s.cn.Send(Reply{Event: "error", Error: fmt.Sprintf("unknown op %q", m.req.Op)})
 	}
@@ -752,7 +845,7 @@ func (d *daemon) status() json.RawMessage {
 			"lends": s.lends, "settled": settled, "machine": st})
 	}
 	out := map[string]any{"event": "status", "member": d.mb.ID, "addr": d.mb.Net.Addr(), "tickets": d.bk.size(), "slots": slots,
-		"members": d.bk.others(), "waiting": len(d.queue),
+		"members": d.bk.others(), "gone": d.bk.gone(), "waiting": len(d.queue),
 		"refound": map[string]any{"probes": d.rf.probes, "refounds": d.rf.refounds, "frozen": d.frozen(time.Now())}}
 	b, _ := json.Marshal(out)
 	return b

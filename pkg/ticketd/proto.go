@@ -18,10 +18,11 @@
 //	{"op":"take","nonblock":false}
 //	{"op":"release"}
 //	{"op":"status"}
+//	{"op":"forget","member":3}
 //
 // and receives replies: taken (ticket, tickets, epoch, until_ns,
 // kill_grace_ns), valid (until_ns), lost (reason), busy, unavailable,
-// status and error. A connection is one client: when it closes, what it
+// status, forgotten (member, addr) and error. A connection is one client: when it closes, what it
 // holds is released and what it waits for is forgotten.
 package ticketd
 
@@ -39,6 +40,7 @@ const Tool = "ticketd"
 type Request struct {
 	Op       string `json:"op"`
 	NonBlock bool   `json:"nonblock,omitempty"`
+	Member   uint32 `json:"member,omitempty"` // forget's
 }
 
 // Reply is one line the daemon sends. until_ns and kill_grace_ns are for
@@ -53,6 +55,8 @@ type Reply struct {
 	Reason      string          `json:"reason,omitempty"`
 	Error       string          `json:"error,omitempty"`
 	Status      json.RawMessage `json:"status,omitempty"`
+	Member      uint32          `json:"member,omitempty"` // forgotten's
+	Addr        string          `json:"addr,omitempty"`   // forgotten's: where the book had it
 }
 
 func (r Reply) String() string {
@@ -61,6 +65,8 @@ func (r Reply) String() string {
 		return fmt.Sprintf("%s %d epoch %d of %d", r.Event, r.Ticket, r.Epoch, r.Tickets)
 	case "lost":
 		return fmt.Sprintf("lost %d epoch %d (%s)", r.Ticket, r.Epoch, r.Reason)
+	case "forgotten":
+		return fmt.Sprintf("forgotten %d at %s", r.Member, r.Addr)
 	case "busy":
 		return "busy"
 	case "unavailable":

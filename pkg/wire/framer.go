@@ -259,6 +259,22 @@ func (f *Framer) open(frame []byte) (Header, []byte, error) {
 	return h, payload, nil
 }
 
+// aside: a frame to Anyone (a new member's hello) from a known sender
+// under another incarnation is let through without touching that
+// sender's state. It may be a second process that took a member's ID by
+// mistake, to be refused; were it made the sender's new life, the real
+// member's frames would be stale from then on. A process that is let in
+// takes over with its first addressed frame.
+func (f *Framer) aside(h Header) bool {
+	if h.To != Anyone {
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	st := f.peers[h.From]
+	return st != nil && h.Incarnation != st.incarnation
+}
+
 // FutureIncarnation bounds how far ahead of this process's clock a
 // sealed frame's incarnation (its sender's start time in nanoseconds) may
 // be: a larger one is dropped rather than made the sender's new life.
@@ -273,11 +289,14 @@ const FutureIncarnation = time.Hour
 // a change of incarnation either way starts the sender's state afresh
 // (replays within one incarnation are still dropped).
 func (f *Framer) admit(h Header, authenticated bool) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
 	if authenticated && h.Incarnation > uint64(f.now().Add(FutureIncarnation).UnixNano()) {
 		return ErrFuture
 	}
+	if f.aside(h) {
+		return nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	st := f.peers[h.From]
 	switch {
 	case st == nil || h.Incarnation > st.incarnation || !authenticated && h.Incarnation != st.incarnation:

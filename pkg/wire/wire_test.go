@@ -107,6 +107,41 @@ func TestIncarnationAndWindow(t *testing.T) {
 	}
 }
 
+// TestHelloAside: a hello (a control frame to Anyone) from a second
+// process under a member's ID, with a newer incarnation, opens but does
+// not make the member's own frames stale, with or without a key; the
+// newer process's first addressed frame takes over.
+func TestHelloAside(t *testing.T) {
+	for _, key := range [][]byte{nil, testKey} {
+		_, b := pair(t, key)
+		b.AcceptUnaddressed()
+		member, _ := NewFramer("c", 1, 100, key)
+		dup, _ := NewFramer("c", 1, 101, key)
+		f, _ := member.Seal(FamilyElection, 1, 2, nil)
+		if _, _, err := b.Open(f); err != nil {
+			t.Fatal(err)
+		}
+		hello, _ := dup.Seal(FamilyControl, 16, Anyone, nil)
+		if _, _, err := b.Open(hello); err != nil {
+			t.Fatalf("key=%v: hello: %v", key != nil, err)
+		}
+		f, _ = member.Seal(FamilyElection, 1, 2, nil)
+		if _, _, err := b.Open(f); err != nil {
+			t.Fatalf("key=%v: the member's frame after another process's hello under its ID: %v", key != nil, err)
+		}
+		f, _ = dup.Seal(FamilyElection, 1, 2, nil)
+		if _, _, err := b.Open(f); err != nil {
+			t.Fatalf("key=%v: the newer process's addressed frame: %v", key != nil, err)
+		}
+		if key != nil {
+			f, _ = member.Seal(FamilyElection, 1, 2, nil)
+			if _, _, err := b.Open(f); !errors.Is(err, ErrStale) {
+				t.Fatalf("the older process after the newer took over: %v", err)
+			}
+		}
+	}
+}
+
 // TestReceiverBound: a frame sealed for member 2 does not open at member
 // 3, even from an unchanged capture (the receiver is in the
 // authenticated header), and a tampered receiver fails authentication.
