@@ -260,8 +260,9 @@ func (f *Framer) open(frame []byte) (Header, []byte, error) {
 }
 
 // aside: a frame to Anyone (a new member's hello) from a known sender
-// under another incarnation is let through without touching that
-// sender's state. It may be a second process that took a member's ID by
+// under a newer incarnation is let through without touching that
+// sender's state. (An older incarnation stays stale: a captured hello
+// replayed later is dropped, as every other replay is.) It may be a second process that took a member's ID by
 // mistake, to be refused; were it made the sender's new life, the real
 // member's frames would be stale from then on. A process that is let in
 // takes over with its first addressed frame.
@@ -272,7 +273,7 @@ func (f *Framer) aside(h Header) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	st := f.peers[h.From]
-	return st != nil && h.Incarnation != st.incarnation
+	return st != nil && h.Incarnation > st.incarnation
 }
 
 // FutureIncarnation bounds how far ahead of this process's clock a

@@ -138,6 +138,12 @@ func TestHelloAside(t *testing.T) {
 			if _, _, err := b.Open(f); !errors.Is(err, ErrStale) {
 				t.Fatalf("the older process after the newer took over: %v", err)
 			}
+			// A hello from the older incarnation (a capture replayed
+			// later) is stale too: only a newer one is let aside.
+			hello, _ = member.Seal(FamilyControl, 16, Anyone, nil)
+			if _, _, err := b.Open(hello); !errors.Is(err, ErrStale) {
+				t.Fatalf("an older incarnation's hello: %v", err)
+			}
 		}
 	}
 }
