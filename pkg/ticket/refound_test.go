@@ -343,3 +343,41 @@ func TestSimEpochsCatchFloorZero(t *testing.T) {
 		}
 	}
 }
+
+// TestDecideRefound: the rule's cases one by one.
+func TestDecideRefound(t *testing.T) {
+	out := func(floor uint64, durable bool) ProbeAnswer {
+		return ProbeAnswer{Out: true, Floor: floor, Durable: durable}
+	}
+	asked := []node.ID{1, 3, 4}
+	for _, tc := range []struct {
+		name     string
+		self     node.ID
+		own      uint64
+		durable  bool
+		answers  map[node.ID]ProbeAnswer
+		found    bool
+		floor    uint64
+		blocking []node.ID
+	}{
+		{"every member out: above the highest mark", 2, 7, true,
+			map[node.ID]ProbeAnswer{1: out(5, false), 3: out(1<<40, true), 4: out(0, false)}, true, 1<<40 + RefoundJump, nil},
+		{"its own mark counts", 2, 1 << 50, true,
+			map[node.ID]ProbeAnswer{1: out(5, false), 3: out(9, true), 4: out(0, false)}, true, 1<<50 + RefoundJump, nil},
+		{"silent members block, and are named", 2, 0, true,
+			map[node.ID]ProbeAnswer{3: out(9, true)}, false, 0, []node.ID{1, 4}},
+		{"a member in the core", 2, 0, true,
+			map[node.ID]ProbeAnswer{1: out(0, false), 3: {Out: false}, 4: out(0, false)}, false, 0, nil},
+		{"a lower member with a state file founds instead", 2, 0, true,
+			map[node.ID]ProbeAnswer{1: out(0, true), 3: out(0, true), 4: out(0, false)}, false, 0, []node.ID{1}},
+		{"no state file: never founds", 2, 0, false,
+			map[node.ID]ProbeAnswer{1: out(0, false), 3: out(0, true), 4: out(0, false)}, false, 0, nil},
+		{"an answer names a member not asked", 2, 0, true,
+			map[node.ID]ProbeAnswer{1: out(0, false), 3: {Out: true, Members: []node.ID{9}}, 4: out(0, false)}, false, 0, []node.ID{9}},
+	} {
+		r := DecideRefound(tc.self, tc.own, tc.durable, asked, tc.answers)
+		if r.Found != tc.found || r.Floor != tc.floor || fmt.Sprint(r.Blocking) != fmt.Sprint(tc.blocking) {
+			t.Errorf("%s: got found %v floor %d blocking %v (%s), want %v %d %v", tc.name, r.Found, r.Floor, r.Blocking, r.Why, tc.found, tc.floor, tc.blocking)
+		}
+	}
+}
