@@ -197,7 +197,7 @@ func serve(c *ucli.Context) error {
 	}
 	defer mb.Close()
 	if !c.IsSet("state-file") {
-		state = cli.DefaultStateFile(fmt.Sprintf("%s-%s-%d.epoch", tool, mb.Cluster, mb.ID))
+		state = cli.DefaultStateFile(fmt.Sprintf("%s-%s-%d.epoch", tool, strings.ReplaceAll(mb.Cluster, "/", "_"), mb.ID))
 	}
 	floor, err := cli.ReadUint(state)
 	if err != nil {
