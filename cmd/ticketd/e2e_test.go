@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -138,10 +139,13 @@ func checkWitness(t *testing.T, file string, n int, gone map[int]bool) int {
 
 type cluster struct{ *clitest.Cluster }
 
-// startPool starts members members of a pool of n tickets.
+// startPool starts members members of a pool of n tickets. Their default
+// state files go to the pool's own directory (XDG_RUNTIME_DIR), never to
+// the user's shared private one.
 func startPool(t testing.TB, members, n int, args ...string) *cluster {
 	t.Helper()
 	dir := t.TempDir()
+	t.Setenv("XDG_RUNTIME_DIR", dir)
 	return &cluster{clitest.StartCluster(t, dir, members, append([]string{"-j", ticketdBin, "serve", "--no-color",
 		"--tickets", fmt.Sprint(n), "--socket", filepath.Join(dir, "{id}.sock"), "--max-kill-grace", "300ms"}, args...)...)}
 }
@@ -514,6 +518,7 @@ func (c *cluster) cutAndBack(t *testing.T, what string, cut, back func(member in
 func serveExit(t *testing.T, args ...string) (int, string) {
 	t.Helper()
 	cmd := exec.Command(ticketdBin, append([]string{"serve", "--no-color"}, args...)...)
+	cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+t.TempDir())
 	var errb strings.Builder
 	cmd.Stderr = &errb
 	done := make(chan error, 1)
@@ -645,7 +650,8 @@ func TestJSON(t *testing.T) {
 // holder's lease, as a paused VM would), so that on waking each finds its
 // support gone and the core has ended. While one member stays stopped
 // nobody may found the pool again (it might be the core, cut off); the
-// members say they asked, and no client is served. Once it is back, one
+// members say they asked, warn that member 3 blocks them, and no client
+// is served. Once it is back, one
 // member founds the pool again, and the next client gets a ticket whose
 // epoch is above every earlier one.
 func TestPoolFoundedAgain(t *testing.T) {
@@ -674,6 +680,11 @@ func TestPoolFoundedAgain(t *testing.T) {
 	if refounds > 0 {
 		t.Fatalf("the pool was founded again while member 3, which may be its core, did not answer")
 	}
+	// The askers say who stops them.
+	blocked := regexp.MustCompile(`WARN.*cannot found the pool again.*blocking="?\[3\]`)
+	clitest.WaitFor(t, 10*time.Second, func() bool {
+		return blocked.MatchString(readFile(t, c.File(1, "log"))) || blocked.MatchString(readFile(t, c.File(2, "log")))
+	})
 	busy := c.run(1, file, 10*time.Millisecond, "--nonblock")
 	busy.exits(t, 75, "a client while a member of the ended pool is stopped")
 	c.Ctl("resume", "3")

@@ -5,6 +5,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -33,7 +34,8 @@ func serveFlags() []ucli.Flag {
 		&ucli.DurationFlag{Name: "round", Value: 40 * time.Millisecond, Usage: "the period of ALIVE and UPDATE messages; failures are detected in about 3 rounds; a crashed member's tickets are reclaimed after about 20 rounds plus --max-kill-grace"},
 		&ucli.DurationFlag{Name: "max-kill-grace", Value: 100 * time.Millisecond, Usage: "the longest 'ticketd run --kill-grace' a client may use: how long a command whose ticket is lost gets between SIGTERM and SIGKILL; the members wait this much longer before handing a ticket out again"},
 		&ucli.DurationFlag{Name: "join-timeout", Value: 10 * time.Second, Usage: "give up (exit 69) if no member answers at --join within this"},
-		&ucli.StringFlag{Name: "state-file", Usage: "keep the highest fencing epoch here, so that a pool founded again starts above it"},
+		&ucli.StringFlag{Name: "state-file", DefaultText: "$XDG_RUNTIME_DIR/ticketd-CLUSTER-ID.epoch, else $TMPDIR/roundtable-UID/ticketd-CLUSTER-ID.epoch",
+			Usage: "keep the highest fencing epoch here, so that a restarted member or a pool founded again starts above it; '' keeps none (such a member never founds a pool)"},
 		socketFlag(),
 	))
 }
@@ -234,17 +236,24 @@ func serve(c *ucli.Context) error {
 	case c.Duration("max-kill-grace") < 0:
 		return cli.Exitf(cli.ExitUsage, "--max-kill-grace must not be negative")
 	}
-	floor, err := cli.ReadUint(c.String("state-file"))
-	if err != nil {
-		return cli.Exitf(cli.ExitUsage, "--state-file: %v", err)
+	state := c.String("state-file")
+	if c.IsSet("state-file") && state == "" && len(join) == 0 {
+		return cli.Exitf(cli.ExitUsage, "founding a pool needs a --state-file: without one a restarted founder would hand out fencing epochs again")
 	}
 	mb, err := cli.JoinOpen(c, tool, join)
 	if err != nil {
 		return err
 	}
 	defer mb.Close()
+	if !c.IsSet("state-file") {
+		state = cli.DefaultStateFile(fmt.Sprintf("%s-%s-%d.epoch", tool, strings.ReplaceAll(mb.Cluster, "/", "_"), mb.ID))
+	}
+	floor, err := cli.ReadUint(state)
+	if err != nil {
+		return cli.Exitf(cli.ExitUsage, "--state-file: %v", err)
+	}
 	return ticketd.Serve(mb, ticketd.Config{Socket: c.String("socket"), Tickets: n, Join: join, K: c.Int("k"),
-		Round: c.Duration("round"), KillGrace: c.Duration("max-kill-grace"), StateFile: c.String("state-file"), Floor: floor,
+		Round: c.Duration("round"), KillGrace: c.Duration("max-kill-grace"), StateFile: state, Floor: floor,
 		JoinTimeout: c.Duration("join-timeout")})
 }
 

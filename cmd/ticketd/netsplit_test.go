@@ -17,7 +17,7 @@ import (
 func TestCutOffMember(t *testing.T) {
 	dir := t.TempDir()
 	cc, ctl := clitest.Netsplit(t, dir, 5, nil, "-j", ticketdBin, "serve", "--no-color", "--tickets", "4",
-		"--socket", filepath.Join(dir, "{id}.sock"), "--max-kill-grace", "300ms", "--round", "250ms")
+		"--socket", filepath.Join(dir, "{id}.sock"), "--state-file", filepath.Join(dir, "{id}.epoch"), "--max-kill-grace", "300ms", "--round", "250ms")
 	c := &cluster{cc}
 	c.cutAndBack(t, "cut-off", func(m int) { ctl("isolate", fmt.Sprint(m)) }, func(int) { ctl("heal") })
 }

@@ -4,9 +4,17 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
+
+// DefaultStateFile is where a daemon keeps a state file unless told
+// otherwise: name in the directory DefaultSocket uses ($XDG_RUNTIME_DIR,
+// else PrivateDir), private to the user. WriteUint creates PrivateDir.
+func DefaultStateFile(name string) string {
+	return filepath.Join(filepath.Dir(DefaultSocket("x")), name)
+}
 
 // ReadUint reads a number kept in a state file (a --state-file holding the
 // highest term seen): its first number. A missing file or an empty path
@@ -63,6 +71,11 @@ func WriteUint(path string, v uint64) error { return writeLine(path, strconv.For
 func writeLine(path, line string) error {
 	if path == "" {
 		return nil
+	}
+	if filepath.Dir(path) == PrivateDir() {
+		if err := ensurePrivateDir(PrivateDir()); err != nil {
+			return err
+		}
 	}
 	tmp := path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)

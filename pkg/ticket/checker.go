@@ -95,23 +95,43 @@ func sortedIDs(ms map[node.ID]*Machine) []node.ID {
 	return ids
 }
 
-// EpochChecker checks, from TakenEvents, that each ticket's epochs
-// strictly grow: every hand-out of a ticket has a larger fencing number
-// than any before it.
+// EpochChecker checks fencing: every (ticket, epoch) a process takes or
+// lends to a client is new, and above every epoch of that ticket before it,
+// over a whole run: across reclaims, restarts and pools founded again.
 type EpochChecker struct {
 	last  map[uint32]uint64
+	by    map[uint32]node.ID
 	Taken int
+	Lent  int
 }
 
 // NewEpochChecker returns an empty EpochChecker.
-func NewEpochChecker() *EpochChecker { return &EpochChecker{last: map[uint32]uint64{}} }
+func NewEpochChecker() *EpochChecker {
+	return &EpochChecker{last: map[uint32]uint64{}, by: map[uint32]node.ID{}}
+}
 
 // Observe checks one TakenEvent reported by id.
 func (c *EpochChecker) Observe(id node.ID, ev TakenEvent) error {
 	c.Taken++
-	if ev.Epoch == 0 || ev.Epoch <= c.last[ev.Ticket] {
-		return fmt.Errorf("process %d took ticket %d with epoch %d after epoch %d", id, ev.Ticket, ev.Epoch, c.last[ev.Ticket])
+	return c.see(id, ev.Ticket, ev.Epoch, "took")
+}
+
+// ObserveLend checks one epoch that Machine.Lend gave id's client.
+func (c *EpochChecker) ObserveLend(id node.ID, ticket uint32, epoch uint64) error {
+	c.Lent++
+	return c.see(id, ticket, epoch, "lent")
+}
+
+func (c *EpochChecker) see(id node.ID, ticket uint32, epoch uint64, what string) error {
+	last, ok := c.last[ticket]
+	switch {
+	case epoch == 0:
+		return fmt.Errorf("process %d %s ticket %d with epoch 0", id, what, ticket)
+	case ok && epoch == last:
+		return fmt.Errorf("process %d %s ticket %d with epoch %d, which %d had already used", id, what, ticket, epoch, c.by[ticket])
+	case epoch < last:
+		return fmt.Errorf("process %d %s ticket %d with epoch %d, below epoch %d used by %d before", id, what, ticket, epoch, last, c.by[ticket])
 	}
-	c.last[ev.Ticket] = ev.Epoch
+	c.last[ticket], c.by[ticket] = epoch, id
 	return nil
 }

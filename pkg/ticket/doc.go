@@ -64,8 +64,9 @@
 //     its ID is lower: it acts on nothing, and only merges what it hands on.
 //     The last process of a pool that everyone leaves ends the pool.
 //   - Fencing epochs (not in the seed): each ticket's epoch grows by one each
-//     time it is handed out; epochs travel with the ranges (ACKCJOIN,
-//     CLEAVE), so they only grow.
+//     time it is handed out or lent to a client (Lend); epochs travel with
+//     the ranges (ACKCJOIN, CLEAVE), so they only grow. See "Fencing across
+//     refounds" for the mark that keeps them growing when the pool ends.
 //
 // # Crashes and slow links (§4, Config.FaultTolerant)
 //
@@ -225,6 +226,48 @@
 // Settled (every predecessor vouched within the last round and a half, no
 // exclusion under way here).
 //
+// # Fencing across refounds
+//
+// Epochs are fencing numbers: no (ticket, epoch) is ever handed out or
+// lent twice, and a ticket's epochs only grow, across reclaims, restarts
+// and pools founded again. What makes that hold beyond one pool's life is
+// the mark: the highest epoch a process issued or heard of.
+//
+//   - The mark travels in the protocol. Every message carries its sender's
+//     mark (Msg.Floor) and every receiver raises its own to it, so within
+//     a round it reaches the 2k+1 successors (ALIVE) and the predecessor
+//     (ACKUPDATE), and goes round the ring from there. A member learns the
+//     marks of other members from refound probes and their answers too
+//     (Learn), and a new Machine of a member starts from the member's mark
+//     (Config.Floor): a member's mark outlives each of its processes.
+//   - A pool founded again starts RefoundJump (2^33) above the highest
+//     mark of every member that answered the probe, and the founder's
+//     own (DecideRefound). The refound needs an answer from every member
+//     (pkg/ticketd's refound.go), so the mark of every member that still
+//     runs is in it. An epoch issued by a member just before every member
+//     stopped may have reached nobody else; it is at most a reclaim's jump
+//     (2^32) plus the lends of one round above a mark that did, which the
+//     refound's jump covers.
+//   - A restarted member. With a state file (ticketd's default) it reads
+//     its mark back: ticketd writes the mark before it lends an epoch above
+//     what the file covers. Without one, its mark is gone, and it cannot
+//     tell a pool that never handed out an epoch from one whose epochs it
+//     forgot: such a member never founds a pool (ticketd refuses to found
+//     one without a state file, and DecideRefound never lets it found
+//     again). It only joins, and a joiner takes the pool's mark from its
+//     coordinator (ACKCJOIN) before it may act. If every member that kept
+//     a state file is gone, the pool is not founded again until one comes
+//     back: the safe choice over a pool whose epochs could repeat.
+//   - What remains outside the guarantee: a member restarted without a
+//     state file whose last epochs reached no other member before every
+//     member stopped at once, and members whose state files were lost.
+//
+// TestSimEpochsAcrossRefounds checks it (EpochChecker, over every epoch
+// taken and lent) over runs in which every member stalls at once again
+// and again, members crash and restart with and without state files, are
+// cut off and split apart; TestSimEpochsCatchFloorZero plants the floor-0
+// bug and a member that forgets its mark, and shows both caught.
+//
 // # Fault model without §4
 //
 // Without FaultTolerant this package implements §3 only: processes join
@@ -239,5 +282,6 @@
 // 4.1 (the same, among processes that may act: alive and supported); Covered checks Lemma 3.1 once
 // things settle (every ticket owned or coordinated, successor and
 // predecessor pointers consistent, no joiner waiting while a ticket is
-// free); EpochChecker checks that epochs only grow per ticket.
+// free); EpochChecker checks that no (ticket, epoch) is taken or lent
+// twice and that each ticket's epochs only grow.
 package ticket

@@ -49,9 +49,11 @@ type Config struct {
 	// excluded member was running (the kill grace of ticketd run).
 	Margin time.Duration
 
-	// Floor is, for the founder, the highest epoch any ticket of an
-	// earlier life of this pool had (from a state file): every ticket's
-	// epoch starts above it, so fencing numbers grow across restarts.
+	// Floor is the highest epoch this process's member knows of from
+	// earlier lives (earlier Machines of the member, a state file, other
+	// members' answers): the mark starts there and travels in every
+	// message sent, and a founder's tickets start above it, so fencing
+	// numbers grow across restarts and refounds (doc.go, "Fencing").
 	Floor uint64
 
 	// bug plants a bug for the checkers. Tests only.
@@ -66,6 +68,7 @@ const (
 	bugServeWhileTemp                  // serve CJOIN while a temporary coordinator (§4)
 	bugNoBan                           // acknowledge an exclusion but keep vouching for E_pq
 	bugShortTemp                       // hand out excluded tickets after one round
+	bugFloorZero                       // a new Machine forgets its member's mark (Config.Floor): a refounded pool starts from 0
 )
 
 type state uint8
@@ -204,7 +207,11 @@ func New(cfg Config) (*Machine, error) {
 	if cfg.Drift <= 0 {
 		cfg.Drift = 0.01
 	}
-	return &Machine{cfg: cfg, view: map[uint32]node.ID{}, epochs: map[uint32]uint64{}, alive: map[node.ID]time.Time{}, known: map[node.ID]known{}, former: map[node.ID]known{}, claims: map[node.ID]known{},
+	floor := cfg.Floor
+	if cfg.bug == bugFloorZero {
+		floor = 0
+	}
+	return &Machine{cfg: cfg, floor: floor, view: map[uint32]node.ID{}, epochs: map[uint32]uint64{}, alive: map[node.ID]time.Time{}, known: map[node.ID]known{}, former: map[node.ID]known{}, claims: map[node.ID]known{},
 		answered: map[node.ID]answer{}, cleaved: map[cleft]time.Time{}, tried: map[node.ID]time.Time{},
 		attempt: cfg.Rand.Uint64() >> 44}, nil
 }
@@ -228,6 +235,11 @@ func (m *Machine) Lend(now time.Time) (epoch uint64, ok bool) {
 	m.noteEpoch(m.epoch)
 	return m.epoch, true
 }
+
+// Learn raises this process's mark (the highest epoch it has heard of)
+// to floor: its member heard of it outside the ring, from a refound probe
+// or an answer to one. The mark travels on in every message sent.
+func (m *Machine) Learn(floor uint64) { m.noteEpoch(min(floor, maxEpoch)) }
 
 // State names the process's state: idle, joining, linking, coordinator,
 // leaving, left or excluded.
@@ -303,7 +315,13 @@ func (m *Machine) span() []uint32 {
 
 func (m *Machine) inS(t uint32) bool { return t < m.n && (m.ticket-t+m.n)%m.n < m.size() }
 
+// send queues msg for to. Every message carries the sender's mark (the
+// highest epoch it has heard of): the mark spreads round the ring both
+// ways each round (ALIVE forwards, ACKUPDATE backwards), so that no
+// process, nor a refound (pkg/ticketd), depends on the one that issued an
+// epoch to remember it.
 func (m *Machine) send(to node.ID, msg Msg) {
+	msg.Floor = max(msg.Floor, m.floor)
 	m.out = append(m.out, node.Envelope[Msg]{From: m.cfg.ID, To: to, Msg: msg})
 }
 
@@ -350,6 +368,7 @@ func (m *Machine) Step(now time.Time, in node.Envelope[Msg]) error {
 	if m.n != 0 && msg.N != 0 && msg.N != m.n {
 		return fmt.Errorf("ticket: %v from %d for a pool of %d tickets, this one has %d", msg.Type, in.From, msg.N, m.n)
 	}
+	m.noteEpoch(msg.Floor) // the sender's mark
 	switch msg.Type {
 	case MsgCJoin:
 		m.onCJoin(now, in.From, msg)
@@ -406,8 +425,8 @@ func (m *Machine) join(now time.Time) {
 		m.n = uint32(m.cfg.Tickets)
 		m.ticket, m.succ, m.succTicket, m.pred = m.n-1, m.cfg.ID, m.n-1, m.cfg.ID
 		m.view[m.ticket] = m.cfg.ID
-		m.epochs[m.ticket] = m.cfg.Floor + 1
-		m.floor = m.cfg.Floor + 1
+		m.epochs[m.ticket] = m.floor + 1
+		m.floor++
 		m.roundAt = now
 		m.act(now)
 		return

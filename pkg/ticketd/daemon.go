@@ -512,6 +512,7 @@ type machine struct {
 	ticket         uint32
 	n              uint32
 	supportedUntil time.Time
+	mark           uint64 // the highest epoch the slot's machines issued or heard of
 }
 
 func (d *daemon) look(s *slot) machine {
@@ -521,6 +522,7 @@ func (d *daemon) look(s *slot) machine {
 		now := time.Now()
 		mc = machine{state: m.State(), mayAct: m.MayAct(now), alone: m.Alone(), settled: m.Settled(now), n: m.N(), supportedUntil: m.SupportedUntil()}
 		mc.ticket, _, _ = m.Ticket()
+		mc.mark = s.h.mark()
 	})
 	if mc.n != 0 {
 		d.bk.setSize(mc.n)
@@ -631,6 +633,7 @@ func (d *daemon) tick() {
 	now := time.Now()
 	for _, s := range d.slots {
 		mc := d.look(s)
+		d.keep(mc.mark) // the mark the ring carried here survives a restart
 		if c := s.holder; c != nil && !c.stopping {
 			if mc.mayAct {
 				c.cn.Send(Reply{Event: "valid", UntilNS: mc.until(now).UnixNano()})

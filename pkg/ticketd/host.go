@@ -12,10 +12,30 @@ import (
 // joins again as a new process), so a join after that starts a new
 // Machine under the same ID; CJOIN attempts only grow per ID, which tells
 // the incarnations apart.
+//
+// The member's mark (the highest epoch any of its Machines issued or
+// heard of) outlives each Machine: a new one starts from it (Config.Floor)
+// and sends it in every message, so a pool founded again, or a ticket
+// reclaimed, starts above every epoch this member ever knew.
 type host struct {
 	base     ticket.Config // Tickets set only until the pool is founded
 	contacts func() []node.ID
 	m        *ticket.Machine
+}
+
+// mark is the highest epoch this member's Machines issued or heard of.
+func (h *host) mark() uint64 { return max(h.base.Floor, h.m.Floor()) }
+
+// learn raises the mark to floor (heard from another member).
+func (h *host) learn(floor uint64) {
+	h.base.Floor = max(h.base.Floor, floor)
+	h.m.Learn(floor)
+}
+
+// next is the Config of the member's next Machine: the mark so far.
+func (h *host) next() ticket.Config {
+	h.base.Floor = h.mark()
+	return h.base
 }
 
 func newHost(cfg ticket.Config, contacts func() []node.ID) (*host, error) {
@@ -39,7 +59,7 @@ func (h *host) join(now time.Time) bool {
 		if len(cs) == 0 {
 			return false
 		}
-		cfg := h.base
+		cfg := h.next()
 		cfg.Tickets, cfg.Contacts = 0, cs
 		m, err := ticket.New(cfg)
 		if err != nil {
@@ -69,7 +89,7 @@ func (h *host) reset() {
 	if h.m.State() != "joining" {
 		return
 	}
-	cfg := h.base
+	cfg := h.next()
 	cfg.Tickets, cfg.Contacts = 0, []node.ID{h.base.ID + 1}
 	if m, err := ticket.New(cfg); err == nil {
 		h.m = m
@@ -79,8 +99,8 @@ func (h *host) reset() {
 // found starts the pool again (refound.go): a founder's machine for n
 // tickets whose epochs start above floor, joined at once.
 func (h *host) found(now time.Time, n uint32, floor uint64) error {
-	cfg := h.base
-	cfg.Tickets, cfg.Floor, cfg.Contacts = int(n), floor, nil
+	cfg := h.next()
+	cfg.Tickets, cfg.Floor, cfg.Contacts = int(n), max(cfg.Floor, floor), nil
 	m, err := ticket.New(cfg)
 	if err != nil {
 		return err

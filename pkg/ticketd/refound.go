@@ -6,7 +6,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/roundtable-go/roundtable/pkg/cli"
 	"github.com/roundtable-go/roundtable/pkg/node"
+	"github.com/roundtable-go/roundtable/pkg/ticket"
 )
 
 // Founding the pool again.
@@ -36,18 +38,25 @@ import (
 //   - The prober founds the pool when, within probeWindow of sending, every
 //     member it asked answered "out", nobody named a member it did not ask
 //     (a book that missed somebody cannot decide), it is still out itself,
-//     and its ID is the lowest of them all. Its tickets' epochs start 2^32
-//     above the highest epoch anyone reported (as a reclaim's do, pkg/ticket
-//     doc.go), so fencing numbers still only grow.
+//     it keeps a state file, and its ID is the lowest of those that keep
+//     one (ticket.DecideRefound). Its tickets' epochs start
+//     ticket.RefoundJump above the highest mark anyone reported (pkg/ticket
+//     doc.go, "Fencing across refounds"); probes and answers carry the
+//     marks both ways, and every member raises its own to them.
+//   - A member without a state file never founds: restarted, it would not
+//     know whether the pool's epochs had gone past its own.
 //
-// Two founders cannot arise: if X < Y both founded, Y answered X's probe
-// "out" (had it founded first it would have said so), and was then barred
-// from founding for freezeFor; Y's own probe went out at most probeWindow
-// before Y founded, so X answered it more than freezeFor − 2·probeWindow
-// after X's own probe went out, which is after X founded (at most
-// probeWindow after that) when freezeFor > 3·probeWindow: X then answered
-// "in the core", and Y did not found. A member that does not answer
-// (crashed, stopped, cut off) stops every refounding: it may be the core.
+// Two founders cannot arise: if X < Y both founded (both keep state
+// files), Y answered X's probe "out" (had it founded first it would have
+// said so), and was then barred from founding for freezeFor; Y's own
+// probe went out at most probeWindow before Y founded, so X answered it
+// more than freezeFor − 2·probeWindow after X's own probe went out, which
+// is after X founded (at most probeWindow after that) when freezeFor >
+// 3·probeWindow: X then answered "in the core", and Y did not found. A
+// member that does not answer (crashed, stopped, cut off) stops every
+// refounding: it may be the core. The prober then logs a warning naming
+// the members that did not answer.
+
 const (
 	refoundAfter = 30 // rounds
 	probeWindow  = 10 // rounds
@@ -59,8 +68,9 @@ type probeMsg struct {
 	Nonce uint64 `json:"nonce"`
 	// The answer's fields:
 	Out     bool      `json:"out,omitempty"`
-	Floor   uint64    `json:"floor,omitempty"`   // the highest epoch the member knows
+	Floor   uint64    `json:"floor,omitempty"`   // the highest epoch the sender knows (probe and answer)
 	Members []node.ID `json:"members,omitempty"` // the members in its book
+	Durable bool      `json:"durable,omitempty"` // it keeps a state file (only such a member founds)
 }
 
 // probe is the refounding this member is asking about.
@@ -68,7 +78,7 @@ type probe struct {
 	nonce   uint64
 	sent    time.Time
 	asked   []node.ID
-	answers map[node.ID]probeMsg
+	answers map[node.ID]ticket.ProbeAnswer
 }
 
 // refounding is the daemon's refounding state.
@@ -106,13 +116,37 @@ func (d *daemon) members() []node.ID {
 	return ids
 }
 
-// floor is the highest epoch this member knows of.
+// floor is this member's mark: the highest epoch any of its machines
+// issued or heard of, or its state file held at start (the file's later
+// reserve is not a mark: reporting it would raise every mark by a reserve
+// at each exchange).
 func (d *daemon) floor() uint64 {
-	f := d.persist
+	f := d.cfg.Floor
 	for _, s := range d.slots {
-		d.do(s, func() { f = max(f, s.h.m.Floor()) })
+		d.do(s, func() { f = max(f, s.h.mark()) })
 	}
 	return f
+}
+
+// learn raises every slot's mark to floor (heard from another member),
+// and keeps it in the state file.
+func (d *daemon) learn(floor uint64) {
+	for _, s := range d.slots {
+		d.do(s, func() { s.h.learn(floor) })
+	}
+	d.keep(floor)
+}
+
+// keep writes the state file when the mark passed what it holds (with
+// the reserve, as a lend does).
+func (d *daemon) keep(floor uint64) {
+	if d.cfg.StateFile == "" || floor <= d.persist {
+		return
+	}
+	d.persist = floor + epochReserve
+	if err := cli.WriteUint(d.cfg.StateFile, d.persist); err != nil {
+		d.mb.Log.Warn("cannot persist the epoch", "err", err)
+	}
 }
 
 // freeze drops the joins under way; no more start until frozen ends.
@@ -150,6 +184,7 @@ func (d *daemon) tickRefound(now time.Time) {
 			d.decide(now)
 		case now.Sub(p.sent) > probeWindow*d.round():
 			d.rf.p = nil // somebody did not answer: it may be the core
+			d.blocked(ticket.DecideRefound(d.mb.ID, d.floor(), d.cfg.StateFile != "", p.asked, p.answers))
 		}
 		if d.rf.p == nil {
 			d.rf.probing = time.Time{}
@@ -160,60 +195,60 @@ func (d *daemon) tickRefound(now time.Time) {
 		return
 	}
 	d.rf.stuckSince = now // the next probe, if this one fails, a while later
-	p := &probe{nonce: rand.Uint64(), sent: now, asked: d.members(), answers: map[node.ID]probeMsg{}}
+	p := &probe{nonce: rand.Uint64(), sent: now, asked: d.members(), answers: map[node.ID]ticket.ProbeAnswer{}}
 	d.rf.p = p
 	d.rf.probes++
 	d.rf.probing = now.Add(probeWindow * d.round())
 	d.freeze()
-	body, _ := json.Marshal(probeMsg{Nonce: p.nonce})
+	body, _ := json.Marshal(probeMsg{Nonce: p.nonce, Floor: d.floor(), Durable: d.cfg.StateFile != ""})
 	for _, id := range p.asked {
 		_ = d.slots[0].drv.SendControl(id, ctlProbe, body)
 	}
 	d.mb.Log.Info("no process of the pool is in the core here: asking every member", "members", len(p.asked))
 }
 
-// decide founds the pool again if the probe allows it.
+// decide founds the pool again if the probe allows it (the rule is
+// ticket.DecideRefound's).
 func (d *daemon) decide(now time.Time) {
 	p := d.rf.p
 	d.rf.p = nil
-	self := d.mb.ID
-	floor := d.floor()
-	for _, id := range p.asked {
-		a := p.answers[id]
-		if !a.Out || id < self {
-			return
-		}
-		for _, m := range a.Members {
-			if m != self && !slices.Contains(p.asked, m) {
-				return // a member this one has not heard of yet
-			}
-		}
-		floor = max(floor, a.Floor)
-	}
 	if !d.allOut() || now.Before(d.rf.noFound) || d.stopping {
+		return
+	}
+	r := ticket.DecideRefound(d.mb.ID, d.floor(), d.cfg.StateFile != "", p.asked, p.answers)
+	if !r.Found {
+		d.blocked(r)
 		return
 	}
 	n := d.bk.size()
 	if n == 0 {
 		return
 	}
-	floor += 1 << 32
 	s0 := d.slots[0]
 	var err error
-	d.do(s0, func() { err = s0.h.found(now, n, floor) })
+	d.do(s0, func() { err = s0.h.found(now, n, r.Floor) })
 	if err != nil {
 		d.mb.Log.Warn("cannot found the pool again", "err", err)
 		return
 	}
-	if d.cfg.StateFile != "" {
-		d.persist = max(d.persist, floor+epochReserve)
-	}
+	d.keep(r.Floor + 1)
 	d.rf.refounds++
 	d.rf.stuckSince, d.rf.frozenUntil, d.rf.probing = time.Time{}, time.Time{}, time.Time{}
 	d.look(s0)
-	d.mb.Log.Warn("the pool had ended (no process of it in the core, every member agrees): founded it again", "tickets", n, "members", len(p.asked)+1)
-	d.announce(Notice{Event: "refounded", Ticket: 0, Through: n - 1, Epoch: floor})
+	d.mb.Log.Warn("the pool had ended (no process of it in the core, every member agrees): founded it again", "tickets", n, "members", len(p.asked)+1, "floor", r.Floor)
+	d.announce(Notice{Event: "refounded", Ticket: 0, Through: n - 1, Epoch: r.Floor + 1})
 	d.serve()
+}
+
+// blocked logs why a probe did not found the pool, naming the members
+// that stop it when some do.
+func (d *daemon) blocked(r ticket.Refound) {
+	switch {
+	case len(r.Blocking) > 0 && r.Why != "a member with a lower ID founds instead":
+		d.mb.Log.Warn("cannot found the pool again: "+r.Why, "blocking", r.Blocking)
+	case r.Why != "":
+		d.mb.Log.Info("not founding the pool again: "+r.Why, "members", r.Blocking)
+	}
 }
 
 // probeFrame handles ctlProbe and ctlProbeAnswer (daemon goroutine).
@@ -223,20 +258,24 @@ func (d *daemon) probeFrame(from node.ID, typ uint8, body []byte) {
 		return
 	}
 	now := time.Now()
+	if m.Floor > 0 {
+		d.learn(m.Floor) // the mark travels with every probe and answer
+	}
 	switch typ {
 	case ctlProbe:
 		for _, s := range d.slots {
 			d.look(s)
 		}
 		a := probeMsg{Nonce: m.Nonce, Out: d.allOut() && !d.stopping}
+		a.Floor, a.Durable = d.floor(), d.cfg.StateFile != ""
 		if a.Out {
-			a.Floor, a.Members = d.floor(), d.members()
+			a.Members = d.members()
 			until := now.Add(freezeFor * d.round())
 			if until.After(d.rf.frozenUntil) {
 				d.rf.frozenUntil = until
 			}
 			d.freeze()
-			if from < d.mb.ID {
+			if from < d.mb.ID && m.Durable {
 				d.rf.noFound = until
 			} else if d.rf.askedByHigher.IsZero() || now.Sub(d.rf.askedByHigher) >= freezeFor*d.round() {
 				// First word that a higher member found the pool gone:
@@ -254,7 +293,7 @@ func (d *daemon) probeFrame(from node.ID, typ uint8, body []byte) {
 		_ = d.slots[0].drv.SendControl(from, ctlProbeAnswer, b)
 	case ctlProbeAnswer:
 		if p := d.rf.p; p != nil && m.Nonce == p.nonce && slices.Contains(p.asked, from) {
-			p.answers[from] = m
+			p.answers[from] = ticket.ProbeAnswer{Out: m.Out, Floor: m.Floor, Members: m.Members, Durable: m.Durable}
 			if !m.Out {
 				d.rf.p, d.rf.probing = nil, time.Time{} // there is a core: join it
 			}
