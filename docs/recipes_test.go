@@ -136,6 +136,10 @@ func matchLines(got []string, want []*regexp.Regexp) bool {
 
 var runs atomic.Int64
 
+// leftoverGrace is how long a process an example started may take to be
+// reaped after the example has ended before it counts as left running.
+var leftoverGrace = 10 * time.Second
+
 // run runs one example with bash from root, with the tools in bin first
 // on PATH and TMPDIR in a directory of the test's own, and returns what
 // it printed. It returns an error if the script fails, or if any
@@ -158,7 +162,7 @@ func run(t *testing.T, bin, root, prelude string, ex example, timeout time.Durat
 		cmd.Stderr = &stderr
 	}
 	err := cmd.Run()
-	left := leftovers(tag, 10*time.Second)
+	left := leftovers(tag, leftoverGrace)
 	for _, p := range left {
 		syscall.Kill(p.pid, syscall.SIGKILL)
 	}
@@ -318,6 +322,8 @@ func TestLeftoverProcess(t *testing.T) {
 	if _, err := os.Stat("/proc/self/environ"); err != nil {
 		t.Skip("no /proc")
 	}
+	defer func(g time.Duration) { leftoverGrace = g }(leftoverGrace)
+	leftoverGrace = time.Second
 	ex := example{name: "leak", console: true, script: "setsid sleep 60 </dev/null >/dev/null 2>&1 &\necho started\n"}
 	_, err := run(t, "/nonexistent", ".", "", ex, 30*time.Second)
 	if err == nil || !strings.Contains(err.Error(), "sleep 60") {
