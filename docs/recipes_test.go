@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -219,8 +220,23 @@ func leftovers(tag string, grace time.Duration) []proc {
 	}
 }
 
-// buildTools builds every tool of this checkout into a directory of the
-// test's own.
+var (
+	toolsOnce sync.Once
+	toolsDir  string
+	toolsErr  error
+)
+
+// TestMain removes the tools buildTools built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if toolsDir != "" {
+		os.RemoveAll(toolsDir)
+	}
+	os.Exit(code)
+}
+
+// buildTools builds every tool of this checkout, once for all the tests,
+// into a directory of their own.
 func buildTools(t *testing.T) (bin, root string) {
 	if testing.Short() {
 		t.Skip("starts clusters")
@@ -228,12 +244,19 @@ func buildTools(t *testing.T) (bin, root string) {
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("no bash")
 	}
-	bin = t.TempDir()
-	if out, err := exec.Command("go", "build", "-o", bin+"/", "../cmd/...").CombinedOutput(); err != nil {
-		t.Fatalf("building the tools: %v\n%s", err, out)
+	toolsOnce.Do(func() {
+		if toolsDir, toolsErr = os.MkdirTemp("", "roundtable-docs-"); toolsErr != nil {
+			return
+		}
+		if out, err := exec.Command("go", "build", "-o", toolsDir+"/", "../cmd/...").CombinedOutput(); err != nil {
+			toolsErr = fmt.Errorf("building the tools: %v\n%s", err, out)
+		}
+	})
+	if toolsErr != nil {
+		t.Fatal(toolsErr)
 	}
 	root, _ = filepath.Abs("..")
-	return bin, root
+	return toolsDir, root
 }
 
 func runAll(t *testing.T, bin, root, prelude string, all []example) {
