@@ -13,6 +13,10 @@
 #       --peers, member i gets --bind with its address and, except member
 #       1 (which founds the group), --join with every other member's.
 #   cluster.sh stop [-d DIR]            SIGTERM every member, wait for exit
+#   cluster.sh wait [-d DIR]            wait until every member has ended by itself
+#                                       (exit 75 after $CLUSTER_WAIT_TIMEOUT seconds, 60)
+#   cluster.sh ports [-n N] [-d DIR]    only write DIR/peers with N free loopback
+#                                       ports, for members started by hand
 #   cluster.sh kill ID [-d DIR]         SIGKILL member ID
 #   cluster.sh pause ID | resume ID     SIGSTOP / SIGCONT member ID
 #   cluster.sh restart ID [-d DIR]      start member ID again with its saved command
@@ -23,7 +27,7 @@
 # within $CLUSTER_READY_TIMEOUT seconds (10), 75 start: DIR has live members.
 set -euo pipefail
 
-help() { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; }
+help() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
 usage() { help >&2; exit 64; }
 die() { echo "cluster.sh: $1" >&2; exit "${2:-64}"; }
 
@@ -143,6 +147,23 @@ case "$cmd" in
       for _ in $(seq 500); do kill -0 "$p" 2>/dev/null || break; sleep 0.01; done
       kill -KILL "$p" 2>/dev/null || true
     done
+    ;;
+  wait)
+    deadline=$(( $(date +%s) + ${CLUSTER_WAIT_TIMEOUT:-60} ))
+    for f in "$dir"/*.pid; do
+      [ -e "$f" ] || continue
+      i=$(basename "$f" .pid)
+      while [ ! -e "$dir/$i.exit" ]; do
+        [ "$(date +%s)" -lt "$deadline" ] || die "member $i still running after ${CLUSTER_WAIT_TIMEOUT:-60}s" 75
+        sleep 0.01
+      done
+    done
+    ;;
+  ports)
+    [[ "$n" =~ ^[1-9][0-9]*$ ]] || die "-n wants a positive integer"
+    mkdir -p "$dir"
+    i=1
+    for p in $(free_ports "$n"); do echo "$i=127.0.0.1:$p"; i=$((i + 1)); done >"$dir/peers"
     ;;
   kill) kill -KILL "$(pid_of "$id")" ;;
   pause) kill -STOP "$(pid_of "$id")" ;;
