@@ -70,6 +70,9 @@ wait_ready() { # id
   local deadline=$(( $(date +%s) + ${CLUSTER_READY_TIMEOUT:-10} ))
   while [ ! -s "$dir/$1.ready" ]; do
     if ! kill -0 "$(cat "$dir/$1.pid")" 2>/dev/null; then
+      # A member that was ready and has already ended (a consensus
+      # member that decided) wrote its ready file before exiting.
+      [ -s "$dir/$1.ready" ] && break
       echo "cluster.sh: member $1 exited during start-up; its log:" >&2
       tail -n 20 "$dir/$1.log" >&2 || true
       exit 69
