@@ -94,6 +94,15 @@ type GroupConfig struct {
 	// each other again merge. Without it only a majority of the last view
 	// goes on (primary component).
 	EVS bool
+	// Backlog bounds the deliveries handed to the runner and not yet
+	// written out, as the sum of their Cost (0: no bound); the runner
+	// reports what it wrote with GWritten. At the bound the member
+	// delivers nothing more and, outside view changes, stores no new
+	// message: its status stops acknowledging, the senders' windows fill
+	// and the group slows to what this member's reader takes, while the
+	// heartbeats go on and nobody suspects it. A view change still
+	// delivers the old view's messages up to its cut.
+	Backlog int
 
 	bug gbug // planted bugs, tests only
 }
@@ -293,6 +302,8 @@ type Group struct {
 	full      bool      // a send was refused with ErrFull
 	open      bool      // StartWith was reached
 	tickAt    time.Time // when Tick is due next
+	emitted   uint64    // Cost of the deliveries handed out
+	written   uint64    // ... and written out by the runner (GWritten)
 
 	// per view
 	seq       uint64
