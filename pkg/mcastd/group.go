@@ -41,6 +41,11 @@ func (g *Group) Submit(ctx context.Context, lines [][]byte) error {
 	})
 }
 
+// Written reports what the writer wrote (GWritten).
+func (g *Group) Written(ctx context.Context, cost uint64) error {
+	return g.Drv.Request(ctx, mcast.GMsg{Type: mcast.GWritten, Written: cost})
+}
+
 // End asks the group to let this member go.
 func (g *Group) End(ctx context.Context) error {
 	return g.Drv.Request(ctx, mcast.GMsg{Type: mcast.GEnd})
@@ -81,6 +86,7 @@ func (g *Group) Finished(uint64) bool { return g.done }
 // GroupDeliver prints a delivery: '<sender> <seq> <payload>' (seq counts
 // the sender's messages in the view), or a JSON line with the view.
 func (p *Printer) GroupDeliver(ev mcast.GroupDeliverEvent) {
+	p.line(ev.Payload, true)
 	if !p.out.IsJSON() {
 		p.text(ev.Sender, ev.Seq, ev.Payload)
 		return
@@ -94,6 +100,7 @@ func (p *Printer) GroupDeliver(ev mcast.GroupDeliverEvent) {
 // order).
 func (p *Printer) GroupSend(ev mcast.GroupSendEvent) {
 	if p.out.IsJSON() {
+		p.lines++
 		pl := p.payload(ev.Payload)
 		p.out.JSON(LogLine{Time: now(), Event: "send", Member: p.member, View: ev.View, Seq: ev.Seq, Payload: &pl})
 	}
@@ -101,6 +108,7 @@ func (p *Printer) GroupSend(ev mcast.GroupSendEvent) {
 
 // View prints an installed view: 'view 7 members 1,2,4 joined 4 left 3'.
 func (p *Printer) View(ev mcast.ViewEvent) {
+	p.lines++
 	if !p.out.IsJSON() {
 		p.w.WriteString(ev.String())
 		p.w.WriteByte('\n')
@@ -113,6 +121,7 @@ func (p *Printer) View(ev mcast.ViewEvent) {
 // Transitional prints the start of a view's transitional configuration
 // (--safe): 'transitional view 7 members 1,2'.
 func (p *Printer) Transitional(ev mcast.TransitionalEvent) {
+	p.lines++
 	if !p.out.IsJSON() {
 		p.w.WriteString(ev.String())
 		p.w.WriteByte('\n')
@@ -125,6 +134,7 @@ func (p *Printer) Transitional(ev mcast.TransitionalEvent) {
 // members 4,5 into 1' (this side joins member 1's) or 'merge view 8
 // members 1,2,3' (this side takes the other in with its next view).
 func (p *Printer) Merge(ev mcast.MergeEvent) {
+	p.lines++
 	if !p.out.IsJSON() {
 		p.w.WriteString(ev.String())
 		p.w.WriteByte('\n')
@@ -136,6 +146,7 @@ func (p *Printer) Merge(ev mcast.MergeEvent) {
 // Note prints what happened to this member: 'left view 8', 'removed from
 // view 6', 'minority in view 5'.
 func (p *Printer) Note(ev node.Event) {
+	p.lines++
 	if !p.out.IsJSON() {
 		p.w.WriteString(ev.String())
 		p.w.WriteByte('\n')
