@@ -59,9 +59,11 @@ func newApp() *ucli.App {
 				Name:  "run",
 				Usage: "multicast each line of stdin; print each delivery on stdout",
 				Description: `Runs one member of a fixed group. Each line of stdin is one message; each
-delivery is one line on stdout: '<sender> <seq> <payload>' (with --json an
-object with member, sender, seq, the vector timestamp under causal order,
-and payload). A member delivers its own lines as it sends them, and prints
+delivery is one line on stdout: '<sender> <seq> <payload>' (with --views
+'<sender> <view>.<seq> <payload>': numbers start again in every view, and
+a message is delivered in its own; with --json an object with member,
+sender, seq, the vector timestamp under causal order, the view and the
+sender's incarnation in a dynamic group, and payload). A member delivers its own lines as it sends them, and prints
 them then (with --json as 'send' events, from which 'mcast check' rebuilds
 happens-before).
 

@@ -179,6 +179,7 @@ func idList(ms []Member) string {
 type GroupSendEvent struct {
 	Event   string `json:"event"` // "send"
 	View    uint64 `json:"view"`
+	Inc     uint64 `json:"inc"` // this member's incarnation
 	Seq     uint64 `json:"seq"`
 	Payload []byte `json:"payload"`
 }
@@ -188,17 +189,23 @@ func (e GroupSendEvent) String() string { return fmt.Sprintf("send %d/%d", e.Vie
 
 // GroupDeliverEvent is one delivery (own messages included), in the view
 // the message was sent in.
+//
+// A message's identity, the same at every member and in every view after
+// its own, is its sender's incarnation (Sender, Inc), the view it was
+// sent and delivered in, and its number among the sender's messages of
+// that view (Seq, from 1 in every view).
 type GroupDeliverEvent struct {
 	Event   string  `json:"event"` // "deliver"
 	View    uint64  `json:"view"`
 	Sender  node.ID `json:"sender"`
+	Inc     uint64  `json:"inc"` // the sender's incarnation
 	Seq     uint64  `json:"seq"`
 	Payload []byte  `json:"payload"`
 }
 
 func (e GroupDeliverEvent) Kind() string { return "deliver" }
 func (e GroupDeliverEvent) String() string {
-	return fmt.Sprintf("%d %d %s", e.Sender, e.Seq, e.Payload)
+	return fmt.Sprintf("%d %d.%d %s", e.Sender, e.View, e.Seq, e.Payload)
 }
 
 // LeftEvent: this member's input ended and it has left the group (the

@@ -802,7 +802,7 @@ func (g *Group) deliverOne(j int, q uint64) {
 	}
 	g.stats["delivered"]++
 	g.emitted += Cost(g.store[j][q])
-	g.events = append(g.events, GroupDeliverEvent{Event: "deliver", View: g.view.ID, Sender: m.ID, Seq: q, Payload: g.store[j][q]})
+	g.events = append(g.events, GroupDeliverEvent{Event: "deliver", View: g.view.ID, Sender: m.ID, Inc: m.Inc, Seq: q, Payload: g.store[j][q]})
 }
 
 // backlogged: the runner has not written out Backlog's worth of what it
@@ -832,7 +832,7 @@ func (g *Group) flushQueue() {
 		g.store[me][g.seq] = p
 		g.recv[me] = g.seq
 		g.stats["sent"]++
-		g.events = append(g.events, GroupSendEvent{Event: "send", View: g.view.ID, Seq: g.seq, Payload: p})
+		g.events = append(g.events, GroupSendEvent{Event: "send", View: g.view.ID, Inc: g.me.Inc, Seq: g.seq, Payload: p})
 		it := Item{Sender: g.cfg.ID, Seq: g.seq, Payload: p}
 		if g.cfg.Total == TotalISIS {
 			g.isisPropose(me, g.seq)

@@ -83,16 +83,18 @@ func (g *Group) Handle(ev node.Event, p *Printer) {
 // Finished: the member has left the group.
 func (g *Group) Finished(uint64) bool { return g.done }
 
-// GroupDeliver prints a delivery: '<sender> <seq> <payload>' (seq counts
-// the sender's messages in the view), or a JSON line with the view.
+// GroupDeliver prints a delivery: '<sender> <view>.<seq> <payload>' (seq
+// counts the sender's messages in the view, so view and seq together name
+// the message), or a JSON line with the view and the sender's
+// incarnation.
 func (p *Printer) GroupDeliver(ev mcast.GroupDeliverEvent) {
 	p.line(ev.Payload, true)
 	if !p.out.IsJSON() {
-		p.text(ev.Sender, ev.Seq, ev.Payload)
+		p.textView(ev.Sender, ev.View, ev.Seq, ev.Payload)
 		return
 	}
 	pl := p.payload(ev.Payload)
-	p.out.JSON(LogLine{Time: now(), Event: "deliver", Member: p.member, View: ev.View, Sender: ev.Sender, Seq: ev.Seq, Payload: &pl})
+	p.out.JSON(LogLine{Time: now(), Event: "deliver", Member: p.member, View: ev.View, Sender: ev.Sender, Inc: ev.Inc, Seq: ev.Seq, Payload: &pl})
 }
 
 // GroupSend records one of the member's own messages (JSON only: in text
@@ -102,7 +104,7 @@ func (p *Printer) GroupSend(ev mcast.GroupSendEvent) {
 	if p.out.IsJSON() {
 		p.lines++
 		pl := p.payload(ev.Payload)
-		p.out.JSON(LogLine{Time: now(), Event: "send", Member: p.member, View: ev.View, Seq: ev.Seq, Payload: &pl})
+		p.out.JSON(LogLine{Time: now(), Event: "send", Member: p.member, View: ev.View, Inc: ev.Inc, Seq: ev.Seq, Payload: &pl})
 	}
 }
 

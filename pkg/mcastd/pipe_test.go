@@ -106,7 +106,7 @@ func TestPrinter(t *testing.T) {
 	p.Flush()
 	p.Writer().Close()
 	<-p.Writer().done
-	want := "1 7 a\r\n2 3 b\n3 9 c\nview 4 members 1,2 joined - left -\n"
+	want := "1 7 a\r\n2 3 b\n3 4.9 c\nview 4 members 1,2 joined - left -\n"
 	if out.String() != want {
 		t.Fatalf("text:\n%q\nwant\n%q", out.String(), want)
 	}
@@ -120,13 +120,15 @@ func TestPrinter(t *testing.T) {
 	out.Reset()
 	p = NewPrinter(&out, 2, true, true)
 	p.Deliver(mcast.DeliverEvent{Sender: 1, Seq: 7, Payload: []byte{0, '\n'}})
+	p.GroupDeliver(mcast.GroupDeliverEvent{View: 4, Sender: 3, Inc: 77, Seq: 9, Payload: []byte("c")})
 	p.Exit(5)
 	p.Flush()
 	p.Writer().Close()
 	<-p.Writer().done
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if len(lines) != 2 || !strings.Contains(lines[0], `"event":"deliver","member":2,"sender":1,"seq":7,"payload":"AAo="`) ||
-		!strings.Contains(lines[1], `"event":"exit","member":2,"sent":5`) {
+	if len(lines) != 3 || !strings.Contains(lines[0], `"event":"deliver","member":2,"sender":1,"seq":7,"payload":"AAo="`) ||
+		!strings.Contains(lines[1], `"event":"deliver","member":2,"view":4,"inc":77,"sender":3,"seq":9,"payload":"Yw=="`) ||
+		!strings.Contains(lines[2], `"event":"exit","member":2,"sent":5`) {
 		t.Fatalf("json:\n%s", out.String())
 	}
 }

@@ -36,7 +36,7 @@ type LogLine struct {
 	Members []mcast.Member `json:"members,omitempty"`
 	Joined  []mcast.Member `json:"joined,omitempty"`
 	Left    []mcast.Member `json:"left,omitempty"`
-	Inc     uint64         `json:"inc,omitempty"`         // removed, merge: the new incarnation
+	Inc     uint64         `json:"inc,omitempty"`         // removed, merge: the new incarnation; deliver, send (dynamic groups): the sender's
 	Into    node.ID        `json:"into,omitempty"`        // merge: the leader of the component this one joins
 	Next    *mcast.Member  `json:"next_leader,omitempty"` // left: the leader of the view left into
 	Sender  node.ID        `json:"sender,omitempty"`
@@ -57,11 +57,16 @@ func now() string { return time.Now().Format(time.RFC3339Nano) }
 
 // text writes '<sender> <seq> <payload>' without formatting allocations:
 // at a few hundred thousand lines a second they add up.
-func (p *Printer) text(sender node.ID, seq uint64, payload []byte) {
+// (or '<sender> <id> <payload>' with id set).
+func (p *Printer) text(sender node.ID, seq uint64, payload []byte, id ...byte) {
 	var num [48]byte
 	b := strconv.AppendUint(num[:0], uint64(sender), 10)
 	b = append(b, ' ')
-	b = strconv.AppendUint(b, seq, 10)
+	if id != nil {
+		b = append(b, id...)
+	} else {
+		b = strconv.AppendUint(b, seq, 10)
+	}
 	b = append(b, ' ')
 	p.w.Write(b)
 	if p.b64 {
@@ -80,6 +85,15 @@ func (p *Printer) line(payload []byte, delivery bool) {
 	if delivery {
 		p.cost += mcast.Cost(payload)
 	}
+}
+
+// textView writes '<sender> <view>.<seq> <payload>'.
+func (p *Printer) textView(sender node.ID, view, seq uint64, payload []byte) {
+	var num [48]byte
+	b := strconv.AppendUint(num[:0], view, 10)
+	b = append(b, '.')
+	b = strconv.AppendUint(b, seq, 10)
+	p.text(sender, 0, payload, b...)
 }
 
 // Deliver prints another member's message.
