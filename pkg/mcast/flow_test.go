@@ -214,3 +214,19 @@ func TestBacklogOffByDefault(t *testing.T) {
 		t.Fatalf("delivered %d of 50", got)
 	}
 }
+
+// TestTimerDefaults: the defaults 'mcast run --help' and docs/mcast.md
+// give: 50ms and 20 × 50ms in a fixed group, 20ms and 8 × 20ms in a
+// dynamic one.
+func TestTimerDefaults(t *testing.T) {
+	m, err := New(Config{ID: 1, Peers: []node.ID{1, 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.cfg.Period != 50*time.Millisecond || m.cfg.Suspect != time.Second {
+		t.Fatalf("fixed group: period %v, suspect %v", m.cfg.Period, m.cfg.Suspect)
+	}
+	if g := (GroupConfig{}); g.period() != 20*time.Millisecond || g.SuspectTime() != 160*time.Millisecond {
+		t.Fatalf("dynamic group: period %v, suspect %v", g.period(), g.SuspectTime())
+	}
+}
