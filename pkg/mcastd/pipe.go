@@ -64,6 +64,11 @@ type PipeConfig struct {
 // it goes to the writer anyway.
 const chunkMax = 64 << 10
 
+// queueMax bounds the output waiting for the writer. A machine with a
+// Backlog stays far below it; past it (a gossip member, which has no flow
+// control) the pipe stops taking events until the writer catches up.
+const queueMax = 64 << 20
+
 // Pipe runs a member's pipe until the input has ended and the member is
 // finished (exit 0), --linger runs out after the end (exit 75), a signal,
 // a transport failure, or stdout blocked for cfg.Stall (exit 76). Lines
@@ -194,6 +199,15 @@ func Pipe(live *cli.Running, m Member, in io.Reader, p *Printer, cfg PipeConfig)
 				// once, a busy one's leave in large writes.
 				if err := p.Flush(); err != nil {
 					return cli.Exitf(cli.ExitUnavailable, "writing stdout: %v", err)
+				}
+			}
+			for wr.Queued() > queueMax && wr.Err() == nil {
+				select {
+				case <-wr.Room():
+				case <-check:
+					if wr.Stalled(time.Now()) > cfg.Stall {
+						return stalled()
+					}
 				}
 			}
 		case s := <-live.Signals:

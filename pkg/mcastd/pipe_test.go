@@ -348,3 +348,40 @@ func TestPipeBackPressure(t *testing.T) {
 	}
 	t.Logf("member 1 had sent %d of %d lines while member 2's reader was stopped", sent, lines)
 }
+
+// TestPipeBoundsItsQueue: a member without flow control (gossip) that
+// delivers faster than stdout takes stops taking events once queueMax of
+// output waits, and goes on when the reader does.
+func TestPipeBoundsItsQueue(t *testing.T) {
+	live, evs := running()
+	g := newGate()
+	defer g.Open()
+	p := NewPrinter(g, 3, false, false)
+	res := make(chan error, 1)
+	stdin, feed := io.Pipe()
+	defer feed.Close()
+	go func() {
+		res <- Pipe(live, &fake{}, stdin, p, PipeConfig{MaxLine: mcast.MaxPayload, Linger: time.Minute})
+	}()
+	payload := bytes.Repeat([]byte("z"), 1<<20)
+	taken := 0
+	for i := 1; i <= 2*queueMax>>20; i++ {
+		select {
+		case evs <- mcast.DeliverEvent{Sender: 1, Seq: uint64(i), Payload: payload}:
+			taken++
+			continue
+		case <-time.After(2 * time.Second):
+			// Stopped: the events channel (16) and the queue are full.
+		}
+		break
+	}
+	if taken > queueMax>>20+16+2 || taken < queueMax>>20 {
+		t.Fatalf("took %d events of 1 MiB with stdout blocked, queue bound %d MiB", taken, queueMax>>20)
+	}
+	g.Open()
+	select {
+	case evs <- mcast.DeliverEvent{Sender: 1, Seq: uint64(taken + 1), Payload: []byte("x")}:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the pipe did not go on taking events once stdout was read")
+	}
+}

@@ -25,6 +25,7 @@ type Writer struct {
 	closed   bool
 	wake     chan struct{} // work for the writer
 	progress chan struct{} // a chunk was written (or writing failed)
+	room     chan struct{} // the same, for a pusher waiting for room
 	done     chan struct{} // the writer goroutine has ended
 }
 
@@ -36,7 +37,7 @@ type chunk struct {
 
 // NewWriter starts a Writer onto w.
 func NewWriter(w io.Writer) *Writer {
-	wr := &Writer{w: w, wake: make(chan struct{}, 1), progress: make(chan struct{}, 1), done: make(chan struct{})}
+	wr := &Writer{w: w, wake: make(chan struct{}, 1), progress: make(chan struct{}, 1), room: make(chan struct{}, 1), done: make(chan struct{})}
 	go wr.run()
 	return wr
 }
@@ -74,6 +75,7 @@ func (w *Writer) run() {
 		}
 		w.mu.Unlock()
 		signal(w.progress)
+		signal(w.room)
 	}
 }
 
@@ -101,6 +103,9 @@ func (w *Writer) Push(b []byte, lines, cost uint64) {
 // Progress is signalled whenever a chunk has been written (or writing
 // failed).
 func (w *Writer) Progress() <-chan struct{} { return w.progress }
+
+// Room is signalled like Progress, for the one goroutine that pushes.
+func (w *Writer) Room() <-chan struct{} { return w.room }
 
 // Written is the Cost of the deliveries written so far.
 func (w *Writer) Written() uint64 {
