@@ -3,6 +3,9 @@ package mcastd
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -46,6 +49,24 @@ func TestFeedLimit(t *testing.T) {
 		var ee *cli.ExitError
 		if !errors.As(err, &ee) || ee.Code != cli.ExitUsage || !strings.Contains(err.Error(), "line 2 is 1001 bytes, over the limit of 1000") {
 			t.Fatalf("got %v", err)
+		}
+	}
+}
+
+// TestReadViewLogChecksIncarnation: a delivery names its sender's
+// incarnation, which must be the one in the view it is delivered in.
+func TestReadViewLogChecksIncarnation(t *testing.T) {
+	view := `{"time":"t","event":"view","member":1,"view":4,"leader":1,"members":[{"id":1,"inc":5},{"id":2,"inc":7}]}`
+	deliver := func(inc int) string {
+		return fmt.Sprintf(`{"time":"t","event":"deliver","member":1,"view":4,"inc":%d,"sender":2,"seq":1,"payload":"x"}`, inc)
+	}
+	dir := t.TempDir()
+	for inc, ok := range map[int]bool{7: true, 8: false} {
+		f := filepath.Join(dir, fmt.Sprint(inc))
+		os.WriteFile(f, []byte(view+"\n"+deliver(inc)+"\n"), 0o644)
+		_, err := ReadViewLog(f)
+		if ok != (err == nil) || !ok && !strings.Contains(err.Error(), "line 2: delivery 4/1 from incarnation 8 of member 2, which is in view 4 as incarnation 7") {
+			t.Fatalf("inc %d: %v", inc, err)
 		}
 	}
 }

@@ -196,6 +196,9 @@ func ReadViewLog(file string) (*ViewLog, error) {
 		inc     uint64 // the incarnation after a 'removed' line (0: learn from the view)
 		clean   bool
 		left    bool
+		// the last view line: its number and its members' incarnations
+		lastView uint64
+		viewInc  map[node.ID]uint64
 	)
 	for i, line := range lines {
 		n := i + 1
@@ -220,8 +223,18 @@ func ReadViewLog(file string) (*ViewLog, error) {
 			r = mcast.VRecord{Kind: mcast.VSend, View: l.View, Seq: l.Seq, Payload: pl, Line: n}
 		case "deliver":
 			r = mcast.VRecord{Kind: mcast.VDeliver, View: l.View, Sender: l.Sender, Seq: l.Seq, Payload: pl, Line: n}
+			// A message's identity includes its sender's incarnation:
+			// in the view it is delivered in, that is the sender's.
+			if inc, ok := viewInc[l.Sender]; ok && l.Inc != 0 && l.View == lastView && inc != l.Inc {
+				return nil, fmt.Errorf("line %d: delivery %d/%d from incarnation %d of member %d, which is in view %d as incarnation %d",
+					n, l.View, l.Seq, l.Inc, l.Sender, l.View, inc)
+			}
 		case "view":
 			r = mcast.VRecord{Kind: mcast.VView, View: l.View, Members: l.Members, Line: n}
+			lastView, viewInc = l.View, map[node.ID]uint64{}
+			for _, m := range l.Members {
+				viewInc[m.ID] = m.Inc
+			}
 			if cur == (mcast.Member{}) {
 				for _, m := range l.Members {
 					if m.ID == vl.ID && (inc == 0 || m.Inc == inc) {
