@@ -5,6 +5,7 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -28,8 +29,9 @@ var runFlags = cli.WithEnv(tool, append(append(cli.NodeFlags(), mcastd.GroupFlag
 	orderFlag,
 	lingerFlag,
 	&ucli.BoolFlag{Name: "base64", Usage: "input lines are base64 and payloads are printed in base64 (binary-safe)"},
-	&ucli.DurationFlag{Name: "period", Value: 50 * time.Millisecond, Usage: "how often members exchange digests (what each has received), which drives repair"},
-	&ucli.DurationFlag{Name: "suspect", Value: time.Second, Usage: "a member silent this long no longer holds up 'delivered by all' at end of input"},
+	&ucli.DurationFlag{Name: "period", DefaultText: "50ms; 20ms with --views", Usage: "how often members exchange digests (what each has received), which drives repair; with --views the heartbeat"},
+	&ucli.DurationFlag{Name: "suspect", DefaultText: "20 × --period (1s); with --views 8 × --period (160ms)", Usage: "a member silent this long no longer holds up 'delivered by all' at end of input; with --views it is taken out of the view"},
+	&ucli.DurationFlag{Name: "stall-timeout", Value: 30 * time.Second, Usage: "when a write to stdout has been blocked this long, give up: say so on stderr and exit 76, leaving the group (0: wait for ever); until then the group slows to this member's reader"},
 	&ucli.BoolFlag{Name: "tree", Usage: "with --order gossip: spread along a fixed tree of the members, batched per --period, instead of to random members (fewer messages; see docs/mcast.md)"},
 	&ucli.BoolFlag{Name: "exit-on-minority", Usage: "with --views: exit 69 when cut off with a minority of the view, instead of waiting for the majority"},
 ))
@@ -57,9 +59,11 @@ func newApp() *ucli.App {
 				Name:  "run",
 				Usage: "multicast each line of stdin; print each delivery on stdout",
 				Description: `Runs one member of a fixed group. Each line of stdin is one message; each
-delivery is one line on stdout: '<sender> <seq> <payload>' (with --json an
-object with member, sender, seq, the vector timestamp under causal order,
-and payload). A member delivers its own lines as it sends them, and prints
+delivery is one line on stdout: '<sender> <seq> <payload>' (with --views
+'<sender> <view>.<seq> <payload>': numbers start again in every view, and
+a message is delivered in its own; with --json an object with member,
+sender, seq, the vector timestamp under causal order, the view and the
+sender's incarnation in a dynamic group, and payload). A member delivers its own lines as it sends them, and prints
 them then (with --json as 'send' events, from which 'mcast check' rebuilds
 happens-before).
 
@@ -72,12 +76,18 @@ it with high probability, in no particular order; --period is the round;
 --tree spreads along a fixed tree of the members instead, batched per
 round, with digests riding on the pushes to repair cut edges).
 
-A line may be at most 61,440 bytes (one frame); a longer one stops mcast
+A line is its bytes up to the newline (a carriage return included) and may
+be at most 61,248 bytes (what one sealed frame carries; under causal order
+9 bytes less per member, under gossip 32,768); a longer one stops mcast
 with exit 64 before anything of it is sent: split it, or compress it and
 use --base64. At end of input the member stays until every member it does
-not suspect has ended its input too and everyone has delivered the same
-(or --linger runs out), then exits 0: a group whose inputs all end leaves
-nothing undelivered.
+not suspect has ended its input too and everyone has delivered the same,
+then exits 0: a group whose inputs all end leaves nothing undelivered. If
+--linger runs out first, it exits 75.
+
+A slow reader of stdout slows the group down (flow control) rather than
+losing lines; a write to stdout blocked for --stall-timeout makes the
+member leave with exit 76, saying what it did not write.
 
 Examples:
    seq 1 5 | mcast run --id 1 --peers 1=127.0.0.1:7001,2=127.0.0.1:7002,3=127.0.0.1:7003
@@ -113,8 +123,13 @@ func run(c *ucli.Context) error {
 	if c.Args().Len() > 0 {
 		return cli.Exitf(cli.ExitUsage, "run takes no arguments, got %q (the lines come on stdin)", c.Args().First())
 	}
-	if c.Duration("period") <= 0 || c.Duration("suspect") <= 0 || c.Duration("linger") < 0 {
-		return cli.Exitf(cli.ExitUsage, "--period and --suspect must be positive, --linger not negative")
+	for _, f := range []string{"period", "suspect"} {
+		if c.IsSet(f) && c.Duration(f) <= 0 {
+			return cli.Exitf(cli.ExitUsage, "--period and --suspect must be positive")
+		}
+	}
+	if c.Duration("linger") < 0 || c.Duration("stall-timeout") < 0 {
+		return cli.Exitf(cli.ExitUsage, "--linger and --stall-timeout must not be negative")
 	}
 	gossipOrder := c.String("order") == "gossip"
 	if c.Bool("tree") && !gossipOrder {
@@ -142,11 +157,17 @@ func run(c *ucli.Context) error {
 	defer mb.Close()
 	self, cm := mb.ID, mb.Common
 	var (
-		runner cli.Runner
-		member mcastd.Member
+		runner  cli.Runner
+		member  mcastd.Member
+		maxLine = mcast.PayloadLimit(order, len(cm.Peers))
 	)
 	if gossipOrder {
-		m, err := gossip.New(gossip.Config{ID: self, Peers: cli.IDs(cm.Peers), Period: c.Duration("period"), Tree: c.Bool("tree"),
+		maxLine = gossip.MaxPayload
+		period := 50 * time.Millisecond // as the other fixed-group orders
+		if c.IsSet("period") {
+			period = c.Duration("period")
+		}
+		m, err := gossip.New(gossip.Config{ID: self, Peers: cli.IDs(cm.Peers), Period: period, Tree: c.Bool("tree"),
 			Rand: rand.New(rand.NewPCG(mb.Incarnation, uint64(self)))})
 		if err != nil {
 			return cli.Exitf(cli.ExitUsage, "%v", err)
@@ -155,7 +176,7 @@ func run(c *ucli.Context) error {
 		runner, member = drv, &mcastd.Gossip{Drv: drv, Self: self}
 	} else {
 		m, err := mcast.New(mcast.Config{ID: self, Peers: cli.IDs(cm.Peers), Order: order, Period: c.Duration("period"),
-			Suspect: c.Duration("suspect")})
+			Suspect: c.Duration("suspect"), Backlog: mcastd.Backlog})
 		if err != nil {
 			return cli.Exitf(cli.ExitUsage, "%v", err)
 		}
@@ -168,7 +189,12 @@ func run(c *ucli.Context) error {
 	}
 	defer live.Stop()
 	out := mcastd.NewPrinter(os.Stdout, self, c.Bool(cli.FlagJSON), c.Bool("base64"))
-	return mcastd.Pipe(live, member, os.Stdin, c.Bool("base64"), out, c.Duration("linger"), cm.Log)
+	return mcastd.Pipe(live, member, os.Stdin, out, pipeConfig(c, maxLine, cm.Log))
+}
+
+// pipeConfig is the pipe's part of the command line.
+func pipeConfig(c *ucli.Context, maxLine int, log *slog.Logger) mcastd.PipeConfig {
+	return mcastd.PipeConfig{Base64: c.Bool("base64"), MaxLine: maxLine, Linger: c.Duration("linger"), Stall: c.Duration("stall-timeout"), Log: log}
 }
 
 // runGroup is 'mcast run --views' (or --order total): one member of a
@@ -183,6 +209,7 @@ func runGroup(c *ucli.Context) error {
 	if err != nil {
 		return err
 	}
+	cfg.Backlog = mcastd.Backlog
 	if cfg.EVS && c.Bool("exit-on-minority") {
 		return cli.Exitf(cli.ExitUsage, "--exit-on-minority goes with --partitions primary: with evs every side goes on")
 	}
@@ -199,7 +226,7 @@ func runGroup(c *ucli.Context) error {
 	out := mcastd.NewPrinter(os.Stdout, mb.ID, c.Bool(cli.FlagJSON), c.Bool("base64"))
 	member := mcastd.NewGroup(drv)
 	member.ExitOnMinority = c.Bool("exit-on-minority")
-	return mcastd.Pipe(live, member, os.Stdin, c.Bool("base64"), out, c.Duration("linger"), mb.Log)
+	return mcastd.Pipe(live, member, os.Stdin, out, pipeConfig(c, mcast.MaxPayload, mb.Log))
 }
 
 func bench(c *ucli.Context) error {

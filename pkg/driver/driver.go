@@ -65,6 +65,9 @@ type Driver[M any] struct {
 	// lines (10,000 frames from a non-member once wrote 10,000 lines).
 	lastWarn time.Time
 	unwarned int
+	// Send failures likewise (under the driver's lock).
+	lastSendWarn  time.Time
+	unwarnedSends int
 }
 
 type request[M any] struct {
@@ -222,16 +225,37 @@ func (d *Driver[M]) Run(ctx context.Context, emit func(node.Event)) error {
 
 func (d *Driver[M]) send(env node.Envelope[M]) {
 	typ, payload, err := d.codec.Marshal(env.Msg)
+	var frame []byte
 	if err == nil {
-		var frame []byte
-		if frame, err = d.cfg.Framer.Seal(d.codec.Family(), typ, env.To, payload); err == nil {
-			err = d.tr.Send(env.To, frame)
-		}
+		frame, err = d.cfg.Framer.Seal(d.codec.Family(), typ, env.To, payload)
 	}
 	if err != nil {
 		d.SendErrors.Add(1)
-		d.cfg.Log.Debug("send failed", "to", env.To, "err", err)
+		d.sendFailed(env.To, err, true)
+		return
 	}
+	if err := d.tr.Send(env.To, frame); err != nil {
+		d.SendErrors.Add(1)
+		d.sendFailed(env.To, err, false)
+	}
+}
+
+// sendFailed logs a message that was not sent, at most once a second
+// with how many went unlogged (a peer that is down fails every send): at
+// error level when it could not be framed (too large, or not encodable:
+// it never will be), at warning level when the transport failed.
+func (d *Driver[M]) sendFailed(to node.ID, err error, framing bool) {
+	now := d.cfg.Clock.Now()
+	if now.Sub(d.lastSendWarn) < time.Second {
+		d.unwarnedSends++
+		return
+	}
+	log := d.cfg.Log.Warn
+	if framing {
+		log = d.cfg.Log.Error
+	}
+	log("send failed", "to", to, "err", err, "more_since_last", d.unwarnedSends)
+	d.lastSendWarn, d.unwarnedSends = now, 0
 }
 
 func (d *Driver[M]) receive(p transport.Packet, self node.ID) {

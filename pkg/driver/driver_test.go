@@ -263,3 +263,40 @@ func TestRejectionsLogSparingly(t *testing.T) {
 		t.Fatalf("2,000 rejections wrote %d log lines", n)
 	}
 }
+
+// bigMachine sends one message too large for a frame at its first Tick.
+type bigMachine struct{ out []node.Envelope[[]byte] }
+
+func (b *bigMachine) Step(time.Time, node.Envelope[[]byte]) error { return nil }
+func (b *bigMachine) Tick(time.Time) {
+	b.out = append(b.out, node.Envelope[[]byte]{From: 1, To: 2, Msg: make([]byte, wire.MaxFrame)})
+}
+func (b *bigMachine) Ready() node.Ready[[]byte] {
+	r := node.Ready[[]byte]{Msgs: b.out}
+	b.out = nil
+	return r
+}
+
+type rawCodec struct{}
+
+func (rawCodec) Family() wire.Family                         { return wire.FamilyMcast }
+func (rawCodec) Marshal(m []byte) (uint8, []byte, error)     { return 1, m, nil }
+func (rawCodec) Unmarshal(_ uint8, p []byte) ([]byte, error) { return p, nil }
+
+// TestSendFailureIsAnError: a message that cannot be framed is counted
+// and logged at error level, not at debug level where nobody sees it.
+func TestSendFailureIsAnError(t *testing.T) {
+	net := transport.NewNetwork()
+	var buf bytes.Buffer
+	f, _ := wire.NewFramer("test", 1, 1, nil)
+	d := driver.New[[]byte](&bigMachine{}, rawCodec{}, net.Endpoint(1), driver.Config{Framer: f,
+		Log: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // the first Tick runs before Run looks at ctx
+	if err := d.Run(ctx, func(node.Event) {}); err != nil {
+		t.Fatal(err)
+	}
+	if d.Stats()["send_errors"] != 1 || !bytes.Contains(buf.Bytes(), []byte("level=ERROR msg=\"send failed\"")) {
+		t.Fatalf("send_errors %d, log:\n%s", d.Stats()["send_errors"], buf.String())
+	}
+}

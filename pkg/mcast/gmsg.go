@@ -64,12 +64,15 @@ const (
 	// payloads of Items; the input has ended (leave the group).
 	GSend GType = 64
 	GEnd  GType = 65
+	// GWritten is a local request: the runner has written out deliveries
+	// of Written cost in all (see GroupConfig.Backlog).
+	GWritten GType = 66
 )
 
 var gtypeNames = map[GType]string{GData: "data", GOrder: "order", GStatus: "status", GJoin: "join", GLeave: "leave",
 	GPropose: "propose", GAck: "ack", GCommit: "commit", GReady: "ready", GInstall: "install", GGone: "gone",
 	GPrio: "prio", GFinal: "final", GToken: "token", GMerge: "merge",
-	GSend: "send", GEnd: "end"}
+	GSend: "send", GEnd: "end", GWritten: "written"}
 
 func (t GType) String() string {
 	if s, ok := gtypeNames[t]; ok {
@@ -168,6 +171,9 @@ type GMsg struct {
 	Finals []uint64
 	Prios  []PrioItem // prio, final
 	Token  *Token     // token
+	// Written (GWritten, local only): the cost of the deliveries the
+	// runner has written out so far.
+	Written uint64
 }
 
 // Token is TOTEM's token (seed 004, "TOTEM: single ring"): Rot counts its

@@ -94,6 +94,15 @@ type GroupConfig struct {
 	// each other again merge. Without it only a majority of the last view
 	// goes on (primary component).
 	EVS bool
+	// Backlog bounds the deliveries handed to the runner and not yet
+	// written out, as the sum of their Cost (0: no bound); the runner
+	// reports what it wrote with GWritten. At the bound the member
+	// delivers nothing more and, outside view changes, stores no new
+	// message: its status stops acknowledging, the senders' windows fill
+	// and the group slows to what this member's reader takes, while the
+	// heartbeats go on and nobody suspects it. A view change still
+	// delivers the old view's messages up to its cut.
+	Backlog int
 
 	bug gbug // planted bugs, tests only
 }
@@ -170,6 +179,7 @@ func idList(ms []Member) string {
 type GroupSendEvent struct {
 	Event   string `json:"event"` // "send"
 	View    uint64 `json:"view"`
+	Inc     uint64 `json:"inc"` // this member's incarnation
 	Seq     uint64 `json:"seq"`
 	Payload []byte `json:"payload"`
 }
@@ -179,17 +189,23 @@ func (e GroupSendEvent) String() string { return fmt.Sprintf("send %d/%d", e.Vie
 
 // GroupDeliverEvent is one delivery (own messages included), in the view
 // the message was sent in.
+//
+// A message's identity, the same at every member and in every view after
+// its own, is its sender's incarnation (Sender, Inc), the view it was
+// sent and delivered in, and its number among the sender's messages of
+// that view (Seq, from 1 in every view).
 type GroupDeliverEvent struct {
 	Event   string  `json:"event"` // "deliver"
 	View    uint64  `json:"view"`
 	Sender  node.ID `json:"sender"`
+	Inc     uint64  `json:"inc"` // the sender's incarnation
 	Seq     uint64  `json:"seq"`
 	Payload []byte  `json:"payload"`
 }
 
 func (e GroupDeliverEvent) Kind() string { return "deliver" }
 func (e GroupDeliverEvent) String() string {
-	return fmt.Sprintf("%d %d %s", e.Sender, e.Seq, e.Payload)
+	return fmt.Sprintf("%d %d.%d %s", e.Sender, e.View, e.Seq, e.Payload)
 }
 
 // LeftEvent: this member's input ended and it has left the group (the
@@ -293,6 +309,8 @@ type Group struct {
 	full      bool      // a send was refused with ErrFull
 	open      bool      // StartWith was reached
 	tickAt    time.Time // when Tick is due next
+	emitted   uint64    // Cost of the deliveries handed out
+	written   uint64    // ... and written out by the runner (GWritten)
 
 	// per view
 	seq       uint64

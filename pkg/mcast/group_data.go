@@ -37,6 +37,19 @@ func (g *Group) Step(now time.Time, in node.Envelope[GMsg]) error {
 			g.ended = true
 			g.tryLeave()
 			return nil
+		case GWritten:
+			was := g.backlogged()
+			g.written = max(g.written, in.Msg.Written)
+			if was && !g.backlogged() && g.inView && !g.done {
+				g.deliver()
+				// What was refused meanwhile comes again a round trip
+				// from now, not a Period.
+				for _, id := range g.others() {
+					g.sendStatus(id)
+				}
+				g.checkReady()
+			}
+			return nil
 		}
 		return fmt.Errorf("mcast: %v is not a local request here", in.Msg.Type)
 	}
@@ -114,6 +127,12 @@ func (g *Group) handle(from node.ID, m GMsg) {
 	g.heard[i] = g.now
 	switch m.Type {
 	case GData:
+		if g.backlogged() && !g.flushing {
+			// Flow control: the reader is behind. Nothing stored is
+			// nothing acknowledged; it comes again later.
+			g.stats["refused"] += uint64(len(m.Items))
+			return
+		}
 		fresh := false
 		for _, it := range m.Items {
 			fresh = g.receive(it) || fresh
@@ -702,7 +721,7 @@ func (g *Group) deliver() {
 				}
 				return
 			}
-			if !g.delivered[s] && !g.safe(j, s.Seq) {
+			if !g.delivered[s] && (!g.safe(j, s.Seq) || g.backlogged()) {
 				return
 			}
 			if !g.delivered[s] {
@@ -719,14 +738,14 @@ func (g *Group) deliver() {
 	if g.cfg.Total == TotalLamport {
 		for {
 			j, q, ts, ok := g.lamportHead()
-			if !ok || !g.lamportDeliverable(j, ts) || !g.safe(j, q) {
+			if !ok || !g.lamportDeliverable(j, ts) || !g.safe(j, q) || g.backlogged() {
 				return
 			}
 			g.deliverOne(j, q)
 		}
 	}
 	for j := range g.view.Members {
-		for g.deliv[j] < g.recv[j] && g.safe(j, g.deliv[j]+1) {
+		for g.deliv[j] < g.recv[j] && g.safe(j, g.deliv[j]+1) && !g.backlogged() {
 			g.deliverOne(j, g.deliv[j]+1)
 		}
 	}
@@ -782,7 +801,14 @@ func (g *Group) deliverOne(j int, q uint64) {
 		g.delivered[Stamp{m.ID, q}] = true
 	}
 	g.stats["delivered"]++
-	g.events = append(g.events, GroupDeliverEvent{Event: "deliver", View: g.view.ID, Sender: m.ID, Seq: q, Payload: g.store[j][q]})
+	g.emitted += Cost(g.store[j][q])
+	g.events = append(g.events, GroupDeliverEvent{Event: "deliver", View: g.view.ID, Sender: m.ID, Inc: m.Inc, Seq: q, Payload: g.store[j][q]})
+}
+
+// backlogged: the runner has not written out Backlog's worth of what it
+// was handed.
+func (g *Group) backlogged() bool {
+	return g.cfg.Backlog > 0 && g.emitted-g.written >= uint64(g.cfg.Backlog)
 }
 
 // flushQueue sends what the application queued, when a view allows it.
@@ -806,7 +832,7 @@ func (g *Group) flushQueue() {
 		g.store[me][g.seq] = p
 		g.recv[me] = g.seq
 		g.stats["sent"]++
-		g.events = append(g.events, GroupSendEvent{Event: "send", View: g.view.ID, Seq: g.seq, Payload: p})
+		g.events = append(g.events, GroupSendEvent{Event: "send", View: g.view.ID, Inc: g.me.Inc, Seq: g.seq, Payload: p})
 		it := Item{Sender: g.cfg.ID, Seq: g.seq, Payload: p}
 		if g.cfg.Total == TotalISIS {
 			g.isisPropose(me, g.seq)
@@ -867,7 +893,9 @@ func (g *Group) retransmit(to node.ID, recv []uint64, ordered uint64) {
 	for j, m := range g.view.Members {
 		for q := recv[j] + 1; q <= g.recv[j] && size < budget; q++ {
 			p, ok := g.store[j][q]
-			if !ok {
+			if !ok || len(items) > 0 && size+len(p)+16 > budget {
+				// The first always goes: a message near MaxPayload is
+				// over budget alone, and fits a frame alone.
 				break
 			}
 			items = append(items, Item{Sender: m.ID, Seq: q, TS: g.ts[Stamp{m.ID, q}], Payload: p})

@@ -180,7 +180,7 @@ func (g *Group) isisDeliver() {
 		if head < 0 || !agreed && g.cfg.bug != gbugISISEarly {
 			return
 		}
-		if !g.safe(head, g.deliv[head]+1) {
+		if !g.safe(head, g.deliv[head]+1) || g.backlogged() {
 			return
 		}
 		g.deliverOne(head, g.deliv[head]+1)

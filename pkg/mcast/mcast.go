@@ -62,6 +62,14 @@ type Config struct {
 	// unsuspected member has are dropped even if a suspected one lacks
 	// them; counted as "abandoned".
 	Keep int
+	// Backlog bounds the deliveries (and own sends) handed to the runner
+	// and not yet written out, as the sum of their Cost (0: no bound).
+	// The runner reports what it wrote with MsgWritten. At the bound the
+	// member delivers nothing more, refuses its own sends (ErrFull) and
+	// stores no new message, so its digests stop acknowledging and the
+	// senders' windows fill: the group slows to what this member's reader
+	// takes, while the digests go on and nobody suspects it.
+	Backlog int
 
 	bug bug // planted bugs, tests only
 }
@@ -146,6 +154,7 @@ type Machine struct {
 	now                 time.Time // of the current Step or Tick
 	held                int
 	stats               map[string]uint64
+	emitted, written    uint64 // Cost of the deliveries handed out, and written by the runner
 
 	out    []node.Envelope[Msg]
 	events []node.Event
@@ -217,13 +226,28 @@ func (m *Machine) Step(now time.Time, in node.Envelope[Msg]) error {
 			}
 			m.checkDone(now)
 			return nil
+		case msg.Type == MsgWritten:
+			was := m.backlogged()
+			m.written = max(m.written, msg.Written)
+			if was && !m.backlogged() {
+				m.deliver()
+				// Tell everyone at once: what was refused meanwhile comes
+				// again a round trip from now, not a Period.
+				for _, p := range m.peers {
+					if p != m.cfg.ID {
+						m.nak[p] = true
+					}
+				}
+				m.room(now)
+			}
+			return nil
 		case msg.Type == MsgSend && len(msg.Items) >= 1 && len(msg.Items) <= maxBatch && m.final == 0:
 			for _, it := range msg.Items {
-				if len(it.Payload) > MaxPayload {
-					return fmt.Errorf("mcast: a message of %d bytes exceeds %d", len(it.Payload), MaxPayload)
+				if limit := PayloadLimit(m.cfg.Order, len(m.peers)); len(it.Payload) > limit {
+					return fmt.Errorf("mcast: a message of %d bytes exceeds %d", len(it.Payload), limit)
 				}
 			}
-			if m.seq-m.acked(now) >= 4*uint64(m.cfg.Window) {
+			if m.seq-m.acked(now) >= 4*uint64(m.cfg.Window) || m.backlogged() {
 				m.full = true
 				return ErrFull
 			}
@@ -245,6 +269,12 @@ func (m *Machine) Step(now time.Time, in node.Envelope[Msg]) error {
 	m.heard[q] = now
 	switch msg.Type {
 	case MsgData:
+		if m.backlogged() {
+			// Flow control: the reader is behind. Nothing stored is
+			// nothing acknowledged; the senders send it again later.
+			m.stats["refused"] += uint64(len(msg.Items))
+			return nil
+		}
 		before := m.stats["received"]
 		for _, it := range msg.Items {
 			if err := m.receive(in.From, it); err != nil {
@@ -267,10 +297,7 @@ func (m *Machine) Step(now time.Time, in node.Envelope[Msg]) error {
 			return fmt.Errorf("mcast: digest from %d with %d high marks for %d members", in.From, len(msg.High), len(m.peers))
 		}
 		m.retransmit(in.From, msg.Recv, msg.High)
-		if m.full && m.seq-m.acked(now) < 2*uint64(m.cfg.Window) {
-			m.full = false
-			m.events = append(m.events, RoomEvent{Event: "room"})
-		}
+		m.room(now)
 		m.collect()
 		m.checkDone(now)
 	default:
@@ -293,6 +320,7 @@ func (m *Machine) send(now time.Time, payload []byte) (Item, bool) {
 		it.VT[m.me] = m.seq
 	}
 	m.stats["sent"]++
+	m.emitted += Cost(payload)
 	m.events = append(m.events, SendEvent{Event: "send", Seq: it.Seq, VT: it.VT, Payload: payload})
 	m.store[m.me][m.seq] = it
 	m.held++
@@ -343,6 +371,25 @@ type RoomEvent struct {
 
 func (e RoomEvent) Kind() string   { return "room" }
 func (e RoomEvent) String() string { return "room" }
+
+// room lets a refused sender try again once half the window is free and
+// the reader has caught up.
+func (m *Machine) room(now time.Time) {
+	if m.full && m.seq-m.acked(now) < 2*uint64(m.cfg.Window) && !m.backlogged() {
+		m.full = false
+		m.events = append(m.events, RoomEvent{Event: "room"})
+	}
+}
+
+// Cost is what one delivery of payload counts against a Backlog: its
+// bytes and a fixed share for the line around them.
+func Cost(payload []byte) uint64 { return uint64(len(payload)) + 32 }
+
+// backlogged: the runner has not written out Backlog's worth of what it
+// was handed.
+func (m *Machine) backlogged() bool {
+	return m.cfg.Backlog > 0 && m.emitted-m.written >= uint64(m.cfg.Backlog)
+}
 
 // acked is how many of its own messages every unsuspected member has
 // received.
@@ -398,6 +445,9 @@ func (m *Machine) deliver() {
 			switch m.cfg.Order {
 			case Unordered:
 				for _, seq := range slices.Sorted(maps.Keys(m.store[s])) {
+					if m.backlogged() {
+						return
+					}
 					if seq > m.deliv[s] && !m.done[s][seq] {
 						m.emit(s, m.store[s][seq])
 						m.done[s][seq] = true
@@ -409,7 +459,7 @@ func (m *Machine) deliver() {
 				}
 			case FIFO:
 				// Seed 004: deliver when S = R + 1; hold back when S > R + 1.
-				for {
+				for !m.backlogged() {
 					it, ok := m.store[s][m.deliv[s]+1]
 					if !ok && m.cfg.bug == bugEarly {
 						it, ok = m.store[s][m.deliv[s]+2]
@@ -424,7 +474,7 @@ func (m *Machine) deliver() {
 			case Causal:
 				// Seed 004: deliver when V_j[j] = V_i[j] + 1 and V_j[k] ≤ V_i[k]
 				// for every k ≠ j; then V_i[j] + 1.
-				for {
+				for !m.backlogged() {
 					it, ok := m.store[s][m.deliv[s]+1]
 					if !ok || !m.causallyReady(s, it) {
 						break
@@ -455,6 +505,7 @@ func (m *Machine) emit(s int, it Item) {
 	if s == m.me {
 		return // own messages: the SendEvent stands for their delivery
 	}
+	m.emitted += Cost(it.Payload)
 	m.events = append(m.events, DeliverEvent{Event: "deliver", Sender: it.Sender, Seq: it.Seq, VT: it.VT, Payload: it.Payload})
 }
 
@@ -487,7 +538,9 @@ func (m *Machine) retransmit(q node.ID, theirs, theirHigh []uint64) {
 				continue
 			}
 			cost := len(it.Payload) + 16 + 4*len(it.VT)
-			if size+cost > budget || len(items) == maxItems {
+			if len(items) > 0 && size+cost > budget || len(items) == maxItems {
+				// The first always goes: a message near MaxPayload is
+				// over budget alone, and fits a frame alone.
 				break
 			}
 			size += cost

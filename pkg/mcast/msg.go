@@ -26,9 +26,13 @@ const (
 	MsgSend MsgType = 64
 	// MsgEnd is a local request: this member's input has ended.
 	MsgEnd MsgType = 65
+	// MsgWritten is a local request: the runner has written out
+	// deliveries of Written cost in all (Cost of each payload), which
+	// frees room under Config.Backlog.
+	MsgWritten MsgType = 66
 )
 
-var typeNames = map[MsgType]string{MsgData: "data", MsgDigest: "digest", MsgSend: "send", MsgEnd: "end"}
+var typeNames = map[MsgType]string{MsgData: "data", MsgDigest: "digest", MsgSend: "send", MsgEnd: "end", MsgWritten: "written"}
 
 func (t MsgType) String() string {
 	if s, ok := typeNames[t]; ok {
@@ -59,11 +63,36 @@ type Msg struct {
 	// Final (digests): 0 while the member's input is open; then one more
 	// than the number of messages it sent.
 	Final uint64
+	// Written (MsgWritten, local only): the cost of the deliveries the
+	// runner has written out so far.
+	Written uint64
+}
+
+// MaxPayload is the largest payload of a multicast message: what one
+// sealed frame carries (wire.MaxPayload) less the data frame's own
+// headers around a lone message (at most itemOverhead bytes, with every
+// number at its widest). Under causal order the vector timestamp takes
+// more: see PayloadLimit.
+const MaxPayload = wire.MaxPayload - itemOverhead
+
+// itemOverhead bounds the bytes of a data frame (Msg or GMsg) around one
+// payload, vector timestamp aside.
+const itemOverhead = 128
+
+// vtEntry is the widest encoding of one vector timestamp entry.
+const vtEntry = 9
+
+// PayloadLimit is the largest payload a group of members members takes
+// in order o: MaxPayload, less the vector timestamp under causal order.
+func PayloadLimit(o Order, members int) int {
+	if o == Causal {
+		return MaxPayload - vtEntry*members
+	}
+	return MaxPayload
 }
 
 // Bounds on the wire.
 const (
-	MaxPayload = 60 << 10 // a payload that fits one frame
 	maxItems   = 4096
 	maxMembers = 1024
 	maxSeq     = 1 << 62

@@ -1,6 +1,7 @@
 package mcastd
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -8,17 +9,15 @@ import (
 	"slices"
 
 	"github.com/roundtable-go/roundtable/pkg/cli"
-	"github.com/roundtable-go/roundtable/pkg/mcast"
 )
-
-// MaxLine is the longest input line: one payload that fits a frame.
-const MaxLine = mcast.MaxPayload
 
 // Feed reads lines from r and hands them (decoded with b64) to send, in
 // batches of what is already there (at most batchMax lines): a fast
 // producer fills frames, a slow one sends each line at once. A line longer
-// than a frame, or bad base64, is a usage error naming the line.
-func Feed(ctx context.Context, r io.Reader, b64 bool, send func([][]byte) error) (uint64, error) {
+// than maxLine bytes (decoded), or bad base64, is a usage error naming
+// the line. A line is its bytes up to the newline: a carriage return
+// before it is part of the line.
+func Feed(ctx context.Context, r io.Reader, b64 bool, maxLine int, send func([][]byte) error) (uint64, error) {
 	type chunk struct {
 		lines [][]byte
 		err   error
@@ -56,7 +55,7 @@ func Feed(ctx context.Context, r io.Reader, b64 bool, send func([][]byte) error)
 					continue
 				}
 				n++
-				p, perr := decodeLine(buf[start:i], n, b64)
+				p, perr := decodeLine(buf[start:i], n, b64, maxLine)
 				if perr != nil {
 					emit(chunk{lines: batch, err: perr})
 					return
@@ -72,15 +71,15 @@ func Feed(ctx context.Context, r io.Reader, b64 bool, send func([][]byte) error)
 			}
 			rest := copy(buf, buf[start:])
 			buf = buf[:rest]
-			if limit := MaxLine + 1; rest > limit && !b64 || rest > limit/3*4+8 {
-				emit(chunk{lines: batch, err: cli.Exitf(cli.ExitUsage, "line %d is over the limit of %d bytes: split it (nothing of it was sent)", n+1, MaxLine)})
+			if limit := maxLine + 1; rest > limit && !b64 || rest > limit/3*4+8 {
+				emit(chunk{lines: batch, err: cli.Exitf(cli.ExitUsage, "line %d is over the limit of %d bytes: split it (nothing of it was sent)", n+1, maxLine)})
 				return
 			}
 			if err != nil {
 				var final error
 				if len(buf) > 0 { // a last line without a newline
 					n++
-					p, perr := decodeLine(buf, n, b64)
+					p, perr := decodeLine(buf, n, b64, maxLine)
 					if perr != nil {
 						final = perr
 					} else {
@@ -113,22 +112,22 @@ func Feed(ctx context.Context, r io.Reader, b64 bool, send func([][]byte) error)
 	return sent, ctx.Err()
 }
 
-// decodeLine turns the n-th input line into a payload: without its \r,
-// base64-decoded with b64, within the frame limit.
-func decodeLine(line []byte, n uint64, b64 bool) ([]byte, error) {
+// decodeLine turns the n-th input line into a payload: base64-decoded
+// with b64 (where a trailing carriage return is white space), within
+// maxLine. Without b64 the line's bytes are the payload, a trailing
+// carriage return included.
+func decodeLine(line []byte, n uint64, b64 bool, maxLine int) ([]byte, error) {
 	p := slices.Clone(line)
-	if len(p) > 0 && p[len(p)-1] == '\r' {
-		p = p[:len(p)-1]
-	}
 	if b64 {
+		p = bytes.TrimSuffix(p, []byte{'\r'})
 		d, err := base64.StdEncoding.DecodeString(string(p))
 		if err != nil {
 			return nil, cli.Exitf(cli.ExitUsage, "line %d is not base64: %v", n, err)
 		}
 		p = d
 	}
-	if len(p) > MaxLine {
-		return nil, cli.Exitf(cli.ExitUsage, "line %d is %d bytes, over the limit of %d: split it (nothing of it was sent)", n, len(p), MaxLine)
+	if len(p) > maxLine {
+		return nil, cli.Exitf(cli.ExitUsage, "line %d is %d bytes, over the limit of %d: split it (nothing of it was sent)", n, len(p), maxLine)
 	}
 	return p, nil
 }

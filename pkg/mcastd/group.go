@@ -41,6 +41,11 @@ func (g *Group) Submit(ctx context.Context, lines [][]byte) error {
 	})
 }
 
+// Written reports what the writer wrote (GWritten).
+func (g *Group) Written(ctx context.Context, cost uint64) error {
+	return g.Drv.Request(ctx, mcast.GMsg{Type: mcast.GWritten, Written: cost})
+}
+
 // End asks the group to let this member go.
 func (g *Group) End(ctx context.Context) error {
 	return g.Drv.Request(ctx, mcast.GMsg{Type: mcast.GEnd})
@@ -78,15 +83,18 @@ func (g *Group) Handle(ev node.Event, p *Printer) {
 // Finished: the member has left the group.
 func (g *Group) Finished(uint64) bool { return g.done }
 
-// GroupDeliver prints a delivery: '<sender> <seq> <payload>' (seq counts
-// the sender's messages in the view), or a JSON line with the view.
+// GroupDeliver prints a delivery: '<sender> <view>.<seq> <payload>' (seq
+// counts the sender's messages in the view, so view and seq together name
+// the message), or a JSON line with the view and the sender's
+// incarnation.
 func (p *Printer) GroupDeliver(ev mcast.GroupDeliverEvent) {
+	p.line(ev.Payload, true)
 	if !p.out.IsJSON() {
-		p.text(ev.Sender, ev.Seq, ev.Payload)
+		p.textView(ev.Sender, ev.View, ev.Seq, ev.Payload)
 		return
 	}
 	pl := p.payload(ev.Payload)
-	p.out.JSON(LogLine{Time: now(), Event: "deliver", Member: p.member, View: ev.View, Sender: ev.Sender, Seq: ev.Seq, Payload: &pl})
+	p.out.JSON(LogLine{Time: now(), Event: "deliver", Member: p.member, View: ev.View, Sender: ev.Sender, Inc: ev.Inc, Seq: ev.Seq, Payload: &pl})
 }
 
 // GroupSend records one of the member's own messages (JSON only: in text
@@ -94,13 +102,15 @@ func (p *Printer) GroupDeliver(ev mcast.GroupDeliverEvent) {
 // order).
 func (p *Printer) GroupSend(ev mcast.GroupSendEvent) {
 	if p.out.IsJSON() {
+		p.lines++
 		pl := p.payload(ev.Payload)
-		p.out.JSON(LogLine{Time: now(), Event: "send", Member: p.member, View: ev.View, Seq: ev.Seq, Payload: &pl})
+		p.out.JSON(LogLine{Time: now(), Event: "send", Member: p.member, View: ev.View, Inc: ev.Inc, Seq: ev.Seq, Payload: &pl})
 	}
 }
 
 // View prints an installed view: 'view 7 members 1,2,4 joined 4 left 3'.
 func (p *Printer) View(ev mcast.ViewEvent) {
+	p.lines++
 	if !p.out.IsJSON() {
 		p.w.WriteString(ev.String())
 		p.w.WriteByte('\n')
@@ -113,6 +123,7 @@ func (p *Printer) View(ev mcast.ViewEvent) {
 // Transitional prints the start of a view's transitional configuration
 // (--safe): 'transitional view 7 members 1,2'.
 func (p *Printer) Transitional(ev mcast.TransitionalEvent) {
+	p.lines++
 	if !p.out.IsJSON() {
 		p.w.WriteString(ev.String())
 		p.w.WriteByte('\n')
@@ -125,6 +136,7 @@ func (p *Printer) Transitional(ev mcast.TransitionalEvent) {
 // members 4,5 into 1' (this side joins member 1's) or 'merge view 8
 // members 1,2,3' (this side takes the other in with its next view).
 func (p *Printer) Merge(ev mcast.MergeEvent) {
+	p.lines++
 	if !p.out.IsJSON() {
 		p.w.WriteString(ev.String())
 		p.w.WriteByte('\n')
@@ -136,6 +148,7 @@ func (p *Printer) Merge(ev mcast.MergeEvent) {
 // Note prints what happened to this member: 'left view 8', 'removed from
 // view 6', 'minority in view 5'.
 func (p *Printer) Note(ev node.Event) {
+	p.lines++
 	if !p.out.IsJSON() {
 		p.w.WriteString(ev.String())
 		p.w.WriteByte('\n')
@@ -183,6 +196,9 @@ func ReadViewLog(file string) (*ViewLog, error) {
 		inc     uint64 // the incarnation after a 'removed' line (0: learn from the view)
 		clean   bool
 		left    bool
+		// the last view line: its number and its members' incarnations
+		lastView uint64
+		viewInc  map[node.ID]uint64
 	)
 	for i, line := range lines {
 		n := i + 1
@@ -207,8 +223,18 @@ func ReadViewLog(file string) (*ViewLog, error) {
 			r = mcast.VRecord{Kind: mcast.VSend, View: l.View, Seq: l.Seq, Payload: pl, Line: n}
 		case "deliver":
 			r = mcast.VRecord{Kind: mcast.VDeliver, View: l.View, Sender: l.Sender, Seq: l.Seq, Payload: pl, Line: n}
+			// A message's identity includes its sender's incarnation:
+			// in the view it is delivered in, that is the sender's.
+			if inc, ok := viewInc[l.Sender]; ok && l.Inc != 0 && l.View == lastView && inc != l.Inc {
+				return nil, fmt.Errorf("line %d: delivery %d/%d from incarnation %d of member %d, which is in view %d as incarnation %d",
+					n, l.View, l.Seq, l.Inc, l.Sender, l.View, inc)
+			}
 		case "view":
 			r = mcast.VRecord{Kind: mcast.VView, View: l.View, Members: l.Members, Line: n}
+			lastView, viewInc = l.View, map[node.ID]uint64{}
+			for _, m := range l.Members {
+				viewInc[m.ID] = m.Inc
+			}
 			if cur == (mcast.Member{}) {
 				for _, m := range l.Members {
 					if m.ID == vl.ID && (inc == 0 || m.Inc == inc) {

@@ -31,6 +31,10 @@ type Member interface {
 	// Finished reports whether the member may leave, its input having
 	// ended after sent lines.
 	Finished(sent uint64) bool
+	// Written tells the machine how much of what it delivered has been
+	// written out (the sum of mcast.Cost over the deliveries): the room
+	// under its Backlog.
+	Written(ctx context.Context, cost uint64) error
 }
 
 // Leaver is a Member that leaves its group on a signal instead of
@@ -39,20 +43,71 @@ type Leaver interface {
 	Leave(ctx context.Context) error
 }
 
+// Backlog is what a member may have delivered and not yet written out
+// (mcast.Config.Backlog, in mcast.Cost): past it the machine stops
+// delivering and acknowledging, and the group slows to this member's
+// reader.
+const Backlog = 4 << 20
+
+// PipeConfig is how a pipe runs.
+type PipeConfig struct {
+	Base64  bool          // input and payloads in base64
+	MaxLine int           // the longest input line, in payload bytes
+	Linger  time.Duration // after the end of input (or a signal), wait at most this long for the group
+	// Stall: a write to stdout blocked this long makes the member give up
+	// with exit 76 (0: wait for ever). Until then the group waits for it.
+	Stall time.Duration
+	Log   *slog.Logger
+}
+
+// chunkMax is how much formatted output waits for a quiet moment before
+// it goes to the writer anyway.
+const chunkMax = 64 << 10
+
+// queueMax bounds the output waiting for the writer. A machine with a
+// Backlog stays far below it; past it (a gossip member, which has no flow
+// control) the pipe stops taking events until the writer catches up.
+const queueMax = 64 << 20
+
 // Pipe runs a member's pipe until the input has ended and the member is
-// finished (or linger has run out after the end), a signal, or a transport
-// failure. Lines are submitted from their own goroutine: a request waits
-// for the driver, which may be waiting for this loop to take its events.
-func Pipe(live *cli.Running, m Member, in io.Reader, b64 bool, p *Printer, linger time.Duration, log *slog.Logger) error {
-	defer p.Flush()
+// finished (exit 0), --linger runs out after the end (exit 75), a signal,
+// a transport failure, or stdout blocked for cfg.Stall (exit 76). Lines
+// are submitted from their own goroutine: a request waits for the
+// driver, which may be waiting for this loop to take its events. Output
+// is written by the printer's Writer, never on this loop: what the
+// machine delivers is bounded by its Backlog, which Written moves on.
+func Pipe(live *cli.Running, m Member, in io.Reader, p *Printer, cfg PipeConfig) error {
+	log := cfg.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	wr := p.Writer()
+	defer wr.Close()
+	go func() {
+		// Tell the machine what was written, as it is written.
+		var told uint64
+		for {
+			select {
+			case <-wr.Progress():
+			case <-ctx.Done():
+				return
+			}
+			if n := wr.Written(); n > told {
+				if m.Written(ctx, n) != nil {
+					return
+				}
+				told = n
+			}
+		}
+	}()
 	sent := make(chan uint64, 1)
 	inputErr := make(chan error, 1)
 	feedCtx, stopFeed := context.WithCancel(ctx) // a member that leaves on a signal stops taking lines
 	defer stopFeed()
 	go func() {
-		n, err := Feed(feedCtx, in, b64, func(batch [][]byte) error { return m.Submit(feedCtx, batch) })
+		n, err := Feed(feedCtx, in, cfg.Base64, cfg.MaxLine, func(batch [][]byte) error { return m.Submit(feedCtx, batch) })
 		if err == nil {
 			err = m.End(feedCtx)
 		}
@@ -67,10 +122,40 @@ func Pipe(live *cli.Running, m Member, in io.Reader, b64 bool, p *Printer, linge
 		eof     bool
 		leaving bool
 		after   <-chan time.Time
+		check   <-chan time.Time
 	)
+	if cfg.Stall > 0 {
+		t := time.NewTicker(min(max(cfg.Stall/8, 10*time.Millisecond), time.Second))
+		defer t.Stop()
+		check = t.C
+	}
+	stalled := func() error {
+		written, pending := wr.Lines()
+		return cli.Exitf(cli.ExitLost, "stdout blocked for %v (--stall-timeout): leaving the group with %d lines written and %d more not written; "+
+			"what the group delivers from now on is not delivered here", cfg.Stall, written, pending)
+	}
+	// drain waits until everything formatted is written (or stdout stays
+	// blocked for cfg.Stall).
+	drain := func() error {
+		p.Flush()
+		wr.Close()
+		for {
+			select {
+			case <-wr.done:
+				if err := wr.Err(); err != nil {
+					return cli.Exitf(cli.ExitUnavailable, "writing stdout: %v", err)
+				}
+				return nil
+			case <-check:
+				if wr.Stalled(time.Now()) > cfg.Stall {
+					return stalled()
+				}
+			}
+		}
+	}
 	finish := func() error {
 		p.Exit(total)
-		return p.Flush()
+		return drain()
 	}
 	for {
 		select {
@@ -78,6 +163,7 @@ func Pipe(live *cli.Running, m Member, in io.Reader, b64 bool, p *Printer, linge
 			if errors.Is(err, context.Canceled) {
 				continue
 			}
+			drain() // what was delivered before, then the input's error
 			return err
 		case total = <-sent:
 			eof = true
@@ -85,24 +171,43 @@ func Pipe(live *cli.Running, m Member, in io.Reader, b64 bool, p *Printer, linge
 			if m.Finished(total) {
 				return finish()
 			}
-			after = time.After(linger)
+			after = time.After(cfg.Linger)
 		case <-after:
-			log.Warn("--linger ran out before the group had finished", "sent", total)
-			return finish()
+			// Not a clean end: the log gets no 'exit' line, and the exit
+			// code says the group had not finished.
+			log.Error("--linger ran out before the group had finished", "sent", total, "linger", cfg.Linger)
+			if err := drain(); err != nil {
+				return err
+			}
+			return cli.Exitf(cli.ExitBusy, "--linger %v ran out before the group had finished: some of what this member sent or holds may not be "+
+				"delivered or stable at every member, and it may lack messages others sent (%d lines sent)", cfg.Linger, total)
+		case <-check:
+			if wr.Stalled(time.Now()) > cfg.Stall {
+				return stalled()
+			}
 		case ev := <-live.Events:
 			m.Handle(ev, p)
 			if f, ok := m.(interface{ Err() error }); ok && f.Err() != nil {
-				p.Flush()
+				drain()
 				return f.Err()
 			}
 			if (eof || leaving) && m.Finished(total) {
 				return finish()
 			}
-			if len(live.Events) == 0 {
+			if len(live.Events) == 0 || p.Buffered() >= chunkMax {
 				// Nothing else waiting: a quiet group's lines appear at
 				// once, a busy one's leave in large writes.
 				if err := p.Flush(); err != nil {
 					return cli.Exitf(cli.ExitUnavailable, "writing stdout: %v", err)
+				}
+			}
+			for wr.Queued() > queueMax && wr.Err() == nil {
+				select {
+				case <-wr.Room():
+				case <-check:
+					if wr.Stalled(time.Now()) > cfg.Stall {
+						return stalled()
+					}
 				}
 			}
 		case s := <-live.Signals:
@@ -117,12 +222,13 @@ func Pipe(live *cli.Running, m Member, in io.Reader, b64 bool, p *Printer, linge
 						inputErr <- err
 					}
 				}()
-				after = time.After(linger)
+				after = time.After(cfg.Linger)
 				continue
 			}
 			log.Info("signal: stopping", "signal", s)
 			return &cli.ExitError{Code: cli.SignalCode(s)}
 		case err := <-live.Done:
+			drain()
 			return cli.Failed(err)
 		}
 	}
@@ -186,6 +292,11 @@ func items(lines [][]byte) []mcast.Item {
 	return its
 }
 
+// Written reports what the writer wrote (MsgWritten).
+func (m *Multicast) Written(ctx context.Context, cost uint64) error {
+	return m.Drv.Request(ctx, mcast.Msg{Type: mcast.MsgWritten, Written: cost})
+}
+
 // End tells the machine the input ended.
 func (m *Multicast) End(ctx context.Context) error {
 	return m.Drv.Request(ctx, mcast.Msg{Type: mcast.MsgEnd})
@@ -225,6 +336,10 @@ func (g *Gossip) Submit(ctx context.Context, lines [][]byte) error {
 	}
 	return g.Drv.Request(ctx, gossip.Msg{Type: gossip.MsgBroadcast, Events: evs})
 }
+
+// Written: a gossip machine delivers what it gets (a reader that falls
+// behind delays the member's rounds; pkg/gossip's buffers bound the loss).
+func (g *Gossip) Written(context.Context, uint64) error { return nil }
 
 // End: gossip has nothing to tell the group.
 func (g *Gossip) End(context.Context) error { return nil }

@@ -1,7 +1,7 @@
 package mcastd
 
 import (
-	"bufio"
+	"bytes"
 	"encoding/base64"
 	"io"
 	"strconv"
@@ -12,14 +12,18 @@ import (
 	"github.com/roundtable-go/roundtable/pkg/node"
 )
 
-// Printer writes deliveries, and with --json the member's own sends and its
-// clean exit, which is what 'mcast check' reads. Output is buffered: Flush
-// whenever nothing else is waiting.
+// Printer formats deliveries, and with --json the member's own sends and
+// its clean exit, which is what 'mcast check' reads. It never writes:
+// Flush hands what it formatted to its Writer, whose goroutine writes it,
+// so that a reader that stops never stops the member (see Writer).
 type Printer struct {
 	out    *cli.Output
-	w      *bufio.Writer // the buffer under out: text lines go straight in
+	w      *bytes.Buffer // what is formatted and not yet handed over: text lines go straight in
+	wr     *Writer
 	member node.ID
 	b64    bool
+	lines  uint64 // lines in w
+	cost   uint64 // Cost of the deliveries in w
 }
 
 // LogLine is one --json line of 'mcast run'.
@@ -32,7 +36,7 @@ type LogLine struct {
 	Members []mcast.Member `json:"members,omitempty"`
 	Joined  []mcast.Member `json:"joined,omitempty"`
 	Left    []mcast.Member `json:"left,omitempty"`
-	Inc     uint64         `json:"inc,omitempty"`         // removed, merge: the new incarnation
+	Inc     uint64         `json:"inc,omitempty"`         // removed, merge: the new incarnation; deliver, send (dynamic groups): the sender's
 	Into    node.ID        `json:"into,omitempty"`        // merge: the leader of the component this one joins
 	Next    *mcast.Member  `json:"next_leader,omitempty"` // left: the leader of the view left into
 	Sender  node.ID        `json:"sender,omitempty"`
@@ -53,11 +57,16 @@ func now() string { return time.Now().Format(time.RFC3339Nano) }
 
 // text writes '<sender> <seq> <payload>' without formatting allocations:
 // at a few hundred thousand lines a second they add up.
-func (p *Printer) text(sender node.ID, seq uint64, payload []byte) {
+// (or '<sender> <id> <payload>' with id set).
+func (p *Printer) text(sender node.ID, seq uint64, payload []byte, id ...byte) {
 	var num [48]byte
 	b := strconv.AppendUint(num[:0], uint64(sender), 10)
 	b = append(b, ' ')
-	b = strconv.AppendUint(b, seq, 10)
+	if id != nil {
+		b = append(b, id...)
+	} else {
+		b = strconv.AppendUint(b, seq, 10)
+	}
 	b = append(b, ' ')
 	p.w.Write(b)
 	if p.b64 {
@@ -70,8 +79,26 @@ func (p *Printer) text(sender node.ID, seq uint64, payload []byte) {
 	p.w.WriteByte('\n')
 }
 
+// line counts one line of output, a delivery of payload unless nil.
+func (p *Printer) line(payload []byte, delivery bool) {
+	p.lines++
+	if delivery {
+		p.cost += mcast.Cost(payload)
+	}
+}
+
+// textView writes '<sender> <view>.<seq> <payload>'.
+func (p *Printer) textView(sender node.ID, view, seq uint64, payload []byte) {
+	var num [48]byte
+	b := strconv.AppendUint(num[:0], view, 10)
+	b = append(b, '.')
+	b = strconv.AppendUint(b, seq, 10)
+	p.text(sender, 0, payload, b...)
+}
+
 // Deliver prints another member's message.
 func (p *Printer) Deliver(ev mcast.DeliverEvent) {
+	p.line(ev.Payload, true)
 	if !p.out.IsJSON() {
 		p.text(ev.Sender, ev.Seq, ev.Payload)
 		return
@@ -82,6 +109,7 @@ func (p *Printer) Deliver(ev mcast.DeliverEvent) {
 
 // Send prints the member's own line, which it delivers as it sends it.
 func (p *Printer) Send(ev mcast.SendEvent) {
+	p.line(ev.Payload, true)
 	if !p.out.IsJSON() {
 		p.text(p.member, ev.Seq, ev.Payload)
 		return
@@ -94,16 +122,31 @@ func (p *Printer) Send(ev mcast.SendEvent) {
 // its absence).
 func (p *Printer) Exit(sent uint64) {
 	if p.out.IsJSON() {
+		p.lines++
 		p.out.JSON(LogLine{Time: now(), Event: "exit", Member: p.member, Sent: &sent})
 	}
 }
 
-// NewPrinter prints on w: text lines, or JSON lines with json, payloads in
-// base64 with b64.
+// NewPrinter prints on w, through a Writer of its own: text lines, or
+// JSON lines with json, payloads in base64 with b64.
 func NewPrinter(w io.Writer, member node.ID, json, b64 bool) *Printer {
-	bw := bufio.NewWriterSize(w, 64<<10)
-	return &Printer{out: cli.NewOutput(bw, json), w: bw, member: member, b64: b64}
+	buf := new(bytes.Buffer)
+	return &Printer{out: cli.NewOutput(buf, json), w: buf, wr: NewWriter(w), member: member, b64: b64}
 }
 
-// Flush writes out what is buffered.
-func (p *Printer) Flush() error { return p.w.Flush() }
+// Writer is the printer's writer.
+func (p *Printer) Writer() *Writer { return p.wr }
+
+// Buffered is the bytes formatted and not yet handed to the writer.
+func (p *Printer) Buffered() int { return p.w.Len() }
+
+// Flush hands what is formatted to the writer (it does not wait for the
+// write); the error is the writer's, if writing failed.
+func (p *Printer) Flush() error {
+	if p.w.Len() > 0 || p.cost > 0 {
+		p.wr.Push(bytes.Clone(p.w.Bytes()), p.lines, p.cost)
+		p.w.Reset()
+		p.lines, p.cost = 0, 0
+	}
+	return p.wr.Err()
+}
