@@ -86,7 +86,7 @@ var (
 	exitLine = regexp.MustCompile(`^exit \d+$`)
 	// What changes from run to run in a transcript: numbers (terms,
 	// tokens, ports, offsets) and mktemp's directory names.
-	varying = regexp.MustCompile(`/tmp/tmp\.[A-Za-z0-9]+|-?\d+(?:\.\d+)?`)
+	varying = regexp.MustCompile(`/tmp/tmp\.[A-Za-z0-9]+|[-+]?\d+(?:\.\d+)?`)
 )
 
 // transcriptLine is the pattern a transcript's printed line stands for:
@@ -108,7 +108,7 @@ func transcriptLine(line string) *regexp.Regexp {
 		if strings.HasPrefix(line[loc[0]:], "/tmp/") {
 			re.WriteString(`\S*/tmp\.\w+`)
 		} else {
-			re.WriteString(`-?\d+(?:\.\d+)?`)
+			re.WriteString(`[-+]?\d+(?:\.\d+)?`) // a signed offset may print either sign
 		}
 		last = loc[1]
 	}
@@ -353,6 +353,9 @@ func TestTranscriptLines(t *testing.T) {
 	}
 	if got := withoutWaitReports([]string{"lockd: waited 1s for backup: not held", "backing up", "ticketd: waited 16s for a ticket: busy"}); len(got) != 1 || got[0] != "backing up" {
 		t.Errorf("withoutWaitReports kept %q", got)
+	}
+	if re := transcriptLine("sample 1 offset -0.000033s delay 0.000110s"); !re.MatchString("sample 2 offset +0.000005s delay 0.000082s") {
+		t.Errorf("%v does not match an offset of the other sign", re)
 	}
 }
 
