@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -282,5 +283,55 @@ func TestChildGroupSwept(t *testing.T) {
 				t.Fatalf("background job %d outlived its command (kill 0: %v)", job, err)
 			}
 		})
+	}
+}
+
+// TestLeasedWrapperEndsItsCommand: a leased command that is itself a
+// wrapper (a `lockd run` inside `elect run -- sh -c '...'`) runs its own
+// command in a group of its own and needs a moment, on SIGTERM, to end
+// it. When the leased command's shell ends first, the watchdog gives what
+// is left in the group that moment before killing it, so the wrapper's
+// command does not outlive it.
+func TestLeasedWrapperEndsItsCommand(t *testing.T) {
+	dir := t.TempDir()
+	inner := filepath.Join(dir, "wrapper.sh")
+	pidFile := filepath.Join(dir, "pid")
+	script := `setsid sleep 30 &
+p=$!
+trap 'sleep 0.3; kill $p; exit 0' TERM
+echo $p > "$1.tmp" && mv "$1.tmp" "$1"
+wait
+`
+	if err := os.WriteFile(inner, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c, err := StartLeased([]string{"sh", "-c", `sh "$0" "$1" & wait`, inner, pidFile}, nil, time.Now().Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b []byte
+	for b, err = os.ReadFile(pidFile); err != nil; b, err = os.ReadFile(pidFile) {
+		time.Sleep(5 * time.Millisecond) // polling for the wrapper's own signal, not a timing guess
+	}
+	var job int
+	fmt.Sscan(string(b), &job)
+	t.Cleanup(func() { syscall.Kill(job, syscall.SIGKILL) })
+	c.Signal(syscall.SIGTERM)
+	select {
+	case <-c.Done():
+	case <-time.After(time.Minute):
+		t.Fatal("the command and its group did not end within a minute")
+	}
+	// The wrapper's command is in a session of its own: nothing but the
+	// wrapper ends it, and the wrapper has ended. Give its SIGTERM (sent
+	// before the wrapper exited) a bounded moment to land.
+	for i := 0; i < 200 && syscall.Kill(job, 0) == nil; i++ {
+		if st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", job)); bytes.Contains(st, []byte(") Z ")) {
+			break // ended, not yet reaped by init
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", job)); err == nil && !bytes.Contains(st, []byte(") Z ")) {
+		t.Fatalf("the wrapper's command %d outlived it: %s", job, st)
 	}
 }

@@ -113,6 +113,13 @@ func RunWatchdog() {
 			if !armed {
 				os.Exit(0) // never given a command
 			}
+			// The supervisor is done with the command before the
+			// deadline. What is left in the group may be a wrapper (a
+			// `lockd run` inside an `elect run` command) still ending a
+			// command of its own in a group of its own: it gets SIGTERM
+			// and up to the kill grace, never past the deadline, to end
+			// before the whole group is killed.
+			endGroup(deadline)
 			break
 		}
 		if !armed {
@@ -132,6 +139,58 @@ func RunWatchdog() {
 	}
 	_ = syscall.Kill(0, syscall.SIGKILL) // the whole group, the watchdog last
 	os.Exit(1)
+}
+
+// endGroup sends SIGTERM to the watchdog's group (the watchdog ignores it)
+// and waits until no other live process is left in it, the deadline
+// passes or DefaultKillGrace has gone by, whichever comes first.
+func endGroup(deadline int64) {
+	_ = syscall.Kill(0, syscall.SIGTERM)
+	_ = syscall.Kill(0, syscall.SIGCONT) // a stopped job must run to see it
+	end := min(deadline, monotonic()+int64(DefaultKillGrace))
+	for othersInGroup() {
+		left := end - monotonic()
+		if left <= 0 {
+			return
+		}
+		tv := syscall.NsecToTimeval(min(left, int64(10*time.Millisecond)))
+		_, _ = syscall.Select(0, nil, nil, nil, &tv)
+	}
+}
+
+// othersInGroup reports whether a live process other than this one is
+// in this process's group (it leads the group: its ID is the group's).
+func othersInGroup() bool {
+	self := os.Getpid()
+	d, err := os.Open("/proc")
+	if err != nil {
+		return false
+	}
+	defer d.Close()
+	names, _ := d.Readdirnames(-1)
+	for _, name := range names {
+		pid, err := strconv.Atoi(name)
+		if err != nil || pid == self {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + name + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		f := bytes.Fields(b[i+1:])
+		if len(f) < 3 || string(f[0]) == "Z" {
+			continue
+		}
+		if pg, err := strconv.Atoi(string(f[2])); err == nil && pg == self {
+			return true
+		}
+	}
+	return false
 }
 
 // ErrLeaseOver is StartLeased's error when the deadline passed before the
