@@ -97,7 +97,8 @@
 // for k usable periods from the heartbeat's send time, and holds the
 // lease until the latest time that a majority's promises all cover. A
 // lease that runs out raises the leader's score, so the next lease asks
-// for longer promises. The lease rule stays as safe as before:
+// for longer promises, and so does a near miss (a renewal with less than
+// half the lease left). The lease rule stays as safe as before:
 //
 //   - A promise of k·Lease from receipt covers, in real time, the leader's
 //     k usable periods from the send time, k·(Lease·(1−Drift)/(1+Drift) −

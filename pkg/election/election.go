@@ -91,7 +91,8 @@ type Config struct {
 	// health score; default Heartbeat/2.
 	LateSlack time.Duration
 	// HealthDecay is how long a process must run on time before its
-	// health score drops by one; default 5·Timeout.
+	// health score drops by one; default 50·Timeout (10s): a busy host
+	// stalls again within seconds, and the score should still be up then.
 	HealthDecay time.Duration
 
 	// leaseBug plants a bug for the lease checker. Tests only.
@@ -135,7 +136,7 @@ func (c *Config) fill() error {
 		c.LateSlack = c.Heartbeat / 2
 	}
 	if c.HealthDecay <= 0 {
-		c.HealthDecay = 5 * c.Timeout
+		c.HealthDecay = 50 * c.Timeout
 	}
 	if c.Rand == nil {
 		c.Rand = rand.New(rand.NewPCG(uint64(c.ID), 0x5eed))

@@ -180,6 +180,12 @@ func (m *Machine) leaseAck(now time.Time, from node.ID, term, seq uint64, k uint
 	if !end.After(ls.end) || !end.After(now) {
 		return
 	}
+	if ls.held && ls.end.Sub(now) < m.usable()/2 {
+		// A near miss: more than half the lease was gone before a
+		// majority renewed it. Ask for longer promises before a stall
+		// makes it run out (doc.go "Local health").
+		m.health.Trouble(now)
+	}
 	ls.end = end
 	m.events = append(m.events, LeaseEvent{Event: "lease", Term: m.leaderTerm, Held: true, Renewed: ls.held, Until: end})
 	ls.held = true
