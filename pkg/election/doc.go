@@ -88,6 +88,10 @@
 //     the campaign's deadline) stretch to (1+score)× their value, and the
 //     time a follower was demonstrably not running (its lateness) is not
 //     counted as the leader's silence.
+//   - A follower also waits k·Timeout for a leader that asked for k·Lease
+//     promises (below): a leader that knows it is slow says so, and no
+//     successor could hold a lease sooner anyway, so suspecting it earlier
+//     would only depose it.
 //
 // With leases, the same score lengthens promises. The leader asks, in each
 // heartbeat, for a promise of k·Lease with k = 1+score; a follower promises

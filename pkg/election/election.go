@@ -254,11 +254,12 @@ type Machine struct {
 	// asked for, the latest time seen, how long this process was
 	// demonstrably not running since the leader was last heard, and the
 	// arrival of the leader's last heartbeat (for bursts).
-	health   fd.Health
-	wantWake time.Time
-	lastNow  time.Time
-	starved  time.Duration
-	lastBeat struct {
+	health        fd.Health
+	wantWake      time.Time
+	lastNow       time.Time
+	starved       time.Duration
+	leaderStretch uint8 // the lease multiple the leader last asked for
+	lastBeat      struct {
 		at    time.Time
 		round uint64
 	}
@@ -391,7 +392,16 @@ func (m *Machine) awake(now time.Time) {
 	if now.After(m.lastNow) {
 		m.lastNow = now
 	}
-	m.hb.Bound = m.stretch(m.cfg.Timeout, now)
+	m.hb.Bound = m.suspectAfter(now)
+}
+
+// suspectAfter is how long a follower waits for the leader at now: Timeout
+// stretched by its own health score, or by the leader's if that is worse
+// (the leader asked for promises that long, so no successor could hold a
+// lease sooner: suspecting it earlier would only depose a slow leader).
+func (m *Machine) suspectAfter(now time.Time) time.Duration {
+	k := time.Duration(max(m.leaderStretch, 1))
+	return max(m.stretch(m.cfg.Timeout, now), min(k, time.Duration(1+m.health.Max))*m.cfg.Timeout)
 }
 
 // stretch scales a timeout by the local health score at now.
@@ -446,6 +456,11 @@ func (m *Machine) Step(now time.Time, in node.Envelope[Msg]) error {
 	case MsgHeartbeat:
 		m.burst(now, msg)
 		m.claim(now, msg.Leader, msg.Term)
+		if msg.Leader == m.leader && msg.Term == m.leaderTerm && !m.leading {
+			// The leader's own health, as the promise it asks for.
+			m.leaderStretch = msg.Stretch
+			m.hb.Bound = m.suspectAfter(now)
+		}
 		if m.cfg.Lease > 0 {
 			m.leaseHeartbeat(now, msg.Leader, msg.Term, msg.Round, msg.Stretch)
 		}
@@ -565,6 +580,7 @@ func (m *Machine) claim(now time.Time, l node.ID, t uint64) {
 
 func (m *Machine) adopt(l node.ID, t uint64) {
 	m.leader, m.leaderTerm = l, t
+	m.leaderStretch = 0
 	m.endElection()
 	m.events = append(m.events, LeaderEvent{Event: "leader", Leader: l, Term: t, Self: l == m.cfg.ID})
 }
