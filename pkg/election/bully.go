@@ -26,7 +26,7 @@ func (m bully) initiate(now time.Time) {
 	for _, p := range m.targets {
 		m.send(p, Msg{Type: MsgElection})
 	}
-	m.answerBy = now.Add(m.stretch(m.cfg.AnswerTimeout, now))
+	m.answerBy = now.Add(m.cfg.AnswerTimeout)
 }
 
 // win: no higher process answered; announce victory to everyone not
@@ -62,7 +62,7 @@ func (m bully) answer(now time.Time) {
 	if m.electing {
 		m.answered = true
 		m.answerBy = time.Time{}
-		m.coordBy = now.Add(m.stretch(m.cfg.CoordinatorTimeout, now))
+		m.coordBy = now.Add(m.cfg.CoordinatorTimeout)
 	}
 }
 

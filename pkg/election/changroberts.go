@@ -40,7 +40,7 @@ func (m changRoberts) election(now time.Time, from node.ID, msg Msg) {
 		m.participant = true
 		if !m.leading {
 			m.electing = true
-			m.coordBy = now.Add(m.stretch(m.cfg.Timeout+m.cfg.AnswerTimeout*time.Duration(len(m.peers)), now))
+			m.coordBy = now.Add(m.cfg.Timeout + m.cfg.AnswerTimeout*time.Duration(len(m.peers)))
 		}
 		m.ringSend(now, msg)
 	case !m.participant || !m.electing:

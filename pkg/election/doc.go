@@ -83,15 +83,14 @@
 //   - Two successive numbered heartbeats arriving within a quarter of a
 //     Heartbeat, sent a Heartbeat apart, waited in a queue: the score goes
 //     up by one.
-//   - The score drops by one for every HealthDecay without new trouble.
-//   - Suspicion timeouts (Timeout, AnswerTimeout, CoordinatorTimeout and
-//     the campaign's deadline) stretch to (1+score)× their value, and the
-//     time a follower was demonstrably not running (its lateness) is not
-//     counted as the leader's silence.
-//   - A follower also waits k·Timeout for a leader that asked for k·Lease
-//     promises (below): a leader that knows it is slow says so, and no
-//     successor could hold a lease sooner anyway, so suspecting it earlier
-//     would only depose it.
+//   - Signs less than a Timeout apart are one stall and count once; the
+//     score drops by one for every HealthDecay without new trouble.
+//   - The leader's suspicion timeout (Timeout) stretches to (1+score)× its
+//     value, and the time a follower was demonstrably not running (its
+//     lateness) is not counted as the leader's silence. The timeouts of a
+//     running election (AnswerTimeout, CoordinatorTimeout) do not stretch:
+//     once the leader is suspected, a quick election matters more than a
+//     slow member's vote.
 //
 // With leases, the same score lengthens promises. The leader asks, in each
 // heartbeat, for a promise of k·Lease with k = 1+score; a follower promises

@@ -254,12 +254,12 @@ type Machine struct {
 	// asked for, the latest time seen, how long this process was
 	// demonstrably not running since the leader was last heard, and the
 	// arrival of the leader's last heartbeat (for bursts).
-	health        fd.Health
-	wantWake      time.Time
-	lastNow       time.Time
-	starved       time.Duration
-	leaderStretch uint8 // the lease multiple the leader last asked for
-	lastBeat      struct {
+	health    fd.Health
+	wantWake  time.Time
+	lastNow   time.Time
+	starved   time.Duration
+	troubleAt time.Time // the last sign of trouble counted
+	lastBeat  struct {
 		at    time.Time
 		round uint64
 	}
@@ -385,23 +385,26 @@ func (m *Machine) awake(now time.Time) {
 		if m.lastNow.After(exp) {
 			exp = m.lastNow
 		}
-		if late := now.Sub(exp); m.health.Late(now, late) {
+		if late := now.Sub(exp); late > m.health.Slack {
 			m.starved += late
+			m.trouble(now)
 		}
 	}
 	if now.After(m.lastNow) {
 		m.lastNow = now
 	}
-	m.hb.Bound = m.suspectAfter(now)
+	m.hb.Bound = m.stretch(m.cfg.Timeout, now)
 }
 
-// suspectAfter is how long a follower waits for the leader at now: Timeout
-// stretched by its own health score, or by the leader's if that is worse
-// (the leader asked for promises that long, so no successor could hold a
-// lease sooner: suspecting it earlier would only depose a slow leader).
-func (m *Machine) suspectAfter(now time.Time) time.Duration {
-	k := time.Duration(max(m.leaderStretch, 1))
-	return max(m.stretch(m.cfg.Timeout, now), min(k, time.Duration(1+m.health.Max))*m.cfg.Timeout)
+// trouble raises the health score for a sign of trouble at now. Signs
+// less than a Timeout apart are one stall (a late wake-up and the burst of
+// heartbeats that queued meanwhile), and count once.
+func (m *Machine) trouble(now time.Time) {
+	if !m.troubleAt.IsZero() && now.Sub(m.troubleAt) < m.cfg.Timeout {
+		return
+	}
+	m.troubleAt = now
+	m.health.Trouble(now)
 }
 
 // stretch scales a timeout by the local health score at now.
@@ -422,7 +425,7 @@ func (m *Machine) burst(now time.Time, msg Msg) {
 		return
 	}
 	if msg.Round == lb.round+1 && now.Sub(lb.at) < m.cfg.Heartbeat/4 {
-		m.health.Trouble(now)
+		m.trouble(now)
 	}
 	lb.at, lb.round = now, msg.Round
 }
@@ -456,11 +459,6 @@ func (m *Machine) Step(now time.Time, in node.Envelope[Msg]) error {
 	case MsgHeartbeat:
 		m.burst(now, msg)
 		m.claim(now, msg.Leader, msg.Term)
-		if msg.Leader == m.leader && msg.Term == m.leaderTerm && !m.leading {
-			// The leader's own health, as the promise it asks for.
-			m.leaderStretch = msg.Stretch
-			m.hb.Bound = m.suspectAfter(now)
-		}
 		if m.cfg.Lease > 0 {
 			m.leaseHeartbeat(now, msg.Leader, msg.Term, msg.Round, msg.Stretch)
 		}
@@ -580,7 +578,6 @@ func (m *Machine) claim(now time.Time, l node.ID, t uint64) {
 
 func (m *Machine) adopt(l node.ID, t uint64) {
 	m.leader, m.leaderTerm = l, t
-	m.leaderStretch = 0
 	m.endElection()
 	m.events = append(m.events, LeaderEvent{Event: "leader", Leader: l, Term: t, Self: l == m.cfg.ID})
 }
@@ -625,7 +622,7 @@ func (m *Machine) become(now time.Time) {
 func (m *Machine) campaign(now time.Time) {
 	m.electing = true
 	m.answered = false
-	m.coordBy = now.Add(m.stretch(m.cfg.Timeout+m.cfg.AnswerTimeout*time.Duration(len(m.peers)), now))
+	m.coordBy = now.Add(m.cfg.Timeout + m.cfg.AnswerTimeout*time.Duration(len(m.peers)))
 	m.algo.initiate(now)
 }
 

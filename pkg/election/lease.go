@@ -184,7 +184,7 @@ func (m *Machine) leaseAck(now time.Time, from node.ID, term, seq uint64, k uint
 		// A near miss: more than half the lease was gone before a
 		// majority renewed it. Ask for longer promises before a stall
 		// makes it run out (doc.go "Local health").
-		m.health.Trouble(now)
+		m.trouble(now)
 	}
 	ls.end = end
 	m.events = append(m.events, LeaseEvent{Event: "lease", Term: m.leaderTerm, Held: true, Renewed: ls.held, Until: end})
@@ -214,7 +214,7 @@ func (m *Machine) leaseTick(now time.Time) {
 		// A lease that ran out is a sign of trouble here or at the
 		// followers: ask for longer promises from now on (doc.go
 		// "Local health").
-		m.health.Trouble(now)
+		m.trouble(now)
 		m.leaseLost("no majority acknowledged within the lease")
 	}
 }

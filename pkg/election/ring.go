@@ -56,7 +56,7 @@ func (m *Machine) ringSendAfter(now time.Time, msg Msg, after node.ID) {
 		return
 	}
 	m.seen[k] = now
-	m.hops[k] = &hop{msg: msg, to: to, deadline: now.Add(m.stretch(m.cfg.AnswerTimeout, now))}
+	m.hops[k] = &hop{msg: msg, to: to, deadline: now.Add(m.cfg.AnswerTimeout)}
 	m.send(to, msg)
 }
 
