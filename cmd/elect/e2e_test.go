@@ -349,6 +349,8 @@ func TestUsageErrors(t *testing.T) {
 		{"run", "--id", "1"},
 		{"run", "--id", "1", "--peers", "1=127.0.0.1:7001", "--algo", "paxos"},
 		{"run", "--id", "1", "--peers", "1=127.0.0.1:7001", "--heartbeat", "100ms", "--timeout", "150ms"},
+		{"run", "--id", "1", "--peers", "1=127.0.0.1:7001", "--awareness", "-1"},
+		{"run", "--id", "1", "--peers", "1=127.0.0.1:7001", "--awareness", "21"},
 		{"run", "--bogus-flag"},
 		{"status"},
 		{"run", "--id", "1", "--peers", "1=127.0.0.1:7001", "--key-file", "/nonexistent"},

@@ -35,6 +35,7 @@ var runFlags = cli.WithEnv(tool, append(cli.NodeFlags(),
 	&ucli.DurationFlag{Name: "kill-grace", Value: 5 * time.Second, Usage: "after leadership is lost: SIGTERM the child, then SIGKILL after this long"},
 	&ucli.BoolFlag{Name: "rerun", Usage: "with a child: stay in the election after losing leadership and run the child again on every new term"},
 	&ucli.DurationFlag{Name: "lease", DefaultText: "the timeout", Usage: "run the command only while a majority has acknowledged this leader within this long; 0: lead without a majority (faster, but two commands can overlap under partitions or pauses)"},
+	&ucli.IntFlag{Name: "awareness", Value: defaults.Awareness, Usage: "local health: a member whose own timers fire late stretches its timeouts and asks for longer lease promises, up to (1+N)×; 0 turns it off"},
 	&ucli.Float64Flag{Name: "clock-drift", Value: 0.01, Usage: "the largest difference in clock rate between any member and real time (0.01 = 1%); leases are shortened by it"},
 ))
 
@@ -134,7 +135,13 @@ func run(c *ucli.Context) error {
 		ID: self, Peers: cli.IDs(cm.Peers), Algo: algo, Priority: c.Uint64("priority"),
 		Heartbeat: c.Duration("heartbeat"), Timeout: c.Duration("timeout"), AnswerTimeout: c.Duration("answer-timeout"),
 		Term: startTerm, Rand: rand.New(rand.NewPCG(mb.Incarnation, uint64(self))),
-		Drift: c.Float64("clock-drift"),
+		Drift: c.Float64("clock-drift"), Awareness: c.Int("awareness"),
+	}
+	switch n := c.Int("awareness"); {
+	case n < 0 || n > 20:
+		return cli.Exitf(cli.ExitUsage, "--awareness must be between 0 and 20, got %d", n)
+	case n == 0:
+		cfg.Awareness = -1 // off
 	}
 	if cfg.Heartbeat <= 0 || cfg.Timeout <= 0 || cfg.AnswerTimeout <= 0 {
 		return cli.Exitf(cli.ExitUsage, "--heartbeat, --timeout and --answer-timeout must be positive")

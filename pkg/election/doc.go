@@ -64,6 +64,62 @@
 // at most one Lease after the old leader's last acknowledged heartbeat,
 // and a leader cut off from a majority loses its lease within one Lease.
 //
+// # Local health
+//
+// A fixed timeout reads a starved scheduler as a dead peer: a follower
+// that was not run for longer than Timeout wakes to find the leader
+// silent, although the leader's heartbeats wait in its own socket. Here,
+// as in Lifeguard (Dadgar et al., "Lifeguard: Local Health Awareness for
+// More Accurate Failure Detection", §3.1 "Local Health Aware Probe", and
+// hashicorp/memberlist's "awareness"), a process keeps a health score
+// (fd.Health, 0 to Awareness) of its own timeliness and suspects others
+// only by what it observed while it ran:
+//
+//   - Every Step and Tick compares now with the wake-up the process last
+//     asked for (Ready.Wake). Arriving later than that by more than
+//     LateSlack means its timer fired late or it did not run to read its
+//     frames: the score goes up by one. A follower asks to wake at least
+//     once every half Timeout, so that a stall shows up within one.
+//   - Two successive numbered heartbeats arriving within a quarter of a
+//     Heartbeat, sent a Heartbeat apart, waited in a queue: the score goes
+//     up by one.
+//   - Signs less than a Timeout apart are one stall and count once; the
+//     score drops by one for every HealthDecay without new trouble.
+//   - The leader's suspicion timeout (Timeout) stretches to (1+score)× its
+//     value, and the time a follower was demonstrably not running (its
+//     lateness) is not counted as the leader's silence. The timeouts of a
+//     running election (AnswerTimeout, CoordinatorTimeout) do not stretch:
+//     once the leader is suspected, a quick election matters more than a
+//     slow member's vote.
+//
+// With leases, the same score lengthens promises. The leader asks, in each
+// heartbeat, for a promise of k·Lease with k = 1+score; a follower promises
+// max(k, 1+its own score), at most 1+Awareness, and says in its
+// acknowledgement which k it promised (a process that predates the field
+// says 0, read as 1). The leader counts each process's acknowledgement
+// for k usable periods from the heartbeat's send time, and holds the
+// lease until the latest time that a majority's promises all cover. A
+// lease that runs out raises the leader's score, so the next lease asks
+// for longer promises, and so does a near miss (a renewal with less than
+// half the lease left). The lease rule stays as safe as before:
+//
+//   - A promise of k·Lease from receipt covers, in real time, the leader's
+//     k usable periods from the send time, k·(Lease·(1−Drift)/(1+Drift) −
+//     Guard) ≤ k·Lease·(1−Drift)/(1+Drift) − Guard, by the argument of
+//     "Leases" with k·Lease in place of Lease.
+//   - The leader counts only the multiple a follower said it promised,
+//     never the one it asked for, and a follower's promise to one leader
+//     only grows.
+//   - A starting process stays quiet for the longest promise it could have
+//     given, (1+Awareness)·Lease.
+//
+// Stretching suspicion only delays a new election and stretching promises
+// only delays the next lease: a new leader still waits for every promise
+// to the old one. That is the cost: after a real crash of a leader whose
+// score was s, failover takes up to (1+s)·Lease instead of Lease, and a
+// follower with score s suspects after up to (1+s)·Timeout of silence.
+// Awareness bounds both; a negative Awareness turns local health off.
+//
 // # Filling the seeds' gaps
 //
 // The seeds assume reliable links. Here ring hops are acknowledged; a

@@ -81,6 +81,20 @@ type Config struct {
 	// lease protects. Default Lease/10.
 	Guard time.Duration
 
+	// Awareness caps the local health score (doc.go "Local health"): a
+	// process whose own timers fire late, or whose leader's heartbeats
+	// reach it in a burst, stretches its suspicion timeouts up to
+	// (1+Awareness)× instead of suspecting the leader. Default 3;
+	// negative turns it off.
+	Awareness int
+	// LateSlack is how late a timer may fire before it counts against the
+	// health score; default Heartbeat/2.
+	LateSlack time.Duration
+	// HealthDecay is how long a process must run on time before its
+	// health score drops by one; default 50·Timeout (10s): a busy host
+	// stalls again within seconds, and the score should still be up then.
+	HealthDecay time.Duration
+
 	// leaseBug plants a bug for the lease checker. Tests only.
 	leaseBug leaseBug
 
@@ -92,7 +106,7 @@ type Config struct {
 // DefaultConfig returns the defaults documented on Config.
 func DefaultConfig() Config {
 	return Config{Algo: Bully, Heartbeat: 50 * time.Millisecond, Timeout: 200 * time.Millisecond,
-		AnswerTimeout: 50 * time.Millisecond}
+		AnswerTimeout: 50 * time.Millisecond, Awareness: 3}
 }
 
 func (c *Config) fill() error {
@@ -115,6 +129,15 @@ func (c *Config) fill() error {
 	if c.Priority == 0 {
 		c.Priority = uint64(c.ID)
 	}
+	if c.Awareness == 0 {
+		c.Awareness = d.Awareness
+	}
+	if c.LateSlack <= 0 {
+		c.LateSlack = c.Heartbeat / 2
+	}
+	if c.HealthDecay <= 0 {
+		c.HealthDecay = 50 * c.Timeout
+	}
 	if c.Rand == nil {
 		c.Rand = rand.New(rand.NewPCG(uint64(c.ID), 0x5eed))
 	}
@@ -129,6 +152,8 @@ func (c *Config) fill() error {
 		return fmt.Errorf("election: unknown algorithm %d", c.Algo)
 	case c.Lease < 0:
 		return fmt.Errorf("election: negative lease %v", c.Lease)
+	case c.Awareness > 20:
+		return fmt.Errorf("election: awareness %d above 20", c.Awareness)
 	}
 	if c.Lease == 0 {
 		return nil
@@ -224,7 +249,20 @@ type Machine struct {
 	retired    bool
 	started    bool
 
-	hb   *fd.Timeout           // silence from the leader
+	hb *fd.Timeout // silence from the leader
+	// Local health (doc.go "Local health"): the score, the wake-up last
+	// asked for, the latest time seen, how long this process was
+	// demonstrably not running since the leader was last heard, and the
+	// arrival of the leader's last heartbeat (for bursts).
+	health    fd.Health
+	wantWake  time.Time
+	lastNow   time.Time
+	starved   time.Duration
+	troubleAt time.Time // the last sign of trouble counted
+	lastBeat  struct {
+		at    time.Time
+		round uint64
+	}
 	down map[node.ID]time.Time // peers believed down (did not answer), when marked
 
 	// deadlines; zero = not armed
@@ -260,6 +298,7 @@ func New(cfg Config) (*Machine, error) {
 	m := &Machine{cfg: cfg, peers: peers, index: map[node.ID]int{}, prio: map[node.ID]uint64{},
 		term: cfg.Term, hb: fd.NewTimeout(cfg.Timeout), down: map[node.ID]time.Time{},
 		hops: map[ringKey]*hop{}, seen: map[ringKey]time.Time{}}
+	m.health = fd.Health{Max: max(cfg.Awareness, 0), Slack: cfg.LateSlack, Decay: cfg.HealthDecay}
 	for i, p := range peers {
 		m.index[p] = i
 		m.prio[p] = uint64(p)
@@ -297,7 +336,8 @@ func (m *Machine) Status() any {
 		state = "candidate"
 	}
 	st := map[string]any{"id": m.cfg.ID, "algo": m.cfg.Algo.String(), "leader": m.leader,
-		"term": m.leaderTerm, "max_term": m.term, "state": state, "priority": m.cfg.Priority}
+		"term": m.leaderTerm, "max_term": m.term, "state": state, "priority": m.cfg.Priority,
+		"health": m.health.Score(m.lastNow)}
 	if m.cfg.Lease > 0 {
 		st["lease"] = m.lease.held
 	}
@@ -333,6 +373,63 @@ func (m *Machine) send(to node.ID, msg Msg) {
 	m.out = append(m.out, node.Envelope[Msg]{From: m.cfg.ID, To: to, Msg: msg})
 }
 
+// awake measures this process's own timeliness at the start of every Step
+// and Tick (doc.go "Local health"). Being called after the wake-up it last
+// asked for means its timer fired late, or that it was not running to read
+// frames before then: the time past the wake-up (or past the latest call,
+// when the wake-up was already past) is lateness. Lateness above the slack
+// raises the health score and is not counted as the leader's silence.
+func (m *Machine) awake(now time.Time) {
+	if m.health.Max > 0 && !m.wantWake.IsZero() {
+		exp := m.wantWake
+		if m.lastNow.After(exp) {
+			exp = m.lastNow
+		}
+		if late := now.Sub(exp); late > m.health.Slack {
+			m.starved += late
+			m.trouble(now)
+		}
+	}
+	if now.After(m.lastNow) {
+		m.lastNow = now
+	}
+	m.hb.Bound = m.stretch(m.cfg.Timeout, now)
+}
+
+// trouble raises the health score for a sign of trouble at now. Signs
+// less than a Timeout apart are one stall (a late wake-up and the burst of
+// heartbeats that queued meanwhile), and count once.
+func (m *Machine) trouble(now time.Time) {
+	if !m.troubleAt.IsZero() && now.Sub(m.troubleAt) < m.cfg.Timeout {
+		return
+	}
+	m.troubleAt = now
+	m.health.Trouble(now)
+}
+
+// stretch scales a timeout by the local health score at now.
+func (m *Machine) stretch(d time.Duration, now time.Time) time.Duration {
+	return m.health.Scale(d, now)
+}
+
+// burst: two successive heartbeats of the leader, sent a Heartbeat apart,
+// arrive within a quarter of one: they waited, most likely for this
+// process to run (Lifeguard's "own frames queue"). Numbered heartbeats
+// (leases) tell a duplicate from the next one.
+func (m *Machine) burst(now time.Time, msg Msg) {
+	if m.health.Max == 0 || msg.Round == 0 || msg.Leader != m.leader || msg.Term != m.leaderTerm {
+		return
+	}
+	lb := &m.lastBeat
+	if msg.Round <= lb.round {
+		return
+	}
+	if msg.Round == lb.round+1 && now.Sub(lb.at) < m.cfg.Heartbeat/4 {
+		m.trouble(now)
+	}
+	lb.at, lb.round = now, msg.Round
+}
+
 func (m *Machine) isDown(id node.ID, now time.Time) bool {
 	t, ok := m.down[id]
 	return ok && now.Sub(t) < downFor*m.cfg.Timeout
@@ -340,6 +437,7 @@ func (m *Machine) isDown(id node.ID, now time.Time) bool {
 
 // Step implements node.Machine.
 func (m *Machine) Step(now time.Time, in node.Envelope[Msg]) error {
+	m.awake(now)
 	if in.From == m.cfg.ID {
 		return m.local(now, in.Msg)
 	}
@@ -359,12 +457,13 @@ func (m *Machine) Step(now time.Time, in node.Envelope[Msg]) error {
 	}
 	switch msg.Type {
 	case MsgHeartbeat:
+		m.burst(now, msg)
 		m.claim(now, msg.Leader, msg.Term)
 		if m.cfg.Lease > 0 {
-			m.leaseHeartbeat(now, msg.Leader, msg.Term, msg.Round)
+			m.leaseHeartbeat(now, msg.Leader, msg.Term, msg.Round, msg.Stretch)
 		}
 	case MsgLeaseAck:
-		m.leaseAck(now, in.From, msg.Term, msg.Round)
+		m.leaseAck(now, in.From, msg.Term, msg.Round, msg.Stretch)
 	case MsgElection:
 		m.observe(now, msg.Term)
 		m.algo.election(now, in.From, msg)
@@ -427,7 +526,7 @@ func (m *Machine) start(now time.Time) {
 		m.started = true
 		m.joinUntil = now.Add(m.cfg.Timeout)
 		if m.cfg.leaseBug != bugNoQuiet {
-			m.lease.quietUntil = now.Add(m.cfg.Lease)
+			m.lease.quietUntil = now.Add(m.maxPromise())
 		}
 	}
 }
@@ -462,6 +561,7 @@ func (m *Machine) claim(now time.Time, l node.ID, t uint64) {
 	}
 	m.term = t
 	m.hb.Heard(l, now)
+	m.starved = 0
 	if l != m.leader || t != m.leaderTerm {
 		m.adopt(l, t)
 	} else if m.electing && m.better(l, m.cfg.ID) {
@@ -501,6 +601,7 @@ func (m *Machine) lostLeader(now time.Time) {
 		m.hb.Forget(m.leader)
 	}
 	m.leader = node.None
+	m.starved = 0
 	m.algo.leaderLost(now)
 }
 
@@ -527,6 +628,7 @@ func (m *Machine) campaign(now time.Time) {
 
 // Tick implements node.Machine.
 func (m *Machine) Tick(now time.Time) {
+	m.awake(now)
 	m.start(now)
 	if m.retired {
 		return
@@ -534,17 +636,19 @@ func (m *Machine) Tick(now time.Time) {
 	m.leaseTick(now)
 	if m.leading && !m.nextBeat.After(now) {
 		var seq uint64
+		var k uint8
 		if m.cfg.Lease > 0 {
-			seq = m.leaseBeat(now)
+			seq, k = m.leaseBeat(now)
 		}
 		for _, p := range m.peers {
 			if p != m.cfg.ID {
-				m.send(p, Msg{Type: MsgHeartbeat, Leader: m.cfg.ID, Term: m.leaderTerm, Round: seq})
+				m.send(p, Msg{Type: MsgHeartbeat, Leader: m.cfg.ID, Term: m.leaderTerm, Round: seq, Stretch: k})
 			}
 		}
 		m.nextBeat = now.Add(m.cfg.Heartbeat)
 	}
-	if !m.leading && m.leader != node.None && m.hb.Suspected(m.leader, now) {
+	// Silence counts only while this process ran (doc.go "Local health").
+	if !m.leading && m.leader != node.None && m.hb.Suspected(m.leader, now.Add(-m.starved)) {
 		m.lostLeader(now)
 	}
 	if !m.joinUntil.IsZero() && !m.joinUntil.After(now) {
@@ -582,8 +686,10 @@ func (m *Machine) Ready() node.Ready[Msg] {
 	r := node.Ready[Msg]{Msgs: m.out, Events: m.events}
 	m.out, m.events = nil, nil
 	if m.retired {
+		m.wantWake = time.Time{}
 		return r
 	}
+	defer func() { m.wantWake = r.Wake }()
 	wake := func(t time.Time) {
 		if !t.IsZero() && (r.Wake.IsZero() || t.Before(r.Wake)) {
 			r.Wake = t
@@ -598,7 +704,16 @@ func (m *Machine) Ready() node.Ready[Msg] {
 		wake(m.lease.end)
 	}
 	if !m.leading && m.leader != node.None {
-		wake(m.hb.Deadline(m.leader))
+		if d := m.hb.Deadline(m.leader); !d.IsZero() {
+			wake(d.Add(m.starved))
+		}
+		if m.health.Max > 0 {
+			// A follower runs at least once every half Timeout, so
+			// that the lateness of its own wake-ups measures how long
+			// it was not scheduled (doc.go "Local health"). The
+			// leader's heartbeats usually come first.
+			wake(m.lastNow.Add(m.cfg.Timeout / 2))
+		}
 	}
 	for _, h := range m.hops {
 		wake(h.deadline)

@@ -42,11 +42,11 @@ type leases struct {
 	quietUntil   time.Time
 
 	// leader side, for the current term
-	seq   uint64               // heartbeat number
-	sent  map[uint64]time.Time // heartbeat number → when sent
-	acked map[node.ID]uint64   // highest heartbeat each process acknowledged (self included)
-	end   time.Time            // the lease runs until here
-	held  bool
+	seq  uint64                // heartbeat number
+	sent map[uint64]time.Time  // heartbeat number → when sent
+	ends map[node.ID]time.Time // how long each process's promise lets the leader act (self included)
+	end  time.Time             // the lease runs until here
+	held bool
 }
 
 // usable is how long after sending a heartbeat its acknowledgements let a
@@ -61,6 +61,18 @@ func (m *Machine) usable() time.Duration {
 		r = 0
 	}
 	return time.Duration(float64(m.cfg.Lease)*(1-r)/(1+r)) - m.cfg.Guard
+}
+
+// maxPromise is the longest promise this process may give: Lease stretched
+// by the largest health score (doc.go "Local health").
+func (m *Machine) maxPromise() time.Duration {
+	return m.cfg.Lease * time.Duration(1+m.health.Max)
+}
+
+// stretchNow is the lease multiple this process asks for (as leader) or
+// promises at least (as follower) at now: 1 + its health score.
+func (m *Machine) stretchNow(now time.Time) uint8 {
+	return uint8(1 + m.health.Score(now))
 }
 
 // leaseBug names a bug the tests plant to prove the lease checker fails.
@@ -84,70 +96,95 @@ func (m *Machine) mayAck(l node.ID, now time.Time) bool {
 	return ls.promisedTo == l || ls.promisedTo == node.None || !now.Before(ls.promiseUntil)
 }
 
-func (m *Machine) promise(l node.ID, now time.Time) {
+// promise promises l k·Lease from now. A promise to the same leader only
+// ever grows: the leader counts the longest it was given.
+func (m *Machine) promise(l node.ID, now time.Time, k uint8) {
+	until := now.Add(m.cfg.Lease * time.Duration(k))
+	if m.lease.promisedTo == l && m.lease.promiseUntil.After(until) {
+		return
+	}
 	m.lease.promisedTo = l
-	m.lease.promiseUntil = now.Add(m.cfg.Lease)
+	m.lease.promiseUntil = until
+}
+
+// promised is the multiple a follower promises when asked for k: at least
+// k and its own 1+score (a starved follower, too, would rather its leader
+// kept the lease through its stalls), at most 1+Awareness.
+func (m *Machine) promised(now time.Time, k uint8) uint8 {
+	return min(max(k, m.stretchNow(now), 1), uint8(1+m.health.Max))
 }
 
 // leaseBeat numbers a heartbeat the leader sends now, and lets the leader
-// count itself when its own promise allows.
-func (m *Machine) leaseBeat(now time.Time) uint64 {
+// count itself when its own promise allows. It returns the number and the
+// lease multiple to ask for.
+func (m *Machine) leaseBeat(now time.Time) (uint64, uint8) {
 	ls := &m.lease
 	ls.seq++
 	if ls.sent == nil {
 		ls.sent = map[uint64]time.Time{}
-		ls.acked = map[node.ID]uint64{}
+		ls.ends = map[node.ID]time.Time{}
 	}
 	ls.sent[ls.seq] = now
 	for k, t := range ls.sent {
-		if now.Sub(t) > m.cfg.Lease {
+		if now.Sub(t) > m.maxPromise() {
 			delete(ls.sent, k)
 		}
 	}
+	k := m.stretchNow(now)
 	if m.mayAck(m.cfg.ID, now) {
-		m.promise(m.cfg.ID, now)
-		m.leaseAck(now, m.cfg.ID, m.leaderTerm, ls.seq)
+		m.promise(m.cfg.ID, now, k)
+		m.leaseAck(now, m.cfg.ID, m.leaderTerm, ls.seq, k)
 	}
-	return ls.seq
+	return ls.seq, k
 }
 
 // leaseHeartbeat: a follower that accepted l as leader of term acknowledges
 // heartbeat seq, if its promise allows.
-func (m *Machine) leaseHeartbeat(now time.Time, l node.ID, term, seq uint64) {
+func (m *Machine) leaseHeartbeat(now time.Time, l node.ID, term, seq uint64, k uint8) {
 	if m.leading || m.leader != l || m.leaderTerm != term || !m.mayAck(l, now) {
 		return
 	}
-	m.promise(l, now)
-	m.send(l, Msg{Type: MsgLeaseAck, Term: term, Round: seq})
+	k = m.promised(now, k)
+	m.promise(l, now, k)
+	m.send(l, Msg{Type: MsgLeaseAck, Term: term, Round: seq, Stretch: k})
 }
 
-// leaseAck counts an acknowledgement of heartbeat seq of term by from. The
-// lease runs from the send time of the newest heartbeat that a majority
-// acknowledged (an acknowledgement of a later heartbeat promises at least
-// as long).
-func (m *Machine) leaseAck(now time.Time, from node.ID, term, seq uint64) {
+// leaseAck counts an acknowledgement of heartbeat seq of term by from,
+// which promised k·Lease. Each process's promise lets the leader act until
+// the heartbeat's send time plus k usable periods (the longest such end
+// over its acknowledgements: its promises only grow); the lease runs until
+// the latest time that a majority's promises all cover.
+func (m *Machine) leaseAck(now time.Time, from node.ID, term, seq uint64, k uint8) {
 	ls := &m.lease
-	if !m.leading || term != m.leaderTerm || ls.acked == nil || seq > ls.seq {
+	if !m.leading || term != m.leaderTerm || ls.ends == nil || seq > ls.seq {
 		return
 	}
-	ls.acked[from] = max(ls.acked[from], seq)
-	quorum := len(m.peers)/2 + 1
-	if len(ls.acked) < quorum {
-		return
-	}
-	seqs := make([]uint64, 0, len(ls.acked))
-	for _, s := range ls.acked {
-		seqs = append(seqs, s)
-	}
-	slices.Sort(seqs)
-	k := seqs[len(seqs)-quorum]
-	sent, ok := ls.sent[k]
+	sent, ok := ls.sent[seq]
 	if !ok {
 		return
 	}
-	end := sent.Add(m.usable())
+	k = max(k, 1)
+	if e := sent.Add(m.usable() * time.Duration(k)); e.After(ls.ends[from]) {
+		ls.ends[from] = e
+	}
+	quorum := len(m.peers)/2 + 1
+	if len(ls.ends) < quorum {
+		return
+	}
+	ends := make([]time.Time, 0, len(ls.ends))
+	for _, e := range ls.ends {
+		ends = append(ends, e)
+	}
+	slices.SortFunc(ends, time.Time.Compare)
+	end := ends[len(ends)-quorum]
 	if !end.After(ls.end) || !end.After(now) {
 		return
+	}
+	if ls.held && ls.end.Sub(now) < m.usable()/2 {
+		// A near miss: more than half the lease was gone before a
+		// majority renewed it. Ask for longer promises before a stall
+		// makes it run out (doc.go "Local health").
+		m.trouble(now)
 	}
 	ls.end = end
 	m.events = append(m.events, LeaseEvent{Event: "lease", Term: m.leaderTerm, Held: true, Renewed: ls.held, Until: end})
@@ -157,7 +194,7 @@ func (m *Machine) leaseAck(now time.Time, from node.ID, term, seq uint64) {
 // leaseReset starts counting afresh for a new term.
 func (m *Machine) leaseReset() {
 	ls := &m.lease
-	ls.sent, ls.acked = map[uint64]time.Time{}, map[node.ID]uint64{}
+	ls.sent, ls.ends = map[uint64]time.Time{}, map[node.ID]time.Time{}
 	ls.end = time.Time{}
 }
 
@@ -174,6 +211,10 @@ func (m *Machine) leaseLost(reason string) {
 // leaseTick ends a lease that ran out.
 func (m *Machine) leaseTick(now time.Time) {
 	if m.lease.held && !now.Before(m.lease.end) {
+		// A lease that ran out is a sign of trouble here or at the
+		// followers: ask for longer promises from now on (doc.go
+		// "Local health").
+		m.trouble(now)
 		m.leaseLost("no majority acknowledged within the lease")
 	}
 }

@@ -39,7 +39,7 @@ const (
 	// term: lockd's fencing tokens are term<<32 | counter).
 	MsgNewTerm MsgType = 11
 	// MsgLeaseAck acknowledges heartbeat Round of term Term and promises
-	// the leader Lease (doc.go "Leases").
+	// the leader Stretch·Lease (doc.go "Leases").
 	MsgLeaseAck MsgType = 10
 )
 
@@ -74,11 +74,19 @@ type Msg struct {
 	Origin node.ID // ring messages: the process that started this circulation
 	Round  uint64  // ring messages: the origin's circulation number; Heartbeat, LeaseAck: the heartbeat's number
 	Of     MsgType // Ack: which message type is acknowledged
+	// Stretch: Heartbeat, the lease multiple the leader asks its
+	// followers to promise; LeaseAck, the multiple promised (doc.go
+	// "Local health"). 0 means 1. It travels in Of's byte, which these
+	// types do not use, so that a peer that predates it reads 0.
+	Stretch uint8
 	// Members: ring Election, the live members collected so far; ring
 	// Coordinator, the new ring. Chang–Roberts Election: one entry, the
 	// candidate with its priority.
 	Members []Member
 }
+
+// stretches reports whether messages of type t carry Stretch.
+func stretches(t MsgType) bool { return t == MsgHeartbeat || t == MsgLeaseAck }
 
 // maxMembers bounds member lists on the wire.
 const maxMembers = 4096
@@ -101,7 +109,11 @@ func (Codec) Marshal(m Msg) (uint8, []byte, error) {
 	e.Uvarint(uint64(m.Leader))
 	e.Uvarint(uint64(m.Origin))
 	e.Uvarint(m.Round)
-	e.U8(uint8(m.Of))
+	if stretches(m.Type) {
+		e.U8(m.Stretch)
+	} else {
+		e.U8(uint8(m.Of))
+	}
 	e.Uvarint(uint64(len(m.Members)))
 	for _, mb := range m.Members {
 		e.Uvarint(uint64(mb.ID))
@@ -121,7 +133,11 @@ func (Codec) Unmarshal(typ uint8, p []byte) (Msg, error) {
 	m.Leader = d.ID()
 	m.Origin = d.ID()
 	m.Round = d.Uvarint()
-	m.Of = MsgType(d.U8())
+	if of := d.U8(); stretches(m.Type) {
+		m.Stretch = of
+	} else {
+		m.Of = MsgType(of)
+	}
 	if n := d.Count(maxMembers, 2); n > 0 {
 		m.Members = make([]Member, n)
 		for i := range m.Members {

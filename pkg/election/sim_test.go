@@ -247,7 +247,16 @@ func (sc *scenario) run() (time.Duration, uint64, error) {
 	sc.healedAt = healed
 	best := sc.best(s)
 	var converged time.Duration = -1
-	for s.Now().Sub(healed) < livenessBound {
+	bound := livenessBound
+	if sc.lease > 0 {
+		// Members that were paused or crashed during the faults come
+		// back with raised health scores and may have promised up to
+		// (1+Awareness) leases, and a restarted member stays quiet that
+		// long (doc.go "Local health"): the new leader's lease may come
+		// up to Awareness leases later.
+		bound = livenessBound + time.Duration(DefaultConfig().Awareness)*sc.lease
+	}
+	for s.Now().Sub(healed) < bound {
 		if err := s.RunFor(10 * time.Millisecond); err != nil {
 			return 0, 0, err
 		}
@@ -260,14 +269,14 @@ func (sc *scenario) run() (time.Duration, uint64, error) {
 		}
 	}
 	if err := agreed(s, best); err != nil {
-		return 0, 0, fmt.Errorf("sim seed %d: liveness: %v after healing: %v", sc.seed, livenessBound, err)
+		return 0, 0, fmt.Errorf("sim seed %d: liveness: %v after healing: %v", sc.seed, bound, err)
 	}
 	if !sc.twoSince.IsZero() {
 		sc.endTwo(s.Now())
 	}
 	if sc.lease > 0 && 2*s.Live() > len(ids) && !s.Machine(best).(*Machine).lease.held {
 		return 0, 0, fmt.Errorf("sim seed %d: liveness: %v after healing, leader %d with a live majority holds no lease",
-			sc.seed, livenessBound, best)
+			sc.seed, bound, best)
 	}
 	if s.Stats.Rejected != 0 {
 		return 0, 0, fmt.Errorf("sim seed %d: %d messages rejected by correct processes", sc.seed, s.Stats.Rejected)

@@ -118,3 +118,86 @@ func (p *PhiAccrual) Phi(id node.ID, now time.Time) float64 {
 func (p *PhiAccrual) Suspected(id node.ID, now time.Time, threshold float64) bool {
 	return p.Phi(id, now) > threshold
 }
+
+// Health is a process's score of its own timeliness, the "local health
+// awareness" of Lifeguard (Dadgar et al., "Lifeguard: Local Health
+// Awareness for More Accurate Failure Detection", 2018, §3.1): a process
+// whose own timers fire late, or whose own inbound frames arrive in a
+// burst, cannot tell a silent peer from its own starvation, so instead of
+// suspecting others it raises its score, which stretches the timeouts it
+// suspects by (Scale). The score decays by one for every Decay without a
+// new sign of trouble.
+//
+// Like the detectors it reads no clock: the caller passes every timestamp.
+// The zero value is disabled (Max 0): Scale returns its argument.
+type Health struct {
+	// Max caps the score; timeouts stretch up to (1+Max)×.
+	Max int
+	// Slack is how late a timer may fire before it counts as a sign of
+	// trouble (scheduling jitter on a healthy host is well below it).
+	Slack time.Duration
+	// Decay is how long the process must run without a new sign of
+	// trouble before the score drops by one.
+	Decay time.Duration
+
+	score int
+	since time.Time // when the score last changed (decay runs from here)
+}
+
+// NewHealth returns a score capped at max, counting lateness above slack,
+// decaying by one per decay.
+func NewHealth(max int, slack, decay time.Duration) *Health {
+	return &Health{Max: max, Slack: slack, Decay: decay}
+}
+
+// Late records that at now the process ran late by lateness (a timer fired
+// that much after the time it was asked for). Lateness above Slack raises
+// the score by one; Late reports whether it did.
+func (h *Health) Late(now time.Time, lateness time.Duration) bool {
+	if lateness <= h.Slack {
+		return false
+	}
+	h.Trouble(now)
+	return true
+}
+
+// Trouble raises the score by one (up to Max): a sign at now that this
+// process, not its peers, is slow.
+func (h *Health) Trouble(now time.Time) {
+	if h.Max <= 0 {
+		return
+	}
+	h.decay(now)
+	if h.score < h.Max {
+		h.score++
+	}
+	h.since = now
+}
+
+// Score is the score at now, after decay.
+func (h *Health) Score(now time.Time) int {
+	h.decay(now)
+	return h.score
+}
+
+// Scale stretches a timeout by the score at now: d·(1+score).
+func (h *Health) Scale(d time.Duration, now time.Time) time.Duration {
+	return d * time.Duration(1+h.Score(now))
+}
+
+func (h *Health) decay(now time.Time) {
+	if h.score == 0 || h.Decay <= 0 {
+		return
+	}
+	steps := int(now.Sub(h.since) / h.Decay)
+	if steps <= 0 {
+		return
+	}
+	if steps >= h.score {
+		h.score = 0
+		h.since = now
+		return
+	}
+	h.score -= steps
+	h.since = h.since.Add(time.Duration(steps) * h.Decay)
+}

@@ -58,3 +58,45 @@ func ExampleTimeout() {
 	fmt.Println(d.Suspected(3, t0.Add(150*time.Millisecond)), d.Suspected(3, t0.Add(250*time.Millisecond)))
 	// Output: false true
 }
+
+func TestHealth(t *testing.T) {
+	h := NewHealth(3, 25*time.Millisecond, time.Second)
+	t0 := time.Unix(0, 0)
+	if h.Late(t0, 25*time.Millisecond) || h.Score(t0) != 0 {
+		t.Fatal("lateness within the slack counted")
+	}
+	if got := h.Scale(200*time.Millisecond, t0); got != 200*time.Millisecond {
+		t.Fatalf("a healthy process stretched its timeout to %v", got)
+	}
+	for i := range 5 {
+		if !h.Late(t0, 26*time.Millisecond) {
+			t.Fatalf("lateness %d above the slack not counted", i)
+		}
+	}
+	if h.Score(t0) != 3 {
+		t.Fatalf("score %d, want the cap 3", h.Score(t0))
+	}
+	if got := h.Scale(200*time.Millisecond, t0); got != 800*time.Millisecond {
+		t.Fatalf("score 3 stretched 200ms to %v, want 800ms", got)
+	}
+	// Decay: one point per second without trouble.
+	if s := h.Score(t0.Add(999 * time.Millisecond)); s != 3 {
+		t.Fatalf("score %d before a full decay period", s)
+	}
+	if s := h.Score(t0.Add(2500 * time.Millisecond)); s != 1 {
+		t.Fatalf("score %d after 2.5 decay periods, want 1", s)
+	}
+	// New trouble restarts the decay clock from the time it happened.
+	h.Trouble(t0.Add(2600 * time.Millisecond))
+	if s := h.Score(t0.Add(3500 * time.Millisecond)); s != 2 {
+		t.Fatalf("score %d 0.9 s after trouble, want 2", s)
+	}
+	if s := h.Score(t0.Add(10 * time.Second)); s != 0 {
+		t.Fatalf("score %d long after the last trouble", s)
+	}
+	var off Health // the zero value is off
+	off.Trouble(t0)
+	if off.Late(t0, time.Hour); off.Score(t0) != 0 || off.Scale(time.Second, t0) != time.Second {
+		t.Fatal("the zero Health stretched a timeout")
+	}
+}
