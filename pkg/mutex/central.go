@@ -1,6 +1,7 @@
 package mutex
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
@@ -27,10 +28,12 @@ type request struct {
 	sent       map[uint64]time.Time // send time of recent copies, by seq
 	next       time.Time            // next resend (waiting) or renewal (held)
 	validUntil time.Time
+	deferred   time.Time // a renewal held back until then (renewBurst)
 
-	key reqKey
-	due time.Time // when Tick must look at it (dueAt)
-	idx int       // in central.reqHeap
+	key   reqKey
+	order uint64    // made after every request of a lower order
+	due   time.Time // when Tick must look at it (dueAt)
+	idx   int       // in central.reqHeap
 }
 
 type holder struct {
@@ -53,9 +56,10 @@ type lock struct {
 	holder *holder
 	queue  []waiter
 
-	name string
-	due  time.Time // when Tick must look at it (dueAt)
-	idx  int       // in central.lockHeap
+	name  string
+	order uint64    // made after every lock of a lower order
+	due   time.Time // when Tick must look at it (dueAt)
+	idx   int       // in central.lockHeap
 }
 
 // central is one lockd daemon's state under the central algorithm.
@@ -68,6 +72,7 @@ type central struct {
 
 	reqs    map[reqKey]*request
 	reqHeap reqHeap // reqs by due time
+	made    uint64  // requests and locks made, for their order
 	// what this daemon promised: it vouched for coord at term until
 	// promiseUntil.
 	promised      node.ID
@@ -130,11 +135,15 @@ func (m *central) Coordinator() (node.ID, uint64) { return m.coord, m.term }
 // valid at now. A paused daemon cannot report a lost lease, but its
 // holdings stop counting at Until all the same (lockd run enforces Until
 // itself), so this, not the event stream, defines who holds what.
+//
+// They come in no particular order (the order of the request heap, which
+// is deterministic): the service asks every eighth of a lease, and a
+// member may hold thousands of locks with names of up to 255 bytes.
 func (m *central) Holdings(now time.Time) []Holding {
 	var out []Holding
-	for _, k := range m.sortedReqs() {
-		if r := m.reqs[k]; r.held && now.Before(r.validUntil) {
-			out = append(out, Holding{Name: k.name, Client: k.client, Token: r.token, Until: r.validUntil})
+	for _, r := range m.reqHeap {
+		if r.held && now.Before(r.validUntil) {
+			out = append(out, Holding{Name: r.key.name, Client: r.key.client, Token: r.token, Until: r.validUntil})
 		}
 	}
 	return out
@@ -245,6 +254,8 @@ func (m *central) local(now time.Time, msg Msg) error {
 		}
 		m.attempts++
 		r := &request{attempt: m.attempts, nonBlock: msg.NonBlock, sent: map[uint64]time.Time{}, asked: now, key: k, idx: -1}
+		m.made++
+		r.order = m.made
 		m.reqs[k] = r
 		m.sendAcquire(now, k, r)
 	case LocalRelease:
@@ -593,7 +604,8 @@ func (m *central) activate(now time.Time) {
 func (m *central) lockOf(name string) *lock {
 	l := m.locks[name]
 	if l == nil {
-		l = &lock{name: name, idx: -1}
+		m.made++
+		l = &lock{name: name, idx: -1, order: m.made}
 		m.locks[name] = l
 	}
 	return l
@@ -722,8 +734,9 @@ func (m *central) grantNext(now time.Time, name string) {
 // batches of its own.
 func (m *central) onRenews(now time.Time, from node.ID, msg Msg) {
 	var acks []LockRec
+	majority := m.majority(now) // once per batch: the same for every record
 	for _, rec := range msg.Locks {
-		if m.renew(now, from, rec) {
+		if m.renew(now, from, rec, majority) {
 			acks = append(acks, rec)
 		}
 	}
@@ -736,7 +749,7 @@ func (m *central) onRenews(now time.Time, from node.ID, msg Msg) {
 
 // renew extends one holder's lease, if it still holds; a holder this
 // coordinator knows to be gone is told its lock is revoked.
-func (m *central) renew(now time.Time, from node.ID, rec LockRec) bool {
+func (m *central) renew(now time.Time, from node.ID, rec LockRec, majority bool) bool {
 	l := m.locks[rec.Name]
 	if l == nil || !l.holds(from, rec.Client) || l.holder.token != rec.Token {
 		if m.active && (m.reported[rec.Name] || m.opened) {
@@ -744,7 +757,7 @@ func (m *central) renew(now time.Time, from node.ID, rec LockRec) bool {
 		}
 		return false
 	}
-	if !m.majority(now) {
+	if !majority {
 		return false
 	}
 	l.holder.expires = laterOf(l.holder.expires, now.Add(m.cfg.Lease))
@@ -773,21 +786,33 @@ func (m *central) Tick(now time.Time) {
 	m.el.Tick(now)
 	m.afterElection(now)
 	var renewals []LockRec
+	size := 0 // the renewals' bytes, against renewBurst
 	// Only the requests due by the end of this renewal batch (see below).
-	for _, k := range m.dueReqs(now.Add(m.cfg.Lease / 32)) {
-		r := m.reqs[k]
+	for _, r := range m.dueReqs(now.Add(m.cfg.Lease / 32)) {
+		k := r.key
 		switch {
-		case r == nil:
+		case m.reqs[k] != r: // given up above
 		case r.held && !now.Before(r.validUntil):
 			m.lose(k, r, "lease expired")
 			if m.coord != node.None {
 				m.send(m.coord, Msg{Type: MsgRelease, Term: m.term, Name: k.name, Client: k.client, Token: r.token, Attempt: r.attempt})
 			}
-		case r.held && !now.Before(r.next.Add(-m.cfg.Lease/32)):
+		case r.held && !now.Before(r.next.Add(-m.cfg.Lease/32)) && !now.Before(r.deferred):
 			// Renewals due within the next 1/32 of a lease go now too:
 			// they travel together, and the machine wakes once per batch
 			// rather than once per lock (a member may hold thousands).
+			// But at most renewBurst bytes of them: the rest follow a
+			// pace later (renewPace), so that thousands of renewals,
+			// which this batching draws together, never reach the
+			// coordinator as one burst larger than its socket takes.
+			if size += len(k.name) + 4*binary.MaxVarintLen64; size > renewBurst {
+				r.deferred = now.Add(m.renewPace())
+				m.schedule(r)
+				continue
+			}
 			renewals = append(renewals, m.renewal(now, k, r))
+		case r.held:
+			// A renewal held back (above), not due yet.
 		case r.nonBlock && !r.held && now.Sub(r.asked) >= m.cfg.Lease/2:
 			// A non-blocking request the coordinator never answered: it
 			// is out of reach (this member is cut off, or it is gone).
@@ -807,6 +832,15 @@ func (m *central) Tick(now time.Time) {
 	}
 	m.drainLoopback(now)
 }
+
+// renewBurst bounds the bytes of renewal records a member sends at one
+// Tick: 16 frames, half a megabyte, a quarter of the 1 MiB receive buffer
+// the transport asks for (which the kernel doubles). The rest go renewPace
+// later, so 10,000 renewals of 255-byte names (2.9 MB per eighth of a
+// lease) go in six bursts a 64th of a lease apart.
+const renewBurst = 16 * listBudget
+
+func (m *central) renewPace() time.Duration { return m.cfg.Lease / 64 }
 
 func (m *central) coordinatorTick(now time.Time) {
 	if !now.Before(m.nextPing) {

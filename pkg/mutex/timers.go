@@ -1,6 +1,7 @@
 package mutex
 
 import (
+	"cmp"
 	"container/heap"
 	"slices"
 	"time"
@@ -10,14 +11,19 @@ import (
 // per message and per wake-up grows with the timers that are due, not
 // with the locks held: a member's requests by when each next needs Tick
 // (reqHeap), and a coordinator's locks by when a holder's lease or a
-// waiter's wait runs out (lockHeap). Equal times are ordered by name and
-// client, so the machine stays deterministic; the work that falls due at
-// one Tick is done in that order too.
+// waiter's wait runs out (lockHeap). Equal times are ordered by when the
+// request or lock was made (a counter: names may be 255 bytes long, and
+// thousands of renewals fall due at one instant), so the machine stays
+// deterministic; the work that falls due at one Tick is done in that
+// order too.
 
 // due is when Tick must look at r: a resend, a renewal, the lease's end,
 // or a non-blocking request's time to give up.
 func (r *request) dueAt(lease time.Duration) time.Time {
 	t := r.next
+	if r.held && r.deferred.After(t) {
+		t = r.deferred
+	}
 	if r.held && r.validUntil.Before(t) {
 		t = r.validUntil
 	}
@@ -36,7 +42,7 @@ func (h reqHeap) Less(i, j int) bool {
 	if !h[i].due.Equal(h[j].due) {
 		return h[i].due.Before(h[j].due)
 	}
-	return h[i].key.less(h[j].key)
+	return h[i].order < h[j].order
 }
 func (h reqHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
@@ -83,10 +89,10 @@ func (m *central) dropReq(k reqKey) {
 	}
 }
 
-// dueReqs lists, in key order, the requests due by until: a walk of the
+// dueReqs lists, oldest first, the requests due by until: a walk of the
 // heap's top, in time proportional to what it returns.
-func (m *central) dueReqs(until time.Time) []reqKey {
-	var out []reqKey
+func (m *central) dueReqs(until time.Time) []*request {
+	var out []*request
 	h := m.reqHeap
 	stack := []int{0}
 	for len(stack) > 0 {
@@ -95,10 +101,10 @@ func (m *central) dueReqs(until time.Time) []reqKey {
 		if i >= len(h) || h[i].due.After(until) {
 			continue
 		}
-		out = append(out, h[i].key)
+		out = append(out, h[i])
 		stack = append(stack, 2*i+1, 2*i+2)
 	}
-	sortKeys(out)
+	slices.SortFunc(out, func(a, b *request) int { return cmp.Compare(a.order, b.order) })
 	return out
 }
 
@@ -125,7 +131,7 @@ func (h lockHeap) Less(i, j int) bool {
 	if !h[i].due.Equal(h[j].due) {
 		return h[i].due.Before(h[j].due)
 	}
-	return h[i].name < h[j].name
+	return h[i].order < h[j].order
 }
 func (h lockHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
