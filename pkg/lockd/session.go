@@ -41,7 +41,7 @@ func Session(socket string, in io.Reader, out *cli.Output) error {
 			lines <- sc.Text()
 		}
 	}()
-	s := &session{c: c, out: out, holding: map[string]*held{}}
+	s := &session{c: c, out: out, holding: map[string]*held{}, late: cli.NewLease(time.Time{})}
 	check := time.NewTicker(CheckEvery)
 	defer check.Stop()
 	input := lines // nil while a command waits for its answer
@@ -94,6 +94,14 @@ type session struct {
 	c       *client
 	out     *cli.Output
 	holding map[string]*held
+	// The checks every CheckEvery cost the same whatever the session
+	// holds (a session may hold thousands of locks): floor is the earliest
+	// end of any held lock's lease (or earlier: a lock given up leaves it
+	// be), so a check before it looks at none; late, a lease without end,
+	// tells a check that comes late (this process was stopped or starved)
+	// to read what the daemon sent first, as cli.Lease does.
+	floor   time.Time
+	late    *cli.Lease
 	pending string           // the lock an acquire or try waits for
 	expire  <-chan time.Time // the pending acquire's timeout
 	timer   *time.Timer
@@ -179,7 +187,11 @@ func (s *session) reply(r Reply) bool {
 	case "acquired":
 		if r.Name == s.pending {
 			s.answered()
-			s.holding[r.Name] = &held{token: r.Token, lease: NewLease(r)}
+			h := &held{token: r.Token, lease: NewLease(r)}
+			s.holding[r.Name] = h
+			if u := h.lease.Until(); s.floor.IsZero() || u.Before(s.floor) {
+				s.floor = u
+			}
 			s.say(r)
 			return true
 		}
@@ -190,9 +202,14 @@ func (s *session) reply(r Reply) bool {
 			return true
 		}
 	case "valid":
+		// One reply every eighth of a lease speaks for every lock held.
+		s.floor = time.Time{}
 		for name, h := range s.holding {
 			if r.Name == "" || r.Name == name {
 				h.lease.Extend(r)
+			}
+			if u := h.lease.Until(); s.floor.IsZero() || u.Before(s.floor) {
+				s.floor = u
 			}
 		}
 	case "lost":
@@ -206,11 +223,21 @@ func (s *session) reply(r Reply) bool {
 
 // checkLeases gives up every held lock whose lease ran out.
 func (s *session) checkLeases() {
+	if !s.late.Overdue() {
+		return // this check came late: read the daemon's renewals first
+	}
+	now := time.Now()
+	if now.Before(s.floor) || len(s.holding) == 0 {
+		return
+	}
+	s.floor = time.Time{}
 	for name, h := range s.holding {
-		if h.lease.Overdue() {
+		if u := h.lease.Until(); now.After(u) {
 			_ = s.c.send(Request{Op: "release", Name: name})
 			delete(s.holding, name)
 			s.say(Reply{Event: "lost", Name: name, Token: h.token, Reason: "lease ran out without renewal"})
+		} else if s.floor.IsZero() || u.Before(s.floor) {
+			s.floor = u
 		}
 	}
 }

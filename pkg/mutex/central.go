@@ -1,6 +1,7 @@
 package mutex
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
@@ -27,6 +28,12 @@ type request struct {
 	sent       map[uint64]time.Time // send time of recent copies, by seq
 	next       time.Time            // next resend (waiting) or renewal (held)
 	validUntil time.Time
+	deferred   time.Time // a renewal held back until then (renewBurst)
+
+	key   reqKey
+	order uint64    // made after every request of a lower order
+	due   time.Time // when Tick must look at it (dueAt)
+	idx   int       // in central.reqHeap
 }
 
 type holder struct {
@@ -48,6 +55,11 @@ type waiter struct {
 type lock struct {
 	holder *holder
 	queue  []waiter
+
+	name  string
+	order uint64    // made after every lock of a lower order
+	due   time.Time // when Tick must look at it (dueAt)
+	idx   int       // in central.lockHeap
 }
 
 // central is one lockd daemon's state under the central algorithm.
@@ -58,7 +70,9 @@ type central struct {
 	coord node.ID
 	term  uint64
 
-	reqs map[reqKey]*request
+	reqs    map[reqKey]*request
+	reqHeap reqHeap // reqs by due time
+	made    uint64  // requests and locks made, for their order
 	// what this daemon promised: it vouched for coord at term until
 	// promiseUntil.
 	promised      node.ID
@@ -74,6 +88,8 @@ type central struct {
 	opened     bool            // ... which has come
 	reported   map[string]bool // names reported held since the takeover
 	locks      map[string]*lock
+	lockHeap   lockHeap        // locks by due time
+	blocked    map[string]bool // free locks with waiters: granted by Tick once it may
 	pingSeq    uint64
 	pingSent   map[uint64]time.Time
 	vouchUntil map[node.ID]time.Time
@@ -108,7 +124,7 @@ func newCentral(cfg Config) (*central, error) {
 	slices.Sort(peers)
 	cfg.Peers = slices.Compact(peers)
 	return &central{cfg: cfg, n: len(cfg.Peers), el: el, reqs: map[reqKey]*request{},
-		locks: map[string]*lock{}, reported: map[string]bool{}, pingSent: map[uint64]time.Time{},
+		locks: map[string]*lock{}, blocked: map[string]bool{}, reported: map[string]bool{}, pingSent: map[uint64]time.Time{},
 		vouchUntil: map[node.ID]time.Time{}, attempts: firstAttempt(cfg)}, nil
 }
 
@@ -119,11 +135,15 @@ func (m *central) Coordinator() (node.ID, uint64) { return m.coord, m.term }
 // valid at now. A paused daemon cannot report a lost lease, but its
 // holdings stop counting at Until all the same (lockd run enforces Until
 // itself), so this, not the event stream, defines who holds what.
+//
+// They come in no particular order (the order of the request heap, which
+// is deterministic): the service asks every eighth of a lease, and a
+// member may hold thousands of locks with names of up to 255 bytes.
 func (m *central) Holdings(now time.Time) []Holding {
 	var out []Holding
-	for _, k := range m.sortedReqs() {
-		if r := m.reqs[k]; r.held && now.Before(r.validUntil) {
-			out = append(out, Holding{Name: k.name, Client: k.client, Token: r.token, Until: r.validUntil})
+	for _, r := range m.reqHeap {
+		if r.held && now.Before(r.validUntil) {
+			out = append(out, Holding{Name: r.key.name, Client: r.key.client, Token: r.token, Until: r.validUntil})
 		}
 	}
 	return out
@@ -233,7 +253,9 @@ func (m *central) local(now time.Time, msg Msg) error {
 			return nil
 		}
 		m.attempts++
-		r := &request{attempt: m.attempts, nonBlock: msg.NonBlock, sent: map[uint64]time.Time{}, asked: now}
+		r := &request{attempt: m.attempts, nonBlock: msg.NonBlock, sent: map[uint64]time.Time{}, asked: now, key: k, idx: -1}
+		m.made++
+		r.order = m.made
 		m.reqs[k] = r
 		m.sendAcquire(now, k, r)
 	case LocalRelease:
@@ -241,7 +263,7 @@ func (m *central) local(now time.Time, msg Msg) error {
 		if r == nil {
 			return nil
 		}
-		delete(m.reqs, k)
+		m.dropReq(k)
 		if m.coord != node.None {
 			m.send(m.coord, Msg{Type: MsgRelease, Term: m.term, Name: k.name, Client: k.client, Token: r.token, Attempt: r.attempt})
 		}
@@ -260,6 +282,7 @@ func (m *central) stamp(now time.Time, r *request) uint64 {
 	r.sent[r.seq] = now
 	delete(r.sent, r.seq-8)
 	r.next = now.Add(m.cfg.Lease / 8)
+	m.schedule(r)
 	return r.seq
 }
 
@@ -333,21 +356,13 @@ func (m *central) sortedReqs() []reqKey {
 	for k := range m.reqs {
 		keys = append(keys, k)
 	}
-	slices.SortFunc(keys, func(a, b reqKey) int {
-		if a.name != b.name {
-			if a.name < b.name {
-				return -1
-			}
-			return 1
-		}
-		return int(int64(a.client) - int64(b.client))
-	})
+	sortKeys(keys)
 	return keys
 }
 
 func (m *central) startLeading(now time.Time) {
 	m.leading, m.active, m.opened, m.openAfter = true, false, false, time.Time{}
-	clear(m.locks)
+	m.forgetLocks()
 	clear(m.reported)
 	clear(m.vouchUntil)
 	clear(m.pingSent)
@@ -374,9 +389,17 @@ func (m *central) renewTerm(now time.Time) {
 	}
 }
 
+// forgetLocks empties the coordinator's lock table.
+func (m *central) forgetLocks() {
+	clear(m.locks)
+	clear(m.blocked)
+	clear(m.lockHeap)
+	m.lockHeap = m.lockHeap[:0]
+}
+
 func (m *central) stopLeading() {
 	m.leading, m.active = false, false
-	clear(m.locks)
+	m.forgetLocks()
 	m.nextPing = time.Time{}
 }
 
@@ -527,15 +550,16 @@ func (m *central) onReply(now time.Time, from node.ID, msg Msg) {
 		}
 		r.held, r.token, r.validUntil = true, msg.Token, valid
 		r.next = now.Add(m.cfg.Lease / 8)
+		m.schedule(r)
 		m.events = append(m.events, GrantEvent{Event: "acquired", Name: k.name, Client: k.client, Token: msg.Token, Valid: valid.Sub(now)})
 	case MsgBusy:
 		if !r.held && r.nonBlock && msg.Attempt == r.attempt {
-			delete(m.reqs, k)
+			m.dropReq(k)
 			m.events = append(m.events, BusyEvent{Event: "busy", Name: k.name, Client: k.client})
 		}
 	case MsgUnavailable:
 		if !r.held && r.nonBlock && msg.Attempt == r.attempt {
-			delete(m.reqs, k)
+			m.dropReq(k)
 			m.events = append(m.events, UnavailableEvent{Event: "unavailable", Name: k.name, Client: k.client,
 				Reason: "the coordinator cannot grant yet: it is taking over, or has no majority"})
 		}
@@ -543,6 +567,7 @@ func (m *central) onReply(now time.Time, from node.ID, msg Msg) {
 		if r.held && known && msg.Token == r.token {
 			if v := sent.Add(time.Duration(safety * float64(m.cfg.Lease))); v.After(r.validUntil) {
 				r.validUntil = v
+				m.schedule(r)
 			}
 		}
 	case MsgRevoked:
@@ -553,7 +578,7 @@ func (m *central) onReply(now time.Time, from node.ID, msg Msg) {
 }
 
 func (m *central) lose(k reqKey, r *request, reason string) {
-	delete(m.reqs, k)
+	m.dropReq(k)
 	m.events = append(m.events, LostEvent{Event: "lost", Name: k.name, Client: k.client, Token: r.token, Reason: reason})
 }
 
@@ -579,7 +604,8 @@ func (m *central) activate(now time.Time) {
 func (m *central) lockOf(name string) *lock {
 	l := m.locks[name]
 	if l == nil {
-		l = &lock{}
+		m.made++
+		l = &lock{name: name, idx: -1, order: m.made}
 		m.locks[name] = l
 	}
 	return l
@@ -604,6 +630,7 @@ func (m *central) onReport(now time.Time, from node.ID, msg Msg) {
 		case rec.Token == 0 && !l.waiting(from, rec.Client) && !l.holds(from, rec.Client):
 			l.queue = append(l.queue, waiter{node: from, client: rec.Client, attempt: rec.Attempt, lastSeen: now})
 		}
+		m.tidy(l)
 	}
 }
 
@@ -621,6 +648,7 @@ func (m *central) grantable(now time.Time, name string) bool {
 
 func (m *central) onAcquire(now time.Time, from node.ID, msg Msg) {
 	l := m.lockOf(msg.Name)
+	defer m.tidy(l)
 	if l.holds(from, msg.Client) && l.holder.attempt != msg.Attempt {
 		if msg.Attempt < l.holder.attempt {
 			return // a late copy of a request that was granted and is over
@@ -679,7 +707,11 @@ func laterOf(a, b time.Time) time.Time {
 // grantNext hands a free lock to the first live waiter (FCFS).
 func (m *central) grantNext(now time.Time, name string) {
 	l := m.locks[name]
-	if l == nil || l.holder != nil || len(l.queue) == 0 || !m.grantable(now, name) {
+	if l == nil {
+		return
+	}
+	defer m.tidy(l)
+	if l.holder != nil || len(l.queue) == 0 || !m.grantable(now, name) {
 		return
 	}
 	if m.counter >= maxGrants {
@@ -702,8 +734,9 @@ func (m *central) grantNext(now time.Time, name string) {
 // batches of its own.
 func (m *central) onRenews(now time.Time, from node.ID, msg Msg) {
 	var acks []LockRec
+	majority := m.majority(now) // once per batch: the same for every record
 	for _, rec := range msg.Locks {
-		if m.renew(now, from, rec) {
+		if m.renew(now, from, rec, majority) {
 			acks = append(acks, rec)
 		}
 	}
@@ -716,7 +749,7 @@ func (m *central) onRenews(now time.Time, from node.ID, msg Msg) {
 
 // renew extends one holder's lease, if it still holds; a holder this
 // coordinator knows to be gone is told its lock is revoked.
-func (m *central) renew(now time.Time, from node.ID, rec LockRec) bool {
+func (m *central) renew(now time.Time, from node.ID, rec LockRec, majority bool) bool {
 	l := m.locks[rec.Name]
 	if l == nil || !l.holds(from, rec.Client) || l.holder.token != rec.Token {
 		if m.active && (m.reported[rec.Name] || m.opened) {
@@ -724,10 +757,11 @@ func (m *central) renew(now time.Time, from node.ID, rec LockRec) bool {
 		}
 		return false
 	}
-	if !m.majority(now) {
+	if !majority {
 		return false
 	}
 	l.holder.expires = laterOf(l.holder.expires, now.Add(m.cfg.Lease))
+	m.tidy(l)
 	return true
 }
 
@@ -752,23 +786,37 @@ func (m *central) Tick(now time.Time) {
 	m.el.Tick(now)
 	m.afterElection(now)
 	var renewals []LockRec
-	for _, k := range m.sortedReqs() {
-		r := m.reqs[k]
+	size := 0 // the renewals' bytes, against renewBurst
+	// Only the requests due by the end of this renewal batch (see below).
+	for _, r := range m.dueReqs(now.Add(m.cfg.Lease / 32)) {
+		k := r.key
 		switch {
+		case m.reqs[k] != r: // given up above
 		case r.held && !now.Before(r.validUntil):
 			m.lose(k, r, "lease expired")
 			if m.coord != node.None {
 				m.send(m.coord, Msg{Type: MsgRelease, Term: m.term, Name: k.name, Client: k.client, Token: r.token, Attempt: r.attempt})
 			}
-		case r.held && !now.Before(r.next.Add(-m.cfg.Lease/32)):
+		case r.held && !now.Before(r.next.Add(-m.cfg.Lease/32)) && !now.Before(r.deferred):
 			// Renewals due within the next 1/32 of a lease go now too:
 			// they travel together, and the machine wakes once per batch
 			// rather than once per lock (a member may hold thousands).
+			// But at most renewBurst bytes of them: the rest follow a
+			// pace later (renewPace), so that thousands of renewals,
+			// which this batching draws together, never reach the
+			// coordinator as one burst larger than its socket takes.
+			if size += len(k.name) + 4*binary.MaxVarintLen64; size > renewBurst {
+				r.deferred = now.Add(m.renewPace())
+				m.schedule(r)
+				continue
+			}
 			renewals = append(renewals, m.renewal(now, k, r))
+		case r.held:
+			// A renewal held back (above), not due yet.
 		case r.nonBlock && !r.held && now.Sub(r.asked) >= m.cfg.Lease/2:
 			// A non-blocking request the coordinator never answered: it
 			// is out of reach (this member is cut off, or it is gone).
-			delete(m.reqs, k)
+			m.dropReq(k)
 			if m.coord != node.None {
 				m.send(m.coord, Msg{Type: MsgRelease, Term: m.term, Name: k.name, Client: k.client, Attempt: r.attempt})
 			}
@@ -784,6 +832,15 @@ func (m *central) Tick(now time.Time) {
 	}
 	m.drainLoopback(now)
 }
+
+// renewBurst bounds the bytes of renewal records a member sends at one
+// Tick: 16 frames, half a megabyte, a quarter of the 1 MiB receive buffer
+// the transport asks for (which the kernel doubles). The rest go renewPace
+// later, so 10,000 renewals of 255-byte names (2.9 MB per eighth of a
+// lease) go in six bursts a 64th of a lease apart.
+const renewBurst = 16 * listBudget
+
+func (m *central) renewPace() time.Duration { return m.cfg.Lease / 64 }
 
 func (m *central) coordinatorTick(now time.Time) {
 	if !now.Before(m.nextPing) {
@@ -812,17 +869,27 @@ func (m *central) coordinatorTick(now time.Time) {
 			delete(m.vouchUntil, p)
 		}
 	}
-	names := slices.Sorted(maps.Keys(m.locks))
-	for _, name := range names {
+	// The locks whose holder's lease or a waiter's wait ran out, and the
+	// free ones with waiters, which may be granted now (after a takeover
+	// or once the majority is back): no other lock can change.
+	names := m.dueLocks(now)
+	if m.active && m.majority(now) {
+		for name := range m.blocked {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	for _, name := range slices.Compact(names) {
 		l := m.locks[name]
+		if l == nil {
+			continue
+		}
 		if l.holder != nil && !now.Before(l.holder.expires) {
 			l.holder = nil // the holder's lease is over: it has given up
 		}
 		l.queue = slices.DeleteFunc(l.queue, func(w waiter) bool { return now.Sub(w.lastSeen) > m.cfg.Lease })
+		m.tidy(l)
 		m.grantNext(now, name)
-		if l.holder == nil && len(l.queue) == 0 {
-			delete(m.locks, name)
-		}
 	}
 }
 
@@ -853,19 +920,14 @@ func (m *central) Ready() node.Ready[Msg] {
 			r.Wake = t
 		}
 	}
-	for _, q := range m.reqs {
-		wake(q.next)
-		if q.held {
-			wake(q.validUntil)
-		}
+	if len(m.reqHeap) > 0 {
+		wake(m.reqHeap[0].due)
 	}
 	if m.leading {
 		wake(m.nextPing)
 		wake(m.openAfter)
-		for _, l := range m.locks {
-			if l.holder != nil {
-				wake(l.holder.expires)
-			}
+		if len(m.lockHeap) > 0 {
+			wake(m.lockHeap[0].due)
 		}
 		for _, until := range m.vouchUntil {
 			wake(until)

@@ -1,0 +1,209 @@
+package mutex
+
+import (
+	"cmp"
+	"container/heap"
+	"slices"
+	"time"
+)
+
+// The central algorithm keeps its timers in two heaps, so that the work
+// per message and per wake-up grows with the timers that are due, not
+// with the locks held: a member's requests by when each next needs Tick
+// (reqHeap), and a coordinator's locks by when a holder's lease or a
+// waiter's wait runs out (lockHeap). Equal times are ordered by when the
+// request or lock was made (a counter: names may be 255 bytes long, and
+// thousands of renewals fall due at one instant), so the machine stays
+// deterministic; the work that falls due at one Tick is done in that
+// order too.
+
+// due is when Tick must look at r: a resend, a renewal, the lease's end,
+// or a non-blocking request's time to give up.
+func (r *request) dueAt(lease time.Duration) time.Time {
+	t := r.next
+	if r.held && r.deferred.After(t) {
+		t = r.deferred
+	}
+	if r.held && r.validUntil.Before(t) {
+		t = r.validUntil
+	}
+	if !r.held && r.nonBlock {
+		if g := r.asked.Add(lease / 2); g.Before(t) {
+			t = g
+		}
+	}
+	return t
+}
+
+type reqHeap []*request
+
+func (h reqHeap) Len() int { return len(h) }
+func (h reqHeap) Less(i, j int) bool {
+	if !h[i].due.Equal(h[j].due) {
+		return h[i].due.Before(h[j].due)
+	}
+	return h[i].order < h[j].order
+}
+func (h reqHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].idx, h[j].idx = i, j
+}
+func (h *reqHeap) Push(x any) {
+	r := x.(*request)
+	r.idx = len(*h)
+	*h = append(*h, r)
+}
+func (h *reqHeap) Pop() any {
+	old := *h
+	r := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	r.idx = -1
+	return r
+}
+
+func (a reqKey) less(b reqKey) bool {
+	if a.name != b.name {
+		return a.name < b.name
+	}
+	return a.client < b.client
+}
+
+// schedule puts r in the request heap, or moves it after a change.
+func (m *central) schedule(r *request) {
+	r.due = r.dueAt(m.cfg.Lease)
+	if r.idx < 0 {
+		heap.Push(&m.reqHeap, r)
+	} else {
+		heap.Fix(&m.reqHeap, r.idx)
+	}
+}
+
+// dropReq forgets a request.
+func (m *central) dropReq(k reqKey) {
+	if r := m.reqs[k]; r != nil {
+		if r.idx >= 0 {
+			heap.Remove(&m.reqHeap, r.idx)
+		}
+		delete(m.reqs, k)
+	}
+}
+
+// dueReqs lists, oldest first, the requests due by until: a walk of the
+// heap's top, in time proportional to what it returns.
+func (m *central) dueReqs(until time.Time) []*request {
+	var out []*request
+	h := m.reqHeap
+	stack := []int{0}
+	for len(stack) > 0 {
+		i := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if i >= len(h) || h[i].due.After(until) {
+			continue
+		}
+		out = append(out, h[i])
+		stack = append(stack, 2*i+1, 2*i+2)
+	}
+	slices.SortFunc(out, func(a, b *request) int { return cmp.Compare(a.order, b.order) })
+	return out
+}
+
+// lockDue is when the coordinator must look at l: its holder's lease
+// ends, or its longest-silent waiter is given up (a waiter not heard from
+// for more than a lease).
+func (l *lock) dueAt(lease time.Duration) time.Time {
+	var t time.Time
+	if l.holder != nil {
+		t = l.holder.expires
+	}
+	for _, w := range l.queue {
+		if g := w.lastSeen.Add(lease + 1); t.IsZero() || g.Before(t) {
+			t = g
+		}
+	}
+	return t
+}
+
+type lockHeap []*lock
+
+func (h lockHeap) Len() int { return len(h) }
+func (h lockHeap) Less(i, j int) bool {
+	if !h[i].due.Equal(h[j].due) {
+		return h[i].due.Before(h[j].due)
+	}
+	return h[i].order < h[j].order
+}
+func (h lockHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].idx, h[j].idx = i, j
+}
+func (h *lockHeap) Push(x any) {
+	l := x.(*lock)
+	l.idx = len(*h)
+	*h = append(*h, l)
+}
+func (h *lockHeap) Pop() any {
+	old := *h
+	l := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	l.idx = -1
+	return l
+}
+
+// tidy files a lock after a change: an empty one is forgotten; a free one
+// with waiters is marked blocked (Tick hands it on once it may); every
+// other one is rescheduled.
+func (m *central) tidy(l *lock) {
+	if l == nil {
+		return
+	}
+	if l.holder == nil && len(l.queue) == 0 {
+		if l.idx >= 0 {
+			heap.Remove(&m.lockHeap, l.idx)
+		}
+		delete(m.locks, l.name)
+		delete(m.blocked, l.name)
+		return
+	}
+	if l.holder == nil {
+		m.blocked[l.name] = true
+	} else {
+		delete(m.blocked, l.name)
+	}
+	l.due = l.dueAt(m.cfg.Lease)
+	if l.idx < 0 {
+		heap.Push(&m.lockHeap, l)
+	} else {
+		heap.Fix(&m.lockHeap, l.idx)
+	}
+}
+
+// dueLocks lists the names of the locks due by until, as dueReqs does.
+func (m *central) dueLocks(until time.Time) []string {
+	var out []string
+	h := m.lockHeap
+	stack := []int{0}
+	for len(stack) > 0 {
+		i := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if i >= len(h) || h[i].due.After(until) {
+			continue
+		}
+		out = append(out, h[i].name)
+		stack = append(stack, 2*i+1, 2*i+2)
+	}
+	return out
+}
+
+func sortKeys(keys []reqKey) {
+	slices.SortFunc(keys, func(a, b reqKey) int {
+		switch {
+		case a.less(b):
+			return -1
+		case b.less(a):
+			return 1
+		}
+		return 0
+	})
+}
