@@ -31,9 +31,7 @@ type request struct {
 	deferred   time.Time // a renewal held back until then (renewBurst)
 
 	key   reqKey
-	order uint64    // made after every request of a lower order
-	due   time.Time // when Tick must look at it (dueAt)
-	idx   int       // in central.reqHeap
+	timer // in central.reqHeap; made after every request of a lower order
 }
 
 type holder struct {
@@ -57,9 +55,7 @@ type lock struct {
 	queue  []waiter
 
 	name  string
-	order uint64    // made after every lock of a lower order
-	due   time.Time // when Tick must look at it (dueAt)
-	idx   int       // in central.lockHeap
+	timer // in central.lockHeap; made after every lock of a lower order
 }
 
 // central is one lockd daemon's state under the central algorithm.
@@ -71,8 +67,8 @@ type central struct {
 	term  uint64
 
 	reqs    map[reqKey]*request
-	reqHeap reqHeap // reqs by due time
-	made    uint64  // requests and locks made, for their order
+	reqHeap timerHeap[*request] // reqs by due time
+	made    uint64              // requests and locks made, for their order
 	// what this daemon promised: it vouched for coord at term until
 	// promiseUntil.
 	promised      node.ID
@@ -88,8 +84,8 @@ type central struct {
 	opened     bool            // ... which has come
 	reported   map[string]bool // names reported held since the takeover
 	locks      map[string]*lock
-	lockHeap   lockHeap        // locks by due time
-	blocked    map[string]bool // free locks with waiters: granted by Tick once it may
+	lockHeap   timerHeap[*lock] // locks by due time
+	blocked    map[string]bool  // free locks with waiters: granted by Tick once it may
 	pingSeq    uint64
 	pingSent   map[uint64]time.Time
 	vouchUntil map[node.ID]time.Time
@@ -253,7 +249,7 @@ func (m *central) local(now time.Time, msg Msg) error {
 			return nil
 		}
 		m.attempts++
-		r := &request{attempt: m.attempts, nonBlock: msg.NonBlock, sent: map[uint64]time.Time{}, asked: now, key: k, idx: -1}
+		r := &request{attempt: m.attempts, nonBlock: msg.NonBlock, sent: map[uint64]time.Time{}, asked: now, key: k, timer: timer{idx: -1}}
 		m.made++
 		r.order = m.made
 		m.reqs[k] = r
@@ -605,7 +601,7 @@ func (m *central) lockOf(name string) *lock {
 	l := m.locks[name]
 	if l == nil {
 		m.made++
-		l = &lock{name: name, idx: -1, order: m.made}
+		l = &lock{name: name, timer: timer{idx: -1, order: m.made}}
 		m.locks[name] = l
 	}
 	return l

@@ -35,31 +35,61 @@ func (r *request) dueAt(lease time.Duration) time.Time {
 	return t
 }
 
-type reqHeap []*request
+// timer is an item's place in a timerHeap: when it is due, the order it
+// was made in (which breaks ties) and its index in the heap (-1: not in it).
+type timer struct {
+	order uint64
+	due   time.Time // when Tick must look at it (dueAt)
+	idx   int
+}
 
-func (h reqHeap) Len() int { return len(h) }
-func (h reqHeap) Less(i, j int) bool {
-	if !h[i].due.Equal(h[j].due) {
-		return h[i].due.Before(h[j].due)
+func (t *timer) slot() *timer { return t }
+
+// timerHeap is a container/heap of items by due time, then by order.
+type timerHeap[T interface{ slot() *timer }] []T
+
+func (h timerHeap[T]) Len() int { return len(h) }
+func (h timerHeap[T]) Less(i, j int) bool {
+	a, b := h[i].slot(), h[j].slot()
+	if !a.due.Equal(b.due) {
+		return a.due.Before(b.due)
 	}
-	return h[i].order < h[j].order
+	return a.order < b.order
 }
-func (h reqHeap) Swap(i, j int) {
+func (h timerHeap[T]) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
-	h[i].idx, h[j].idx = i, j
+	h[i].slot().idx, h[j].slot().idx = i, j
 }
-func (h *reqHeap) Push(x any) {
-	r := x.(*request)
-	r.idx = len(*h)
-	*h = append(*h, r)
+func (h *timerHeap[T]) Push(x any) {
+	v := x.(T)
+	v.slot().idx = len(*h)
+	*h = append(*h, v)
 }
-func (h *reqHeap) Pop() any {
+func (h *timerHeap[T]) Pop() any {
 	old := *h
-	r := old[len(old)-1]
-	old[len(old)-1] = nil
+	v := old[len(old)-1]
+	var zero T
+	old[len(old)-1] = zero
 	*h = old[:len(old)-1]
-	r.idx = -1
-	return r
+	v.slot().idx = -1
+	return v
+}
+
+// dueBy lists the items due by until, in no particular order: a walk of
+// the heap's top, in time proportional to what it returns.
+func (h timerHeap[T]) dueBy(until time.Time) []T {
+	var out []T
+	stack := []int{0}
+	for len(stack) > 0 {
+		i := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if i >= len(h) || h[i].slot().due.After(until) {
+			continue
+		}
+		out = append(out, h[i])
+		stack = append(stack, 2*i+1, 2*i+2)
+	}
+	return out
 }
 
 func (a reqKey) less(b reqKey) bool {
@@ -89,21 +119,9 @@ func (m *central) dropReq(k reqKey) {
 	}
 }
 
-// dueReqs lists, oldest first, the requests due by until: a walk of the
-// heap's top, in time proportional to what it returns.
+// dueReqs lists, oldest first, the requests due by until.
 func (m *central) dueReqs(until time.Time) []*request {
-	var out []*request
-	h := m.reqHeap
-	stack := []int{0}
-	for len(stack) > 0 {
-		i := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		if i >= len(h) || h[i].due.After(until) {
-			continue
-		}
-		out = append(out, h[i])
-		stack = append(stack, 2*i+1, 2*i+2)
-	}
+	out := m.reqHeap.dueBy(until)
 	slices.SortFunc(out, func(a, b *request) int { return cmp.Compare(a.order, b.order) })
 	return out
 }
@@ -122,33 +140,6 @@ func (l *lock) dueAt(lease time.Duration) time.Time {
 		}
 	}
 	return t
-}
-
-type lockHeap []*lock
-
-func (h lockHeap) Len() int { return len(h) }
-func (h lockHeap) Less(i, j int) bool {
-	if !h[i].due.Equal(h[j].due) {
-		return h[i].due.Before(h[j].due)
-	}
-	return h[i].order < h[j].order
-}
-func (h lockHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].idx, h[j].idx = i, j
-}
-func (h *lockHeap) Push(x any) {
-	l := x.(*lock)
-	l.idx = len(*h)
-	*h = append(*h, l)
-}
-func (h *lockHeap) Pop() any {
-	old := *h
-	l := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	l.idx = -1
-	return l
 }
 
 // tidy files a lock after a change: an empty one is forgotten; a free one
@@ -179,19 +170,12 @@ func (m *central) tidy(l *lock) {
 	}
 }
 
-// dueLocks lists the names of the locks due by until, as dueReqs does.
+// dueLocks lists the names of the locks due by until, in no particular
+// order.
 func (m *central) dueLocks(until time.Time) []string {
 	var out []string
-	h := m.lockHeap
-	stack := []int{0}
-	for len(stack) > 0 {
-		i := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		if i >= len(h) || h[i].due.After(until) {
-			continue
-		}
-		out = append(out, h[i].name)
-		stack = append(stack, 2*i+1, 2*i+2)
+	for _, l := range m.lockHeap.dueBy(until) {
+		out = append(out, l.name)
 	}
 	return out
 }
