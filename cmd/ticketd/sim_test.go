@@ -28,7 +28,7 @@ func simRun(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	return code, o.String(), e.String()
 }
 
-// TestSimCommand: `ticketd sim` as the README shows it: a text report, one
+// TestSimCommand: `ticketd sim` as docs/ticketd.md shows it: a text report, one
 // JSON object with --json that the same seed reproduces, exit 64 for a
 // configuration it refuses, and a plot in the format the file names.
 func TestSimCommand(t *testing.T) {

@@ -28,9 +28,9 @@ func TestSimulateReplays(t *testing.T) {
 
 // TestAvailabilityAnalysis reproduces the seed's availability analysis
 // (§4, "Availability") on both sides of its bound p_f < ½(1−α), for the
-// three α of the README's table. Far below the bound, acquisitions
+// three α of docs/ticketd.md's table. Far below the bound, acquisitions
 // succeed w.h.p.; above it, they mostly fail. Between the two the real
-// protocol falls short of the bound (the README's table says where and
+// protocol falls short of the bound (docs/ticketd.md's table says where and
 // why), so that region is reported, not asserted.
 func TestAvailabilityAnalysis(t *testing.T) {
 	if testing.Short() {
