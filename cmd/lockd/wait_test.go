@@ -1,30 +1,17 @@
 package main
 
 import (
-	"context"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/roundtable-go/roundtable/pkg/cli"
+	"github.com/roundtable-go/roundtable/pkg/cli/clitest"
 )
 
-// runLockdFor is runLockd with a limit: a client still running after it is
-// killed (exit -1), and how long it ran is returned.
+// runLockdFor runs lockd with a limit (clitest.RunFor).
 func runLockdFor(limit time.Duration, args ...string) (code int, stderr string, took time.Duration) {
-	ctx, cancel := context.WithTimeout(context.Background(), limit)
-	defer cancel()
-	var errOut strings.Builder
-	cmd := exec.CommandContext(ctx, lockdBin, args...)
-	cmd.Stdin, cmd.Stderr = strings.NewReader(""), &errOut
-	start := time.Now()
-	err := cmd.Run()
-	took = time.Since(start)
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	}
-	return code, errOut.String(), took
+	return clitest.RunFor(limit, lockdBin, args...)
 }
 
 // startCost measures what a client costs that the daemon answers at

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,21 +15,9 @@ import (
 	"github.com/roundtable-go/roundtable/pkg/cli/clitest"
 )
 
-// runTicketdFor runs ticketd with a limit (a client still running after it
-// is killed, exit -1) and returns how long it ran.
+// runTicketdFor runs ticketd with a limit (clitest.RunFor).
 func runTicketdFor(limit time.Duration, args ...string) (code int, stderr string, took time.Duration) {
-	ctx, cancel := context.WithTimeout(context.Background(), limit)
-	defer cancel()
-	var errOut strings.Builder
-	cmd := exec.CommandContext(ctx, ticketdBin, args...)
-	cmd.Stdin, cmd.Stderr = strings.NewReader(""), &errOut
-	start := time.Now()
-	err := cmd.Run()
-	took = time.Since(start)
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	}
-	return code, errOut.String(), took
+	return clitest.RunFor(limit, ticketdBin, args...)
 }
 
 // TestWaitsSayWhyAndEnd: a client waiting for a ticket says on stderr what

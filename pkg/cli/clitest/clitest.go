@@ -5,6 +5,7 @@ package clitest
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -295,4 +296,22 @@ func CheckJSON(t testing.TB, tool string, output []byte) {
 			}
 		}
 	}
+}
+
+// RunFor runs bin with args and no input, killing it after limit, and
+// returns its exit code (-1 if it was killed), its stderr and how long it
+// ran.
+func RunFor(limit time.Duration, bin string, args ...string) (code int, stderr string, took time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	var errOut strings.Builder
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Stdin, cmd.Stderr = strings.NewReader(""), &errOut
+	start := time.Now()
+	err := cmd.Run()
+	took = time.Since(start)
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	}
+	return code, errOut.String(), took
 }
