@@ -118,7 +118,7 @@ gofmt_check() {
 }
 stage "gofmt" gofmt_check
 
-vet() { go vet ./... && go vet -tags plot ./pkg/ticketd ./cmd/ticketd; }
+vet() { go vet ./... && go vet -tags plot ./pkg/ticketsim ./cmd/ticketd; }
 stage "go vet" vet
 
 stage "ticketd sim --plot (a ticketd built with -tags plot)" \

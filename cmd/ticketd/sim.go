@@ -9,7 +9,7 @@ import (
 
 	"github.com/roundtable-go/roundtable/pkg/cli"
 	"github.com/roundtable-go/roundtable/pkg/ticket"
-	"github.com/roundtable-go/roundtable/pkg/ticketd"
+	"github.com/roundtable-go/roundtable/pkg/ticketsim"
 )
 
 func simCommand() *ucli.Command {
@@ -65,7 +65,7 @@ func simCmd(c *ucli.Context) error {
 	if c.Args().Len() > 0 {
 		return cli.Exitf(cli.ExitUsage, "sim takes no arguments, got %q", c.Args().First())
 	}
-	cfg := ticketd.SimConfig{Processes: c.Int("processes"), Tickets: c.Int("tickets"), K: c.Int("k"), PF: c.Float64("pf"),
+	cfg := ticketsim.SimConfig{Processes: c.Int("processes"), Tickets: c.Int("tickets"), K: c.Int("k"), PF: c.Float64("pf"),
 		Alpha: c.Float64("alpha"), Rounds: c.Int("rounds"), Seed: c.Uint64("seed"), Round: c.Duration("round"),
 		Patience: c.Int("patience"), Check: c.Bool("check")}
 	if c.Bool("trace") {
@@ -94,18 +94,18 @@ func simCmd(c *ucli.Context) error {
 	out := cli.NewOutput(os.Stdout, c.Bool(cli.FlagJSON))
 	if file := c.String("plot"); file != "" || c.Bool("sweep") {
 		if file != "" {
-			if err := ticketd.PlotFormat(file); err != nil {
+			if err := ticketsim.PlotFormat(file); err != nil {
 				return cli.Exitf(cli.ExitUsage, "%v", err)
 			}
-			if !ticketd.CanPlot {
-				return cli.Exitf(cli.ExitUnavailable, "--plot: %v (or --sweep for the numbers)", ticketd.ErrNoPlot)
+			if !ticketsim.CanPlot {
+				return cli.Exitf(cli.ExitUnavailable, "--plot: %v (or --sweep for the numbers)", ticketsim.ErrNoPlot)
 			}
 		}
-		pfs := ticketd.SweepPFs
+		pfs := ticketsim.SweepPFs
 		if cfg.Paper {
-			pfs = ticketd.SweepPFsPaper
+			pfs = ticketsim.SweepPFsPaper
 		}
-		points, err := ticketd.Sweep(cfg, ticketd.SweepAlphas, pfs, c.Int("seeds"), func(p ticketd.SweepPoint) {
+		points, err := ticketsim.Sweep(cfg, ticketsim.SweepAlphas, pfs, c.Int("seeds"), func(p ticketsim.SweepPoint) {
 			out.Value(p.Line(), p)
 		})
 		if err != nil {
@@ -115,12 +115,12 @@ func simCmd(c *ucli.Context) error {
 			return nil
 		}
 		title := fmt.Sprintf("ticketd: %d processes, %d tickets, k = %d, %d rounds, %d seeds", cfg.Processes, cfg.Tickets, cfg.K, cfg.Rounds, c.Int("seeds"))
-		if err := ticketd.Plot(points, title, file); err != nil {
+		if err := ticketsim.Plot(points, title, file); err != nil {
 			return cli.Exitf(1, "--plot: %v", err)
 		}
 		return nil
 	}
-	r, err := ticketd.Simulate(cfg)
+	r, err := ticketsim.Simulate(cfg)
 	if err != nil {
 		return cli.Exitf(1, "%v", err)
 	}

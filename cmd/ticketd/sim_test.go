@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/roundtable-go/roundtable/pkg/cli/clitest"
-	"github.com/roundtable-go/roundtable/pkg/ticketd"
+	"github.com/roundtable-go/roundtable/pkg/ticketsim"
 )
 
 func simRun(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -66,7 +66,7 @@ func TestSimCommand(t *testing.T) {
 	clitest.CheckJSON(t, "ticketd sim", []byte(out))
 	file := filepath.Join(t.TempDir(), "a.svg")
 	code, out, stderr = simRun(t, "--processes", "40", "--tickets", "10", "--rounds", "40", "--seeds", "1", "--plot", file)
-	if !ticketd.CanPlot {
+	if !ticketsim.CanPlot {
 		// The default build: a clear refusal before any work.
 		if code != 69 || out != "" || !strings.Contains(stderr, "-tags plot") {
 			t.Fatalf("--plot without plots: exit %d, want 69 and how to build with them\n%s%s", code, out, stderr)

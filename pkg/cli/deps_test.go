@@ -8,13 +8,16 @@ import (
 )
 
 // TestToolDependencies keeps each tool one binary without bloat: no tool
-// links an HTTP stack, the simulator or a test-only module, and each links
-// only the protocol packages it runs.
+// links an HTTP stack, the simulator, its test flags (pkg/sim/simtest) or
+// a test-only module, and each links only the protocol packages it runs.
+// No service package links the simulator: a `sim` subcommand has its own
+// package.
 func TestToolDependencies(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list")
 	}
 	forbidden := []string{"net/http", "github.com/roundtable-go/roundtable/pkg/sim",
+		"github.com/roundtable-go/roundtable/pkg/sim/simtest",
 		"github.com/anishathalye/porcupine", "github.com/beevik/ntp", "gonum.org/"}
 	protocols := map[string][]string{ // what each tool may link of the protocol packages
 		"elect":     {"election"},
@@ -22,9 +25,9 @@ func TestToolDependencies(t *testing.T) {
 		"clocksync": {"clocksync", "election", "clockd"},
 		"consensus": {"consensus"},
 		"mcast":     {"mcast", "gossip", "mcastd"},
-		"ticketd":   {"ticket", "ticketd", "gossip"},
+		"ticketd":   {"ticket", "ticketd", "ticketsim", "gossip"},
 	}
-	all := []string{"election", "mutex", "lockd", "clocksync", "clockd", "consensus", "ticket", "ticketd", "mcast", "gossip", "mcastd"}
+	all := []string{"election", "mutex", "lockd", "clocksync", "clockd", "consensus", "ticket", "ticketd", "ticketsim", "mcast", "gossip", "mcastd"}
 	// `ticketd sim` runs the simulator. Its plots (gonum) are only in a
 	// ticketd built with -tags plot: gonum/plot parses a dozen fonts at
 	// start-up, about 0.6 ms that every `ticketd run` would pay twice.
@@ -49,6 +52,15 @@ func TestToolDependencies(t *testing.T) {
 					t.Errorf("%s links pkg/%s, another tool's protocol", tool, p)
 				}
 			}
+		}
+	}
+	for _, svc := range []string{"lockd", "clockd", "ticketd", "mcastd"} {
+		out, err := exec.Command("go", "list", "-deps", "../"+svc).Output()
+		if err != nil {
+			t.Fatalf("go list pkg/%s: %v", svc, err)
+		}
+		if slices.Contains(strings.Fields(string(out)), "github.com/roundtable-go/roundtable/pkg/sim") {
+			t.Errorf("the service pkg/%s links pkg/sim", svc)
 		}
 	}
 }

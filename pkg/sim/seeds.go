@@ -1,10 +1,7 @@
 package sim
 
 import (
-	"flag"
 	"math/rand/v2"
-	"os"
-	"strconv"
 
 	"github.com/roundtable-go/roundtable/pkg/node"
 )
@@ -15,31 +12,23 @@ import (
 // scripts/test.sh asks for 1,000 (SIM_SEEDS=1000).
 const DefaultSeeds = 100
 
-// The flags every property test shares: how many seeds to run, or one seed
-// to replay. SIM_SEEDS sets the default count; Seeds is the one place it
-// is read.
-var (
-	seedCount = flag.Int("seeds", envInt("SIM_SEEDS", DefaultSeeds), "simulator seeds per property test (env SIM_SEEDS)")
-	seedOnly  = flag.Uint64("seed", 0, "run only this simulator seed (replay a failure)")
-)
+// seedSource is what Seeds returns; pkg/sim/simtest installs it.
+var seedSource func() []uint64
 
-func envInt(name string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
-		return v
-	}
-	return def
-}
+// SetSeeds installs the function Seeds calls. pkg/sim/simtest calls it
+// when a test binary starts, with the seeds its test flags (-seeds, -seed,
+// SIM_SEEDS) choose; the flags live there so that no production binary
+// that links the simulator carries them.
+func SetSeeds(f func() []uint64) { seedSource = f }
 
 // Seeds returns the seeds a property test runs: 1..-seeds, or just -seed.
+// It panics in a test binary that does not import pkg/sim/simtest, rather
+// than quietly run a default count that SIM_SEEDS was meant to change.
 func Seeds() []uint64 {
-	if *seedOnly != 0 {
-		return []uint64{*seedOnly}
+	if seedSource == nil {
+		panic(`sim.Seeds: the test flags are in pkg/sim/simtest; add import _ "github.com/roundtable-go/roundtable/pkg/sim/simtest" to a _test.go file of this package`)
 	}
-	out := make([]uint64, *seedCount)
-	for i := range out {
-		out[i] = uint64(i + 1)
-	}
-	return out
+	return seedSource()
 }
 
 // RandomPartition splits the nodes into two non-empty groups chosen with r

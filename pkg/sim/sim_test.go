@@ -2,6 +2,7 @@ package sim_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -142,4 +143,16 @@ func ExampleSim() {
 	s.RunFor(95 * time.Millisecond)
 	fmt.Println(counts[1], counts[2], counts[3])
 	// Output: 20 20 20
+}
+
+// TestSeedsWithoutFlags: this test binary does not import pkg/sim/simtest,
+// so it has no -seeds or -seed; sim.Seeds says so instead of running a
+// default count that SIM_SEEDS was meant to change.
+func TestSeedsWithoutFlags(t *testing.T) {
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "pkg/sim/simtest") {
+			t.Fatalf("sim.Seeds without pkg/sim/simtest: got %v, want a panic naming pkg/sim/simtest", r)
+		}
+	}()
+	sim.Seeds()
 }

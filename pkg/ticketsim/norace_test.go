@@ -1,5 +1,5 @@
 //go:build !race
 
-package ticketd
+package ticketsim
 
 const raceEnabled = false

@@ -1,6 +1,6 @@
 //go:build race
 
-package ticketd
+package ticketsim
 
 // raceEnabled: the race detector is on; the simulator runs on one
 // goroutine, so the 10,000-process run is left to the plain run.

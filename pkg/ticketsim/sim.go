@@ -1,4 +1,4 @@
-package ticketd
+package ticketsim
 
 import (
 	"fmt"

@@ -1,6 +1,6 @@
 //go:build !plot
 
-package ticketd
+package ticketsim
 
 // CanPlot: this build draws plots. The default build does not: gonum/plot
 // parses a dozen fonts when a program starts, which every `ticketd run`

@@ -1,6 +1,6 @@
 //go:build plot
 
-package ticketd
+package ticketsim
 
 import (
 	"fmt"
