@@ -2,10 +2,8 @@ package main
 
 import (
 	"bufio"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -90,12 +88,7 @@ func TestBackgroundJobEndsWithRun(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var job int
-	clitest.WaitFor(t, 20*time.Second, func() bool {
-		b, err := os.ReadFile(pidFile)
-		job, _ = strconv.Atoi(strings.TrimSpace(string(b)))
-		return err == nil
-	})
+	job := clitest.WaitPID(t, 20*time.Second, pidFile)
 	t.Cleanup(func() { syscall.Kill(job, syscall.SIGKILL) })
 	cmd.Process.Signal(syscall.SIGINT)
 	err := cmd.Wait()

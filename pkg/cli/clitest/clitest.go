@@ -315,3 +315,16 @@ func RunFor(limit time.Duration, bin string, args ...string) (code int, stderr s
 	}
 	return code, errOut.String(), took
 }
+
+// WaitPID waits up to limit for a command to write a process ID to path
+// (atomically, by rename) and returns it.
+func WaitPID(t testing.TB, limit time.Duration, path string) int {
+	t.Helper()
+	var pid int
+	WaitFor(t, limit, func() bool {
+		b, err := os.ReadFile(path)
+		pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil
+	})
+	return pid
+}
