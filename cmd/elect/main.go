@@ -218,11 +218,14 @@ func run(c *ucli.Context) error {
 		case ev := <-live.Events:
 			switch ev := ev.(type) {
 			case election.LeaderEvent:
-				cm.Out.Event(ev)
+				// Persist before printing: a member killed between the
+				// two must not announce the same term again after a
+				// restart (TestAuthentication kills the leader).
 				if ev.Term > lastTerm {
 					lastTerm = ev.Term
 					persist()
 				}
+				cm.Out.Event(ev)
 				if ev.Self {
 					cm.Log.Info("leading", "term", ev.Term)
 				}
