@@ -146,18 +146,18 @@ func count(t *testing.T, file, s string) int {
 	return bytes.Count(b, []byte(s))
 }
 
-// inputFile writes n lines of about size bytes for member id.
-func inputFile(t *testing.T, dir string, id, n, size int) string {
-	f := filepath.Join(dir, fmt.Sprintf("%d.in", id))
+// senderLines is n lines of about size bytes for member id, and the
+// offset where line cut+1 starts.
+func senderLines(id, n, size, cut int) (all []byte, at int) {
 	var b bytes.Buffer
 	pad := strings.Repeat("x", size)
 	for k := 1; k <= n; k++ {
 		fmt.Fprintf(&b, "m%d-%d %s\n", id, k, pad)
+		if k == cut {
+			at = b.Len()
+		}
 	}
-	if err := os.WriteFile(f, b.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return f
+	return b.Bytes(), at
 }
 
 // TestSlowReader: members 1 and 2 send 8,000 lines of 500 bytes each
@@ -191,7 +191,11 @@ func TestSlowReader(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			inputs := []string{inputFile(t, dir, 1, perSender, size), inputFile(t, dir, 2, perSender, size), ""}
+			// The senders read pipes the test writes: the first lines
+			// before member 3's reader stops, the rest after, so lines
+			// are still coming while it is stopped however fast or slow
+			// this host is.
+			inputs := []string{"", "", ""}
 			args := append([]string{"--order", c.order}, c.args...)
 			if c.stall != "" {
 				args = append(args, "--stall-timeout", c.stall)
@@ -203,11 +207,24 @@ func TestSlowReader(t *testing.T) {
 				inputs[2] = filepath.Join(dir, "empty")
 				os.WriteFile(inputs[2], nil, 0o644)
 			}
-			ms, _, closeInput := startPiped(t, dir, 3, inputs, args...)
-			// Stop member 3's reader once lines flow.
-			clitest.WaitFor(t, 60*time.Second, func() bool { return count(t, ms[2].log, `"deliver"`) >= 500 })
+			ms, stdin, closeInput := startPiped(t, dir, 3, inputs, args...)
+			const before = 300 // lines per sender before the reader stops
+			rest := make(chan struct{})
+			for i := range 2 {
+				w := stdin[i]
+				lines, cut := senderLines(i+1, perSender, size, before)
+				go func() {
+					w.Write(lines[:cut])
+					<-rest
+					w.Write(lines[cut:])
+					w.Close()
+				}()
+			}
+			// Stop member 3's reader once lines flow, then send the rest.
+			clitest.WaitFor(t, 60*time.Second, func() bool { return count(t, ms[2].log, `"deliver"`) >= before })
 			ms[2].cat.Process.Signal(syscall.SIGSTOP)
 			stopped := time.Now()
+			close(rest)
 			// 'mcast run' keeps going meanwhile: it must not exit or be
 			// left behind while its reader is stopped.
 			time.Sleep(c.pause) // the pause under test, not a wait for an event
