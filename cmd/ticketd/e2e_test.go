@@ -335,11 +335,11 @@ var semModel = porcupine.Model{
 // than n, epochs grow, every client runs, and the history is
 // linearizable as a pool of numbered tickets with fencing.
 func TestTwentyClientsFiveMembers(t *testing.T) {
-	// Rounds of 250 ms, as in TestPausedMember: this test is about
+	// Rounds of 500 ms (a support window of 1.5 s): this test is about
 	// safety under concurrency, and a member starved of CPU for a support
 	// window (three rounds) while the whole suite runs under the race
 	// detector on two cores would lose its ticket (exit 76), correctly.
-	c := startPool(t, 5, 4, "--round", "250ms")
+	c := startPool(t, 5, 4, "--round", "500ms")
 	file := filepath.Join(c.Dir, "witness")
 	var clients []*client
 	for i := range 20 {
@@ -426,7 +426,7 @@ func TestKilledHolder(t *testing.T) {
 func TestKilledMember(t *testing.T) {
 	// Rounds of 250 ms: a member starved of CPU (the race detector on
 	// two cores) must not miss a whole support window by accident.
-	c := startPool(t, 5, 4, "--round", "250ms")
+	c := startPool(t, 5, 4, "--round", "500ms")
 	core := c.waitSettled(4)
 	// A member of the core, so that no hand-over is under way when it dies.
 	victim := core[1]
@@ -475,7 +475,7 @@ func TestKilledMember(t *testing.T) {
 func TestPausedMember(t *testing.T) {
 	// Rounds of 250 ms: a member starved of CPU (the race detector on
 	// two cores) must not miss a whole support window by accident.
-	c := startPool(t, 5, 4, "--round", "250ms")
+	c := startPool(t, 5, 4, "--round", "500ms")
 	c.cutAndBack(t, "paused", func(m int) { c.Ctl("pause", fmt.Sprint(m)) }, func(m int) { c.Ctl("resume", fmt.Sprint(m)) })
 }
 
