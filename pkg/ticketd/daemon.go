@@ -270,11 +270,7 @@ func (d *daemon) newSlot() (*slot, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := wire.NewFramer(cli.ClusterKey(d.mb.Cluster, nil), id, uint64(time.Now().UnixNano()), d.mb.Key)
-	if err != nil {
-		tr.Close()
-		return nil, err
-	}
+	f := wire.NewFramerRing(cli.ClusterKey(d.mb.Cluster, nil), id, uint64(time.Now().UnixNano()), d.mb.Key)
 	s := &slot{idx: idx, id: id, net: tr}
 	if err := d.initSlot(s, d.tcfg, f); err != nil {
 		tr.Close()
