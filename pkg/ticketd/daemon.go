@@ -841,7 +841,7 @@ func (d *daemon) status() json.RawMessage {
 		var settled bool
 		d.do(s, func() { st, settled = s.h.Status(), s.h.m.Settled(time.Now()) })
 		slots = append(slots, map[string]any{"slot": s.idx, "id": s.id, "addr": s.net.Addr(), "lent": s.holder != nil,
-			"lends": s.lends, "settled": settled, "machine": st})
+			"lends": s.lends, "settled": settled, "machine": st, "frames": s.drv.Stats()})
 	}
 	out := map[string]any{"event": "status", "member": d.mb.ID, "addr": d.mb.Net.Addr(), "tickets": d.bk.size(), "slots": slots,
 		"members": d.bk.others(), "gone": d.bk.gone(), "waiting": len(d.queue),
