@@ -21,6 +21,7 @@ func (c *cluster) frames(i int) map[string]uint64 {
 	if err != nil {
 		c.T.Fatalf("lockd status of member %d: %v", i, err)
 	}
+	clitest.CheckJSON(c.T, "lockd", out)
 	var st struct {
 		Frames map[string]uint64 `json:"frames"`
 	}

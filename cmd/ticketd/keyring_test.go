@@ -36,6 +36,7 @@ func (c *cluster) frames(i int) map[string]uint64 {
 	if err != nil {
 		c.T.Fatalf("ticketd status of member %d: %v", i, err)
 	}
+	clitest.CheckJSON(c.T, "ticketd", out)
 	var st struct {
 		Slots []struct {
 			Frames map[string]uint64 `json:"frames"`
