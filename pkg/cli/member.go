@@ -16,8 +16,9 @@ import (
 	"github.com/roundtable-go/roundtable/pkg/wire"
 )
 
-// Signals are the signals every tool handles alike: a member stops (a
-// leader resigns first), a wrapper passes them on to its child.
+// Signals are the signals every tool handles alike: a wrapper passes them
+// on to its child; a member stops on SIGINT and SIGTERM (a leader resigns
+// first) and re-reads its key file on SIGHUP (Member.Start).
 var Signals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
 
 // NotifySignals catches Signals until stop is called.
