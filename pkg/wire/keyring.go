@@ -34,7 +34,8 @@ func KeyID(key []byte) uint16 {
 // seals, every key opens. Its keys can be replaced while Framers use it
 // (Set), which is how a cluster changes its key without stopping: add the
 // new key second everywhere, then make it first everywhere, then remove
-// the old one. It is safe for concurrent use.
+// the old one. It is safe for concurrent use. Make one with NewKeyring or
+// LoadKeyring: the zero value holds no key.
 type Keyring struct {
 	cur atomic.Pointer[ring]
 }
