@@ -289,6 +289,11 @@ func run(c *ucli.Context) error {
 			cm.Log.Info("child exited; resigning", "code", code)
 			retire()
 			return &cli.ExitError{Code: code}
+		case s := <-live.Hangups:
+			// The key file was re-read; the child may have its own to re-read.
+			if kid != nil {
+				kid.Signal(s.(syscall.Signal))
+			}
 		case s := <-live.Signals:
 			sig := s.(syscall.Signal)
 			if kid != nil {

@@ -62,7 +62,9 @@ func newApp() *ucli.App {
 				Description: `Runs one member of the lock service and serves local clients on --socket
 (a Unix socket, mode 0600). Every member must use the same --peers.
 
-Exit codes: 0 after SIGINT, SIGTERM or SIGHUP; 64 usage (a bad flag, peer
+SIGHUP re-reads --key-file (see docs/design.md, "Changing the key").
+
+Exit codes: 0 after SIGINT or SIGTERM; 64 usage (a bad flag, peer
 list, address, or a --socket in a missing directory); 69 cannot bind, or
 the transport failed; 75 another lockd already serves --socket.
 

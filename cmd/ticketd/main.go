@@ -71,7 +71,9 @@ them only once it has accepted the pool (its --tickets agrees, its --id is
 nobody else's). 'ticketd forget ID' strikes off a member that will not
 come back.
 
-Exit codes: 0 after SIGINT, SIGTERM or SIGHUP (the ticket is given back
+SIGHUP re-reads --key-file (see docs/design.md, "Changing the key").
+
+Exit codes: 0 after SIGINT or SIGTERM (the ticket is given back
 first; a second signal stops at once); 64 usage (a bad flag, --tickets
 that disagrees with the pool's, or an --id another member holds); 69
 cannot bind, or no member answered at --join; 75 another ticketd already
@@ -184,7 +186,7 @@ Examples:
 				ArgsUsage: "ID",
 				Description: `Asks the local member to remove member ID (a host that is gone for good)
 from its address book; the other members learn it from its book within a
-second or two. A member that stops cleanly (SIGTERM, SIGINT, SIGHUP) leaves
+second or two. A member that stops cleanly (SIGTERM, SIGINT) leaves
 the books by itself; forget is for one that was killed, or whose host
 died. A forgotten member that is still running stops (exit 76); one that
 comes back must join again (serve --join).

@@ -97,7 +97,7 @@ func ClientFlags() []ucli.Flag {
 	return append([]ucli.Flag{
 		&ucli.StringFlag{Name: FlagPeers, Usage: "cluster members: '1=host:port,2=host:port' or '@file' (one id=host:port per line)"},
 		&ucli.StringFlag{Name: FlagCluster, Value: "roundtable", Usage: "cluster name; frames of other clusters are dropped"},
-		&ucli.StringFlag{Name: FlagKeyFile, Usage: "AES-256 key (32 raw bytes or 64 hex characters): seal and authenticate every frame"},
+		&ucli.StringFlag{Name: FlagKeyFile, Usage: "AES-256 keys, one per line as 64 hex characters (or one key as 32 raw bytes): the first seals every frame, any opens; a member re-reads the file on SIGHUP"},
 		JSONFlag(),
 	}, LogFlags()...)
 }

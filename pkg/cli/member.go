@@ -16,8 +16,9 @@ import (
 	"github.com/roundtable-go/roundtable/pkg/wire"
 )
 
-// Signals are the signals every tool handles alike: a member stops (a
-// leader resigns first), a wrapper passes them on to its child.
+// Signals are the signals every tool handles alike: a wrapper passes them
+// on to its child; a member stops on SIGINT and SIGTERM (a leader resigns
+// first) and re-reads its key file on SIGHUP (Member.Start).
 var Signals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
 
 // NotifySignals catches Signals until stop is called.
@@ -42,11 +43,14 @@ type Runner interface {
 
 // Running is a started member: its driver runs in the background until
 // Stop, its events arrive on Events, and the signals it must answer on
-// Signals.
+// Signals. SIGHUP does not stop a member: it re-reads --key-file
+// (ReloadKeys) and is then passed on Hangups, for a member that runs a
+// child to forward.
 type Running struct {
 	Events  <-chan node.Event
-	Done    <-chan error // the driver ended by itself: the transport failed
-	Signals <-chan os.Signal
+	Done    <-chan error     // the driver ended by itself: the transport failed
+	Signals <-chan os.Signal // SIGINT, SIGTERM
+	Hangups <-chan os.Signal // SIGHUP, once the key file was re-read
 	cancel  context.CancelFunc
 	done    chan error
 	stopSig func()
@@ -69,7 +73,27 @@ func (m *Member) Start(drv Runner, attrs ...any) (*Running, error) {
 	events := make(chan node.Event, 1024)
 	done := make(chan error, 1)
 	sigs, stopSig := NotifySignals()
-	r := &Running{Events: events, Done: done, Signals: sigs, cancel: cancel, done: done, stopSig: stopSig}
+	stops, hups := make(chan os.Signal, 4), make(chan os.Signal, 4)
+	r := &Running{Events: events, Done: done, Signals: stops, Hangups: hups, cancel: cancel, done: done, stopSig: stopSig}
+	go func() {
+		for {
+			var s os.Signal
+			select {
+			case s = <-sigs:
+			case <-ctx.Done():
+				return
+			}
+			out := stops
+			if s == syscall.SIGHUP {
+				m.ReloadKeys()
+				out = hups
+			}
+			select {
+			case out <- s:
+			default: // as signal.Notify does when nobody keeps up
+			}
+		}
+	}()
 	go func() { done <- drv.Run(ctx, func(ev node.Event) { events <- ev }) }()
 	if !m.DelayReady {
 		if err := m.WriteReady(); err != nil {
@@ -116,10 +140,7 @@ func (cm *Common) Query(ctx context.Context, ids []node.ID, wait time.Duration) 
 	// A client ID outside any sane member range, random so that two
 	// concurrent queries do not look like replays of each other.
 	id := wire.ClientIDBase | node.ID(rand.Uint32N(0x0FFFFFFF))
-	f, err := wire.NewFramer(ClusterKey(cm.Cluster, cm.Peers), id, uint64(time.Now().UnixNano()), cm.Key)
-	if err != nil {
-		return nil, Exitf(ExitUsage, "%v", err)
-	}
+	f := wire.NewFramerRing(ClusterKey(cm.Cluster, cm.Peers), id, uint64(time.Now().UnixNano()), cm.Key)
 	f.Only(ids)
 	sub := map[node.ID]string{}
 	for _, m := range ids {

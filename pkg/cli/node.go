@@ -19,9 +19,10 @@ import (
 type Common struct {
 	Tool      string
 	Peers     map[node.ID]string
-	Cluster   string // --cluster, the cluster's name
-	Transport string // --transport: "udp" or "tcp"
-	Key       []byte // nil without --key-file
+	Cluster   string        // --cluster, the cluster's name
+	Transport string        // --transport: "udp" or "tcp"
+	Key       *wire.Keyring // nil without --key-file
+	KeyFile   string        // --key-file, re-read on SIGHUP by a running member
 	Log       *slog.Logger
 	Out       *Output
 }
@@ -48,12 +49,40 @@ func Setup(c *ucli.Context, tool string) (*Common, error) {
 	if cm.Peers, err = ParsePeers(c.String(FlagPeers)); err != nil {
 		return nil, Exitf(ExitUsage, "%v", err)
 	}
-	if kf := c.String(FlagKeyFile); kf != "" {
-		if cm.Key, err = wire.LoadKey(kf); err != nil {
-			return nil, Exitf(ExitUsage, "%v", err)
-		}
+	if err := cm.loadKeys(c.String(FlagKeyFile)); err != nil {
+		return nil, err
 	}
 	return cm, nil
+}
+
+// loadKeys reads --key-file (path; "" for none) into cm.Key.
+func (cm *Common) loadKeys(path string) error {
+	if path == "" {
+		return nil
+	}
+	var err error
+	if cm.Key, err = wire.LoadKeyring(path); err != nil {
+		return Exitf(ExitUsage, "%v", err)
+	}
+	cm.KeyFile = path
+	return nil
+}
+
+// ReloadKeys re-reads --key-file into the keyring every Framer of this
+// command shares, so that frames sealed from now on use the file's first
+// key and frames sealed with any of its keys open. A file that cannot be
+// read or holds no valid key leaves the keys as they were and is logged
+// as an error. Members call it on SIGHUP.
+func (cm *Common) ReloadKeys() {
+	if cm.Key == nil {
+		cm.Log.Warn("SIGHUP: no --key-file to re-read")
+		return
+	}
+	if err := cm.Key.Reload(cm.KeyFile); err != nil {
+		cm.Log.Error("key file not reloaded: keeping the keys in use", "err", err)
+		return
+	}
+	cm.Log.Info("key file reloaded", "file", cm.KeyFile, "keys", cm.Key.IDs())
 }
 
 // Member is a running cluster member's identity and socket.
@@ -99,9 +128,7 @@ func Join(c *ucli.Context, tool string) (*Member, error) {
 		}
 	}
 	m := &Member{Common: cm, ID: id, Incarnation: uint64(time.Now().UnixNano()), readyFile: c.String(FlagReadyFile)}
-	if m.Framer, err = wire.NewFramer(ClusterKey(c.String(FlagCluster), cm.Peers), id, m.Incarnation, cm.Key); err != nil {
-		return nil, Exitf(ExitUsage, "%v", err)
-	}
+	m.Framer = wire.NewFramerRing(ClusterKey(c.String(FlagCluster), cm.Peers), id, m.Incarnation, cm.Key)
 	m.Framer.Only(IDs(cm.Peers))
 	if m.Net, err = Listen(c, bind, cm.Peers); err != nil {
 		return nil, err
@@ -122,10 +149,8 @@ func JoinOpen(c *ucli.Context, tool string, contacts []string) (*Member, error) 
 	}
 	cm := &Common{Tool: tool, Log: log, Out: NewOutput(os.Stdout, c.Bool(FlagJSON)), Cluster: c.String(FlagCluster),
 		Transport: "udp", Peers: map[node.ID]string{}}
-	if kf := c.String(FlagKeyFile); kf != "" {
-		if cm.Key, err = wire.LoadKey(kf); err != nil {
-			return nil, Exitf(ExitUsage, "%v", err)
-		}
+	if err := cm.loadKeys(c.String(FlagKeyFile)); err != nil {
+		return nil, err
 	}
 	if c.String(FlagID) == "" {
 		return nil, Exitf(ExitUsage, "--id is required")
@@ -156,9 +181,7 @@ func JoinOpen(c *ucli.Context, tool string, contacts []string) (*Member, error) 
 		}
 	}
 	m := &Member{Common: cm, ID: id, Incarnation: uint64(time.Now().UnixNano()), readyFile: c.String(FlagReadyFile)}
-	if m.Framer, err = wire.NewFramer(ClusterKey(cm.Cluster, nil), id, m.Incarnation, cm.Key); err != nil {
-		return nil, Exitf(ExitUsage, "%v", err)
-	}
+	m.Framer = wire.NewFramerRing(ClusterKey(cm.Cluster, nil), id, m.Incarnation, cm.Key)
 	m.Framer.AcceptUnaddressed()
 	if m.Net, err = Listen(c, bind, nil); err != nil {
 		return nil, err

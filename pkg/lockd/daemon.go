@@ -229,6 +229,7 @@ func (d *daemon) status(ctx context.Context) json.RawMessage {
 		return b
 	}
 	self, _ := m["id"].(node.ID)
+	m["frames"] = d.drv.Stats() // frames sent, accepted and dropped by reason
 	if m["algo"] == mutex.Central.String() {
 		coord, _ := m["coordinator"].(node.ID)
 		if m["leading"] == false && coord != node.None {

@@ -270,11 +270,7 @@ func (d *daemon) newSlot() (*slot, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := wire.NewFramer(cli.ClusterKey(d.mb.Cluster, nil), id, uint64(time.Now().UnixNano()), d.mb.Key)
-	if err != nil {
-		tr.Close()
-		return nil, err
-	}
+	f := wire.NewFramerRing(cli.ClusterKey(d.mb.Cluster, nil), id, uint64(time.Now().UnixNano()), d.mb.Key)
 	s := &slot{idx: idx, id: id, net: tr}
 	if err := d.initSlot(s, d.tcfg, f); err != nil {
 		tr.Close()
@@ -845,7 +841,7 @@ func (d *daemon) status() json.RawMessage {
 		var settled bool
 		d.do(s, func() { st, settled = s.h.Status(), s.h.m.Settled(time.Now()) })
 		slots = append(slots, map[string]any{"slot": s.idx, "id": s.id, "addr": s.net.Addr(), "lent": s.holder != nil,
-			"lends": s.lends, "settled": settled, "machine": st})
+			"lends": s.lends, "settled": settled, "machine": st, "frames": s.drv.Stats()})
 	}
 	out := map[string]any{"event": "status", "member": d.mb.ID, "addr": d.mb.Net.Addr(), "tickets": d.bk.size(), "slots": slots,
 		"members": d.bk.others(), "gone": d.bk.gone(), "waiting": len(d.queue),

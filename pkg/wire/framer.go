@@ -1,14 +1,9 @@
 package wire
 
 import (
-	"crypto/aes"
-	"crypto/cipher"
 	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,24 +21,6 @@ const (
 	// still accepted once (out-of-order delivery); anything older is dropped.
 	replayWindow = 64
 )
-
-// LoadKey reads an AES-256 key from a file holding either 32 raw bytes or
-// 64 hexadecimal characters (surrounding white space ignored).
-func LoadKey(path string) ([]byte, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("wire: key file: %w", err)
-	}
-	if s := strings.TrimSpace(string(b)); len(s) == 2*KeySize {
-		if k, err := hex.DecodeString(s); err == nil {
-			return k, nil
-		}
-	}
-	if len(b) == KeySize {
-		return b, nil
-	}
-	return nil, fmt.Errorf("wire: key file %s: want %d raw bytes or %d hex characters, found %d bytes", path, KeySize, 2*KeySize, len(b))
-}
 
 // Counters are the Framer's frame counts by outcome. They are safe to read
 // while the Framer is in use.
@@ -97,7 +74,7 @@ type Framer struct {
 	cluster     uint32
 	self        node.ID
 	incarnation uint64
-	aead        cipher.AEAD // nil: frames travel unsealed
+	keys        *Keyring // nil: frames travel unsealed
 
 	seq atomic.Uint64
 	Counters
@@ -135,20 +112,22 @@ type replayState struct {
 // grow every time the process restarts (the start time in nanoseconds is the
 // usual choice). key is nil for unsealed frames, or a KeySize-byte key.
 func NewFramer(cluster string, self node.ID, incarnation uint64, key []byte) (*Framer, error) {
-	f := &Framer{cluster: ClusterHash(cluster), self: self, incarnation: incarnation, peers: map[node.ID]*replayState{}, now: time.Now}
+	var keys *Keyring
 	if key != nil {
-		if len(key) != KeySize {
-			return nil, fmt.Errorf("wire: key must be %d bytes, got %d", KeySize, len(key))
-		}
-		block, err := aes.NewCipher(key)
-		if err != nil {
-			return nil, err
-		}
-		if f.aead, err = cipher.NewGCM(block); err != nil {
+		var err error
+		if keys, err = NewKeyring(key); err != nil {
 			return nil, err
 		}
 	}
-	return f, nil
+	return NewFramerRing(cluster, self, incarnation, keys), nil
+}
+
+// NewFramerRing is NewFramer with a keyring (nil for unsealed frames):
+// frames are sealed with its first key and opened with whichever of its
+// keys sealed them, as the keyring holds them at the time.
+func NewFramerRing(cluster string, self node.ID, incarnation uint64, keys *Keyring) *Framer {
+	return &Framer{cluster: ClusterHash(cluster), self: self, incarnation: incarnation, keys: keys,
+		peers: map[node.ID]*replayState{}, now: time.Now}
 }
 
 // Only restricts the senders this Framer takes frames from to members
@@ -176,7 +155,7 @@ const Anyone node.ID = 0xFFFFFFFF
 func (f *Framer) AcceptUnaddressed() { f.unaddressed = true }
 
 // Sealed reports whether this Framer seals and requires sealed frames.
-func (f *Framer) Sealed() bool { return f.aead != nil }
+func (f *Framer) Sealed() bool { return f.keys != nil }
 
 // Self returns the sender ID written into every frame.
 func (f *Framer) Self() node.ID { return f.self }
@@ -189,19 +168,22 @@ const MaxPayload = MaxFrame - HeaderSize - nonceSize - tagSize
 // frame opens only at that receiver.
 func (f *Framer) Seal(fam Family, typ uint8, to node.ID, payload []byte) ([]byte, error) {
 	size := HeaderSize + len(payload)
-	if f.aead != nil {
+	if f.keys != nil {
 		size += nonceSize + tagSize
 	}
 	if size > MaxFrame {
 		return nil, fmt.Errorf("%w: %d bytes", ErrTooLarge, size)
 	}
-	h := Header{Family: fam, Type: typ, Sealed: f.aead != nil, Cluster: f.cluster, From: f.self, To: to,
+	h := Header{Family: fam, Type: typ, Sealed: f.keys != nil, Cluster: f.cluster, From: f.self, To: to,
 		Incarnation: f.incarnation, Seq: f.seq.Add(1)}
 	out := make([]byte, HeaderSize, size)
-	PutHeader(out, h)
-	if f.aead == nil {
+	if f.keys == nil {
+		PutHeader(out, h)
 		out = append(out, payload...)
 	} else {
+		k := f.keys.cur.Load().seal
+		h.KeyID = k.id
+		PutHeader(out, h)
 		// A random 96-bit nonce per frame: nonces never repeat across
 		// restarts of the same sender, unlike a counter would.
 		var nonce [nonceSize]byte
@@ -209,7 +191,7 @@ func (f *Framer) Seal(fam Family, typ uint8, to node.ID, payload []byte) ([]byte
 			return nil, err
 		}
 		out = append(out, nonce[:]...)
-		out = f.aead.Seal(out, nonce[:], payload, out[:HeaderSize])
+		out = k.aead.Seal(out, nonce[:], payload, out[:HeaderSize])
 	}
 	f.Sent.Add(1)
 	return out, nil
@@ -239,21 +221,29 @@ func (f *Framer) open(frame []byte) (Header, []byte, error) {
 	}
 	payload := frame[HeaderSize:]
 	switch {
-	case f.aead == nil && h.Sealed:
+	case f.keys == nil && h.Sealed:
 		return h, nil, fmt.Errorf("%w: sealed frame but no key configured", ErrAuth)
-	case f.aead != nil && !h.Sealed:
+	case f.keys != nil && !h.Sealed:
 		return h, nil, ErrUnsealed
-	case f.aead != nil:
+	case f.keys != nil:
 		if len(payload) < nonceSize+tagSize {
 			return h, nil, fmt.Errorf("%w: short sealed payload", ErrMalformed)
 		}
-		pt, err := f.aead.Open(nil, payload[:nonceSize], payload[nonceSize:], frame[:HeaderSize])
-		if err != nil {
+		// The header names the key that sealed the frame: only that key
+		// is tried (a frame sealed with a key this ring no longer or not
+		// yet holds fails authentication like a forged one).
+		opened := false
+		for _, aead := range f.keys.cur.Load().open[h.KeyID] {
+			if pt, err := aead.Open(nil, payload[:nonceSize], payload[nonceSize:], frame[:HeaderSize]); err == nil {
+				payload, opened = pt, true
+				break
+			}
+		}
+		if !opened {
 			return h, nil, ErrAuth
 		}
-		payload = pt
 	}
-	if err := f.admit(h, f.aead != nil); err != nil {
+	if err := f.admit(h, f.keys != nil); err != nil {
 		return h, nil, err
 	}
 	return h, payload, nil

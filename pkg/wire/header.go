@@ -11,8 +11,9 @@ import (
 
 // Version is the wire version this package writes and accepts. Version 2
 // names the receiver in the header, so that a sealed frame is bound to the
-// member it was sealed for.
-const Version = 2
+// member it was sealed for. Version 3 names the key that sealed a frame
+// (KeyID), so that a receiver holding several keys tries one.
+const Version = 3
 
 // HeaderSize is the size of the fixed frame header in bytes.
 const HeaderSize = 36
@@ -54,6 +55,7 @@ type Header struct {
 	To          node.ID // the receiver: a frame that reaches anyone else is dropped
 	Incarnation uint64
 	Seq         uint64
+	KeyID       uint16 // sealed: KeyID of the key that sealed the frame; unsealed: 0
 }
 
 // Errors returned by the decoders. They are sentinel values so callers can
@@ -89,7 +91,7 @@ func PutHeader(b []byte, h Header) {
 	if h.Sealed {
 		b[5] = flagSeal
 	}
-	b[6], b[7] = 0, 0
+	binary.BigEndian.PutUint16(b[6:], h.KeyID)
 	binary.BigEndian.PutUint32(b[8:], h.Cluster)
 	binary.BigEndian.PutUint32(b[12:], uint32(h.From))
 	binary.BigEndian.PutUint32(b[16:], uint32(h.To))
@@ -111,8 +113,11 @@ func ParseHeader(frame []byte) (Header, error) {
 	if frame[2] != Version {
 		return Header{}, fmt.Errorf("%w: %d", ErrVersion, frame[2])
 	}
-	if frame[5]&^flagsMask != 0 || frame[6] != 0 || frame[7] != 0 {
+	if frame[5]&^flagsMask != 0 {
 		return Header{}, fmt.Errorf("%w: reserved bits set", ErrMalformed)
+	}
+	if frame[5]&flagSeal == 0 && (frame[6] != 0 || frame[7] != 0) {
+		return Header{}, fmt.Errorf("%w: key ID in an unsealed frame", ErrMalformed)
 	}
 	h := Header{
 		Family:      Family(frame[3]),
@@ -123,6 +128,7 @@ func ParseHeader(frame []byte) (Header, error) {
 		To:          node.ID(binary.BigEndian.Uint32(frame[16:])),
 		Incarnation: binary.BigEndian.Uint64(frame[20:]),
 		Seq:         binary.BigEndian.Uint64(frame[28:]),
+		KeyID:       binary.BigEndian.Uint16(frame[6:]),
 	}
 	if h.From == node.None || h.To == node.None {
 		return Header{}, fmt.Errorf("%w: sender or receiver id 0", ErrMalformed)

@@ -217,6 +217,15 @@ func FuzzOpen(f *testing.F) {
 	f.Add(good)
 	f.Add([]byte("RT\x01"))
 	f.Add(make([]byte, HeaderSize))
+	// Version 3: a frame sealed with the second key of a ring, and an
+	// unsealed frame that names a key.
+	rotated := NewFramerRing("c", 1, 1, keys(f, newKey, testKey))
+	second, _ := rotated.Seal(FamilyMutex, 1, 2, []byte("rotated"))
+	f.Add(second)
+	plain, _ := NewFramer("c", 1, 1, nil)
+	named, _ := plain.Seal(FamilyMutex, 1, 2, nil)
+	named[6] = 1
+	f.Add(named)
 	f.Fuzz(func(t *testing.T, frame []byte) {
 		for _, key := range [][]byte{nil, testKey} {
 			b, _ := NewFramer("c", 2, 1, key)
@@ -225,6 +234,10 @@ func FuzzOpen(f *testing.F) {
 				t.Fatalf("accepted a frame with the wrong sealing: %+v", h)
 			}
 			_ = p
+		}
+		b := NewFramerRing("c", 2, 1, keys(t, testKey, newKey))
+		if h, _, err := b.Open(frame); err == nil && (!h.Sealed || h.KeyID != KeyID(testKey) && h.KeyID != KeyID(newKey)) {
+			t.Fatalf("a two-key ring accepted a frame it did not seal: %+v", h)
 		}
 		_, _ = ReadFrame(bytes.NewReader(frame))
 	})
