@@ -491,6 +491,13 @@ func TestSimGroups(t *testing.T) {
 // while a view change is under way, and delivering past a stamped message
 // not yet here are each caught (leaving without lingering: TestSimAllLeave).
 func TestSimGroupsCatchPlantedBugs(t *testing.T) {
+	if raceOn {
+		t.Skip("single-goroutine simulator sweep: run without -race")
+	}
+	// Each bug in its own parallel subtest, over seeds 1..100 with random
+	// and flush schedules, stopping once caught in enough runs to show it
+	// is not a fluke.
+	const seeds, enough = 100, 3
 	for _, c := range []struct {
 		name  string
 		total Total
@@ -507,25 +514,30 @@ func TestSimGroupsCatchPlantedBugs(t *testing.T) {
 		{"evs: a component merges into another without its flush", TotalNone, gbugMergeNoFlush, "virtual synchrony|self delivery"},
 		{"evs: equal views both join the other", TotalNone, gbugMergeEitherWay, "EVS: "},
 	} {
-		caught := 0
-		var first error
-		for seed := uint64(1); seed <= 100; seed++ {
-			for _, flush := range []bool{false, true} {
-				evs := c.bug == gbugMergeNoFlush || c.bug == gbugMergeEitherWay
-				sc := gscenario{seed: seed, total: c.total, bug: c.bug, flush: flush, safe: c.bug == gbugSafeSkipLast || c.bug == gbugTotemStaleAru, evs: evs}
-				if _, _, _, err := sc.run(); err != nil && regexp.MustCompile(c.want).MatchString(err.Error()) {
-					caught++
-					if first == nil {
-						first = err
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			want := regexp.MustCompile(c.want)
+			caught, runs := 0, 0
+			var first error
+			for seed := uint64(1); seed <= seeds && caught < enough; seed++ {
+				for _, flush := range []bool{false, true} {
+					evs := c.bug == gbugMergeNoFlush || c.bug == gbugMergeEitherWay
+					sc := gscenario{seed: seed, total: c.total, bug: c.bug, flush: flush, safe: c.bug == gbugSafeSkipLast || c.bug == gbugTotemStaleAru, evs: evs}
+					runs++
+					if _, _, _, err := sc.run(); err != nil && want.MatchString(err.Error()) {
+						caught++
+						if first == nil {
+							first = err
+						}
 					}
 				}
 			}
-		}
-		if caught == 0 {
-			t.Errorf("planted bug %q never caught in 200 runs", c.name)
-		} else {
-			t.Logf("planted bug %q caught in %d/200 runs (100 seeds, random and flush schedules), e.g. %v", c.name, caught, first)
-		}
+			if caught == 0 {
+				t.Errorf("planted bug %q never caught in %d runs", c.name, runs)
+			} else {
+				t.Logf("planted bug %q caught in %d of the first %d runs (random and flush schedules), e.g. %v", c.name, caught, runs, first)
+			}
+		})
 	}
 }
 

@@ -1,0 +1,5 @@
+//go:build !race
+
+package mcast
+
+const raceOn = false
