@@ -60,17 +60,18 @@ type Running struct {
 // Without a key it warns, after every argument check has passed, that
 // frames are not authenticated.
 func (m *Member) Start(drv Runner, attrs ...any) (*Running, error) {
-	if m.Key == nil {
+	if m.Key == nil && !m.quietNoKey {
 		// On stderr whatever --log-level says: running unauthenticated
-		// must never go unnoticed.
-		fmt.Fprintf(os.Stderr, "%s: warning: no --key-file: frames are NOT authenticated; anyone who can reach %s can take part\n", m.Tool, m.Net.Addr())
+		// must never go unnoticed (unless asked for, all on loopback).
+		m.warnNoKey()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	events := make(chan node.Event, 1024)
 	done := make(chan error, 1)
 	sigs, stopSig := NotifySignals()
 	r := &Running{Events: events, Done: done, Signals: sigs, cancel: cancel, done: done, stopSig: stopSig}
-	go func() { done <- drv.Run(ctx, func(ev node.Event) { events <- ev }) }()
+	emit := m.notifyEvents(ctx, drv, func(ev node.Event) { events <- ev })
+	go func() { done <- drv.Run(ctx, emit) }()
 	if !m.DelayReady {
 		if err := m.WriteReady(); err != nil {
 			r.Stop()
@@ -86,6 +87,7 @@ func (m *Member) WriteReady() error {
 	if err := WriteReadyFile(m.readyFile, m.Net.Addr()); err != nil {
 		return Exitf(ExitUsage, "--ready-file: %v", err)
 	}
+	SystemdNotifier().Ready(fmt.Sprintf("member %d serving on %s", m.ID, m.Net.Addr()))
 	return nil
 }
 
@@ -95,6 +97,7 @@ func (r *Running) Stop() {
 		return
 	}
 	r.stopped = true
+	SystemdNotifier().Stopping()
 	r.stopSig()
 	r.cancel()
 	select {

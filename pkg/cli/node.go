@@ -24,16 +24,17 @@ type Common struct {
 	Key       []byte // nil without --key-file
 	Log       *slog.Logger
 	Out       *Output
+	logJSON   bool // --log-format json
 }
 
-// Logger is the logger --log-level and --no-color ask for: stderr,
-// coloured only on a terminal.
+// Logger is the logger --log-level, --log-format and --no-color ask for:
+// stderr, coloured only on a terminal, stamped with the time when not.
 func Logger(c *ucli.Context, tool string) (*slog.Logger, error) {
-	level, err := ParseLevel(c.String(FlagLogLevel))
+	lc, err := logConfig(c)
 	if err != nil {
 		return nil, err
 	}
-	return NewLogger(os.Stderr, tool, level, UseColor(os.Stderr, c.Bool(FlagNoColor))), nil
+	return lc.Logger(os.Stderr, tool), nil
 }
 
 // Setup parses the client flags: log level, colour, output mode, peers
@@ -44,7 +45,7 @@ func Setup(c *ucli.Context, tool string) (*Common, error) {
 		return nil, err
 	}
 	cm := &Common{Tool: tool, Log: log, Out: NewOutput(os.Stdout, c.Bool(FlagJSON)),
-		Cluster: c.String(FlagCluster), Transport: c.String(FlagTransport)}
+		Cluster: c.String(FlagCluster), Transport: c.String(FlagTransport), logJSON: c.String(FlagLogFormat) == "json"}
 	if cm.Peers, err = ParsePeers(c.String(FlagPeers)); err != nil {
 		return nil, Exitf(ExitUsage, "%v", err)
 	}
@@ -67,6 +68,16 @@ type Member struct {
 	// DelayReady: Start does not write --ready-file; the tool calls
 	// WriteReady once it is ready (ticketd: once it has found the pool).
 	DelayReady bool
+	// quietNoKey: --insecure with every peer on loopback, a deliberate
+	// choice that needs no warning.
+	quietNoKey bool
+}
+
+// memberLog names the member in every JSON log record.
+func (m *Member) memberLog() {
+	if m.logJSON {
+		m.Log = m.Log.With("member", m.ID)
+	}
 }
 
 // Join parses --id and --bind on top of Setup, creates the Framer and
@@ -98,7 +109,9 @@ func Join(c *ucli.Context, tool string) (*Member, error) {
 			return nil, Exitf(ExitUsage, "%v", err)
 		}
 	}
-	m := &Member{Common: cm, ID: id, Incarnation: uint64(time.Now().UnixNano()), readyFile: c.String(FlagReadyFile)}
+	m := &Member{Common: cm, ID: id, Incarnation: uint64(time.Now().UnixNano()), readyFile: c.String(FlagReadyFile),
+		quietNoKey: c.Bool(FlagInsecure) && remotePeer(cm.Peers) == ""}
+	m.memberLog()
 	if m.Framer, err = wire.NewFramer(ClusterKey(c.String(FlagCluster), cm.Peers), id, m.Incarnation, cm.Key); err != nil {
 		return nil, Exitf(ExitUsage, "%v", err)
 	}
@@ -121,7 +134,7 @@ func JoinOpen(c *ucli.Context, tool string, contacts []string) (*Member, error) 
 		return nil, err
 	}
 	cm := &Common{Tool: tool, Log: log, Out: NewOutput(os.Stdout, c.Bool(FlagJSON)), Cluster: c.String(FlagCluster),
-		Transport: "udp", Peers: map[node.ID]string{}}
+		Transport: "udp", Peers: map[node.ID]string{}, logJSON: c.String(FlagLogFormat) == "json"}
 	if kf := c.String(FlagKeyFile); kf != "" {
 		if cm.Key, err = wire.LoadKey(kf); err != nil {
 			return nil, Exitf(ExitUsage, "%v", err)
@@ -146,16 +159,18 @@ func JoinOpen(c *ucli.Context, tool string, contacts []string) (*Member, error) 
 			return nil, Exitf(ExitUsage, "--join: %v", err)
 		}
 	}
+	all := map[node.ID]string{id: bind}
+	for i, a := range contacts {
+		all[node.ID(i+2)] = a
+	}
 	if cm.Key == nil && !c.Bool(FlagInsecure) {
-		all := map[node.ID]string{id: bind}
-		for i, a := range contacts {
-			all[node.ID(i+2)] = a
-		}
 		if far := remotePeer(all); far != "" {
 			return nil, Exitf(ExitUsage, "%s is not on loopback: give every member --key-file (make one with 'head -c 32 /dev/urandom > cluster.key'), or --insecure to run unauthenticated", far)
 		}
 	}
-	m := &Member{Common: cm, ID: id, Incarnation: uint64(time.Now().UnixNano()), readyFile: c.String(FlagReadyFile)}
+	m := &Member{Common: cm, ID: id, Incarnation: uint64(time.Now().UnixNano()), readyFile: c.String(FlagReadyFile),
+		quietNoKey: c.Bool(FlagInsecure) && remotePeer(all) == ""}
+	m.memberLog()
 	if m.Framer, err = wire.NewFramer(ClusterKey(cm.Cluster, nil), id, m.Incarnation, cm.Key); err != nil {
 		return nil, Exitf(ExitUsage, "%v", err)
 	}
