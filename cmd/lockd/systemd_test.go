@@ -46,7 +46,7 @@ func serveLog(t *testing.T, args ...string) string {
 
 // TestLogFormatJSONLines: with --log-format json every line a real daemon
 // writes on stderr is a JSON object naming the tool and the member, the
-// no-key warning included; --insecure on loopback leaves the warning out;
+// no-key warning and a usage error's message included; --insecure on loopback leaves the warning out;
 // text lines on a pipe start with the time.
 func TestLogFormatJSONLines(t *testing.T) {
 	for _, insecure := range []bool{false, true} {
@@ -70,6 +70,15 @@ func TestLogFormatJSONLines(t *testing.T) {
 		if warned == insecure || !slices.Contains(msgs, "started") {
 			t.Errorf("--insecure=%v: messages %q; want \"started\", and the no-key warning only without --insecure", insecure, msgs)
 		}
+	}
+	// The last word of a failing command is a JSON record too.
+	code, stderr, _ := clitest.RunFor(20*time.Second, lockdBin, "serve", "--log-format", "json", "--id", "1", "--peers", "1=bad")
+	var rec struct {
+		Level, Msg, Tool string
+		Exit             int
+	}
+	if err := json.Unmarshal([]byte(stderr), &rec); err != nil || code != 64 || rec.Level != "ERROR" || rec.Exit != 64 || !strings.Contains(rec.Msg, "host:port") {
+		t.Errorf("usage error with --log-format json: exit %d, stderr %q (%v)", code, stderr, err)
 	}
 	out := serveLog(t)
 	if !regexp.MustCompile(`(?m)^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\S* INFO lockd: started `).MatchString(out) {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/mattn/go-isatty"
@@ -19,6 +20,10 @@ const FlagLogFormat = "log-format"
 func LogFormatFlag() ucli.Flag {
 	return &ucli.StringFlag{Name: FlagLogFormat, Value: "text", Usage: "text, or json (one object per line: time, level, msg, tool, member and the record's fields)"}
 }
+
+// exitLog, once a command has asked for JSON logs, carries Exit's message
+// as a JSON record too, so that stderr stays JSON lines to the end.
+var exitLog atomic.Pointer[slog.Logger]
 
 // LogConfig is how a tool logs on stderr.
 type LogConfig struct {

@@ -34,7 +34,11 @@ func Logger(c *ucli.Context, tool string) (*slog.Logger, error) {
 	if err != nil {
 		return nil, err
 	}
-	return lc.Logger(os.Stderr, tool), nil
+	log := lc.Logger(os.Stderr, tool)
+	if lc.JSON {
+		exitLog.Store(log)
+	}
+	return log, nil
 }
 
 // Setup parses the client flags: log level, colour, output mode, peers
