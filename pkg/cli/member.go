@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/signal"
@@ -87,7 +86,9 @@ func (m *Member) WriteReady() error {
 	if err := WriteReadyFile(m.readyFile, m.Net.Addr()); err != nil {
 		return Exitf(ExitUsage, "--ready-file: %v", err)
 	}
-	SystemdNotifier().Ready(fmt.Sprintf("member %d serving on %s", m.ID, m.Net.Addr()))
+	if m.NotifyReadyOn == "" {
+		SystemdNotifier().Ready(m.serving())
+	}
 	return nil
 }
 

@@ -72,6 +72,9 @@ type Member struct {
 	// DelayReady: Start does not write --ready-file; the tool calls
 	// WriteReady once it is ready (ticketd: once it has found the pool).
 	DelayReady bool
+	// NotifyReadyOn: under systemd, READY=1 waits for the first event of
+	// this kind (mcast: "view") rather than going with --ready-file.
+	NotifyReadyOn string
 	// quietNoKey: --insecure with every peer on loopback, a deliberate
 	// choice that needs no warning.
 	quietNoKey bool

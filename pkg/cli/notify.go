@@ -149,19 +149,29 @@ func (m *Member) notifyWith(ctx context.Context, sd *Notifier, drv Runner, emit 
 			case <-ctx.Done():
 				return
 			case s := <-status:
-				sd.Status(s)
+				sd.Send(s)
 			}
 		}
 	}()
+	readied := m.NotifyReadyOn == "" // emit runs on one goroutine at a time
 	return func(ev node.Event) {
-		if statusKinds[ev.Kind()] {
+		if !readied && ev.Kind() == m.NotifyReadyOn {
+			readied = true
+			select { // once: worth waiting for
+			case status <- "READY=1\nSTATUS=" + oneLine(m.serving()+", "+ev.String()):
+			case <-ctx.Done():
+			}
+		} else if statusKinds[ev.Kind()] {
 			select { // never hold up the driver for a status line
-			case status <- fmt.Sprintf("member %d: %s", m.ID, ev):
+			case status <- "STATUS=" + oneLine(fmt.Sprintf("member %d: %s", m.ID, ev)):
 			default:
 			}
 		}
 		emit(ev)
 	}
 }
+
+// serving is the status line of a member that can serve.
+func (m *Member) serving() string { return fmt.Sprintf("member %d serving on %s", m.ID, m.Net.Addr()) }
 
 func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ") }

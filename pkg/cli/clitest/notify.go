@@ -121,9 +121,18 @@ func CheckNotify(t *testing.T, limit, watchdog time.Duration, pings int, ready f
 	cmd.Env = ns.Env(watchdog)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
+	// Input kept open to the end: a daemon that reads it (mcast run) must
+	// not see it end.
+	in, keep, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer keep.Close()
+	cmd.Stdin = in
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	in.Close()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	defer func() { cmd.Process.Kill(); <-done }()
