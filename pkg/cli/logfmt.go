@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/mattn/go-isatty"
 	ucli "github.com/urfave/cli/v2"
@@ -37,9 +38,22 @@ type LogConfig struct {
 // naming tool.
 func (lc LogConfig) Logger(w io.Writer, tool string) *slog.Logger {
 	if lc.JSON {
-		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: lc.Level})).With("tool", tool)
+		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: lc.Level, ReplaceAttr: jsonAttr})).With("tool", tool)
 	}
 	return slog.New(&lineHandler{w: w, tool: tool, level: lc.Level, colour: lc.Colour, stamp: lc.Stamp, mu: &sync.Mutex{}})
+}
+
+// jsonAttr writes durations and signals as the text logs do ("1.5s",
+// "terminated") rather than as bare numbers of nanoseconds or a signal's
+// number.
+func jsonAttr(_ []string, a slog.Attr) slog.Attr {
+	switch v := a.Value.Any().(type) {
+	case time.Duration:
+		return slog.String(a.Key, v.String())
+	case os.Signal:
+		return slog.String(a.Key, v.String())
+	}
+	return a
 }
 
 // ParseLogFormat parses --log-format.

@@ -6,7 +6,9 @@ import (
 	"log/slog"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	ucli "github.com/urfave/cli/v2"
 )
@@ -17,7 +19,7 @@ func TestLogFormatJSON(t *testing.T) {
 	var b strings.Builder
 	log := LogConfig{JSON: true, Level: slog.LevelInfo}.Logger(&b, "lockd").With("member", 3)
 	log.Debug("hidden")
-	log.Info("started", "addr", "127.0.0.1:7001", "members", 3)
+	log.Info("started", "addr", "127.0.0.1:7001", "members", 3, "lease", 1500*time.Millisecond, "signal", syscall.SIGTERM)
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
 	if len(lines) != 1 {
 		t.Fatalf("%d lines, want 1 (debug is below info): %q", len(lines), b.String())
@@ -26,7 +28,8 @@ func TestLogFormatJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(lines[0]), &rec); err != nil {
 		t.Fatalf("not JSON: %q: %v", lines[0], err)
 	}
-	for k, v := range map[string]any{"level": "INFO", "msg": "started", "tool": "lockd", "member": 3.0, "addr": "127.0.0.1:7001", "members": 3.0} {
+	for k, v := range map[string]any{"level": "INFO", "msg": "started", "tool": "lockd", "member": 3.0, "addr": "127.0.0.1:7001", "members": 3.0,
+		"lease": "1.5s", "signal": "terminated"} {
 		if rec[k] != v {
 			t.Errorf("%s = %v, want %v in %s", k, rec[k], v, lines[0])
 		}
