@@ -86,7 +86,6 @@ func Exit(tool string, err error) {
 // the tool's name once.
 func Main(app *ucli.App) {
 	RunWatchdog()
-	SystemdNotifier() // takes NOTIFY_SOCKET out of the environment before any child starts
 	Exit(app.Name, Prepare(app).Run(Reorder(app, os.Args)))
 }
 

@@ -32,24 +32,22 @@ type Notifier struct {
 }
 
 // notifier is this process's Notifier, read once from the environment.
-var notifier = sync.OnceValue(func() *Notifier { return NotifierFromEnv(true) })
+var notifier = sync.OnceValue(NotifierFromEnv)
 
 // SystemdNotifier is this process's Notifier: nil unless systemd (or a
-// test) set NOTIFY_SOCKET. The first call takes NOTIFY_SOCKET,
-// WATCHDOG_USEC and WATCHDOG_PID out of the environment, so a child
-// command never speaks for this process.
+// test) set NOTIFY_SOCKET.
+//
+// The variables stay in the environment: a wrapped command (`lockd run
+// NAME -- CMD` as a unit's ExecStart=, with NotifyAccess=all) may tell
+// systemd itself when it is ready. Under NotifyAccess=main, as the units
+// in contrib/systemd have it, only this process is heard, and
+// WATCHDOG_PID keeps a child from taking the watchdog as its own.
 func SystemdNotifier() *Notifier { return notifier() }
 
 // NotifierFromEnv opens the socket NOTIFY_SOCKET names, or returns nil
-// when it is unset or cannot be opened. With unset, the variables are
-// removed from the environment.
-func NotifierFromEnv(unset bool) *Notifier {
+// when it is unset or cannot be opened.
+func NotifierFromEnv() *Notifier {
 	path, usec, pid := os.Getenv("NOTIFY_SOCKET"), os.Getenv("WATCHDOG_USEC"), os.Getenv("WATCHDOG_PID")
-	if unset {
-		os.Unsetenv("NOTIFY_SOCKET")
-		os.Unsetenv("WATCHDOG_USEC")
-		os.Unsetenv("WATCHDOG_PID")
-	}
 	if path == "" || path[0] != '/' && path[0] != '@' {
 		return nil
 	}
