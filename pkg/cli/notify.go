@@ -118,9 +118,10 @@ func (n *Notifier) Watch(ctx context.Context, alive func(context.Context) error)
 }
 
 // statusKinds are the events that change what `systemctl status` should
-// say: who leads, which view or pool this member is in.
+// say: who leads, which view or pool this member is in, what was decided.
 var statusKinds = map[string]bool{"leader": true, "stepdown": true, "coordinator": true, "view": true,
-	"transitional": true, "minority": true, "merge": true, "removed": true, "excluded": true}
+	"transitional": true, "minority": true, "merge": true, "removed": true, "excluded": true,
+	"decide": true, "undecided": true}
 
 // notifyEvents, under systemd, pings the watchdog through drv's own loop
 // and turns notable events into STATUS= lines; it returns the emit
