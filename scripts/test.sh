@@ -104,6 +104,8 @@ command -v ss >/dev/null 2>&1 || missing+=(iproute2)
 command -v chronyd >/dev/null 2>&1 || [ -x /usr/sbin/chronyd ] || missing+=(chrony)
 # iptables for the real-partition tests (scripts/netsplit.sh; they skip without root)
 command -v iptables >/dev/null 2>&1 || [ -x /usr/sbin/iptables ] || missing+=(iptables)
+# systemd-analyze for the unit files' test (contrib/systemd; verify only, nothing started)
+command -v systemd-analyze >/dev/null 2>&1 || missing+=(systemd)
 if [ ${#missing[@]} -gt 0 ]; then apt_install "${missing[@]}"; fi
 go version
 go mod download

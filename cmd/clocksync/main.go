@@ -3,7 +3,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -86,6 +85,7 @@ Examples:
 				Action: berkeley,
 			},
 			coordsCommand,
+			waitCommand,
 			{
 				Name:  "now",
 				Usage: "print a running node's disciplined time (--socket) or each Berkeley member's offset (--peers)",
@@ -231,12 +231,7 @@ func nowCmd(c *ucli.Context) error {
 			cm.Out.Line(fmt.Sprintf("member %d silent", id))
 			continue
 		}
-		var st struct {
-			Master uint32 `json:"master"`
-			Offset int64  `json:"offset_ns"`
-		}
-		_ = json.Unmarshal(r.Status, &st)
-		off := time.Duration(st.Offset)
+		master, off := berkeleyStatus(r)
 		if first || off < lo {
 			lo = off
 		}
@@ -245,9 +240,9 @@ func nowCmd(c *ucli.Context) error {
 		}
 		first = false
 		if c.Bool(cli.FlagJSON) {
-			cm.Out.JSON(map[string]any{"event": "member", "id": id, "master": st.Master, "offset_s": off.Seconds()})
+			cm.Out.JSON(map[string]any{"event": "member", "id": id, "master": master, "offset_s": off.Seconds()})
 		} else {
-			cm.Out.Line(fmt.Sprintf("member %d master %d offset %+.6fs", id, st.Master, off.Seconds()))
+			cm.Out.Line(fmt.Sprintf("member %d master %d offset %+.6fs", id, master, off.Seconds()))
 		}
 	}
 	if c.Bool(cli.FlagJSON) {

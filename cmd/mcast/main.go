@@ -218,6 +218,7 @@ func runGroup(c *ucli.Context) error {
 		return cli.Exitf(cli.ExitUsage, "%v", err)
 	}
 	drv := driver.New[mcast.GMsg](g, mcast.GCodec{}, mb.Net, driver.Config{Framer: mb.Framer, Log: mb.Log})
+	mb.NotifyReadyOn = "view" // a member serves once it is in a view
 	live, err := mb.Start(drv, "order", c.String("order"), "views", true, "total", cfg.Total, "safe", cfg.Safe, "evs", cfg.EVS)
 	if err != nil {
 		return err

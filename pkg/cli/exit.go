@@ -68,7 +68,9 @@ func Exit(tool string, err error) {
 	if errors.As(err, &ee) {
 		code = ee.Code // a child's 1 stays 1
 	}
-	if ee == nil || ee.Err != nil {
+	if l := exitLog.Load(); l != nil && (ee == nil || ee.Err != nil) {
+		l.Error(strings.TrimPrefix(err.Error(), tool+": "), "exit", code)
+	} else if ee == nil || ee.Err != nil {
 		msg := err.Error()
 		if !strings.HasPrefix(msg, tool+":") {
 			msg = tool + ": " + msg

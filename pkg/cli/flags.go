@@ -115,6 +115,7 @@ func LogFlags() []ucli.Flag {
 	return []ucli.Flag{
 		&ucli.StringFlag{Name: FlagLogLevel, Value: "info", Usage: "debug, info, warn or error (logs go to stderr)"},
 		&ucli.BoolFlag{Name: FlagNoColor, Usage: "never colour logs (also NO_COLOR)"},
+		LogFormatFlag(),
 	}
 }
 

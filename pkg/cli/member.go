@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/signal"
@@ -64,10 +63,10 @@ type Running struct {
 // Without a key it warns, after every argument check has passed, that
 // frames are not authenticated.
 func (m *Member) Start(drv Runner, attrs ...any) (*Running, error) {
-	if m.Key == nil {
+	if m.Key == nil && !m.quietNoKey {
 		// On stderr whatever --log-level says: running unauthenticated
-		// must never go unnoticed.
-		fmt.Fprintf(os.Stderr, "%s: warning: no --key-file: frames are NOT authenticated; anyone who can reach %s can take part\n", m.Tool, m.Net.Addr())
+		// must never go unnoticed (unless asked for, all on loopback).
+		m.warnNoKey()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	events := make(chan node.Event, 1024)
@@ -94,7 +93,8 @@ func (m *Member) Start(drv Runner, attrs ...any) (*Running, error) {
 			}
 		}
 	}()
-	go func() { done <- drv.Run(ctx, func(ev node.Event) { events <- ev }) }()
+	emit := m.notifyEvents(ctx, drv, func(ev node.Event) { events <- ev })
+	go func() { done <- drv.Run(ctx, emit) }()
 	if !m.DelayReady {
 		if err := m.WriteReady(); err != nil {
 			r.Stop()
@@ -110,6 +110,9 @@ func (m *Member) WriteReady() error {
 	if err := WriteReadyFile(m.readyFile, m.Net.Addr()); err != nil {
 		return Exitf(ExitUsage, "--ready-file: %v", err)
 	}
+	if m.NotifyReadyOn == "" {
+		SystemdNotifier().Ready(m.serving())
+	}
 	return nil
 }
 
@@ -119,6 +122,7 @@ func (r *Running) Stop() {
 		return
 	}
 	r.stopped = true
+	SystemdNotifier().Stopping()
 	r.stopSig()
 	r.cancel()
 	select {

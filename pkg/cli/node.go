@@ -25,16 +25,21 @@ type Common struct {
 	KeyFile   string        // --key-file, re-read on SIGHUP by a running member
 	Log       *slog.Logger
 	Out       *Output
+	logJSON   bool // --log-format json
 }
 
-// Logger is the logger --log-level and --no-color ask for: stderr,
-// coloured only on a terminal.
+// Logger is the logger --log-level, --log-format and --no-color ask for:
+// stderr, coloured only on a terminal, stamped with the time when not.
 func Logger(c *ucli.Context, tool string) (*slog.Logger, error) {
-	level, err := ParseLevel(c.String(FlagLogLevel))
+	lc, err := logConfig(c)
 	if err != nil {
 		return nil, err
 	}
-	return NewLogger(os.Stderr, tool, level, UseColor(os.Stderr, c.Bool(FlagNoColor))), nil
+	log := lc.Logger(os.Stderr, tool)
+	if lc.JSON {
+		exitLog.Store(log)
+	}
+	return log, nil
 }
 
 // Setup parses the client flags: log level, colour, output mode, peers
@@ -45,7 +50,7 @@ func Setup(c *ucli.Context, tool string) (*Common, error) {
 		return nil, err
 	}
 	cm := &Common{Tool: tool, Log: log, Out: NewOutput(os.Stdout, c.Bool(FlagJSON)),
-		Cluster: c.String(FlagCluster), Transport: c.String(FlagTransport)}
+		Cluster: c.String(FlagCluster), Transport: c.String(FlagTransport), logJSON: c.String(FlagLogFormat) == "json"}
 	if cm.Peers, err = ParsePeers(c.String(FlagPeers)); err != nil {
 		return nil, Exitf(ExitUsage, "%v", err)
 	}
@@ -96,6 +101,19 @@ type Member struct {
 	// DelayReady: Start does not write --ready-file; the tool calls
 	// WriteReady once it is ready (ticketd: once it has found the pool).
 	DelayReady bool
+	// NotifyReadyOn: under systemd, READY=1 waits for the first event of
+	// this kind (mcast: "view") rather than going with --ready-file.
+	NotifyReadyOn string
+	// quietNoKey: --insecure with every peer on loopback, a deliberate
+	// choice that needs no warning.
+	quietNoKey bool
+}
+
+// memberLog names the member in every JSON log record.
+func (m *Member) memberLog() {
+	if m.logJSON {
+		m.Log = m.Log.With("member", m.ID)
+	}
 }
 
 // Join parses --id and --bind on top of Setup, creates the Framer and
@@ -127,7 +145,9 @@ func Join(c *ucli.Context, tool string) (*Member, error) {
 			return nil, Exitf(ExitUsage, "%v", err)
 		}
 	}
-	m := &Member{Common: cm, ID: id, Incarnation: uint64(time.Now().UnixNano()), readyFile: c.String(FlagReadyFile)}
+	m := &Member{Common: cm, ID: id, Incarnation: uint64(time.Now().UnixNano()), readyFile: c.String(FlagReadyFile),
+		quietNoKey: c.Bool(FlagInsecure) && remotePeer(cm.Peers) == ""}
+	m.memberLog()
 	m.Framer = wire.NewFramerRing(ClusterKey(c.String(FlagCluster), cm.Peers), id, m.Incarnation, cm.Key)
 	m.Framer.Only(IDs(cm.Peers))
 	if m.Net, err = Listen(c, bind, cm.Peers); err != nil {
@@ -148,7 +168,7 @@ func JoinOpen(c *ucli.Context, tool string, contacts []string) (*Member, error) 
 		return nil, err
 	}
 	cm := &Common{Tool: tool, Log: log, Out: NewOutput(os.Stdout, c.Bool(FlagJSON)), Cluster: c.String(FlagCluster),
-		Transport: "udp", Peers: map[node.ID]string{}}
+		Transport: "udp", Peers: map[node.ID]string{}, logJSON: c.String(FlagLogFormat) == "json"}
 	if err := cm.loadKeys(c.String(FlagKeyFile)); err != nil {
 		return nil, err
 	}
@@ -171,16 +191,18 @@ func JoinOpen(c *ucli.Context, tool string, contacts []string) (*Member, error) 
 			return nil, Exitf(ExitUsage, "--join: %v", err)
 		}
 	}
+	all := map[node.ID]string{id: bind}
+	for i, a := range contacts {
+		all[node.ID(i+2)] = a
+	}
 	if cm.Key == nil && !c.Bool(FlagInsecure) {
-		all := map[node.ID]string{id: bind}
-		for i, a := range contacts {
-			all[node.ID(i+2)] = a
-		}
 		if far := remotePeer(all); far != "" {
 			return nil, Exitf(ExitUsage, "%s is not on loopback: give every member --key-file (make one with 'head -c 32 /dev/urandom > cluster.key'), or --insecure to run unauthenticated", far)
 		}
 	}
-	m := &Member{Common: cm, ID: id, Incarnation: uint64(time.Now().UnixNano()), readyFile: c.String(FlagReadyFile)}
+	m := &Member{Common: cm, ID: id, Incarnation: uint64(time.Now().UnixNano()), readyFile: c.String(FlagReadyFile),
+		quietNoKey: c.Bool(FlagInsecure) && remotePeer(all) == ""}
+	m.memberLog()
 	m.Framer = wire.NewFramerRing(ClusterKey(cm.Cluster, nil), id, m.Incarnation, cm.Key)
 	m.Framer.AcceptUnaddressed()
 	if m.Net, err = Listen(c, bind, nil); err != nil {

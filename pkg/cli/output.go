@@ -100,7 +100,7 @@ func ParseLevel(s string) (slog.Level, error) {
 // NewLogger returns a logger writing "LEVEL tool: message key=value" lines to
 // w, coloured by level when colour is on.
 func NewLogger(w io.Writer, tool string, level slog.Level, colour bool) *slog.Logger {
-	return slog.New(&lineHandler{w: w, tool: tool, level: level, colour: colour, mu: &sync.Mutex{}})
+	return LogConfig{Level: level, Colour: colour}.Logger(w, tool)
 }
 
 type lineHandler struct {
@@ -108,6 +108,7 @@ type lineHandler struct {
 	tool   string
 	level  slog.Level
 	colour bool
+	stamp  bool // start each line with the record's time
 	attrs  []slog.Attr
 	mu     *sync.Mutex
 }
@@ -129,6 +130,9 @@ func (h *lineHandler) Handle(_ context.Context, r slog.Record) error {
 		}
 		c.EnableColor()
 		lvl = c.Sprint(lvl)
+	}
+	if h.stamp {
+		b.WriteString(r.Time.Format("2006-01-02T15:04:05.000Z07:00 "))
 	}
 	fmt.Fprintf(&b, "%s %s: %s", lvl, h.tool, r.Message)
 	write := func(a slog.Attr) bool {

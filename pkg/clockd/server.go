@@ -5,7 +5,9 @@
 package clockd
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"sync"
@@ -100,10 +102,17 @@ func Serve(cfg ServeConfig) error {
 		return cli.Exitf(cli.ExitUsage, "--ready-file: %v", err)
 	}
 	log.Info("serving NTP", "addr", conn.LocalAddr(), "synced", n.srv.Synced, "stratum", n.srv.Stratum, "upstream", upstream)
+	sd := cli.SystemdNotifier()
+	sd.Ready(n.state(conn.LocalAddr().String()))
 	sigs, stopSigs := cli.NotifySignals()
 	defer stopSigs()
 	done := make(chan struct{})
-	go func() { <-sigs; close(done); conn.Close() }()
+	go func() { <-sigs; sd.Stopping(); close(done); conn.Close() }()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// The watchdog's proof of life is an NTP exchange with this server:
+	// the loop below must answer it.
+	sd.Watch(ctx, func(ctx context.Context) error { return n.ping(ctx, conn.LocalAddr().String()) })
 	if upstream != "" {
 		go func() {
 			if err := n.follow(upstream, cfg.Poll, done, log); err != nil {
@@ -165,6 +174,34 @@ func Serve(cfg ServeConfig) error {
 	}
 }
 
+// state is the status line for systemd.
+func (n *server) state(addr string) string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.srv.Synced {
+		return fmt.Sprintf("serving NTP on %s, unsynchronised", addr)
+	}
+	return fmt.Sprintf("serving NTP on %s at stratum %d", addr, n.srv.Stratum)
+}
+
+// ping asks the server on addr for the time once: it answers only while
+// its loop is turning.
+func (n *server) ping(ctx context.Context, addr string) error {
+	conn, err := net.Dial("udp", addr)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	wait := time.Second
+	if dl, ok := ctx.Deadline(); ok {
+		wait = time.Until(dl)
+	}
+	if _, _, ok := exchange(conn, time.Now, wait); !ok {
+		return errors.New("no answer")
+	}
+	return nil
+}
+
 // follow polls the upstream and disciplines the node's clock; after eight
 // polls without a usable answer the node declares itself unsynchronised.
 func (n *server) follow(upstream string, poll time.Duration, done <-chan struct{}, log interface {
@@ -206,10 +243,12 @@ func (n *server) follow(upstream string, poll time.Duration, done <-chan struct{
 			n.srv.RootDisp = rep.RootDisp + absDur(s.Offset()) + poll/1000
 			if first {
 				log.Info("synchronised", "upstream", upstream, "stratum", n.srv.Stratum, "offset", s.Offset())
+				cli.SystemdNotifier().Status(fmt.Sprintf("synchronised to %s at stratum %d", upstream, n.srv.Stratum))
 			}
 		} else if misses++; misses >= 8 && n.srv.Synced {
 			n.srv.Synced = false
 			log.Warn("lost the upstream: unsynchronised", "upstream", upstream)
+			cli.SystemdNotifier().Status("unsynchronised: lost " + upstream)
 		}
 		n.mu.Unlock()
 		select {
