@@ -95,6 +95,9 @@ func (m *Member) Start(drv Runner, attrs ...any) (*Running, error) {
 		}
 	}()
 	go func() { done <- drv.Run(ctx, func(ev node.Event) { events <- ev }) }()
+	if m.Names != nil {
+		go m.follow(ctx, m.resolveEvery)
+	}
 	if !m.DelayReady {
 		if err := m.WriteReady(); err != nil {
 			r.Stop()
