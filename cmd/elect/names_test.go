@@ -91,7 +91,9 @@ func freePort(t *testing.T) uint16 {
 // records and themselves through --advertise (no --id): they elect 3; a
 // member that comes back at another port is followed by the others (it
 // hears the leader only if the leader sends to its new address); a member
-// whose record is removed is logged as having left.
+// whose record is removed is logged as having left, and as back when it
+// returns; a record for an ID outside the set and a failed look-up are
+// logged; `elect status` finds the members by name too.
 func TestPeersBySRV(t *testing.T) {
 	d := clitest.StartDNS(t)
 	dir := t.TempDir()
@@ -130,11 +132,28 @@ func TestPeersBySRV(t *testing.T) {
 	procs[2] = member(2)
 	c.waitAgree([]int{1, 2, 3}, 3, term-1)
 
+	// A status command finds the members by name too.
+	out, err := exec.Command(electBin, "status", "--peers", "srv:_elect._udp.rt.test.", "--dns-server", d.Addr).CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), "leader 3 term") {
+		t.Errorf("status: %v\n%s", err, out)
+	}
+
 	// Member 1's record goes.
 	delete(ports, 1)
 	d.SetSRV("_elect._udp.rt.test", srvs()...)
 	logged(t, dir, 2, "record is gone", "member=1")
 	logged(t, dir, 3, "record is gone", "member=1")
+
+	// It comes back, and a fourth record appears: not a member.
+	ports[1] = freePort(t)
+	d.SetIP("elect-4.rt.test", "127.0.0.1")
+	d.SetSRV("_elect._udp.rt.test", append(srvs(), clitest.SRV{Target: "elect-4.rt.test", Port: freePort(t)})...)
+	logged(t, dir, 3, "record is back", "member=1")
+	logged(t, dir, 3, "not a member", "id=4")
+
+	// The name is gone altogether: a failed look-up, the addresses kept.
+	d.SetSRV("_elect._udp.rt.test")
+	logged(t, dir, 3, "peers not looked up again")
 }
 
 // TestPeersByA runs three members on 127.0.0.1-3 found through the A
