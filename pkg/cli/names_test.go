@@ -3,10 +3,15 @@ package cli_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
+	"net"
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
 
 	"github.com/roundtable-go/roundtable/pkg/cli"
 	"github.com/roundtable-go/roundtable/pkg/cli/clitest"
@@ -106,5 +111,76 @@ func TestResolvePeerNames(t *testing.T) {
 		if err == nil || errors.As(err, &pe) {
 			t.Errorf("%s: got %v, want a look-up error", spec, err)
 		}
+	}
+}
+
+// block is a Runner that runs until it is stopped.
+type block struct{}
+
+func (block) Run(ctx context.Context, _ func(node.Event)) error { <-ctx.Done(); return nil }
+
+// TestFollowMovesPeer starts a member in this process (so that -race sees
+// the look-ups beside the transport) whose peer set comes from SRV
+// records, and moves member 2 from one address to another: frames to 2
+// reach the first address, then, once the record changed, the second.
+func TestFollowMovesPeer(t *testing.T) {
+	d := clitest.StartDNS(t)
+	listen := func() (net.PacketConn, uint16) {
+		c, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c, uint16(c.LocalAddr().(*net.UDPAddr).Port)
+	}
+	self, selfPort := listen()
+	self.Close() // the member binds it
+	a, portA := listen()
+	b, portB := listen()
+	d.SetIP("m-1.rt.test", "127.0.0.1")
+	d.SetIP("m-2.rt.test", "127.0.0.1")
+	d.SetSRV("_m._udp.rt.test", clitest.SRV{Target: "m-1.rt.test", Port: selfPort}, clitest.SRV{Target: "m-2.rt.test", Port: portA})
+
+	// reaches sends frames to member 2 until one arrives on c.
+	reaches := func(m *cli.Member, c net.PacketConn) bool {
+		buf := make([]byte, 64)
+		for try := 0; try < 500; try++ {
+			if err := m.Net.Send(2, []byte("x")); err != nil {
+				t.Fatal(err)
+			}
+			c.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+			if _, _, err := c.ReadFrom(buf); err == nil {
+				return true
+			}
+		}
+		return false
+	}
+	app := &ucli.App{Name: "t", Flags: cli.NodeFlags(), Action: func(c *ucli.Context) error {
+		m, err := cli.Join(c, "t")
+		if err != nil {
+			return err
+		}
+		defer m.Close()
+		if m.ID != 1 {
+			t.Errorf("--advertise found member %d, want 1", m.ID)
+		}
+		live, err := m.Start(block{})
+		if err != nil {
+			return err
+		}
+		defer live.Stop()
+		if !reaches(m, a) {
+			t.Error("frames to member 2 did not reach its first address")
+		}
+		d.SetSRV("_m._udp.rt.test", clitest.SRV{Target: "m-1.rt.test", Port: selfPort}, clitest.SRV{Target: "m-2.rt.test", Port: portB})
+		if !reaches(m, b) {
+			t.Error("frames to member 2 did not follow its record to the second address")
+		}
+		return nil
+	}}
+	err := app.Run([]string{"t", "--peers", "srv:_m._udp.rt.test.", "--dns-server", d.Addr, "--resolve-every", "20ms",
+		"--advertise", fmt.Sprintf("127.0.0.1:%d", selfPort), "--log-level", "error", "--no-color"})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
