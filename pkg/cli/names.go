@@ -185,7 +185,7 @@ func TargetID(target string) (node.ID, bool) {
 
 // follow looks the peers up again every period until ctx ends, and brings
 // the running member along: a member whose record moved is sent to at its
-// new address (over UDP), a member whose record is gone is logged as
+// new address, a member whose record is gone is logged as
 // having left (a WARN; frames keep going to its last address, as to any
 // member that is down), and a record for an ID that is not a member is
 // logged and ignored: a fixed membership changes only by restarting every
@@ -232,7 +232,7 @@ func (m *Member) follow(ctx context.Context, period time.Duration) {
 				continue
 			}
 			ap, err := netip.ParseAddrPort(addr)
-			d, dynamic := m.Net.(transport.Dynamic)
+			d, dynamic := m.Net.(transport.Mover)
 			if err != nil || !dynamic {
 				m.Log.Warn("member's record moved but this transport cannot follow it", "member", id, "from", known[id], "to", addr)
 			} else {
