@@ -93,8 +93,15 @@ func freePort(t *testing.T) uint16 {
 // hears the leader only if the leader sends to its new address); a member
 // whose record is removed is logged as having left, and as back when it
 // returns; a record for an ID outside the set and a failed look-up are
-// logged; `elect status` finds the members by name too.
+// logged; `elect status` finds the members by name too. It runs over UDP
+// and over TCP.
 func TestPeersBySRV(t *testing.T) {
+	for _, tr := range []string{"udp", "tcp"} {
+		t.Run(tr, func(t *testing.T) { peersBySRV(t, tr) })
+	}
+}
+
+func peersBySRV(t *testing.T, tr string) {
 	d := clitest.StartDNS(t)
 	dir := t.TempDir()
 	ports := map[int]uint16{1: freePort(t), 2: freePort(t), 3: freePort(t)}
@@ -112,7 +119,7 @@ func TestPeersBySRV(t *testing.T) {
 	}
 	d.SetSRV("_elect._udp.rt.test", srvs()...)
 	member := func(i int) *exec.Cmd {
-		return startNamed(t, dir, i, "--peers", "srv:_elect._udp.rt.test.", "--dns-server", d.Addr,
+		return startNamed(t, dir, i, "--transport", tr, "--peers", "srv:_elect._udp.rt.test.", "--dns-server", d.Addr,
 			"--resolve-every", "50ms", "--advertise", fmt.Sprintf("127.0.0.1:%d", ports[i]))
 	}
 	procs := map[int]*exec.Cmd{}
@@ -133,7 +140,7 @@ func TestPeersBySRV(t *testing.T) {
 	c.waitAgree([]int{1, 2, 3}, 3, term-1)
 
 	// A status command finds the members by name too.
-	out, err := exec.Command(electBin, "status", "--peers", "srv:_elect._udp.rt.test.", "--dns-server", d.Addr).CombinedOutput()
+	out, err := exec.Command(electBin, "status", "--transport", tr, "--peers", "srv:_elect._udp.rt.test.", "--dns-server", d.Addr).CombinedOutput()
 	if err != nil || !strings.HasPrefix(string(out), "leader 3 term") {
 		t.Errorf("status: %v\n%s", err, out)
 	}
