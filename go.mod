@@ -8,6 +8,7 @@ require (
 	github.com/fatih/color v1.19.0
 	github.com/hashicorp/go-sockaddr v1.0.7
 	github.com/mattn/go-isatty v0.0.24
+	github.com/miekg/dns v1.1.73
 	github.com/urfave/cli/v2 v2.27.7
 	golang.org/x/sync v0.24.0
 	gonum.org/v1/plot v0.17.0

@@ -211,9 +211,9 @@ func config(c *ucli.Context) (consensus.Config, error) {
 		return cfg, cli.Exitf(cli.ExitUsage, "--wait and --start-timeout must be positive")
 	}
 	// The peer list is validated by Join; check f against it early too.
-	peers, err := cli.ParsePeers(c.String(cli.FlagPeers))
+	peers, _, err := cli.Peers(c)
 	if err != nil {
-		return cfg, cli.Exitf(cli.ExitUsage, "%v", err)
+		return cfg, err
 	}
 	cfg.Peers = cli.IDs(peers)
 	cfg.ID = cfg.Peers[0]

@@ -84,6 +84,7 @@ Examples:
    elect run --id 1 --peers 1=127.0.0.1:7001,2=127.0.0.1:7002,3=127.0.0.1:7003
    elect run --algo ring --id 2 --peers @peers.txt --json
    elect run --id 3 --peers @peers.txt --key-file cluster.key -- ./serve-primary.sh
+   elect run --peers srv:_elect._udp.example.com --advertise 10.0.0.3:7000 --key-file cluster.key
    ELECT_PEERS=@peers.txt ELECT_ID=1 elect run -- sh -c 'echo "I lead term $ELECT_TERM"; sleep 60'`,
 				Flags:  runFlags,
 				Action: run,

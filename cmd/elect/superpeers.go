@@ -39,7 +39,7 @@ Examples:
    elect superpeers --peers @peers.txt --superpeers 8 --max-load 20 --json
    elect superpeers --peers @peers.txt --superpeers 4 --coords coords.jsonl`,
 	Flags: cli.WithEnv(tool, []ucli.Flag{
-		&ucli.StringFlag{Name: cli.FlagPeers, Usage: "cluster members: '1=host:port,2=host:port' or '@file' (one id=host:port per line)"},
+		cli.PeersFlag(), cli.DNSServerFlag(),
 		&ucli.Float64Flag{Name: "fraction", Value: 0.05, Usage: "the fraction of members to make superpeers (S = ⌈fraction·N⌉)"},
 		&ucli.IntFlag{Name: "superpeers", DefaultText: "from --fraction", Usage: "how many superpeers (S)"},
 		&ucli.IntFlag{Name: "max-load", Usage: "no superpeer serves more than this many members (0: no bound)"},
@@ -69,9 +69,9 @@ func superpeers(c *ucli.Context) error {
 	if c.Args().Len() > 0 {
 		return cli.Exitf(cli.ExitUsage, "unexpected argument %q", c.Args().First())
 	}
-	peers, err := cli.ParsePeers(c.String(cli.FlagPeers))
+	peers, _, err := cli.Peers(c)
 	if err != nil {
-		return cli.Exitf(cli.ExitUsage, "%v", err)
+		return err
 	}
 	ids := cli.IDs(peers)
 	s := c.Int("superpeers")

@@ -26,7 +26,7 @@ func socketFlag() ucli.Flag {
 }
 
 func serveFlags() []ucli.Flag {
-	node := cli.DropFlags(cli.NodeFlags(), cli.FlagPeers, cli.FlagTransport)
+	node := cli.DropFlags(cli.NodeFlags(), cli.FlagPeers, cli.FlagTransport, cli.FlagAdvertise, cli.FlagResolveEvery, cli.FlagDNSServer)
 	return cli.WithEnv(tool, append(node,
 		&ucli.StringFlag{Name: "join", Usage: "addresses of members of the pool (host:port, comma-separated); none: found a new pool"},
 		&ucli.IntFlag{Name: "tickets", Usage: "n, the pool's size: required to found a pool; with --join, checked against the pool's"},

@@ -18,7 +18,7 @@ func TestToolDependencies(t *testing.T) {
 	}
 	forbidden := []string{"net/http", "github.com/roundtable-go/roundtable/pkg/sim",
 		"github.com/roundtable-go/roundtable/pkg/sim/simtest",
-		"github.com/anishathalye/porcupine", "github.com/beevik/ntp", "gonum.org/"}
+		"github.com/anishathalye/porcupine", "github.com/beevik/ntp", "gonum.org/", "github.com/miekg/dns"}
 	protocols := map[string][]string{ // what each tool may link of the protocol packages
 		"elect":     {"election"},
 		"lockd":     {"mutex", "election", "lockd"},

@@ -89,13 +89,15 @@ func NodeFlags() []ucli.Flag {
 		&ucli.Float64Flag{Name: FlagFaultDup, Usage: "testing: duplicate this fraction of outgoing frames"},
 		&ucli.Uint64Flag{Name: FlagFaultSeed, Usage: "testing: seed for the injected faults"},
 		&ucli.BoolFlag{Name: FlagInsecure, Usage: "run without --key-file although a peer is not on loopback: anyone who can reach the members can take part"},
+		&ucli.StringFlag{Name: FlagAdvertise, Usage: "the address (host:port) this member is known by in --peers, when it is not the one it binds (NAT, containers); finds this member's ID without --id"},
+		&ucli.DurationFlag{Name: FlagResolveEvery, Value: DefaultResolveEvery, Usage: "with --peers dns:/srv:, look the peers up again this often: follow a moved member, log one whose record is gone"},
 	}, ClientFlags()...)
 }
 
 // ClientFlags are the flags shared by every command that talks to peers.
 func ClientFlags() []ucli.Flag {
 	return append([]ucli.Flag{
-		&ucli.StringFlag{Name: FlagPeers, Usage: "cluster members: '1=host:port,2=host:port' or '@file' (one id=host:port per line)"},
+		PeersFlag(), DNSServerFlag(),
 		&ucli.StringFlag{Name: FlagCluster, Value: "roundtable", Usage: "cluster name; frames of other clusters are dropped"},
 		&ucli.StringFlag{Name: FlagKeyFile, Usage: "AES-256 keys, one per line as 64 hex characters (or one key as 32 raw bytes): the first seals every frame, any opens; a member re-reads the file on SIGHUP"},
 		JSONFlag(),
@@ -117,6 +119,16 @@ func LogFlags() []ucli.Flag {
 		&ucli.BoolFlag{Name: FlagNoColor, Usage: "never colour logs (also NO_COLOR)"},
 		LogFormatFlag(),
 	}
+}
+
+// PeersFlag is --peers.
+func PeersFlag() ucli.Flag {
+	return &ucli.StringFlag{Name: FlagPeers, Usage: "cluster members: '1=host:port,2=host:port', '@file' (one id=host:port per line), 'dns:NAME:PORT' (A/AAAA records; ID = the address's last byte) or 'srv:_svc._udp.NAME' (SRV records; ID = the number ending the target's first label)"}
+}
+
+// DNSServerFlag is the hidden --dns-server, for tests.
+func DNSServerFlag() ucli.Flag {
+	return &ucli.StringFlag{Name: FlagDNSServer, Hidden: true, Usage: "testing: send every DNS query of --peers dns:/srv: to this host:port"}
 }
 
 // ReadyFileFlag is --ready-file.

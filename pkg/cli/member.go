@@ -95,6 +95,9 @@ func (m *Member) Start(drv Runner, attrs ...any) (*Running, error) {
 	}()
 	emit := m.notifyEvents(ctx, drv, func(ev node.Event) { events <- ev })
 	go func() { done <- drv.Run(ctx, emit) }()
+	if m.Names != nil {
+		go m.follow(ctx, m.resolveEvery)
+	}
 	if !m.DelayReady {
 		if err := m.WriteReady(); err != nil {
 			r.Stop()

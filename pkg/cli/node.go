@@ -1,9 +1,12 @@
 package cli
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"slices"
 	"time"
@@ -23,6 +26,7 @@ type Common struct {
 	Transport string        // --transport: "udp" or "tcp"
 	Key       *wire.Keyring // nil without --key-file
 	KeyFile   string        // --key-file, re-read on SIGHUP by a running member
+	Names     *PeerNames    // --peers dns:/srv:, nil for a list of addresses
 	Log       *slog.Logger
 	Out       *Output
 	logJSON   bool // --log-format json
@@ -51,13 +55,49 @@ func Setup(c *ucli.Context, tool string) (*Common, error) {
 	}
 	cm := &Common{Tool: tool, Log: log, Out: NewOutput(os.Stdout, c.Bool(FlagJSON)),
 		Cluster: c.String(FlagCluster), Transport: c.String(FlagTransport), logJSON: c.String(FlagLogFormat) == "json"}
-	if cm.Peers, err = ParsePeers(c.String(FlagPeers)); err != nil {
-		return nil, Exitf(ExitUsage, "%v", err)
+	if err := cm.peers(c); err != nil {
+		return nil, err
 	}
 	if err := cm.loadKeys(c.String(FlagKeyFile)); err != nil {
 		return nil, err
 	}
 	return cm, nil
+}
+
+// peers sets cm.Peers and cm.Names from --peers (Peers).
+func (cm *Common) peers(c *ucli.Context) (err error) {
+	cm.Peers, cm.Names, err = Peers(c)
+	if err == nil && cm.Names != nil {
+		cm.Log.Debug("peers looked up", "peers", cm.Names.Spec, "members", cm.Peers)
+	}
+	return err
+}
+
+// Peers is --peers: a list of addresses, or names looked up in DNS with
+// the PeerNames that found them (nil for a list). A look-up that fails is
+// exit 69, a bad value or records that break the ID rule exit 64.
+func Peers(c *ucli.Context) (map[node.ID]string, *PeerNames, error) {
+	spec := c.String(FlagPeers)
+	names, ok, err := ParsePeerNames(spec, c.String(FlagDNSServer))
+	if err != nil {
+		return nil, nil, Exitf(ExitUsage, "%v", err)
+	}
+	if !ok {
+		peers, err := ParsePeers(spec)
+		if err != nil {
+			return nil, nil, Exitf(ExitUsage, "%v", err)
+		}
+		return peers, nil, nil
+	}
+	peers, err := names.Resolve(context.Background())
+	if err != nil {
+		var bad *PeerSetError
+		if errors.As(err, &bad) {
+			return nil, nil, Exitf(ExitUsage, "%v", err)
+		}
+		return nil, nil, Exitf(ExitUnavailable, "%v", err)
+	}
+	return peers, names, nil
 }
 
 // loadKeys reads --key-file (path; "" for none) into cm.Key.
@@ -107,6 +147,8 @@ type Member struct {
 	// quietNoKey: --insecure with every peer on loopback, a deliberate
 	// choice that needs no warning.
 	quietNoKey bool
+
+	resolveEvery time.Duration // --resolve-every, with Names
 }
 
 // memberLog names the member in every JSON log record.
@@ -124,15 +166,9 @@ func Join(c *ucli.Context, tool string) (*Member, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.String(FlagID) == "" {
-		return nil, Exitf(ExitUsage, "--id is required")
-	}
-	id, err := node.ParseID(c.String(FlagID))
+	id, err := self(c, cm.Peers)
 	if err != nil {
-		return nil, Exitf(ExitUsage, "--id: %v", err)
-	}
-	if _, ok := cm.Peers[id]; !ok {
-		return nil, Exitf(ExitUsage, "--id %d is not in --peers (members: %v)", id, IDs(cm.Peers))
+		return nil, err
 	}
 	if cm.Key == nil && !c.Bool(FlagInsecure) {
 		if far := remotePeer(cm.Peers); far != "" {
@@ -146,14 +182,62 @@ func Join(c *ucli.Context, tool string) (*Member, error) {
 		}
 	}
 	m := &Member{Common: cm, ID: id, Incarnation: uint64(time.Now().UnixNano()), readyFile: c.String(FlagReadyFile),
-		quietNoKey: c.Bool(FlagInsecure) && remotePeer(cm.Peers) == ""}
+		quietNoKey: c.Bool(FlagInsecure) && remotePeer(cm.Peers) == "", resolveEvery: c.Duration(FlagResolveEvery)}
 	m.memberLog()
+	if cm.Names != nil && m.resolveEvery <= 0 {
+		return nil, Exitf(ExitUsage, "--%s must be above 0", FlagResolveEvery)
+	}
 	m.Framer = wire.NewFramerRing(ClusterKey(c.String(FlagCluster), cm.Peers), id, m.Incarnation, cm.Key)
 	m.Framer.Only(IDs(cm.Peers))
 	if m.Net, err = Listen(c, bind, cm.Peers); err != nil {
 		return nil, err
 	}
 	return m, nil
+}
+
+// self is this member's ID: --id, or, without it, the member whose
+// address in peers is --advertise. Given both, they must agree.
+func self(c *ucli.Context, peers map[node.ID]string) (node.ID, error) {
+	adv := c.String(FlagAdvertise)
+	if adv != "" {
+		if err := checkAddr(adv, false); err != nil {
+			return 0, Exitf(ExitUsage, "--%s: %v", FlagAdvertise, err)
+		}
+	}
+	var id node.ID
+	if c.String(FlagID) != "" {
+		var err error
+		if id, err = node.ParseID(c.String(FlagID)); err != nil {
+			return 0, Exitf(ExitUsage, "--id: %v", err)
+		}
+		if _, ok := peers[id]; !ok {
+			return 0, Exitf(ExitUsage, "--id %d is not in --peers (members: %v)", id, IDs(peers))
+		}
+		if adv != "" && !sameAddr(peers[id], adv) {
+			return 0, Exitf(ExitUsage, "--%s %s: --peers gives member %d the address %s", FlagAdvertise, adv, id, peers[id])
+		}
+		return id, nil
+	}
+	if adv == "" {
+		return 0, Exitf(ExitUsage, "--id is required (or --%s, this member's address in --peers)", FlagAdvertise)
+	}
+	for _, p := range IDs(peers) {
+		if sameAddr(peers[p], adv) {
+			return p, nil
+		}
+	}
+	return 0, Exitf(ExitUsage, "--%s %s is no member's address in --peers (members: %v)", FlagAdvertise, adv, peers)
+}
+
+// sameAddr says whether two host:port strings name one address
+// (127.0.0.1:7 and [::ffff:127.0.0.1]:7 do).
+func sameAddr(a, b string) bool {
+	pa, errA := netip.ParseAddrPort(a)
+	pb, errB := netip.ParseAddrPort(b)
+	if errA != nil || errB != nil {
+		return a == b
+	}
+	return pa.Addr().Unmap() == pb.Addr().Unmap() && pa.Port() == pb.Port()
 }
 
 // JoinOpen is Join for a tool whose members are learnt as it runs (ticketd):

@@ -86,10 +86,15 @@ type Dynamic interface {
 	SendAddr(a netip.AddrPort, frame []byte) error
 }
 
-// SetPeer passes on to a Dynamic transport underneath (and does nothing
-// otherwise).
+// Mover is a transport whose peers can move to new addresses as it runs
+// (UDP, TCP).
+type Mover interface {
+	SetPeer(id node.ID, a netip.AddrPort)
+}
+
+// SetPeer passes on to a Mover underneath (and does nothing otherwise).
 func (t *Faulty) SetPeer(id node.ID, a netip.AddrPort) {
-	if d, ok := t.Transport.(Dynamic); ok {
+	if d, ok := t.Transport.(Mover); ok {
 		d.SetPeer(id, a)
 	}
 }

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,7 +21,7 @@ import (
 // dials each peer lazily, keeps the connection, and redials after an error.
 type TCP struct {
 	ln    net.Listener
-	peers map[node.ID]string
+	peers map[node.ID]string // guarded by mu: SetPeer may run beside Send
 	in    chan Packet
 	done  chan struct{}
 	once  sync.Once
@@ -69,7 +71,7 @@ func listenTCP(addr string, peers map[node.ID]string, limits tcpLimits) (*TCP, e
 	if err != nil {
 		return nil, fmt.Errorf("transport: %w", err)
 	}
-	t := &TCP{ln: ln, peers: peers, limits: limits, in: make(chan Packet, 4096), done: make(chan struct{}),
+	t := &TCP{ln: ln, peers: maps.Clone(peers), limits: limits, in: make(chan Packet, 4096), done: make(chan struct{}),
 		out: map[node.ID]*tcpConn{}, conns: map[*tcpConn]struct{}{}}
 	go t.accept()
 	return t, nil
@@ -197,14 +199,26 @@ func (t *TCP) read(c *tcpConn) {
 	}
 }
 
+// SetPeer moves a peer to a new address: the connection dialled to the
+// old one is closed, and the next frame to the peer dials the new one.
+func (t *TCP) SetPeer(id node.ID, a netip.AddrPort) {
+	t.mu.Lock()
+	t.peers[id] = a.String()
+	c := t.out[id]
+	t.mu.Unlock()
+	if c != nil {
+		t.forget(c)
+	}
+}
+
 func (t *TCP) Send(to node.ID, frame []byte) error {
+	t.mu.Lock()
 	addr, ok := t.peers[to]
+	c := t.out[to]
+	t.mu.Unlock()
 	if !ok {
 		return fmt.Errorf("%w %d", ErrUnknownPeer, to)
 	}
-	t.mu.Lock()
-	c := t.out[to]
-	t.mu.Unlock()
 	if c == nil {
 		d := t.DialTimeout
 		if d == 0 {

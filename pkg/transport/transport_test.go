@@ -2,6 +2,7 @@ package transport
 
 import (
 	"fmt"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -129,4 +130,35 @@ func ExampleNetwork() {
 	q, _ := a.Recv()
 	fmt.Println(string(p.Data), string(q.Data))
 	// Output: hello hi
+}
+
+// TestSetPeerMoves: after SetPeer, frames to the peer go to its new
+// address (a TCP transport drops the connection to the old one).
+func TestSetPeerMoves(t *testing.T) {
+	for name, listen := range map[string]func(string, map[node.ID]string) (Transport, error){
+		"udp": func(a string, p map[node.ID]string) (Transport, error) { return ListenUDP(a, p) },
+		"tcp": func(a string, p map[node.ID]string) (Transport, error) { return ListenTCP(a, p) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			old, b := pairOf(t, listen)
+			moved, err := listen("127.0.0.1:0", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { moved.Close() })
+			if err := b.Send(1, []byte("one")); err != nil {
+				t.Fatal(err)
+			}
+			if p := recvWithin(t, old); string(p.Data) != "one" {
+				t.Fatalf("before the move: got %q", p.Data)
+			}
+			b.(Mover).SetPeer(1, netip.MustParseAddrPort(moved.Addr()))
+			if err := b.Send(1, []byte("two")); err != nil {
+				t.Fatal(err)
+			}
+			if p := recvWithin(t, moved); string(p.Data) != "two" {
+				t.Fatalf("after the move: got %q", p.Data)
+			}
+		})
+	}
 }
