@@ -104,6 +104,9 @@ command -v ss >/dev/null 2>&1 || missing+=(iproute2)
 command -v chronyd >/dev/null 2>&1 || [ -x /usr/sbin/chronyd ] || missing+=(chrony)
 # iptables for the real-partition tests (scripts/netsplit.sh; they skip without root)
 command -v iptables >/dev/null 2>&1 || [ -x /usr/sbin/iptables ] || missing+=(iptables)
+# dpkg-deb and dpkg for the package test (docs/packaging_test.go), fish to run its fish completions
+command -v dpkg-deb >/dev/null 2>&1 || missing+=(dpkg)
+command -v fish >/dev/null 2>&1 || missing+=(fish)
 if [ ${#missing[@]} -gt 0 ]; then apt_install "${missing[@]}"; fi
 go version
 go mod download
