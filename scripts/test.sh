@@ -106,6 +106,9 @@ command -v chronyd >/dev/null 2>&1 || [ -x /usr/sbin/chronyd ] || missing+=(chro
 command -v iptables >/dev/null 2>&1 || [ -x /usr/sbin/iptables ] || missing+=(iptables)
 # systemd-analyze for the unit files' test (contrib/systemd; verify only, nothing started)
 command -v systemd-analyze >/dev/null 2>&1 || missing+=(systemd)
+# dpkg-deb and dpkg for the package test (docs/packaging_test.go), fish to run its fish completions
+command -v dpkg-deb >/dev/null 2>&1 || missing+=(dpkg)
+command -v fish >/dev/null 2>&1 || missing+=(fish)
 if [ ${#missing[@]} -gt 0 ]; then apt_install "${missing[@]}"; fi
 go version
 go mod download

@@ -98,8 +98,12 @@ func TestHabits(t *testing.T) {
 	if err := app.Run([]string{"tool", "completion", "bash"}); err != nil || !strings.Contains(out.String(), "complete -o bashdefault -o default -F _tool_complete tool") {
 		t.Errorf("completion bash: %q %v", out, err)
 	}
-	if err := app.Run([]string{"tool", "completion", "fish"}); Code(err) != ExitUsage {
-		t.Errorf("completion fish: %v", err)
+	out.Reset()
+	if err := app.Run([]string{"tool", "completion", "fish"}); err != nil || !strings.Contains(out.String(), "complete -c tool -a '(_tool_complete)'") {
+		t.Errorf("completion fish: %q %v", out, err)
+	}
+	if err := app.Run([]string{"tool", "completion", "tcsh"}); Code(err) != ExitUsage {
+		t.Errorf("completion tcsh: %v", err)
 	}
 }
 
@@ -137,5 +141,11 @@ func TestVersionOf(t *testing.T) {
 		if got := versionOf(c.v, c.settings); got != c.want {
 			t.Errorf("versionOf(%q, %v) = %q, want %q", c.v, c.settings, got, c.want)
 		}
+	}
+	// A release build's stamp wins over what the toolchain recorded.
+	defer func(s string) { stamped = s }(stamped)
+	stamped = "v1.3.0-2-g1c996c6"
+	if got := Version(); got != stamped {
+		t.Errorf("Version() = %q with %q stamped", got, stamped)
 	}
 }
