@@ -74,6 +74,7 @@ const (
 	FlagFaultDup     = "fault-dup"
 	FlagFaultSeed    = "fault-seed"
 	FlagInsecure     = "insecure"
+	FlagMetrics      = "metrics"
 )
 
 // NodeFlags are the flags of a tool that runs a cluster member.
@@ -89,6 +90,7 @@ func NodeFlags() []ucli.Flag {
 		&ucli.Float64Flag{Name: FlagFaultDup, Usage: "testing: duplicate this fraction of outgoing frames"},
 		&ucli.Uint64Flag{Name: FlagFaultSeed, Usage: "testing: seed for the injected faults"},
 		&ucli.BoolFlag{Name: FlagInsecure, Usage: "run without --key-file although a peer is not on loopback: anyone who can reach the members can take part"},
+		MetricsFlag(),
 	}, ClientFlags()...)
 }
 
@@ -104,6 +106,11 @@ func ClientFlags() []ucli.Flag {
 
 // The flags below are shared one by one, so that a flag means the same
 // (and reads the same environment variable the same way) in every command.
+
+// MetricsFlag is --metrics: the HTTP endpoint of a long-running command.
+func MetricsFlag() ucli.Flag {
+	return &ucli.StringFlag{Name: FlagMetrics, Usage: "serve /metrics (Prometheus text), /healthz and /readyz on this address, host:port (:port binds loopback; any other host is unauthenticated); see docs/metrics.md"}
+}
 
 // JSONFlag is --json.
 func JSONFlag() ucli.Flag {

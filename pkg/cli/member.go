@@ -70,7 +70,17 @@ func (m *Member) Start(drv Runner, attrs ...any) (*Running, error) {
 	done := make(chan error, 1)
 	sigs, stopSig := NotifySignals()
 	r := &Running{Events: events, Done: done, Signals: sigs, cancel: cancel, done: done, stopSig: stopSig}
-	go func() { done <- drv.Run(ctx, func(ev node.Event) { events <- ev }) }()
+	if p, ok := drv.(interface {
+		Probe(context.Context) (driver.StatusReply, error)
+	}); ok {
+		m.Metrics.SetProbe(p.Probe)
+	}
+	go func() {
+		done <- drv.Run(ctx, func(ev node.Event) {
+			m.Metrics.Event(ev)
+			events <- ev
+		})
+	}()
 	if !m.DelayReady {
 		if err := m.WriteReady(); err != nil {
 			r.Stop()
