@@ -104,8 +104,9 @@ var specs = map[string]*spec{
 		read: func(s *Server, st map[string]any) string {
 			s.setGauge("roundtable_ticketd_tickets", num(st, "tickets"))
 			s.setGauge("roundtable_ticketd_epoch", num(st, "epoch"))
-			if num(st, "ticket") == 0 && st["state"] != "core" {
-				return fmt.Sprintf("not in the ticket pool (state %v)", st["state"])
+			// The daemon adds its own condition: it has found the pool.
+			if st["state"] == "excluded" {
+				return "excluded from the core"
 			}
 			return ""
 		},
