@@ -49,6 +49,10 @@ var specs = map[string]*spec{
 			if leader == 0 {
 				return fmt.Sprintf("no leader known (state %v)", st["state"])
 			}
+			// With leases a leader acts only while a majority backs it.
+			if held, ok := st["lease"].(bool); ok && !held && st["state"] == "leader" {
+				return "leading without a lease: no majority acknowledges this leader"
+			}
 			return ""
 		},
 		event: func(s *Server, ev node.Event) {
