@@ -157,6 +157,12 @@ func scrapedNames(t *testing.T, body string, histograms map[string]bool) map[str
 // tool, no more and no less.
 func checkNames(t *testing.T, docs map[string]map[string]string, tool, body string) {
 	t.Helper()
+	for _, e := range nameDiff(t, docs, tool, body) {
+		t.Errorf("%s: %s", tool, e)
+	}
+}
+
+func nameDiff(t *testing.T, docs map[string]map[string]string, tool, body string) []string {
 	want := map[string]string{}
 	for _, sec := range []string{"all", tool} {
 		for n, typ := range docs[sec] {
@@ -170,15 +176,36 @@ func checkNames(t *testing.T, docs map[string]map[string]string, tool, body stri
 		}
 	}
 	got := scrapedNames(t, body, hist)
+	var diff []string
 	for n := range want {
 		if !got[n] {
-			t.Errorf("%s: %s is in docs/metrics.md but not in the scrape", tool, n)
+			diff = append(diff, n+" is in docs/metrics.md but not in the scrape")
 		}
 	}
 	for n := range got {
 		if _, ok := want[n]; !ok {
-			t.Errorf("%s: %s is in the scrape but not in docs/metrics.md", tool, n)
+			diff = append(diff, n+" is in the scrape but not in docs/metrics.md")
 		}
+	}
+	slices.Sort(diff)
+	return diff
+}
+
+// The check catches a name missing either way (a planted mismatch).
+func TestNameDiffCatchesMismatch(t *testing.T) {
+	docs := map[string]map[string]string{"all": {"roundtable_a_total": "counter"},
+		"x": {"roundtable_x_seconds": "histogram", "roundtable_x_gone": "gauge"}}
+	body := `roundtable_a_total{tool="x",member="1"} 3
+roundtable_x_seconds_bucket{tool="x",member="1",le="+Inf"} 0
+roundtable_x_seconds_sum{tool="x",member="1"} 0
+roundtable_x_seconds_count{tool="x",member="1"} 0
+roundtable_x_new{tool="x",member="1"} 1
+`
+	got := nameDiff(t, docs, "x", body)
+	want := []string{"roundtable_x_gone is in docs/metrics.md but not in the scrape",
+		"roundtable_x_new is in the scrape but not in docs/metrics.md"}
+	if !slices.Equal(got, want) {
+		t.Errorf("nameDiff = %q, want %q", got, want)
 	}
 }
 
