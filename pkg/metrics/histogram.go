@@ -4,8 +4,6 @@ import (
 	"strconv"
 	"sync"
 	"time"
-
-	vm "github.com/VictoriaMetrics/metrics"
 )
 
 // bounds are the histograms' bucket bounds in seconds: a lock waited for
@@ -13,12 +11,11 @@ import (
 var bounds = []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300}
 
 // histogram is a Prometheus histogram (cumulative le buckets, _sum,
-// _count) made of the library's counters, so that histogram_quantile
-// works on it in Prometheus as in VictoriaMetrics.
+// _count), so that histogram_quantile works on it.
 type histogram struct {
-	buckets []*vm.Counter // one per bound, then +Inf
-	sum     *vm.FloatCounter
-	count   *vm.Counter
+	buckets []*counter // one per bound, then +Inf
+	sum     *floatCounter
+	count   *counter
 }
 
 func (s *Server) histogram(name string) *histogram {

@@ -5,7 +5,9 @@
 // frame counters and the machine's status (what a status query answers,
 // read on the driver goroutine by driver.Probe), the machine's events, and
 // a few numbers a service keeps itself (lockd's waits and holds, ticketd's
-// slots). Protocol packages know nothing of it.
+// slots). Protocol packages know nothing of it. It writes the text format
+// and speaks HTTP itself, so that no tool pays for net/http at start
+// (registry, http.go).
 package metrics
 
 import (
@@ -15,14 +17,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	vm "github.com/VictoriaMetrics/metrics"
 
 	"github.com/roundtable-go/roundtable/pkg/driver"
 	"github.com/roundtable-go/roundtable/pkg/node"
@@ -51,10 +50,9 @@ type Config struct {
 type Server struct {
 	cfg    Config
 	labels string // tool="lockd",member="1"
-	set    *vm.Set
+	set    *registry
 	spec   *spec
 	ln     net.Listener
-	srv    *http.Server
 
 	mu    sync.Mutex
 	probe Probe
@@ -84,18 +82,13 @@ func Listen(cfg Config) (*Server, error) {
 	}
 	s := newServer(cfg)
 	s.ln = ln
-	mux := http.NewServeMux()
-	mux.HandleFunc("/metrics", s.serveMetrics)
-	mux.HandleFunc("/healthz", s.serveHealth)
-	mux.HandleFunc("/readyz", s.serveReady)
-	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = s.srv.Serve(ln) }()
+	go s.serve(ln)
 	cfg.Log.Info("metrics", "addr", "http://"+ln.Addr().String()+"/metrics")
 	return s, nil
 }
 
 func newServer(cfg Config) *Server {
-	s := &Server{cfg: cfg, set: vm.NewSet(), spec: specs[cfg.Tool],
+	s := &Server{cfg: cfg, set: newRegistry(), spec: specs[cfg.Tool],
 		labels: fmt.Sprintf(`tool=%q,member="%d"`, cfg.Tool, cfg.Member)}
 	if s.spec == nil {
 		s.spec = &spec{}
@@ -146,7 +139,7 @@ func (s *Server) Close() {
 	if s == nil {
 		return
 	}
-	_ = s.srv.Close()
+	_ = s.ln.Close()
 }
 
 // SetProbe names the loop whose counters and status the scrape shows,
@@ -274,40 +267,38 @@ func (s *Server) counters(c map[string]uint64) {
 	}
 }
 
-func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
-	_, _ = s.read(r.Context())
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	s.set.WritePrometheus(w)
-}
-
-func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	probe := s.probe
-	s.mu.Unlock()
-	if probe == nil {
-		http.Error(w, "starting", http.StatusServiceUnavailable)
-		return
+// page answers a GET of path: status code and body.
+func (s *Server) page(ctx context.Context, path string) (int, []byte) {
+	switch path {
+	case "/metrics":
+		_, _ = s.read(ctx)
+		var b strings.Builder
+		s.set.WritePrometheus(&b)
+		return 200, []byte(b.String())
+	case "/healthz":
+		s.mu.Lock()
+		probe := s.probe
+		s.mu.Unlock()
+		if probe == nil {
+			return 503, []byte("starting\n")
+		}
+		ctx, cancel := context.WithTimeout(ctx, ProbeBound)
+		defer cancel()
+		if _, err := probe(ctx); err != nil {
+			return 503, []byte(fmt.Sprintf("stuck: the member's loop has not answered for %v\n", ProbeBound))
+		}
+		return 200, []byte("ok\n")
+	case "/readyz":
+		reason, err := s.read(ctx)
+		switch {
+		case err != nil:
+			return 503, []byte(err.Error() + "\n")
+		case reason != "":
+			return 503, []byte(reason + "\n")
+		}
+		return 200, []byte("ok\n")
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), ProbeBound)
-	defer cancel()
-	if _, err := probe(ctx); err != nil {
-		http.Error(w, fmt.Sprintf("stuck: the member's loop has not answered for %v", ProbeBound), http.StatusServiceUnavailable)
-		return
-	}
-	fmt.Fprintln(w, "ok")
-}
-
-func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
-	reason, err := s.read(r.Context())
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusServiceUnavailable)
-		return
-	}
-	if reason != "" {
-		http.Error(w, reason, http.StatusServiceUnavailable)
-		return
-	}
-	fmt.Fprintln(w, "ok")
+	return 404, []byte("not found: try /metrics, /healthz or /readyz\n")
 }
 
 // ResolveAddr checks a --metrics address: host:port, or :PORT for

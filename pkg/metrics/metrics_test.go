@@ -6,8 +6,9 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"math"
+	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -17,14 +18,8 @@ import (
 
 func get(t *testing.T, s *Server, path string) (int, string) {
 	t.Helper()
-	mux := http.NewServeMux()
-	mux.HandleFunc("/metrics", s.serveMetrics)
-	mux.HandleFunc("/healthz", s.serveHealth)
-	mux.HandleFunc("/readyz", s.serveReady)
-	rec := httptest.NewRecorder()
-	mux.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
-	b, _ := io.ReadAll(rec.Result().Body)
-	return rec.Code, string(b)
+	code, body := s.page(context.Background(), path)
+	return code, string(body)
 }
 
 func statusProbe(st map[string]any, counters map[string]uint64) Probe {
@@ -227,3 +222,66 @@ func TestListenWarnsOffLoopback(t *testing.T) {
 }
 
 func newTextLogger(w io.Writer) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }
+
+// The endpoint's HTTP: what scrapers and curl send, and what they must
+// not be able to do.
+func TestHTTPExchange(t *testing.T) {
+	s, err := Listen(Config{Addr: ":0", Tool: "elect", Member: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.SetProbe(statusProbe(map[string]any{"leader": 1, "state": "leader"}, nil))
+	raw := func(req string) string {
+		c, err := net.Dial("tcp", s.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.WriteString(c, req); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(c)
+		return string(b)
+	}
+	for req, want := range map[string]string{
+		"GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n":             "HTTP/1.1 200 OK\r\n",
+		"GET /healthz?verbose=1 HTTP/1.0\r\n\r\n":             "HTTP/1.1 200 OK\r\n",
+		"GET /nothing HTTP/1.1\r\n\r\n":                       "HTTP/1.1 404 ",
+		"POST /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n": "HTTP/1.1 405 ",
+		"hello\r\n\r\n": "HTTP/1.1 400 ",
+		"GET /metrics HTTP/1.1\r\n" + strings.Repeat("X-A: b\r\n", 200) + "\r\n": "HTTP/1.1 400 ",
+		"GET /" + strings.Repeat("a", 10000) + " HTTP/1.1\r\n\r\n":               "HTTP/1.1 400 ",
+	} {
+		if got := raw(req); !strings.HasPrefix(got, want) {
+			t.Errorf("%.40q: answered %.60q, want %q", req, got, want)
+		}
+	}
+	head := raw("HEAD /metrics HTTP/1.1\r\n\r\n")
+	if !strings.HasPrefix(head, "HTTP/1.1 200 OK\r\n") || !strings.HasSuffix(head, "\r\n\r\n") {
+		t.Errorf("HEAD: %q", head)
+	}
+	// And a real client.
+	resp, err := http.Get("http://" + s.Addr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/plain; version=0.0.4; charset=utf-8" ||
+		!strings.Contains(string(b), `roundtable_elect_leader{tool="elect",member="1"} 1`+"\n") {
+		t.Errorf("GET /metrics: %d %q\n%s", resp.StatusCode, resp.Header.Get("Content-Type"), b)
+	}
+}
+
+func TestFormatFloat(t *testing.T) {
+	for v, want := range map[float64]string{0: "0", 1.5: "1.5", 3: "3", 1e-7: "1e-07", math.Inf(1): "+Inf", math.Inf(-1): "-Inf"} {
+		if got := formatFloat(v); got != want {
+			t.Errorf("formatFloat(%v) = %q, want %q", v, got, want)
+		}
+	}
+	if formatFloat(math.NaN()) != "NaN" {
+		t.Error("NaN")
+	}
+}
