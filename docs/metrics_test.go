@@ -258,6 +258,19 @@ func TestMetricsElect(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^roundtable_elect_leader_changes_total\{[^}]*\} [1-9]`).MatchString(body) {
 		t.Errorf("no leader change counted:\n%s", body)
 	}
+	// The leader (3, under bully) holds a lease: some of it remains.
+	lease := regexp.MustCompile(`(?m)^roundtable_elect_lease_remaining_seconds\{[^}]*\} (\S+)$`)
+	deadline := time.Now().Add(ready)
+	for {
+		_, body := ms[2].get(t, "/metrics")
+		if m := lease.FindStringSubmatch(body); m != nil && m[1] != "0" && strings.Contains(body, "roundtable_elect_is_leader{tool=\"elect\",member=\"3\"} 1\n") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the leader shows no lease remaining:\n%s", body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 func TestMetricsElectAloneNotReady(t *testing.T) {
@@ -369,6 +382,20 @@ func TestMetricsMcast(t *testing.T) {
 	checkNames(t, docs, "mcast", body)
 	if !regexp.MustCompile(`(?m)^roundtable_mcast_views_installed_total\{[^}]*\} [1-9]`).MatchString(body) {
 		t.Errorf("no view counted:\n%s", body)
+	}
+	// A line multicast by member 1 is a delivery at member 2.
+	if _, err := io.WriteString(ms[0].stdin, "hello\n"); err != nil {
+		t.Fatal(err)
+	}
+	delivered := regexp.MustCompile(`(?m)^roundtable_mcast_deliveries_total\{[^}]*\} [1-9]`)
+	deadline := time.Now().Add(ready)
+	for {
+		if _, body := ms[1].get(t, "/metrics"); delivered.MatchString(body) {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("no delivery counted at member 2:\n%s", body)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
