@@ -103,10 +103,12 @@ var specs = map[string]*spec{
 		},
 	},
 	"ticketd": {
-		gauges:   []string{"roundtable_ticketd_tickets", "roundtable_ticketd_epoch"},
+		// The daemon adds the pool's size (from its book: known as soon as
+		// the pool is found, before this member's own process joins),
+		// tickets held and free, and refounds.
+		gauges:   []string{"roundtable_ticketd_epoch"},
 		counters: []string{"roundtable_ticketd_exclusions_total"},
 		read: func(s *Server, st map[string]any) string {
-			s.setGauge("roundtable_ticketd_tickets", num(st, "tickets"))
 			s.setGauge("roundtable_ticketd_epoch", num(st, "epoch"))
 			// The daemon adds its own condition: it has found the pool.
 			if st["state"] == "excluded" {

@@ -159,6 +159,7 @@ func Serve(mb *cli.Member, cfg Config) error {
 		return err
 	}
 	d.slots = []*slot{s0}
+	mb.Metrics.Gauge("roundtable_ticketd_tickets", func() float64 { return float64(d.bk.size()) })
 	mb.Metrics.Gauge("roundtable_ticketd_tickets_held", func() float64 { return float64(d.held.Load()) })
 	mb.Metrics.Gauge("roundtable_ticketd_tickets_free", func() float64 { return float64(d.free.Load()) })
 	mb.Metrics.Gauge("roundtable_ticketd_refounds_total", func() float64 { return float64(d.refounds.Load()) })
