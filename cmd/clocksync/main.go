@@ -59,6 +59,7 @@ Examples:
 					&ucli.BoolFlag{Name: "apply", Usage: "slew the real system clock (adjtimex; needs root) instead of a virtual one; off by default"},
 					socketFlag(),
 					cli.ReadyFileFlag(),
+					cli.MetricsFlag(),
 				}, cli.LogFlags()...)),
 				Action: serve,
 			},
@@ -152,7 +153,11 @@ func serve(c *ucli.Context) error {
 	if err != nil {
 		return cli.Exitf(cli.ExitUsage, "%v", err)
 	}
-	return clockd.Serve(clockd.ServeConfig{Bind: bind, Upstream: c.String("upstream"), Poll: c.Duration("poll"),
+	mx, err := cli.ListenMetrics(c, tool, 0, log)
+	if err != nil {
+		return err
+	}
+	return clockd.Serve(clockd.ServeConfig{Metrics: mx, Bind: bind, Upstream: c.String("upstream"), Poll: c.Duration("poll"),
 		Stratum: c.Int("stratum"), Skew: c.Duration("skew"), DriftPPM: c.Float64("drift-ppm"),
 		MaxSlew: c.Float64("max-slew"), MakeStep: c.Duration("makestep"), Apply: c.Bool("apply"),
 		Socket: c.String("socket"), ReadyFile: c.String(cli.FlagReadyFile), Log: log})

@@ -8,15 +8,16 @@ import (
 )
 
 // TestToolDependencies keeps each tool one binary without bloat: no tool
-// links an HTTP stack, the simulator, its test flags (pkg/sim/simtest) or
-// a test-only module, and each links only the protocol packages it runs.
-// No service package links the simulator: a `sim` subcommand has its own
-// package.
+// links an HTTP stack or a metrics library (--metrics is served by
+// pkg/metrics without either: docs/metrics.md, "Cost"), the simulator, its
+// test flags (pkg/sim/simtest) or a test-only module, and each links only
+// the protocol packages it runs. No service package links the simulator:
+// a `sim` subcommand has its own package.
 func TestToolDependencies(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list")
 	}
-	forbidden := []string{"net/http", "github.com/roundtable-go/roundtable/pkg/sim",
+	forbidden := []string{"net/http", "github.com/prometheus/", "github.com/VictoriaMetrics/", "github.com/roundtable-go/roundtable/pkg/sim",
 		"github.com/roundtable-go/roundtable/pkg/sim/simtest",
 		"github.com/anishathalye/porcupine", "github.com/beevik/ntp", "gonum.org/", "github.com/miekg/dns"}
 	protocols := map[string][]string{ // what each tool may link of the protocol packages

@@ -74,6 +74,7 @@ const (
 	FlagFaultDup     = "fault-dup"
 	FlagFaultSeed    = "fault-seed"
 	FlagInsecure     = "insecure"
+	FlagMetrics      = "metrics"
 )
 
 // NodeFlags are the flags of a tool that runs a cluster member.
@@ -91,6 +92,7 @@ func NodeFlags() []ucli.Flag {
 		&ucli.BoolFlag{Name: FlagInsecure, Usage: "run without --key-file although a peer is not on loopback: anyone who can reach the members can take part"},
 		&ucli.StringFlag{Name: FlagAdvertise, Usage: "the address (host:port) this member is known by in --peers, when it is not the one it binds (NAT, containers); finds this member's ID without --id"},
 		&ucli.DurationFlag{Name: FlagResolveEvery, Value: DefaultResolveEvery, Usage: "with --peers dns:/srv:, look the peers up again this often: follow a moved member, log one whose record is gone"},
+		MetricsFlag(),
 	}, ClientFlags()...)
 }
 
@@ -106,6 +108,11 @@ func ClientFlags() []ucli.Flag {
 
 // The flags below are shared one by one, so that a flag means the same
 // (and reads the same environment variable the same way) in every command.
+
+// MetricsFlag is --metrics: the HTTP endpoint of a long-running command.
+func MetricsFlag() ucli.Flag {
+	return &ucli.StringFlag{Name: FlagMetrics, Usage: "serve /metrics (Prometheus text), /healthz and /readyz on this address, host:port (:port binds loopback; any other host is unauthenticated); see docs/metrics.md"}
+}
 
 // JSONFlag is --json.
 func JSONFlag() ucli.Flag {

@@ -93,7 +93,15 @@ func (m *Member) Start(drv Runner, attrs ...any) (*Running, error) {
 			}
 		}
 	}()
-	emit := m.notifyEvents(ctx, drv, func(ev node.Event) { events <- ev })
+	if p, ok := drv.(interface {
+		Probe(context.Context) (driver.StatusReply, error)
+	}); ok {
+		m.Metrics.SetProbe(p.Probe)
+	}
+	emit := m.notifyEvents(ctx, drv, func(ev node.Event) {
+		m.Metrics.Event(ev)
+		events <- ev
+	})
 	go func() { done <- drv.Run(ctx, emit) }()
 	if m.Names != nil {
 		go m.follow(ctx, m.resolveEvery)

@@ -13,6 +13,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/roundtable-go/roundtable/pkg/metrics"
 	"github.com/roundtable-go/roundtable/pkg/node"
 	"github.com/roundtable-go/roundtable/pkg/transport"
 	"github.com/roundtable-go/roundtable/pkg/wire"
@@ -138,6 +139,9 @@ type Member struct {
 	Framer      *wire.Framer
 	Net         transport.Transport
 	readyFile   string
+	// Metrics is the --metrics endpoint; nil without the flag (its
+	// methods then do nothing).
+	Metrics *metrics.Server
 	// DelayReady: Start does not write --ready-file; the tool calls
 	// WriteReady once it is ready (ticketd: once it has found the pool).
 	DelayReady bool
@@ -190,6 +194,10 @@ func Join(c *ucli.Context, tool string) (*Member, error) {
 	m.Framer = wire.NewFramerRing(ClusterKey(c.String(FlagCluster), cm.Peers), id, m.Incarnation, cm.Key)
 	m.Framer.Only(IDs(cm.Peers))
 	if m.Net, err = Listen(c, bind, cm.Peers); err != nil {
+		return nil, err
+	}
+	if err := m.listenMetrics(c); err != nil {
+		m.Net.Close()
 		return nil, err
 	}
 	return m, nil
@@ -292,6 +300,10 @@ func JoinOpen(c *ucli.Context, tool string, contacts []string) (*Member, error) 
 	if m.Net, err = Listen(c, bind, nil); err != nil {
 		return nil, err
 	}
+	if err := m.listenMetrics(c); err != nil {
+		m.Net.Close()
+		return nil, err
+	}
 	return m, nil
 }
 
@@ -319,7 +331,35 @@ func remotePeer(peers map[node.ID]string) string {
 
 // Close closes the member's transport. Call it (deferred) once Join
 // succeeded, on every path.
-func (m *Member) Close() { m.Net.Close() }
+func (m *Member) Close() {
+	m.Net.Close()
+	m.Metrics.Close()
+}
+
+// listenMetrics opens the --metrics endpoint, if asked for.
+func (m *Member) listenMetrics(c *ucli.Context) error {
+	var err error
+	m.Metrics, err = ListenMetrics(c, m.Tool, m.ID, m.Log)
+	return err
+}
+
+// ListenMetrics opens the --metrics endpoint of a long-running command
+// (nil, nil without the flag): a bad address is a usage error (64), one
+// that cannot be bound exits 69.
+func ListenMetrics(c *ucli.Context, tool string, id node.ID, log *slog.Logger) (*metrics.Server, error) {
+	addr := c.String(FlagMetrics)
+	if addr == "" {
+		return nil, nil
+	}
+	if _, err := metrics.ResolveAddr(addr); err != nil {
+		return nil, Exitf(ExitUsage, "%v", err)
+	}
+	s, err := metrics.Listen(metrics.Config{Addr: addr, Tool: tool, Member: id, Log: log})
+	if err != nil {
+		return nil, Exitf(ExitUnavailable, "%v", err)
+	}
+	return s, nil
+}
 
 // ParseTime parses an absolute time for flags such as --start-at: RFC 3339,
 // Unix seconds (fractions allowed), or "+D" for a duration from now.

@@ -6,16 +6,20 @@ package clockd
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/roundtable-go/roundtable/pkg/cli"
 	"github.com/roundtable-go/roundtable/pkg/clock"
 	"github.com/roundtable-go/roundtable/pkg/clocksync"
+	"github.com/roundtable-go/roundtable/pkg/driver"
+	"github.com/roundtable-go/roundtable/pkg/metrics"
 )
 
 // node is a server's clock: a (possibly deliberately wrong) local clock
@@ -26,6 +30,41 @@ type server struct {
 	srv      clocksync.Server
 	upstream string
 	fatal    error // why following the upstream had to stop the server
+
+	// For --metrics (under mu): the last upstream sample and when the
+	// follow loop last turned; requests answered and dropped (atomic).
+	offset, delay     time.Duration
+	polled            time.Time
+	answered, dropped atomic.Uint64
+}
+
+// probe is the server's metrics.Probe: its status, read under the lock
+// both of its loops take, and an error when the follow loop has not
+// turned for three polls (plus the bound a probe is given).
+func (n *server) probe(poll time.Duration) metrics.Probe {
+	return func(ctx context.Context) (driver.StatusReply, error) {
+		got := make(chan driver.StatusReply, 1)
+		var polled time.Time
+		go func() {
+			n.mu.Lock()
+			st := map[string]any{"synced": n.srv.Synced, "stratum": n.srv.Stratum,
+				"offset_ns": n.offset.Nanoseconds(), "delay_ns": n.delay.Nanoseconds()}
+			polled = n.polled
+			n.mu.Unlock()
+			b, _ := json.Marshal(st)
+			got <- driver.StatusReply{Status: b, Counters: map[string]uint64{
+				"accepted": n.answered.Load() + n.dropped.Load(), "sent": n.answered.Load(), "dropped_malformed": n.dropped.Load()}}
+		}()
+		select {
+		case rep := <-got:
+			if n.upstream != "" && time.Since(polled) > 3*poll+metrics.ProbeBound {
+				return rep, fmt.Errorf("clockd: the upstream poll loop has not turned since %v", polled)
+			}
+			return rep, nil
+		case <-ctx.Done():
+			return driver.StatusReply{}, ctx.Err()
+		}
+	}
 }
 
 func (n *server) now() time.Time { return n.at(time.Now()) }
@@ -51,13 +90,15 @@ type ServeConfig struct {
 	Socket    string        // control socket for 'clocksync now --socket'; "" none
 	ReadyFile string        // written with the address once up; "" none
 	Log       *slog.Logger
+	Metrics   *metrics.Server // --metrics; nil none
 }
 
 // Serve answers NTPv4 requests until a signal (nil), or until following
 // the upstream had to stop the server (77: the clock cannot be changed).
 func Serve(cfg ServeConfig) error {
 	log, bind, upstream := cfg.Log, cfg.Bind, cfg.Upstream
-	n := &server{srv: clocksync.Server{Precision: -20}, upstream: upstream}
+	n := &server{srv: clocksync.Server{Precision: -20}, upstream: upstream, polled: time.Now()}
+	defer cfg.Metrics.Close()
 	if cfg.Apply {
 		if cfg.Skew != 0 || cfg.DriftPPM != 0 || upstream == "" {
 			return cli.Exitf(cli.ExitUsage, "--apply disciplines the system clock from --upstream; it cannot be combined with --skew or --drift-ppm")
@@ -101,6 +142,7 @@ func Serve(cfg ServeConfig) error {
 	if err := cli.WriteReadyFile(cfg.ReadyFile, conn.LocalAddr().String()); err != nil {
 		return cli.Exitf(cli.ExitUsage, "--ready-file: %v", err)
 	}
+	cfg.Metrics.SetProbe(n.probe(max(cfg.Poll, 10*time.Millisecond)))
 	log.Info("serving NTP", "addr", conn.LocalAddr(), "synced", n.srv.Synced, "stratum", n.srv.Stratum, "upstream", upstream)
 	sd := cli.SystemdNotifier()
 	sd.Ready(n.state(conn.LocalAddr().String()))
@@ -153,6 +195,7 @@ func Serve(cfg ServeConfig) error {
 		req, err := clocksync.Unmarshal(buf[:k])
 		if err != nil {
 			dropped++
+			n.dropped.Add(1)
 			log.Debug("malformed request dropped", "from", from, "err", err)
 			continue
 		}
@@ -166,8 +209,10 @@ func Serve(cfg ServeConfig) error {
 		rep, ok := srv.Reply(req, recv, recv)
 		if !ok {
 			dropped++
+			n.dropped.Add(1)
 			continue
 		}
+		n.answered.Add(1)
 		// T3 as late as possible: stamp again right before sending.
 		rep.Transmit, rep.TransmitRaw = n.now(), 0
 		_, _ = conn.WriteToUDP(rep.Marshal(), from)
@@ -223,6 +268,7 @@ func (n *server) follow(upstream string, poll time.Duration, done <-chan struct{
 	for {
 		rep, s, ok := exchange(conn, n.now, poll)
 		n.mu.Lock()
+		n.polled = time.Now()
 		if ok && rep.Leap != clocksync.LeapAlarm && rep.Stratum >= 1 && rep.Stratum < 15 {
 			misses = 0
 			if err := n.clk.Update(time.Now(), s.Offset()); err != nil {
@@ -237,6 +283,7 @@ func (n *server) follow(upstream string, poll time.Duration, done <-chan struct{
 				}
 			}
 			n.srv.RefTime = s.T4
+			n.offset, n.delay = s.Offset(), s.Delay()
 			n.srv.RootDelay = rep.RootDelay + s.Delay()
 			// What is still being slewed away counts as dispersion, plus
 			// 1000 ppm of the poll interval as a growth bound.

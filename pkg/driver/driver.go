@@ -143,6 +143,21 @@ func (d *Driver[M]) Stats() map[string]uint64 {
 	return s
 }
 
+// Probe answers what a status query would (this member's counters and
+// its machine's status), read on the driver goroutine: it fails when the
+// loop has not taken it up before ctx ends, which is how a health check
+// tells a turning loop from a stuck one.
+func (d *Driver[M]) Probe(ctx context.Context) (StatusReply, error) {
+	rep := StatusReply{ID: d.cfg.Framer.Self(), Addr: d.tr.Addr(), Sealed: d.cfg.Framer.Sealed()}
+	err := d.Do(ctx, func() {
+		rep.Counters = d.Stats()
+		if s, ok := d.m.(node.Statuser); ok {
+			rep.Status, _ = json.Marshal(s.Status())
+		}
+	})
+	return rep, err
+}
+
 // Run drives the machine until ctx is cancelled; emit receives every
 // event, in order. The machine runs on one goroutine at a time: frames
 // are handled on the goroutine that reads them (one wake-up per frame

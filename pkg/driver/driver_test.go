@@ -300,3 +300,30 @@ func TestSendFailureIsAnError(t *testing.T) {
 		t.Fatalf("send_errors %d, log:\n%s", d.Stats()["send_errors"], buf.String())
 	}
 }
+
+// Probe reads what a status query answers, on the driver's goroutine, and
+// fails within its context when the loop is not turning.
+func TestProbe(t *testing.T) {
+	net := transport.NewNetwork()
+	ms := startMembers(t, net, 3, nil)
+	waitLeader(t, ms[1], 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	rep, err := ms[1].drv.Probe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st struct{ Leader node.ID }
+	if err := json.Unmarshal(rep.Status, &st); err != nil || st.Leader != 3 || rep.ID != 1 || rep.Counters["accepted"] == 0 {
+		t.Fatalf("probe: %+v %s (%v)", rep, rep.Status, err)
+	}
+	// A driver that is not running never takes the probe up.
+	m, _ := election.New(election.Config{ID: 1, Peers: []node.ID{1, 2}})
+	f, _ := wire.NewFramer("test", 1, 1, nil)
+	idle := driver.New[election.Msg](m, election.Codec{}, net.Endpoint(7), driver.Config{Framer: f})
+	short, cancel2 := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel2()
+	if _, err := idle.Probe(short); err == nil {
+		t.Fatal("a driver that is not running answered a probe")
+	}
+}

@@ -340,6 +340,9 @@ func (m *Machine) Status() any {
 		"health": m.health.Score(m.lastNow)}
 	if m.cfg.Lease > 0 {
 		st["lease"] = m.lease.held
+		if m.lease.held {
+			st["lease_until"] = m.lease.end
+		}
 	}
 	return st
 }

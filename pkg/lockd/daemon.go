@@ -13,6 +13,7 @@ import (
 
 	"github.com/roundtable-go/roundtable/pkg/cli"
 	"github.com/roundtable-go/roundtable/pkg/driver"
+	"github.com/roundtable-go/roundtable/pkg/metrics"
 	"github.com/roundtable-go/roundtable/pkg/mutex"
 	"github.com/roundtable-go/roundtable/pkg/node"
 )
@@ -49,6 +50,10 @@ type daemon struct {
 	subscribers map[node.ID]time.Time
 	subscribe   chan struct{} // a first cluster watcher: ask the others now
 	remote      chan Reply
+
+	// --metrics: from a client's acquire to its grant, and from the grant
+	// to the release or loss, keyed by client and lock (nil: no --metrics).
+	waits, holds *metrics.Interval
 }
 
 // Control frames lockd sends between members (wire.FamilyControl, from
@@ -91,7 +96,8 @@ func Serve(mb *cli.Member, m mutex.Machine, cfg Config) error {
 		clients: map[uint64]*cli.Conn{}, names: map[uint64]map[string]bool{}, watchers: map[*cli.Conn]bool{},
 		member: mb.Common, askFor: min(cfg.Lease/4, 250*time.Millisecond),
 		self: mb.ID, allWatchers: map[*cli.Conn]bool{}, subscribers: map[node.ID]time.Time{},
-		subscribe: make(chan struct{}, 1), remote: make(chan Reply, 1024)}
+		subscribe: make(chan struct{}, 1), remote: make(chan Reply, 1024),
+		waits: mb.Metrics.Interval("roundtable_lockd_acquire_wait_seconds"), holds: mb.Metrics.Interval("roundtable_lockd_hold_seconds")}
 	d.drv = driver.New[mutex.Msg](m, mutex.Codec{}, mb.Net, driver.Config{Framer: mb.Framer, Log: mb.Log, Control: d.control})
 	run, err := mb.Start(d.drv, "lease", cfg.Lease, "socket", cfg.Socket)
 	if err != nil {
@@ -170,6 +176,7 @@ func (d *daemon) session(ctx context.Context, c *cli.Conn) {
 			d.mu.Lock()
 			d.names[id][req.Name] = true
 			d.mu.Unlock()
+			d.waits.Begin(spanKey(id, req.Name))
 			err := d.drv.Request(ctx, mutex.Msg{Type: mutex.LocalAcquire, Name: req.Name, Client: id, NonBlock: req.NonBlock})
 			if err != nil {
 				c.Send(Reply{Event: "error", Name: req.Name, Error: err.Error()})
@@ -292,6 +299,9 @@ func (d *daemon) askMembers(ctx context.Context, ids []node.ID) map[node.ID]json
 	return out
 }
 
+// spanKey names one client's wait for, or hold of, one lock.
+func spanKey(client uint64, name string) string { return fmt.Sprintf("%d/%s", client, name) }
+
 // dispatch sends a machine event to the client it concerns and to every
 // watcher.
 func (d *daemon) dispatch(ev node.Event) {
@@ -312,6 +322,16 @@ func (d *daemon) dispatch(ev node.Event) {
 		r = Reply{Event: "coordinator", Coordinator: uint32(e.Coordinator), Term: e.Term}
 	default:
 		return
+	}
+	switch key := spanKey(client, r.Name); r.Event {
+	case "acquired":
+		d.waits.End(key)
+		d.holds.Begin(key)
+	case "busy", "unavailable":
+		d.waits.Drop(key)
+	case "lost", "released":
+		d.waits.Drop(key)
+		d.holds.End(key)
 	}
 	d.mu.Lock()
 	if r.Event == "busy" || r.Event == "lost" || r.Event == "unavailable" {

@@ -115,6 +115,9 @@ type daemon struct {
 	ready    atomic.Bool // found the pool (or founded it)
 	pc       *prcast
 	rf       refounding
+	// For --metrics, as the last tick saw them: tickets this member's
+	// clients hold, tickets its slots own with no client, refounds.
+	held, free, refounds atomic.Int64
 }
 
 // Serve runs the daemon until a signal (nil) or a failure (69, or 64 for
@@ -156,6 +159,16 @@ func Serve(mb *cli.Member, cfg Config) error {
 		return err
 	}
 	d.slots = []*slot{s0}
+	mb.Metrics.Gauge("roundtable_ticketd_tickets", func() float64 { return float64(d.bk.size()) })
+	mb.Metrics.Gauge("roundtable_ticketd_tickets_held", func() float64 { return float64(d.held.Load()) })
+	mb.Metrics.Gauge("roundtable_ticketd_tickets_free", func() float64 { return float64(d.free.Load()) })
+	mb.Metrics.Gauge("roundtable_ticketd_refounds_total", func() float64 { return float64(d.refounds.Load()) })
+	mb.Metrics.Require(func() error {
+		if !d.ready.Load() {
+			return fmt.Errorf("has not found the ticket pool")
+		}
+		return nil
+	})
 	d.bk.addSlot(s0.id, mb.Net.Addr(), nil)
 	if err := d.startPrCast(); err != nil {
 		return err
@@ -539,6 +552,9 @@ func (mc machine) until(now time.Time) time.Time {
 }
 
 func (d *daemon) event(s *slot, ev node.Event) {
+	if s != d.slots[0] {
+		d.mb.Metrics.Event(ev) // slot 0's are counted as its driver emits them
+	}
 	d.mb.Out.Event(ev)
 	switch e := ev.(type) {
 	case ticket.TakenEvent:
@@ -627,8 +643,12 @@ func (d *daemon) lend(s *slot) {
 // another member waits for one.
 func (d *daemon) tick() {
 	now := time.Now()
+	free := 0
 	for _, s := range d.slots {
 		mc := d.look(s)
+		if s.holder == nil && mc.state == "coordinator" { // owns its ticket (ticket.Machine.Ticket)
+			free++
+		}
 		d.keep(mc.mark) // the mark the ring carried here survives a restart
 		if c := s.holder; c != nil && !c.stopping {
 			if mc.mayAct {
@@ -638,6 +658,9 @@ func (d *daemon) tick() {
 			}
 		}
 	}
+	d.free.Store(int64(free))
+	d.held.Store(int64(d.holding()))
+	d.refounds.Store(int64(d.rf.refounds))
 	q := d.queue[:0]
 	for _, c := range d.queue {
 		if c.nonblock && now.After(c.busyAt) {
