@@ -187,6 +187,21 @@ func nameDiff(t *testing.T, docs map[string]map[string]string, tool, body string
 			diff = append(diff, n+" is in the scrape but not in docs/metrics.md")
 		}
 	}
+	// Every family has a # TYPE line, and it says what the docs say.
+	typed := map[string]string{}
+	for _, line := range strings.Split(body, "\n") {
+		if f := strings.Fields(line); len(f) == 4 && f[0] == "#" && f[1] == "TYPE" {
+			typed[f[2]] = f[3]
+		}
+	}
+	for n := range got {
+		switch typ, ok := typed[n]; {
+		case !ok:
+			diff = append(diff, n+" has no # TYPE line")
+		case want[n] != "" && typ != want[n]:
+			diff = append(diff, n+" is a "+typ+" in the scrape but a "+want[n]+" in docs/metrics.md")
+		}
+	}
 	slices.Sort(diff)
 	return diff
 }
@@ -195,14 +210,18 @@ func nameDiff(t *testing.T, docs map[string]map[string]string, tool, body string
 func TestNameDiffCatchesMismatch(t *testing.T) {
 	docs := map[string]map[string]string{"all": {"roundtable_a_total": "counter"},
 		"x": {"roundtable_x_seconds": "histogram", "roundtable_x_gone": "gauge"}}
-	body := `roundtable_a_total{tool="x",member="1"} 3
+	body := `# TYPE roundtable_a_total gauge
+roundtable_a_total{tool="x",member="1"} 3
+# TYPE roundtable_x_seconds histogram
 roundtable_x_seconds_bucket{tool="x",member="1",le="+Inf"} 0
 roundtable_x_seconds_sum{tool="x",member="1"} 0
 roundtable_x_seconds_count{tool="x",member="1"} 0
 roundtable_x_new{tool="x",member="1"} 1
 `
 	got := nameDiff(t, docs, "x", body)
-	want := []string{"roundtable_x_gone is in docs/metrics.md but not in the scrape",
+	want := []string{"roundtable_a_total is a gauge in the scrape but a counter in docs/metrics.md",
+		"roundtable_x_gone is in docs/metrics.md but not in the scrape",
+		"roundtable_x_new has no # TYPE line",
 		"roundtable_x_new is in the scrape but not in docs/metrics.md"}
 	if !slices.Equal(got, want) {
 		t.Errorf("nameDiff = %q, want %q", got, want)

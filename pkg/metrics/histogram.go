@@ -19,6 +19,7 @@ type histogram struct {
 }
 
 func (s *Server) histogram(name string) *histogram {
+	s.set.declareHistogram(name)
 	h := &histogram{sum: s.set.GetOrCreateFloatCounter(s.name(name + "_sum")),
 		count: s.set.GetOrCreateCounter(s.name(name + "_count"))}
 	for _, b := range bounds {

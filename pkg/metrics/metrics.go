@@ -173,6 +173,15 @@ func (s *Server) Gauge(name string, f func() float64) {
 	s.set.GetOrCreateGauge(s.name(name), f)
 }
 
+// CounterFunc registers a counter read from f at each scrape (a count
+// the daemon keeps itself; f must never go down).
+func (s *Server) CounterFunc(name string, f func() uint64) {
+	if s == nil {
+		return
+	}
+	getOrCreate(s.set, s.name(name), func() *funcCounter { return &funcCounter{f: f} })
+}
+
 // Add adds n to a counter.
 func (s *Server) Add(name string, n int) {
 	if s == nil {

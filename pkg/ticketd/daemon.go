@@ -162,7 +162,7 @@ func Serve(mb *cli.Member, cfg Config) error {
 	mb.Metrics.Gauge("roundtable_ticketd_tickets", func() float64 { return float64(d.bk.size()) })
 	mb.Metrics.Gauge("roundtable_ticketd_tickets_held", func() float64 { return float64(d.held.Load()) })
 	mb.Metrics.Gauge("roundtable_ticketd_tickets_free", func() float64 { return float64(d.free.Load()) })
-	mb.Metrics.Gauge("roundtable_ticketd_refounds_total", func() float64 { return float64(d.refounds.Load()) })
+	mb.Metrics.CounterFunc("roundtable_ticketd_refounds_total", func() uint64 { return uint64(d.refounds.Load()) })
 	mb.Metrics.Require(func() error {
 		if !d.ready.Load() {
 			return fmt.Errorf("has not found the ticket pool")
