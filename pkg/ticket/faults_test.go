@@ -32,11 +32,11 @@ type faults struct {
 }
 
 type faultStats struct {
-	taken, excluded, reclaimed int
-	ended                      bool
-	maxSent, maxFrom           int
-	coverErr                   error // Lemma 3.1 after settling, when the pool lived
-	crashes, pauses, cuts      int
+	taken, lent, excluded, reclaimed int
+	ended                            bool
+	maxSent, maxFrom                 int
+	coverErr                         error // Lemma 3.1 after settling, when the pool lived
+	crashes, pauses, cuts            int
 }
 
 // -ticket.trace prints a §4 run's events and faults (with -seed, to read
@@ -52,8 +52,12 @@ func (c faults) run() (st faultStats, err error) {
 		ids[i] = node.ID(i + 1)
 	}
 	machines := map[node.ID]*Machine{}
+	epochs := NewEpochChecker()
+	audit := newAuditor(machines, epochs)
+	// HeldFirst: a resumed process may be handed its queued messages
+	// before its first tick, as a real driver can.
 	opts := sim.Options{Seed: c.seed, MinLatency: time.Millisecond, MaxLatency: time.Duration(2+r.IntN(15)) * time.Millisecond,
-		Drop: r.Float64() * 0.1, Dup: r.Float64() * 0.05}
+		Drop: r.Float64() * 0.1, Dup: r.Float64() * 0.05, HeldFirst: 0.5}
 	s := sim.New[Msg](opts, Codec{}, func(id node.ID, _ int, rng *rand.Rand) node.Machine[Msg] {
 		// Every other process is a contact, as ticketd's --join lists
 		// every member.
@@ -72,12 +76,12 @@ func (c faults) run() (st faultStats, err error) {
 			panic(err)
 		}
 		machines[id] = m
-		return m
+		return audit.wrap(m)
 	}, ids...)
+	audit.s = s
 	for _, id := range ids {
 		s.SetClock(id, time.Duration(r.Int64N(int64(time.Second))), float64(r.IntN(8001)-4000)) // ±0.4%
 	}
-	epochs := NewEpochChecker()
 	start0 := s.Now()
 	acting := func(id node.ID) bool {
 		return s.Alive(id) && machines[id].MayAct(s.LocalNow(id))
@@ -108,7 +112,32 @@ func (c faults) run() (st faultStats, err error) {
 		}
 		return nil
 	}
-	s.Invariant = func() error { return DisjointActing(machines, acting) }
+	s.Invariant = func() error {
+		if err := DisjointActing(machines, acting); err != nil {
+			return err
+		}
+		return audit.check()
+	}
+	// Clients: each member lends its ticket every 20–80 ms while it may
+	// (ticketd's run), so that every epoch a command could see is checked.
+	// Their own stream of draws: the fault schedule stays as it was.
+	lr := rand.New(rand.NewPCG(c.seed, 59))
+	var lendErr error
+	var lend func(id node.ID)
+	lend = func(id node.ID) {
+		if s.Alive(id) && !s.Paused(id) {
+			if e, ok := machines[id].Lend(s.LocalNow(id)); ok {
+				t, _, _ := machines[id].Ticket()
+				if err := epochs.ObserveLend(id, t, e); err != nil && lendErr == nil {
+					lendErr = err
+				}
+			}
+		}
+		s.At(s.Now().Add(time.Duration(20+lr.IntN(60))*time.Millisecond), func() { lend(id) })
+	}
+	for _, id := range ids {
+		s.At(s.Now().Add(time.Duration(20+lr.IntN(60))*time.Millisecond), func() { lend(id) })
+	}
 	if *traceFlag && len(sim.Seeds()) == 1 {
 		s.Trace = func(l string) { fmt.Println(l) }
 	}
@@ -173,6 +202,9 @@ func (c faults) run() (st faultStats, err error) {
 	if err := s.RunFor(8 * time.Second); err != nil {
 		return fail(err)
 	}
+	if lendErr != nil {
+		return fail(lendErr)
+	}
 	// Faults stop: links heal, paused processes resume, crashed ones come
 	// back; everything settles.
 	faultsOn = false
@@ -190,7 +222,10 @@ func (c faults) run() (st faultStats, err error) {
 	if err := s.RunFor(4 * time.Second); err != nil {
 		return fail(err)
 	}
-	st.taken = epochs.Taken
+	if lendErr != nil {
+		return fail(lendErr)
+	}
+	st.taken, st.lent = epochs.Taken, epochs.Lent
 	live := map[node.ID]*Machine{}
 	for _, id := range ids {
 		if s.Alive(id) {
