@@ -41,9 +41,13 @@ import (
 // Invariant calls after every step.
 type auditor struct {
 	s        *sim.Sim[Msg]
+	ids      []node.ID // sorted
 	machines map[node.ID]*Machine
-	epochs   *EpochChecker
-	err      error
+	// act: which processes may act at this step (acting), computed once
+	// a step for DisjointActing and check.
+	act    map[node.ID]bool
+	epochs *EpochChecker
+	err    error
 	// upd: the last UPDATE each process sent (its receiver, number and R).
 	upd map[node.ID]Msg
 	// bans and temps: the length of each ban and temporary
@@ -52,8 +56,8 @@ type auditor struct {
 	temps map[node.ID]map[[2]uint32]time.Duration
 }
 
-func newAuditor(machines map[node.ID]*Machine, epochs *EpochChecker) *auditor {
-	return &auditor{machines: machines, epochs: epochs, upd: map[node.ID]Msg{},
+func newAuditor(ids []node.ID, machines map[node.ID]*Machine, epochs *EpochChecker) *auditor {
+	return &auditor{ids: slices.Sorted(slices.Values(ids)), machines: machines, act: map[node.ID]bool{}, epochs: epochs, upd: map[node.ID]Msg{},
 		bans: map[node.ID]map[ban]time.Duration{}, temps: map[node.ID]map[[2]uint32]time.Duration{}}
 }
 
@@ -204,6 +208,22 @@ func inRange(n, p, q, t uint32) bool {
 	return false
 }
 
+// acting reports whether id may act now (as computed by invariant).
+func (a *auditor) acting(id node.ID) bool { return a.act[id] }
+
+// invariant is the simulator's Invariant: Theorem 4.1 (DisjointActing),
+// then check.
+func (a *auditor) invariant() error {
+	for _, id := range a.ids {
+		m := a.machines[id]
+		a.act[id] = m != nil && a.s.Alive(id) && m.MayAct(a.s.LocalNow(id))
+	}
+	if err := DisjointActing(a.machines, a.acting); err != nil {
+		return err
+	}
+	return a.check()
+}
+
 // check runs the invariants over every live process; the simulator calls
 // it after every step.
 func (a *auditor) check() error {
@@ -211,9 +231,9 @@ func (a *auditor) check() error {
 		return a.err
 	}
 	s := a.s
-	for _, id := range sortedIDs(a.machines) {
+	for _, id := range a.ids {
 		m := a.machines[id]
-		if !s.Alive(id) || !m.cfg.FaultTolerant {
+		if m == nil || !s.Alive(id) || !m.cfg.FaultTolerant {
 			continue
 		}
 		now := s.LocalNow(id)
@@ -233,9 +253,9 @@ func (a *auditor) check() error {
 					return fmt.Errorf("process %d counts %d (ticket %d) among its successors inside the range %d..%d it banned", id, o.ID, o.Ticket, b.from, b.to)
 				}
 			}
-			for _, pid := range sortedIDs(a.machines) {
+			for _, pid := range a.ids {
 				p := a.machines[pid]
-				if !s.Alive(pid) || p.temp == nil || p.ticket != b.from || p.temp.q.Ticket != b.to {
+				if p == nil || !s.Alive(pid) || p.temp == nil || p.ticket != b.from || p.temp.q.Ticket != b.to {
 					continue
 				}
 				if wait, ok := a.temps[pid][[2]uint32{b.from, b.to}]; ok {
@@ -245,7 +265,7 @@ func (a *auditor) check() error {
 				}
 			}
 		}
-		if !acting(m.st) || !m.supported(now) {
+		if !a.act[id] {
 			continue
 		}
 		if err := a.epochs.Ahead(id, m); err != nil {
@@ -259,11 +279,29 @@ func (a *auditor) check() error {
 			continue
 		}
 		self := Owner{Ticket: sm.ticket, ID: sid}
-		if !slices.ContainsFunc(m.sentRs, func(r []Owner) bool {
-			return slices.Equal(lFor(aroundOnce(r, self), sid, 2*m.cfg.K+1, m.n), sm.preds)
-		}) {
+		if !slices.ContainsFunc(m.sentRs, func(r []Owner) bool { return sameL(r, self, sm.preds, 2*m.cfg.K+1, m.n) }) {
 			return fmt.Errorf("process %d's successor %d holds L %v, none of the Rs %v it believes %d may hold", id, sid, sm.preds, m.sentRs, sid)
 		}
 	}
 	return nil
+}
+
+// sameL reports whether l is the L that self makes of the R r (setPreds:
+// cut where it comes back round to self, then lFor), without allocating:
+// it runs after every step.
+func sameL(r []Owner, self Owner, l []Owner, max int, n uint32) bool {
+	i := 0
+	for _, o := range r {
+		if o == self || i == max {
+			break
+		}
+		if o.ID == node.None || o.Ticket >= n || o.ID == self.ID || slices.ContainsFunc(l[:i], func(p Owner) bool { return p.ID == o.ID }) {
+			continue
+		}
+		if i == len(l) || l[i] != o {
+			return false
+		}
+		i++
+	}
+	return i == len(l)
 }

@@ -144,7 +144,11 @@ func (c *EpochChecker) see(id node.ID, ticket uint32, epoch uint64, what string)
 // granted, which must be above them too. A reclaim that raises the mark by too little fails here at once,
 // whether or not the ticket is handed out again within the run.
 func (c *EpochChecker) Ahead(id node.ID, m *Machine) error {
-	for _, t := range m.Range() {
+	if m.st != stLinking && m.st != stCoordinator {
+		return nil
+	}
+	for k := uint32(0); k < m.size(); k++ {
+		t := (m.ticket - k + m.n) % m.n
 		last, ok := c.last[t]
 		if !ok {
 			continue

@@ -53,7 +53,7 @@ func (c faults) run() (st faultStats, err error) {
 	}
 	machines := map[node.ID]*Machine{}
 	epochs := NewEpochChecker()
-	audit := newAuditor(machines, epochs)
+	audit := newAuditor(ids, machines, epochs)
 	// HeldFirst: a resumed process may be handed its queued messages
 	// before its first tick, as a real driver can.
 	opts := sim.Options{Seed: c.seed, MinLatency: time.Millisecond, MaxLatency: time.Duration(2+r.IntN(15)) * time.Millisecond,
@@ -83,9 +83,6 @@ func (c faults) run() (st faultStats, err error) {
 		s.SetClock(id, time.Duration(r.Int64N(int64(time.Second))), float64(r.IntN(8001)-4000)) // ±0.4%
 	}
 	start0 := s.Now()
-	acting := func(id node.ID) bool {
-		return s.Alive(id) && machines[id].MayAct(s.LocalNow(id))
-	}
 	faultsOn := true
 	rejoin := func(id node.ID, after time.Duration) {
 		s.At(s.Now().Add(after), func() {
@@ -112,12 +109,7 @@ func (c faults) run() (st faultStats, err error) {
 		}
 		return nil
 	}
-	s.Invariant = func() error {
-		if err := DisjointActing(machines, acting); err != nil {
-			return err
-		}
-		return audit.check()
-	}
+	s.Invariant = audit.invariant
 	// Clients: each member lends its ticket every 20–80 ms while it may
 	// (ticketd's run), so that every epoch a command could see is checked.
 	// One member is busy and lends up to 30 times at once: its epochs run
