@@ -21,9 +21,10 @@ import (
 //     it may hold (the lists an exclusion's quorum is counted against).
 //   - Support accounting: a process never handles a message after its
 //     support ran out without leaving the core first (§4: support is
-//     checked before every message); a message extends its support only
-//     if it comes from a member of its L and names its own place (an
-//     ALIVE for its ticket, an UPDATE or NEWSUCC naming it successor);
+//     checked before every message); only a message that names its own
+//     place (an ALIVE for its ticket, an UPDATE or NEWSUCC naming it
+//     successor) counts as its sender vouching for it, and it extends
+//     support only if that sender is in L;
 //     and each round it sends at most 2k+1 ALIVEs to its closest
 //     successors, one per receiver, each naming the receiver's ticket as
 //     the sender knows it.
@@ -88,9 +89,26 @@ func (w *audited) Step(now time.Time, in node.Envelope[Msg]) error {
 	w.now = now
 	st, ticket, until := m.st, m.ticket, m.SupportedUntil()
 	updAcked := m.updAcked
+	heard, had := m.alive[in.From]
 	err := m.Step(now, in)
 	if !m.cfg.FaultTolerant || in.From == m.cfg.ID {
 		return err
+	}
+	// Only a message that names this place vouches for it: an ALIVE for
+	// its ticket, an UPDATE or NEWSUCC naming it successor, or the grant
+	// that placed it.
+	if at, ok := m.alive[in.From]; acting(st) && ok && (!had || !at.Equal(heard)) {
+		names := false
+		switch in.Msg.Type {
+		case MsgAlive:
+			names = in.Msg.Ticket == ticket
+		case MsgUpdate, MsgNewSucc:
+			names = in.Msg.SuccTicket == ticket
+		}
+		if !names {
+			a.fail("process %d (ticket %d) counted %v (ticket %d, successor ticket %d) from %d as vouching for it",
+				m.cfg.ID, ticket, in.Msg.Type, in.Msg.Ticket, in.Msg.SuccTicket, in.From)
+		}
 	}
 	// Support is checked before every message, not only at ticks: a
 	// driver can hand a process that wakes from a pause its queued
