@@ -2,7 +2,9 @@
 // runs many node.Machines in one goroutine over virtual time, with seeded
 // per-link latency, loss, duplication and reordering, partitions
 // (Cut/Isolate/Heal), crashes and restarts (a restart is a fresh machine with
-// a new incarnation), paused processes and skewed, drifting clocks.
+// a new incarnation), paused processes and skewed, drifting clocks. A
+// paused process sees the time jump before its queued messages on Resume,
+// or, with Options.HeldFirst, some of them first, as a real driver may.
 //
 // Every message goes through the protocol's real wire.Codec on its way from
 // sender to receiver, so encoding bugs surface here too. Duplicates are

@@ -27,6 +27,15 @@ type Options struct {
 	Latency func(rng *rand.Rand, from, to node.ID) time.Duration
 	Drop    float64 // probability a message is lost
 	Dup     float64 // probability a message is delivered twice
+	// HeldFirst is the probability that Resume hands a paused process
+	// some of the messages it queued before the tick that shows it the
+	// time jump, as a real driver can (it may read its socket before its
+	// timer fires): the tick then comes at a position drawn uniformly
+	// among the held messages, possibly after all of them. 0 (the default)
+	// always ticks first. The choice is drawn from a stream of its own,
+	// derived from Seed, so that turning it on leaves every other draw of
+	// a run (latencies, losses) as it was.
+	HeldFirst float64
 }
 
 // Factory builds the machine for id in its incarnation-th life (1 for the
@@ -93,6 +102,7 @@ type simNode[M any] struct {
 type Sim[M any] struct {
 	opts    Options
 	rng     *rand.Rand
+	sched   *rand.Rand // Resume's order (Options.HeldFirst)
 	codec   wire.Codec[M]
 	factory Factory[M]
 	now     time.Time
@@ -129,7 +139,7 @@ func New[M any](opts Options, codec wire.Codec[M], factory Factory[M], ids ...no
 	}
 	s := &Sim[M]{opts: opts, rng: rand.New(rand.NewPCG(opts.Seed, opts.Seed^0xda3e39cb94b95bdb)), codec: codec,
 		factory: factory, now: opts.Start, nodes: map[node.ID]*simNode[M]{}, cut: map[[2]node.ID]bool{},
-		trace: fnv.New64a(),
+		trace: fnv.New64a(), sched: rand.New(rand.NewPCG(opts.Seed^0x6a09e667f3bcc908, opts.Seed+1)),
 		Stats: Stats{Sent: map[uint8]int{}, Delivered: map[uint8]int{}, Dropped: map[uint8]int{}}}
 	ids = slices.Clone(ids)
 	slices.Sort(ids)
@@ -257,17 +267,28 @@ func (s *Sim[M]) Pause(id node.ID) {
 }
 
 // Resume unfreezes id: it sees the time jump, then the queued messages.
+// With Options.HeldFirst, some or all of the queued messages may come
+// before the tick (a seeded choice, replayed exactly by the seed).
 func (s *Sim[M]) Resume(id node.ID) {
 	n := s.nodes[id]
 	if n == nil || !n.alive || !n.paused {
 		return
 	}
 	n.paused = false
-	s.tick(n)
 	held := n.held
 	n.held = nil
-	for _, it := range held {
-		s.deliver(n, it)
+	at := 0 // how many held messages come before the tick
+	if s.opts.HeldFirst > 0 && len(held) > 0 && s.sched.Float64() < s.opts.HeldFirst {
+		at = 1 + s.sched.IntN(len(held))
+		s.record("resume", id, 0, 0, binary.BigEndian.AppendUint32(nil, uint32(at)))
+	}
+	for i := 0; i <= len(held); i++ {
+		if i == at && n.alive && !n.paused {
+			s.tick(n)
+		}
+		if i < len(held) && n.alive && !n.paused {
+			s.deliver(n, held[i])
+		}
 	}
 }
 

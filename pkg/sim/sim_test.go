@@ -156,3 +156,79 @@ func TestSeedsWithoutFlags(t *testing.T) {
 	}()
 	sim.Seeds()
 }
+
+// logger notes every Tick and Step it is given, in order.
+type logger struct {
+	pinger
+	calls *[]string
+}
+
+func (l *logger) Step(now time.Time, in node.Envelope[uint64]) error {
+	*l.calls = append(*l.calls, "step")
+	return l.pinger.Step(now, in)
+}
+
+func (l *logger) Tick(now time.Time) {
+	*l.calls = append(*l.calls, "tick")
+	l.pinger.Tick(now)
+}
+
+// resumeOrder pauses node 1 for 100 ms, resumes it, and returns what it
+// was handed on resume (ticks and steps in order) and the run's hash.
+func resumeOrder(seed uint64, heldFirst float64) ([]string, uint64) {
+	var calls []string
+	s := sim.New[uint64](sim.Options{Seed: seed, HeldFirst: heldFirst}, u64codec{}, func(id node.ID, _ int, _ *rand.Rand) node.Machine[uint64] {
+		if id == 1 {
+			return &logger{pinger: pinger{id: id, n: 3}, calls: &calls}
+		}
+		return &pinger{id: id, n: 3}
+	}, 1, 2, 3)
+	s.RunFor(50 * time.Millisecond)
+	s.Pause(1)
+	s.RunFor(100 * time.Millisecond)
+	calls = nil
+	s.Resume(1)
+	got := calls
+	s.RunFor(50 * time.Millisecond)
+	return got, s.TraceHash()
+}
+
+// TestResumeHeldFirst: by default a resumed process ticks before it sees
+// its queued messages; with HeldFirst it is sometimes handed some or all
+// of them first, as a real driver can, and a seed replays its choice.
+func TestResumeHeldFirst(t *testing.T) {
+	for seed := uint64(1); seed <= 20; seed++ {
+		if calls, _ := resumeOrder(seed, 0); len(calls) < 2 || calls[0] != "tick" {
+			t.Fatalf("seed %d without HeldFirst: resume handed %v, want the tick first", seed, calls)
+		}
+	}
+	first, last, mid := 0, 0, 0
+	for seed := uint64(1); seed <= 40; seed++ {
+		calls, hash := resumeOrder(seed, 0.5)
+		again, hash2 := resumeOrder(seed, 0.5)
+		if fmt.Sprint(calls) != fmt.Sprint(again) || hash != hash2 {
+			t.Fatalf("seed %d replayed differently: %v then %v", seed, calls, again)
+		}
+		ticks := 0
+		for _, c := range calls {
+			if c == "tick" {
+				ticks++
+			}
+		}
+		if ticks != 1 || len(calls) < 10 {
+			t.Fatalf("seed %d: resume handed %v, want one tick among the held messages", seed, calls)
+		}
+		switch {
+		case calls[0] == "tick":
+			first++
+		case calls[len(calls)-1] == "tick":
+			last++
+		default:
+			mid++
+		}
+	}
+	if first == 0 || mid == 0 {
+		t.Fatalf("over 40 seeds the tick came first %d times, last %d, in between %d: want both first and in between", first, last, mid)
+	}
+	t.Logf("tick first %d, last %d, in between %d of 40", first, last, mid)
+}

@@ -135,3 +135,35 @@ func (c *EpochChecker) see(id node.ID, ticket uint32, epoch uint64, what string)
 	c.last[ticket], c.by[ticket] = epoch, id
 	return nil
 }
+
+// Ahead checks fencing before the fact, on the state of a process that may
+// act: every ticket in its range gets, when next handed out (above both
+// the ticket's last epoch and the mark, onCJoin) or lent (its own, Lend),
+// an epoch above every epoch of that ticket the checker has seen taken or
+// lent; a process still linking will take its own at the epoch it was
+// granted, which must be above them too. A reclaim that raises the mark by too little fails here at once,
+// whether or not the ticket is handed out again within the run.
+func (c *EpochChecker) Ahead(id node.ID, m *Machine) error {
+	if m.st != stLinking && m.st != stCoordinator {
+		return nil
+	}
+	for k := uint32(0); k < m.size(); k++ {
+		t := (m.ticket - k + m.n) % m.n
+		last, ok := c.last[t]
+		if !ok {
+			continue
+		}
+		next, how := max(m.epochs[t], m.floor)+1, "hand out"
+		switch {
+		case t == m.ticket && m.st == stLinking:
+			next, how = m.epochs[t], "take"
+		case t == m.ticket:
+			next, how = m.epochs[t]+1, "lend"
+		}
+		if next <= last {
+			return fmt.Errorf("process %d would %s ticket %d with epoch %d next, not above epoch %d that %d used (its mark %d)",
+				id, how, t, next, last, c.by[t], m.floor)
+		}
+	}
+	return nil
+}

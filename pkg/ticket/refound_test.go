@@ -45,8 +45,10 @@ func (c refounds) run() (st refoundStats, err error) {
 	machines := map[node.ID]*Machine{}
 	mark := map[node.ID]uint64{}  // the member's mark, kept across its Machines
 	found := map[node.ID]uint64{} // the floor a founder's next Machine starts above
+	epochs := NewEpochChecker()
+	audit := newAuditor(ids, machines, epochs)
 	opts := sim.Options{Seed: c.seed, MinLatency: time.Millisecond, MaxLatency: time.Duration(2+r.IntN(10)) * time.Millisecond,
-		Drop: r.Float64() * 0.05, Dup: r.Float64() * 0.05}
+		Drop: r.Float64() * 0.05, Dup: r.Float64() * 0.05, HeldFirst: 0.5}
 	s := sim.New[Msg](opts, Codec{}, func(id node.ID, _ int, rng *rand.Rand) node.Machine[Msg] {
 		var contacts []node.ID
 		for _, o := range ids {
@@ -67,14 +69,13 @@ func (c refounds) run() (st refoundStats, err error) {
 			panic(err)
 		}
 		machines[id] = m
-		return m
+		return audit.wrap(m)
 	}, ids...)
+	audit.s = s
 	for _, id := range ids {
 		s.SetClock(id, time.Duration(r.Int64N(int64(time.Second))), float64(r.IntN(4001)-2000))
 	}
-	epochs := NewEpochChecker()
-	acting := func(id node.ID) bool { return s.Alive(id) && machines[id].MayAct(s.LocalNow(id)) }
-	s.Invariant = func() error { return DisjointActing(machines, acting) }
+	s.Invariant = audit.invariant
 	// memo: what the member keeps of its Machine's mark.
 	memo := func(id node.ID) uint64 {
 		if c.forget {
