@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -57,56 +56,12 @@ func TestKeyRotation(t *testing.T) {
 	c := startKeyed(t, oldKey)
 	file := filepath.Join(c.Dir, "witness")
 
-	// Load: one client loop per member, each taking and releasing L
-	// until told to stop (at most 2000 runs each).
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	runs := 0
-	for m := 1; m <= 3; m++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for n := 0; n < 2000; n++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				cl := c.run(m, file, 2*time.Millisecond, "--timeout", "30s")
-				cl.wait()
-				if cl.code != 0 {
-					t.Errorf("client through member %d: exit %d\n%s", m, cl.code, cl.out.String())
-					return
-				}
-				mu.Lock()
-				runs++
-				mu.Unlock()
-			}
-		}()
-	}
-	// granted waits until a few more clients were granted: the load runs
-	// in every state of the rotation, mixed ones included.
-	granted := func() {
-		t.Helper()
-		mu.Lock()
-		from := runs
-		mu.Unlock()
-		clitest.WaitFor(t, 30*time.Second, func() bool {
-			mu.Lock()
-			defer mu.Unlock()
-			return runs >= from+3 || t.Failed()
+	clitest.RotateUnderLoad(t, c.Cluster, 3, func(m int) string { return keyPath(c, m) }, oldKey, newKey, 30*time.Second,
+		func(m int) (int, string) {
+			cl := c.run(m, file, 2*time.Millisecond, "--timeout", "30s")
+			cl.wait()
+			return cl.code, cl.out.String()
 		})
-	}
-	granted()
-	for _, step := range [][]string{{oldKey, newKey}, {newKey, oldKey}, {newKey}} {
-		for m := 1; m <= 3; m++ {
-			c.Rekey(m, keyPath(c, m), step...)
-			granted()
-		}
-	}
-	close(stop)
-	wg.Wait()
 	if t.Failed() {
 		return
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -65,4 +66,61 @@ func (c *Cluster) Hangup(i int) {
 	if err := syscall.Kill(pid, syscall.SIGHUP); err != nil {
 		c.T.Fatalf("SIGHUP to member %d: %v", i, err)
 	}
+}
+
+// RotateUnderLoad changes the key of members 1..n from oldKey to newKey
+// by the three steps of docs/design.md ("Changing the key"), member by
+// member, while one client loop per member runs (run(m) runs one client
+// through member m and returns its exit code and output; at most 2000
+// runs per loop). After each member's reload it waits until a few more
+// clients were granted, so the load runs in every state of the rotation,
+// mixed ones included; a client that fails fails the test. wait bounds
+// each of those waits.
+func RotateUnderLoad(t *testing.T, c *Cluster, n int, keyPath func(m int) string, oldKey, newKey string,
+	wait time.Duration, run func(m int) (code int, out string)) {
+	t.Helper()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	runs := 0
+	for m := 1; m <= n; m++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 2000 {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if code, out := run(m); code != 0 {
+					t.Errorf("client through member %d: exit %d\n%s", m, code, out)
+					return
+				}
+				mu.Lock()
+				runs++
+				mu.Unlock()
+			}
+		}()
+	}
+	granted := func() {
+		t.Helper()
+		mu.Lock()
+		from := runs
+		mu.Unlock()
+		WaitFor(t, wait, func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return runs >= from+3 || t.Failed()
+		})
+	}
+	granted()
+	for _, step := range [][]string{{oldKey, newKey}, {newKey, oldKey}, {newKey}} {
+		for m := 1; m <= n; m++ {
+			c.Rekey(m, keyPath(m), step...)
+			granted()
+		}
+	}
+	close(stop)
+	wg.Wait()
 }
