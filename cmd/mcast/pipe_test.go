@@ -285,6 +285,31 @@ func TestSlowReader(t *testing.T) {
 	}
 }
 
+// TestStalledMemberQuits: in a view of two, the member whose reader
+// stays stopped past --stall-timeout quits (exit 76) and tells the other,
+// which then goes on alone and finishes (exit 0): a crash in a view of
+// two would leave it a minority, waiting for ever.
+func TestStalledMemberQuits(t *testing.T) {
+	dir := t.TempDir()
+	ms, stdin, _ := startPiped(t, dir, 2, []string{"", ""}, "--order", "total", "--stall-timeout", "1s")
+	lines, cut := senderLines(1, 4000, 500, 100)
+	go func() { stdin[0].Write(lines[:cut]) }()
+	clitest.WaitFor(t, 60*time.Second, func() bool { return count(t, ms[1].log, `"deliver"`) >= 100 })
+	ms[1].cat.Process.Signal(syscall.SIGSTOP)
+	stdin[0].Write(lines[cut:]) // blocks while the group waits for member 2's reader
+	if code := ms[1].wait(60 * time.Second); code != 76 {
+		t.Fatalf("member 2 exited %d, want 76", code)
+	}
+	ms[1].cat.Process.Signal(syscall.SIGCONT)
+	stdin[0].Close()
+	if code := ms[0].wait(60 * time.Second); code != 0 {
+		t.Fatalf("member 1 exited %d after member 2 quit, want 0 (it is alone, not a minority)\n%s", code, ms[0].status())
+	}
+	if n := count(t, ms[0].log, `"deliver"`); n != 4000 {
+		t.Fatalf("member 1 delivered %d of its 4000 lines", n)
+	}
+}
+
 // TestLineAtLimit: a line of exactly the documented limit is delivered
 // in every order (a key's seal included); one byte more is exit 64 with
 // the line named, nothing of it sent.

@@ -59,6 +59,14 @@ const (
 	// processes it knows outside its view; View and Member are its view
 	// and itself. Two components that hear each other merge (group_evs.go).
 	GMerge GType = 30
+	// GQuit: the sender stops now, without waiting for a view change
+	// (its reader stalled past --stall-timeout). View and Member are its
+	// view and itself, Ballot the highest it had promised in View (zero:
+	// none). It never answers again, so the others take it out at once;
+	// one that had promised nothing in View, or that quit in an earlier
+	// view, cannot be in any change's majority and is left out of the
+	// count (tryCommit).
+	GQuit GType = 31
 
 	// GSend and GEnd are local requests (From == self): multicast the
 	// payloads of Items; the input has ended (leave the group).
@@ -67,12 +75,15 @@ const (
 	// GWritten is a local request: the runner has written out deliveries
 	// of Written cost in all (see GroupConfig.Backlog).
 	GWritten GType = 66
+	// GAbandon is a local request: send GQuit to the view and stop at
+	// once (the member's process is about to exit).
+	GAbandon GType = 67
 )
 
 var gtypeNames = map[GType]string{GData: "data", GOrder: "order", GStatus: "status", GJoin: "join", GLeave: "leave",
 	GPropose: "propose", GAck: "ack", GCommit: "commit", GReady: "ready", GInstall: "install", GGone: "gone",
-	GPrio: "prio", GFinal: "final", GToken: "token", GMerge: "merge",
-	GSend: "send", GEnd: "end", GWritten: "written"}
+	GPrio: "prio", GFinal: "final", GToken: "token", GMerge: "merge", GQuit: "quit",
+	GSend: "send", GEnd: "end", GWritten: "written", GAbandon: "abandon"}
 
 func (t GType) String() string {
 	if s, ok := gtypeNames[t]; ok {
@@ -211,7 +222,7 @@ func putVec(e *wire.Enc, v []uint64) {
 }
 
 func (GCodec) Marshal(m GMsg) (uint8, []byte, error) {
-	if m.Type < GData || m.Type > GMerge {
+	if m.Type < GData || m.Type > GQuit {
 		return 0, nil, fmt.Errorf("mcast: %v is not a wire message", m.Type)
 	}
 	if len(m.Items) > maxItems || len(m.Stamps) > maxStamps || len(m.Recv) > maxMembers {
@@ -295,7 +306,7 @@ const maxStamps = 8192
 
 func (GCodec) Unmarshal(typ uint8, p []byte) (GMsg, error) {
 	m := GMsg{Type: GType(typ)}
-	if m.Type < GData || m.Type > GMerge {
+	if m.Type < GData || m.Type > GQuit {
 		return GMsg{}, fmt.Errorf("%w: group message type %d", wire.ErrMalformed, typ)
 	}
 	d := wire.NewDec(p)

@@ -137,6 +137,8 @@ const (
 	gbugTotemStaleAru                  // totem: the holder passes on an aru it has not reached
 	gbugMergeNoFlush                   // evs: a component that merges into another skips the rest of its view
 	gbugMergeEitherWay                 // evs: leaders of views with equal numbers each join the other
+	gbugQuitCounted                    // a quitter is counted like a crashed member
+	gbugQuitSuspected                  // every suspected member is left out of the majority's count, not only quitters
 )
 
 // Group events. Text forms: "view 7 members 1,2,4 joined 4 left 3",
@@ -348,6 +350,9 @@ type Group struct {
 	maxN       uint64
 	joins      map[Member]bool
 	leaves     map[node.ID]bool
+	quit       map[Member]bool // members that sent GQuit; true: left out of the majority's count
+	quitted    bool            // this member quit (GAbandon)
+	quitBy     time.Time       // GAbandon: quit once no change is under way, or at this time
 	lastInst   *Change
 	minority   bool
 	waitSince  time.Time
@@ -394,7 +399,7 @@ func NewGroup(cfg GroupConfig) (*Group, error) {
 		cfg.Window = 4096
 	}
 	g := &Group{cfg: cfg, me: Member{cfg.ID, cfg.Inc}, stats: map[string]uint64{}, joins: map[Member]bool{},
-		leaves: map[node.ID]bool{}, lagAt: map[node.ID]time.Time{}, known: map[node.ID]bool{}, mergeJoins: map[Member]bool{}}
+		leaves: map[node.ID]bool{}, quit: map[Member]bool{}, lagAt: map[node.ID]time.Time{}, known: map[node.ID]bool{}, mergeJoins: map[Member]bool{}}
 	for _, id := range cfg.Contacts {
 		if id != cfg.ID {
 			g.known[id] = true
@@ -548,6 +553,15 @@ func (g *Group) install(v View) {
 			delete(g.leaves, id)
 		}
 	}
+	for m := range g.quit {
+		if slices.Contains(v.Members, m) {
+			// It quit in an earlier view: it has promised nothing in
+			// this one, and never will.
+			g.quit[m] = true
+		} else {
+			delete(g.quit, m)
+		}
+	}
 	g.events = append(g.events, ViewEvent{Event: "view", View: v.ID, Leader: v.Members[0].ID,
 		Members: slices.Clone(v.Members), Joined: slices.Clone(v.Joined), Left: slices.Clone(v.Left)})
 	g.stats["views"]++
@@ -592,6 +606,7 @@ func (g *Group) Tick(now time.Time) {
 			g.install(View{ID: 1, Members: []Member{g.me}, Joined: []Member{g.me}})
 		}
 	}
+	g.tryQuit()
 	if g.leftChange != nil {
 		g.checkLinger()
 		return
@@ -673,6 +688,9 @@ func (g *Group) finals() []uint64 {
 
 // suspected reports whether view member i has been silent too long.
 func (g *Group) suspected(i int) bool {
+	if _, quit := g.quit[g.view.Members[i]]; quit {
+		return true
+	}
 	return g.view.Members[i].ID != g.cfg.ID && g.now.Sub(g.heard[i]) > g.cfg.Suspect
 }
 
@@ -744,7 +762,28 @@ func (g *Group) tryCommit() {
 			return
 		}
 	}
-	if 2*len(l.acks) <= len(g.view.Members) && !g.cfg.EVS {
+	// A member that quit having promised nothing in this view answers
+	// no proposal of it, so it is in no change's majority: leave it out
+	// of the count. Safe: if changes A and B had disjoint answers, each
+	// more than half of the members less quitters it left out (all of
+	// them among the true quitters Q, which answer neither), then
+	// |A|+|B| > n−|Q|, yet both lie among the n−|Q| others.
+	count := len(g.view.Members)
+	for m, out := range g.quit {
+		if _, acked := l.acks[m.ID]; out && !acked && g.cfg.bug != gbugQuitCounted {
+			count--
+		}
+	}
+	if g.cfg.bug == gbugQuitSuspected {
+		count = len(l.acks)
+		for i, m := range g.view.Members {
+			if _, acked := l.acks[m.ID]; acked || !g.suspected(i) {
+				count++
+			}
+		}
+		count -= len(l.acks)
+	}
+	if 2*len(l.acks) <= count && !g.cfg.EVS {
 		return // a minority cannot change the view (primary component)
 	}
 	// Seed 004, leader failure: a change some member has accepted may

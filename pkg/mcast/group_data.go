@@ -37,6 +37,18 @@ func (g *Group) Step(now time.Time, in node.Envelope[GMsg]) error {
 			g.ended = true
 			g.tryLeave()
 			return nil
+		case GAbandon:
+			// Seed 004 has members fail or leave through a view change;
+			// a member whose process must exit now (its reader stalled)
+			// does neither: it says so, so that the rest need not wait
+			// a suspicion timeout nor count it for a majority. Sent
+			// twice: it will not be there to send it again.
+			if g.done || g.quitBy != (time.Time{}) {
+				return nil
+			}
+			g.quitBy = g.now.Add(4 * g.cfg.Suspect)
+			g.tryQuit()
+			return nil
 		case GWritten:
 			was := g.backlogged()
 			g.written = max(g.written, in.Msg.Written)
@@ -54,6 +66,9 @@ func (g *Group) Step(now time.Time, in node.Envelope[GMsg]) error {
 		return fmt.Errorf("mcast: %v is not a local request here", in.Msg.Type)
 	}
 	if g.done {
+		if g.quitted {
+			return nil // gone: it must not tell anyone they are out
+		}
 		// Tell a straggler of our last view that the group went on
 		// without it (everyone else may have left too).
 		if _, ok := g.pos[in.From]; ok && in.Msg.Type != GGone && in.Msg.View <= g.view.ID {
@@ -65,6 +80,7 @@ func (g *Group) Step(now time.Time, in node.Envelope[GMsg]) error {
 		return nil
 	}
 	g.handle(in.From, in.Msg)
+	g.tryQuit() // a change this member answered may have ended
 	return nil
 }
 
@@ -88,6 +104,18 @@ func (g *Group) handle(from node.ID, m GMsg) {
 		return
 	case GMerge:
 		g.onMerge(from, m)
+		return
+	case GQuit:
+		if !g.inView || m.View > g.view.ID {
+			break // a later view's: buffered below until we get there
+		}
+		if i, ok := g.pos[from]; ok && g.view.Members[i] == m.Member {
+			if _, seen := g.quit[m.Member]; !seen {
+				g.stats["quit"]++
+			}
+			// Left out of the count only if it promised nothing here.
+			g.quit[m.Member] = g.quit[m.Member] || m.View < g.view.ID || m.Ballot == (Ballot{})
+		}
 		return
 	case GGone:
 		if g.inView && m.View > g.view.ID {
@@ -961,6 +989,28 @@ func (g *Group) room() {
 		g.full = false
 		g.events = append(g.events, RoomEvent{Event: "room"})
 	}
+}
+
+// tryQuit quits (GAbandon) once no change this member answered is under
+// way: a quitter that promised nothing in its view is left out of the
+// majority's count, so the rest go on even when it was half the view.
+// Past quitBy it quits anyway (it is then counted like a crashed member).
+func (g *Group) tryQuit() {
+	if g.quitBy == (time.Time{}) || g.done {
+		return
+	}
+	if g.inView && g.leftChange == nil && g.promised != (Ballot{}) && g.now.Before(g.quitBy) {
+		return
+	}
+	if g.inView && g.leftChange == nil {
+		for range 2 {
+			for _, id := range g.others() {
+				g.send(id, GMsg{Type: GQuit, View: g.view.ID, Ballot: g.promised, Member: g.me})
+			}
+		}
+	}
+	g.done, g.quitted, g.inView = true, true, false
+	g.events = append(g.events, DoneEvent{Event: "done", Sent: g.stats["sent"]})
 }
 
 // tryLeave: once the input has ended and everything queued is sent, ask

@@ -55,6 +55,17 @@ func (g *Group) End(ctx context.Context) error {
 // of its input.
 func (g *Group) Leave(ctx context.Context) error { return g.End(ctx) }
 
+// Quit tells the group that this member stops now (GAbandon).
+func (g *Group) Quit(ctx context.Context) error {
+	return g.Drv.Request(ctx, mcast.GMsg{Type: mcast.GAbandon})
+}
+
+// Quitted: the machine has quit (its DoneEvent).
+func (g *Group) Quitted(ev node.Event) bool {
+	_, ok := ev.(mcast.DoneEvent)
+	return ok
+}
+
 // Handle prints deliveries, views and what happens to this member.
 func (g *Group) Handle(ev node.Event, p *Printer) {
 	switch ev := ev.(type) {

@@ -43,6 +43,19 @@ type Leaver interface {
 	Leave(ctx context.Context) error
 }
 
+// Quitter is a Member that tells its group it stops now when it must
+// exit without leaving (stdout stalled): the others go on without
+// waiting for it, even when it was half of their view.
+type Quitter interface {
+	Quit(ctx context.Context) error
+	// Quitted reports whether ev says the member has quit.
+	Quitted(ev node.Event) bool
+}
+
+// quitWait bounds how long a stalled member waits for its machine to
+// quit (it first lets a view change it has answered end: 4 × --suspect).
+const quitWait = 5 * time.Second
+
 // Backlog is what a member may have delivered and not yet written out
 // (mcast.Config.Backlog, in mcast.Cost): past it the machine stops
 // delivering and acknowledging, and the group slows to this member's
@@ -130,6 +143,30 @@ func Pipe(live *cli.Running, m Member, in io.Reader, p *Printer, cfg PipeConfig)
 		check = t.C
 	}
 	stalled := func() error {
+		if q, ok := m.(Quitter); ok {
+			qctx, qcancel := context.WithTimeout(ctx, quitWait)
+			failed := make(chan struct{})
+			go func() {
+				if q.Quit(qctx) != nil {
+					close(failed)
+				}
+			}()
+		wait:
+			for {
+				select {
+				case ev := <-live.Events:
+					if q.Quitted(ev) {
+						break wait
+					}
+				case <-failed:
+					break wait
+				case <-qctx.Done():
+					log.Warn("the group was not told that this member quits", "waited", quitWait)
+					break wait
+				}
+			}
+			qcancel()
+		}
 		written, pending := wr.Lines()
 		return cli.Exitf(cli.ExitLost, "stdout blocked for %v (--stall-timeout): leaving the group with %d lines written and %d more not written; "+
 			"what the group delivers from now on is not delivered here", cfg.Stall, written, pending)
