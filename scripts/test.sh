@@ -134,9 +134,11 @@ stage "go test -race (unit, examples, fuzz seed corpora, multi-process; simulato
   env SIM_SEEDS="$race_seeds" go test -race -timeout 30m -count=1 ./...
 
 # The simulator stage's tests: by name, every TestSim... under pkg/. A
-# long simulation of fixed size, which the seed count does not change, is
-# named without the prefix (TestThousandProcesses, TestAvailabilityAnalysis),
-# so it runs only once, in the stage above.
+# long simulation of fixed size, which the seed count does not change, runs
+# once: either named without the prefix (TestThousandProcesses), so only in
+# the stage above, or, where the race detector would make it many times
+# slower for nothing (the simulator runs on one goroutine), skipped under
+# -race and run here (planted-bug sweeps, TestSimAvailabilityAnalysis).
 sim_pkgs=$(grep -rlE '^func TestSim' --include='*_test.go' pkg | xargs -n1 dirname | sort -u | sed 's|^|./|')
 simulate() {
   local log="$logs/sim-verbose.log"

@@ -241,6 +241,9 @@ func (w *world) fcfsErr() error {
 // others' earlier requests wait), and a central coordinator that serves
 // the newest waiter first, must be caught by the order checks alone.
 func TestSimOrderCheckersCatchPlantedBugs(t *testing.T) {
+	if raceOn {
+		t.Skip("single-goroutine simulator sweep: run without -race")
+	}
 	for _, c := range []struct {
 		algo Algo
 		what string

@@ -451,6 +451,9 @@ func TestSimCentralProperties(t *testing.T) {
 // TestSimCentralCatchesPlantedBug: a new coordinator that grants at once,
 // without waiting out the old leases, must be caught.
 func TestSimCentralCatchesPlantedBug(t *testing.T) {
+	if raceOn {
+		t.Skip("single-goroutine simulator sweep: run without -race")
+	}
 	caught := 0
 	var example error
 	for seed := uint64(1); seed <= 300; seed++ {
@@ -560,6 +563,9 @@ func TestSimTokenRingProperties(t *testing.T) {
 // token going back); granting a name again on the visit that freed it
 // breaks ring order.
 func TestSimTokenRingCatchesPlantedBugs(t *testing.T) {
+	if raceOn {
+		t.Skip("single-goroutine simulator sweep: run without -race")
+	}
 	caught, fair := 0, 0
 	var example, fairExample error
 	for seed := uint64(1); seed <= 200; seed++ {
@@ -673,6 +679,9 @@ func TestSimVotingProperties(t *testing.T) {
 // TestSimVotingCatchesPlantedBug: a coordinator that counts votes as given
 // back three quarters of a lease early must be caught giving a second holder a majority.
 func TestSimVotingCatchesPlantedBug(t *testing.T) {
+	if raceOn {
+		t.Skip("single-goroutine simulator sweep: run without -race")
+	}
 	caught := 0
 	var example error
 	for seed := uint64(1); seed <= 100; seed++ {
