@@ -60,6 +60,9 @@ func (m *Machine) usable() time.Duration {
 	if m.cfg.leaseBug == bugNoDrift {
 		r = 0
 	}
+	if m.cfg.leaseBug == bugNoGuard {
+		return time.Duration(float64(m.cfg.Lease) * (1 - r) / (1 + r))
+	}
 	return time.Duration(float64(m.cfg.Lease)*(1-r)/(1+r)) - m.cfg.Guard
 }
 
@@ -82,6 +85,7 @@ const (
 	bugIgnorePromises leaseBug = 1 + iota // acknowledge anyone at once
 	bugNoDrift                            // no margin for clock rates
 	bugNoQuiet                            // a restarted process acknowledges at once
+	bugNoGuard                            // the leader acts until the drift margin, no guard before it
 )
 
 // mayAck reports whether this process may promise l now.
@@ -239,6 +243,16 @@ type LeaseChecker struct {
 	Intervals int
 	// Overlap is the largest overlap seen (zero when safe).
 	Overlap time.Duration
+	// Margin: intervals of different leaderships must also lie at least
+	// this far apart, the real time Guard promises for stopping what a
+	// lease protects (Guard/(1+Drift): the holder measures it on a clock
+	// that may run fast by Drift). Zero checks only that they do not
+	// overlap.
+	Margin time.Duration
+	// Closest is the smallest gap seen between intervals of different
+	// leaderships (negative: an overlap; zero until two are compared).
+	Closest  time.Duration
+	compared bool
 }
 
 type span struct {
@@ -310,10 +324,18 @@ func (c *LeaseChecker) against(sp *span) error {
 		if o.till.Before(hi) {
 			hi = o.till
 		}
-		if d := hi.Sub(lo); d > 0 {
+		d := hi.Sub(lo)
+		if !c.compared || -d < c.Closest {
+			c.Closest, c.compared = -d, true
+		}
+		if d > 0 {
 			c.Overlap = max(c.Overlap, d)
 			return fmt.Errorf("two lease holders at once: %d (term %d) and %d (term %d) overlap by %v",
 				sp.id, sp.term, o.id, o.term, d)
+		}
+		if -d < c.Margin {
+			return fmt.Errorf("lease holders closer than the guard: %d (term %d) and %d (term %d) are %v apart, under %v",
+				sp.id, sp.term, o.id, o.term, -d, c.Margin)
 		}
 		return nil
 	}

@@ -117,6 +117,10 @@ func (sc *scenario) build(opts sim.Options) (*sim.Sim[Msg], *Checker) {
 	s := sim.New[Msg](opts, Codec{}, factory, ids...)
 	chk := NewChecker()
 	sc.leases = NewLeaseChecker()
+	if sc.lease > 0 {
+		// The default Guard (Lease/10) in real time, clocks within Drift.
+		sc.leases.Margin = time.Duration(float64(sc.lease/10) / (1 + 0.01))
+	}
 	if sc.logf != nil {
 		s.Trace = func(line string) { sc.logf("%s", line) }
 	}
@@ -338,7 +342,7 @@ func TestSimLeases(t *testing.T) {
 				}
 				intervals += sc.leases.Intervals
 			}
-			t.Logf("%s: %d seeds, %d lease intervals, none overlapping", algo, len(sim.Seeds()), intervals)
+			t.Logf("%s: %d seeds, %d lease intervals, none overlapping, every two at least the guard apart", algo, len(sim.Seeds()), intervals)
 		})
 	}
 }
@@ -406,15 +410,19 @@ func TestSimCatchesReusedTerm(t *testing.T) {
 
 // leaseSchedule is one targeted lease schedule: three bully processes with
 // a 1 ms heartbeat, so that a follower's acknowledgement comes within a
-// millisecond of its promise's end, and no guard time, so that only the
-// drift margin and the promises keep holders apart. It returns the
-// checker's verdict.
-func leaseSchedule(seed uint64, bug leaseBug, restart bool) (*LeaseChecker, error) {
+// millisecond of its promise's end. With guard 0 (1 µs) only the drift
+// margin and the promises keep holders apart; with a real guard the
+// checker also requires holders to be Guard/(1+Drift) apart. It returns
+// the checker's verdict.
+func leaseSchedule(seed uint64, bug leaseBug, restart bool, guard time.Duration) (*LeaseChecker, error) {
+	if guard == 0 {
+		guard = time.Microsecond
+	}
 	r := rand.New(rand.NewPCG(seed, 78))
 	ids := []node.ID{1, 2, 3}
 	factory := func(id node.ID, inc int, rng *rand.Rand) node.Machine[Msg] {
 		m, err := New(Config{ID: id, Peers: ids, Rand: rng, Heartbeat: time.Millisecond, Timeout: 4 * time.Millisecond,
-			AnswerTimeout: 2 * time.Millisecond, Lease: 200 * time.Millisecond, Guard: time.Microsecond, leaseBug: bug})
+			AnswerTimeout: 2 * time.Millisecond, Lease: 200 * time.Millisecond, Guard: guard, leaseBug: bug})
 		if err != nil {
 			panic(err)
 		}
@@ -429,6 +437,9 @@ func leaseSchedule(seed uint64, bug leaseBug, restart bool) (*LeaseChecker, erro
 	s.SetClock(1, 0, 8000+float64(r.IntN(1001)))
 	s.SetClock(2, 0, 8000+float64(r.IntN(1001)))
 	chk := NewLeaseChecker()
+	if guard > time.Microsecond {
+		chk.Margin = time.Duration(float64(guard) / (1 + 0.01)) // Config.Drift's default
+	}
 	s.OnEvent = func(at time.Time, id node.ID, ev node.Event) error {
 		if le, ok := ev.(LeaseEvent); ok {
 			return chk.Observe(id, at, le, s.RealTime(id, le.Until))
@@ -472,26 +483,41 @@ func TestSimLeaseSchedules(t *testing.T) {
 	if len(seeds) > 200 {
 		seeds = seeds[:200] // each seed runs two seconds of 1 ms heartbeats, twice
 	}
-	for _, restart := range []bool{false, true} {
-		intervals := 0
-		for _, seed := range seeds {
-			chk, err := leaseSchedule(seed, 0, restart)
-			if err != nil {
-				t.Fatalf("restart=%v: %v\nreplay: go test ./pkg/election -run TestSimLeaseSchedules -seed %d", restart, err, seed)
+	const guard = 20 * time.Millisecond
+	for _, g := range []time.Duration{0, guard} {
+		for _, restart := range []bool{false, true} {
+			intervals := 0
+			closest := time.Duration(-1)
+			for _, seed := range seeds {
+				chk, err := leaseSchedule(seed, 0, restart, g)
+				if err != nil {
+					t.Fatalf("restart=%v guard=%v: %v\nreplay: go test ./pkg/election -run TestSimLeaseSchedules -seed %d", restart, g, err, seed)
+				}
+				intervals += chk.Intervals
+				if chk.compared && (closest < 0 || chk.Closest < closest) {
+					closest = chk.Closest
+				}
 			}
-			intervals += chk.Intervals
+			t.Logf("restart=%v guard=%v: %d seeds passed, %d lease intervals, no overlap; closest holders %v apart", restart, g, len(seeds), intervals, closest)
 		}
-		t.Logf("restart=%v: %d seeds passed, %d lease intervals, no overlap", restart, len(seeds), intervals)
 	}
 	for _, c := range []struct {
 		name    string
 		bug     leaseBug
 		restart bool
-	}{{"no drift margin", bugNoDrift, false}, {"no quiet time after restart", bugNoQuiet, true}} {
+		guard   time.Duration
+		want    string
+	}{
+		{"no drift margin", bugNoDrift, false, 0, "two lease holders"},
+		{"no quiet time after restart", bugNoQuiet, true, 0, "two lease holders"},
+		// Without the guard the holders still do not overlap (the drift
+		// margin keeps them apart): only the margin check sees it.
+		{"no guard", bugNoGuard, false, guard, "closer than the guard"},
+	} {
 		caught := 0
 		var example error
 		for _, seed := range seeds {
-			if _, err := leaseSchedule(seed, c.bug, c.restart); err != nil && strings.Contains(err.Error(), "two lease holders") {
+			if _, err := leaseSchedule(seed, c.bug, c.restart, c.guard); err != nil && strings.Contains(err.Error(), c.want) {
 				caught++
 				example = err
 			}
