@@ -137,6 +137,8 @@ const (
 	gbugTotemStaleAru                  // totem: the holder passes on an aru it has not reached
 	gbugMergeNoFlush                   // evs: a component that merges into another skips the rest of its view
 	gbugMergeEitherWay                 // evs: leaders of views with equal numbers each join the other
+	gbugTransWholeView                 // safe: the transitional set is the whole old view
+	gbugTransLocal                     // safe: the transitional set leaves out whom this member suspects
 	gbugQuitCounted                    // a quitter is counted like a crashed member
 	gbugQuitSuspected                  // every suspected member is left out of the majority's count, not only quitters
 )

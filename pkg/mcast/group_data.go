@@ -563,9 +563,18 @@ func (g *Group) checkLinger() {
 func (g *Group) finishView(c *Change) {
 	cut := c.Cut
 	if g.cfg.Safe && g.undelivered(cut) {
+		// The transitional set (Nita-Rotaru's notes, "Transitional
+		// Configuration"): the members that come from this view and will
+		// be in the same next one, this member always included.
 		var ms []Member
-		for _, m := range g.view.Members {
-			if slices.Contains(c.Survivors, m.ID) {
+		for i, m := range g.view.Members {
+			switch {
+			case g.cfg.bug == gbugTransWholeView:
+				ms = append(ms, m)
+			case g.cfg.bug == gbugTransLocal && m != g.me && g.suspected(i):
+			case m == g.me || slices.Contains(c.Survivors, m.ID) && (len(c.Next.Members) == 0 || slices.Contains(c.Next.Members, m)):
+				// (No next members: the component merges into another,
+				// all its survivors together, extended virtual synchrony.)
 				ms = append(ms, m)
 			}
 		}

@@ -557,6 +557,8 @@ func TestSimGroupsCatchPlantedBugs(t *testing.T) {
 		{"evs: a component merges into another without its flush", TotalNone, gbugMergeNoFlush, "virtual synchrony|self delivery"},
 		{"evs: equal views both join the other", TotalNone, gbugMergeEitherWay, "EVS: "},
 		{"every suspected member left out of the majority's count", TotalNone, gbugQuitSuspected, "."},
+		{"safe: the transitional set is the whole old view", TotalNone, gbugTransWholeView, "transitional set"},
+		{"safe: the transitional set leaves out whom a member suspects", TotalNone, gbugTransLocal, `transitional set \(11\)`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -566,7 +568,7 @@ func TestSimGroupsCatchPlantedBugs(t *testing.T) {
 			for seed := uint64(1); seed <= seeds && caught < enough; seed++ {
 				for _, flush := range []bool{false, true} {
 					evs := c.bug == gbugMergeNoFlush || c.bug == gbugMergeEitherWay
-					sc := gscenario{seed: seed, total: c.total, bug: c.bug, flush: flush, safe: c.bug == gbugSafeSkipLast || c.bug == gbugTotemStaleAru, evs: evs}
+					sc := gscenario{seed: seed, total: c.total, bug: c.bug, flush: flush, safe: c.bug == gbugSafeSkipLast || c.bug == gbugTotemStaleAru || c.bug == gbugTransWholeView || c.bug == gbugTransLocal, evs: evs}
 					runs++
 					if _, _, _, err := sc.run(); err != nil && want.MatchString(err.Error()) {
 						caught++

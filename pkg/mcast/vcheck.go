@@ -117,7 +117,11 @@ func (k vmsg) String() string { return fmt.Sprintf("%d/%d/%d", k.view, k.sender,
 //  3. self delivery: a member whose log ends with leaving (in left) has
 //     delivered each of its own messages;
 //     - agreement at the end: the members in final that end in the same view
-//     delivered the same messages in it.
+//     delivered the same messages in it;
+//  10. safe delivery, with transitional lines (below);
+//  11. transitional set: of the members that come from the view into the
+//     same next one, one in the other's set, the sets are equal; and each
+//     set holds only members of the next view.
 //
 // A failure is a *Violation with the lines that show it.
 func CheckViews(total bool, logs map[Member][]VRecord, final map[Member]bool) error {
@@ -367,6 +371,51 @@ func CheckViewsEVS(total, evs bool, logs map[Member][]VRecord, final map[Member]
 			}
 		}
 	}
+	// 11 and the transitional set's definition (Nita-Rotaru's notes,
+	// "Transitional Configuration", II. Transitional Set): it holds the
+	// members that come from the view and will be in the same next one
+	// (so, of a member that installs the next view, a subset of it), and
+	// two members that install the same next view, one in the other's
+	// transitional set, have the same transitional set.
+	type tset struct {
+		members []Member
+		at      int
+	}
+	trans := map[Member]map[uint64]tset{}
+	for _, p := range procs {
+		for i, r := range logs[p] {
+			if r.Kind != VTransitional {
+				continue
+			}
+			if trans[p] == nil {
+				trans[p] = map[uint64]tset{}
+			}
+			trans[p][r.View] = tset{r.Members, line(p, i)}
+			next := moves[p][r.View]
+			if nv, ok := viewOf[next]; ok && slices.Contains(nv, p) && !subset(r.Members, nv) {
+				report(&Violation{Text: fmt.Sprintf("transitional set: member %d/%d's for view %d is %v, not all of them in the next view %d %v", p.ID, p.Inc, r.View, r.Members, next, nv),
+					Evidence: []Evidence{ev(p, i, fmt.Sprintf("transitional %d", r.View))}})
+			}
+		}
+	}
+	for _, p := range procs {
+		for v, tp := range trans[p] {
+			next := moves[p][v]
+			if nv, ok := viewOf[next]; !ok || !slices.Contains(nv, p) {
+				continue // p does not install the next view
+			}
+			for _, q := range tp.members {
+				tq, ok := trans[q][v]
+				if q == p || !ok || moves[q][v] != next || p.ID > q.ID {
+					continue
+				}
+				if !sameMembers(tp.members, tq.members) {
+					report(&Violation{Text: fmt.Sprintf("transitional set (11): members %d/%d and %d/%d install view %d from view %d with transitional sets %v and %v", p.ID, p.Inc, q.ID, q.Inc, next, v, tp.members, tq.members),
+						Evidence: []Evidence{{p.ID, tp.at, fmt.Sprintf("transitional %d", v)}, {q.ID, tq.at, fmt.Sprintf("transitional %d", v)}}})
+				}
+			}
+		}
+	}
 	type pv struct {
 		p Member
 		v uint64
@@ -440,4 +489,9 @@ func subset(a, b []Member) bool {
 		}
 	}
 	return true
+}
+
+// sameMembers reports whether a and b hold the same members.
+func sameMembers(a, b []Member) bool {
+	return len(a) == len(b) && subset(a, b) && subset(b, a)
 }
