@@ -699,17 +699,17 @@ func TestMessageCounts(t *testing.T) {
 			want     int
 			formula  string
 		}{
-			{"bully best case", Bully, node.ID(n - 1), n - 2, "n-2"},
-			{"bully worst case", Bully, 1, n * (n - 2), "n(n-2) = O(n^2)"},
-			{"ring single initiator", Ring, 1, 2 * (n - 1), "2(n-1)"},
-			{"chang-roberts from the lowest", ChangRoberts, 1, 3*n - 4, "3n-4 = O(n)"},
-			{"chang-roberts from the highest live", ChangRoberts, node.ID(n - 1), 2 * (n - 1), "2(n-1)"},
+			{"bully best case", Bully, node.ID(n - 1), n - 2, "N-2"},
+			{"bully worst case", Bully, 1, n * (n - 2), "O(N^2); n(n-2) is this implementation's exact count"},
+			{"ring single initiator", Ring, 1, 2 * (n - 1), "2(N-I) with I=1"},
+			{"chang-roberts from the lowest", ChangRoberts, 1, 3*n - 4, "O(n); 3n-4 is this implementation's exact count"},
+			{"chang-roberts from the highest live", ChangRoberts, node.ID(n - 1), 2 * (n - 1), "O(n); 2(n-1) exactly"},
 		}
 		for _, c := range cases {
 			got := countScenario(t, c.algo, n, c.detector)
-			t.Logf("n=%-3d %-36s %4d messages (seed formula %s)", n, c.name, got, c.formula)
+			t.Logf("n=%-3d %-36s %4d messages (the seed: %s)", n, c.name, got, c.formula)
 			if got != c.want {
-				t.Errorf("n=%d %s: %d messages, want %d (%s)", n, c.name, got, c.want, c.formula)
+				t.Errorf("n=%d %s: %d messages, want %d (the seed: %s)", n, c.name, got, c.want, c.formula)
 			}
 		}
 	}
