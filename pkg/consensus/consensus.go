@@ -227,6 +227,7 @@ type bug uint8
 const (
 	bugOneBadSignature bug = 1 + iota // signed: accept a chain whose last signature is bad
 	bugIgnoreMissed                   // decide without the rounds it needs (UndecidedEvent)
+	bugRepeatSigner                   // signed: accept a chain in which a signer appears twice
 )
 
 // DecideEvent reports the decision. Text: "decide <value> round <r>".

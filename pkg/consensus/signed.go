@@ -102,7 +102,12 @@ func (m *Machine) verify(from node.ID, r int, e SignedEntry) bool {
 		return false
 	}
 	ids := chainIDs(e.Chain)
-	if !m.validLabel(ids) || slices.Contains(ids, m.cfg.ID) {
+	valid := m.validLabel(ids)
+	if m.cfg.bug == bugRepeatSigner {
+		// planted: signers only checked to be members, repeats let through
+		valid = !slices.ContainsFunc(ids, func(id node.ID) bool { return !slices.Contains(m.cfg.Peers, id) })
+	}
+	if !valid || slices.Contains(ids, m.cfg.ID) {
 		return false
 	}
 	for k, s := range e.Chain {
@@ -253,7 +258,7 @@ func (m *Machine) forge(r int, p node.ID) []SignedEntry {
 			seen = append(seen, e)
 		}
 	}
-	switch m.cfg.Rand.IntN(6) {
+	switch m.cfg.Rand.IntN(7) {
 	case 0: // an accepted value, altered under its signatures
 		for _, e := range seen {
 			e.Value = m.cfg.Lie
@@ -285,6 +290,19 @@ func (m *Machine) forge(r int, p node.ID) []SignedEntry {
 	case 5: // a value of its own with a chain too short for the round
 		if r > 1 {
 			return []SignedEntry{m.sign(SignedEntry{Value: m.cfg.Lie})}
+		}
+	case 6: // a chain of the round's length with one signer, itself, r times:
+		// every signature is good, but r rounds need r distinct signers
+		// (Lamport, Shostak and Pease's signed messages; Schaffernicht,
+		// Topic V), so that one of them is loyal and relays it to all.
+		// Sent to half of the others only, in the round where nobody
+		// relays what it accepts.
+		if r > 1 && int(p)%2 == 0 {
+			e := SignedEntry{Value: m.cfg.Lie}
+			for range r {
+				e = m.sign(e)
+			}
+			return []SignedEntry{e}
 		}
 	}
 	return nil

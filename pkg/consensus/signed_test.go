@@ -169,6 +169,27 @@ func TestSimSignedPlantedBug(t *testing.T) {
 	t.Logf("planted bug (origin signature unchecked): caught in %d of %d seeds", caught, seeds)
 }
 
+// TestSimSignedRepeatSignerBug: loyal processes that accept a chain with
+// a repeated signer take a forger's late value that only some of them see.
+func TestSimSignedRepeatSignerBug(t *testing.T) {
+	caught, seeds := 0, min(200, len(sim.Seeds()))
+	var first error
+	for seed := uint64(1); seed <= uint64(seeds); seed++ {
+		n := 4 + int(seed%6)
+		r, f, opts := signedRun(seed, n, Forger, bugRepeatSigner)
+		if _, err := judge(t, r, f, seed, opts); err != nil {
+			caught++
+			if first == nil {
+				first = err
+			}
+		}
+	}
+	if caught == 0 {
+		t.Fatalf("planted bug (repeated signer accepted) never caught in %d seeds", seeds)
+	}
+	t.Logf("planted bug (repeated signer accepted): caught in %d of %d seeds, e.g. %v", caught, seeds, first)
+}
+
 // TestSignedRefusesTwoF: n ≤ 2f is refused with the reason, as EIG refuses
 // n ≤ 3f; n = 2f+1 is accepted.
 func TestSignedRefusesTwoF(t *testing.T) {
