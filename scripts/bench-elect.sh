@@ -9,15 +9,13 @@
 #
 #   scripts/bench-elect.sh [TRIALS]      (default 10)
 #   ALGO=ring scripts/bench-elect.sh     another algorithm
-set -euo pipefail
-cd "$(dirname "$0")/.."
-export PATH="$PATH:/usr/local/go/bin"
+. "$(dirname "$0")/lib.sh"
 trials=${1:-10}
 algo=${ALGO:-bully}
 work=$(mktemp -d)
 trap 'scripts/cluster.sh stop -d "$work/c" >/dev/null 2>&1 || true; pkill -P $$ 2>/dev/null || true; rm -rf "$work"' EXIT
 
-go build -o "$work/elect" ./cmd/elect
+build_tools "$work/bin"
 
 now_ns() { date +%s%N; }
 ts_ns() { date -d "$1" +%s%N; } # RFC 3339 → ns
@@ -45,7 +43,7 @@ results=(); leases=()
 echo "elect failover, $algo, 5 members on loopback, defaults (heartbeat 50ms, timeout 200ms); SIGKILL the leader"
 for ((t = 1; t <= trials; t++)); do
   rm -rf "$work/c"
-  scripts/cluster.sh start -n 5 -d "$work/c" "$work/elect" run --algo "$algo" --json --no-color --log-level warn >/dev/null
+  scripts/cluster.sh start -n 5 -d "$work/c" "$bin/elect" run --algo "$algo" --json --no-color --log-level warn >/dev/null
   wait_all 5 1 2 3 4 5
   pid=$(cat "$work/c/5.pid")
   t0=$(now_ns); kill -KILL "$pid"

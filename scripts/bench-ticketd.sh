@@ -16,12 +16,10 @@
 #      second to stop.
 #   3. in-daemon take+release per second, 5 members, 4 tickets, without
 #      process start-up (go test -bench).
-# Installs etcd-server and etcd-client with apt-get when missing (as root).
+# Installs etcd-server and etcd-client when missing (lib.sh's apt_install).
 #
 #   scripts/bench-ticketd.sh [ITER] [ROUNDS]     (defaults 200 and 5)
-set -euo pipefail
-cd "$(dirname "$0")/.."
-export PATH="$PATH:/usr/local/go/bin"
+. "$(dirname "$0")/lib.sh"
 iter=${1:-200}
 rounds=${2:-5}
 work=$(mktemp -d)
@@ -38,18 +36,16 @@ trap cleanup EXIT
 . scripts/etcd.sh
 need_etcd bench-ticketd
 
-# Release builds, as bench-lockd.sh makes them.
-CGO_ENABLED=0 go build -ldflags "-s -w" -o "$work/ticketd" ./cmd/ticketd
-CGO_ENABLED=0 go build -ldflags "-s -w" -o "$work/lockd" ./cmd/lockd
+build_tools "$work/bin"
 
 start_etcd "$work"
 
 # ticketd: 3 members, 4 tickets; lockd: 3 daemons (central)
-scripts/cluster.sh start -j -n 3 -d "$work/t" "$work/ticketd" serve --no-color --log-level warn --tickets 4 --socket "$work/t/{id}.sock" >/dev/null
-scripts/cluster.sh start -n 3 -d "$work/l" "$work/lockd" serve --no-color --log-level warn --socket "$work/l/{id}.sock" >/dev/null
+scripts/cluster.sh start -j -n 3 -d "$work/t" "$bin/ticketd" serve --no-color --log-level warn --tickets 4 --socket "$work/t/{id}.sock" >/dev/null
+scripts/cluster.sh start -n 3 -d "$work/l" "$bin/lockd" serve --no-color --log-level warn --socket "$work/l/{id}.sock" >/dev/null
 tsock="$work/t/1.sock"; lsock="$work/l/3.sock"
-until "$work/ticketd" run --socket "$tsock" --nonblock -- true 2>/dev/null; do sleep 0.05; done
-until "$work/lockd" run --socket "$lsock" --nonblock warmup -- true 2>/dev/null; do sleep 0.05; done
+until "$bin/ticketd" run --socket "$tsock" --nonblock -- true 2>/dev/null; do sleep 0.05; done
+until "$bin/lockd" run --socket "$lsock" --nonblock warmup -- true 2>/dev/null; do sleep 0.05; done
 
 stats() { sort -n "$1" | awk '{ a[NR] = $1 } END { printf "%d %d", a[int((NR + 1) / 2)], a[int(NR * 0.99 + 0.999)] }'; }
 ms() { awk -v us="$1" 'BEGIN { printf "%.2f ms", us / 1000 }'; }
@@ -57,9 +53,9 @@ ms() { awk -v us="$1" 'BEGIN { printf "%.2f ms", us / 1000 }'; }
 echo "== 1. whole process, uncontended, $iter runs each (alternating)"
 : >"$work/t.us"; : >"$work/l.us"; : >"$work/e.us"
 for ((i = 0; i < iter; i++)); do
-  t0=${EPOCHREALTIME/./}; "$work/ticketd" run --socket "$tsock" -- true; t1=${EPOCHREALTIME/./}
+  t0=${EPOCHREALTIME/./}; "$bin/ticketd" run --socket "$tsock" -- true; t1=${EPOCHREALTIME/./}
   echo $((t1 - t0)) >>"$work/t.us"
-  t0=${EPOCHREALTIME/./}; "$work/lockd" run --socket "$lsock" L -- true; t1=${EPOCHREALTIME/./}
+  t0=${EPOCHREALTIME/./}; "$bin/lockd" run --socket "$lsock" L -- true; t1=${EPOCHREALTIME/./}
   echo $((t1 - t0)) >>"$work/l.us"
   t0=${EPOCHREALTIME/./}; etcdctl lock L -- true >/dev/null; t1=${EPOCHREALTIME/./}
   echo $((t1 - t0)) >>"$work/e.us"
@@ -78,11 +74,11 @@ awk -v t="$t_med" -v l="$l_med" -v e="$e_med" -v tp="$t_p99" -v lp="$l_p99" \
 # single child.
 : >"$work/th.us"; : >"$work/lh.us"; : >"$work/ts.us"
 for ((i = 0; i < iter; i++)); do
-  t0=${EPOCHREALTIME/./}; "$work/ticketd" hold --socket "$tsock" </dev/null >/dev/null; t1=${EPOCHREALTIME/./}
+  t0=${EPOCHREALTIME/./}; "$bin/ticketd" hold --socket "$tsock" </dev/null >/dev/null; t1=${EPOCHREALTIME/./}
   echo $((t1 - t0)) >>"$work/th.us"
-  t0=${EPOCHREALTIME/./}; "$work/lockd" hold --socket "$lsock" L </dev/null >/dev/null; t1=${EPOCHREALTIME/./}
+  t0=${EPOCHREALTIME/./}; "$bin/lockd" hold --socket "$lsock" L </dev/null >/dev/null; t1=${EPOCHREALTIME/./}
   echo $((t1 - t0)) >>"$work/lh.us"
-  t0=${EPOCHREALTIME/./}; "$work/ticketd" --version >/dev/null; t1=${EPOCHREALTIME/./}
+  t0=${EPOCHREALTIME/./}; "$bin/ticketd" --version >/dev/null; t1=${EPOCHREALTIME/./}
   echo $((t1 - t0)) >>"$work/ts.us"
 done
 read -r th_med _ <<<"$(stats "$work/th.us")"
@@ -97,7 +93,7 @@ echo "== 2. reclaim after SIGKILL, $rounds rounds each (ticketd defaults: --roun
 core() { # members in the core, from their status
   local n=0 i
   for i in 1 2 3; do
-    "$work/ticketd" status --socket "$work/r/$i.sock" 2>/dev/null | grep -q '^slot 0 id .* coordinator ticket' && n=$((n + 1))
+    "$bin/ticketd" status --socket "$work/r/$i.sock" 2>/dev/null | grep -q '^slot 0 id .* coordinator ticket' && n=$((n + 1))
   done
   echo $n
 }
@@ -106,14 +102,14 @@ core() { # members in the core, from their status
 reclaim_ticketd() {
   local out=$1; shift
   # ticketd: 3 members, 3 tickets, one holder on each member
-  scripts/cluster.sh start -j -n 3 -d "$work/r" "$work/ticketd" serve --no-color --log-level warn --tickets 3 --socket "$work/r/{id}.sock" "$@" >/dev/null
+  scripts/cluster.sh start -j -n 3 -d "$work/r" "$bin/ticketd" serve --no-color --log-level warn --tickets 3 --socket "$work/r/{id}.sock" "$@" >/dev/null
   until [ "$(core)" = 3 ]; do sleep 0.05; done
   for i in 1 2 3; do
-    "$work/ticketd" run --socket "$work/r/$i.sock" -- sh -c "echo \$TICKETD_TICKET > $work/r/h$i.ticket; echo \$\$ > $work/r/h$i.pid; exec sleep 1000" 2>/dev/null &
+    "$bin/ticketd" run --socket "$work/r/$i.sock" -- sh -c "echo \$TICKETD_TICKET > $work/r/h$i.ticket; echo \$\$ > $work/r/h$i.pid; exec sleep 1000" 2>/dev/null &
   done
   for i in 1 2 3; do until [ -s "$work/r/h$i.pid" ]; do sleep 0.01; done; done
   victim_child=$(cat "$work/r/h2.pid"); lost=$(cat "$work/r/h2.ticket")
-  "$work/ticketd" run --socket "$work/r/1.sock" --timeout 60s -- sh -c "echo \$TICKETD_TICKET > $work/r/w.ticket" 2>/dev/null &
+  "$bin/ticketd" run --socket "$work/r/1.sock" --timeout 60s -- sh -c "echo \$TICKETD_TICKET > $work/r/w.ticket" 2>/dev/null &
   waiter=$!
   sleep 0.3   # the waiter is queued on member 1
   t0=${EPOCHREALTIME/./}
