@@ -6,17 +6,9 @@
 #   2. server throughput, sequential queries per second on one socket;
 #   3. convergence: a server started +250 ms ahead with 200 ppm drift, polling
 #      a stratum-1 server every second, until within 1 ms (target ≤ 30 s).
-# Installs chrony with apt-get when missing (as root), without starting it.
-set -euo pipefail
-cd "$(dirname "$0")/.."
-export PATH="$PATH:/usr/local/go/bin:/usr/sbin"
+# Installs chrony when missing (lib.sh's apt_install), without starting it.
+. "$(dirname "$0")/lib.sh"
 if ! command -v chronyd >/dev/null 2>&1; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
-    RUNLEVEL=1 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chrony >/dev/null
-  else
-    echo "bench-clocksync: chronyd is needed (apt-get install chrony)" >&2
-    exit 69
-  fi
+  apt_install chrony || { echo "bench-clocksync: chronyd is needed" >&2; exit 69; }
 fi
 go test -run '^$' -bench 'AgainstChronyd|Convergence' -benchtime 1x ./cmd/clocksync | grep -vE '^(goos|goarch|pkg|cpu|PASS|ok|Benchmark)'

@@ -10,20 +10,18 @@
 # BenchmarkVerification for Ed25519.
 #
 #   scripts/bench-consensus.sh [TRIALS]    (default 10)
-set -euo pipefail
-cd "$(dirname "$0")/.."
-export PATH="$PATH:/usr/local/go/bin"
+. "$(dirname "$0")/lib.sh"
 trials=${1:-10}
 work=$(mktemp -d)
 trap 'scripts/cluster.sh stop -d "$work/c" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
-go build -o "$work/consensus" ./cmd/consensus
+build_tools "$work/bin"
 
 field() { sed -E "s/.*\"$2\":\"?([^,\"}]*)\"?.*/\1/" <<<"$1"; }
 fmt_us() { awk -v us="$1" 'BEGIN { printf "%.2f ms", us / 1000 }'; }
 
 # keys for the signed runs: one per process, and the public-keys file
 mkdir -p "$work/keys"
-for i in 1 2 3 4 5 6 7; do "$work/consensus" keygen --id "$i" --out "$work/keys/$i.key"; done >"$work/keys/pub"
+for i in 1 2 3 4 5 6 7; do "$bin/consensus" keygen --id "$i" --out "$work/keys/$i.key"; done >"$work/keys/pub"
 
 # trial ALGO N F ROUND: prints "ok <us-to-last-decision> <messages>" or "fail <why>"
 trial() {
@@ -32,7 +30,7 @@ trial() {
   now=$(date +%s%N); start_ns=$((now + 1500000000))
   start="$((start_ns / 1000000000)).$(printf %09d $((start_ns % 1000000000)))"
   [ "$algo" = signed ] && extra=(--signing-key "$work/keys/{id}.key" --public-keys "$work/keys/pub")
-  scripts/cluster.sh start -n "$n" -d "$work/c" "$work/consensus" run --algo "$algo" --f "$f" --round "$round" \
+  scripts/cluster.sh start -n "$n" -d "$work/c" "$bin/consensus" run --algo "$algo" --f "$f" --round "$round" \
     --value '{id}' --default 0 --start-at "$start" --json --no-color --log-level error "${extra[@]}" >/dev/null
   for ((i = 1; i <= n; i++)); do
     until [ -s "$work/c/$i.exit" ]; do sleep 0.01; done

@@ -9,21 +9,25 @@
 #
 #   scripts/bench-elect.sh [TRIALS]      (default 10)
 #   ALGO=ring scripts/bench-elect.sh     another algorithm
-set -euo pipefail
-cd "$(dirname "$0")/.."
-export PATH="$PATH:/usr/local/go/bin"
+. "$(dirname "$0")/lib.sh"
 trials=${1:-10}
 algo=${ALGO:-bully}
 work=$(mktemp -d)
 trap 'scripts/cluster.sh stop -d "$work/c" >/dev/null 2>&1 || true; pkill -P $$ 2>/dev/null || true; rm -rf "$work"' EXIT
 
-go build -o "$work/elect" ./cmd/elect
+build_tools "$work/bin"
 
 now_ns() { date +%s%N; }
 ts_ns() { date -d "$1" +%s%N; } # RFC 3339 → ns
 
-# first_time FILE LEADER: the time of the first JSON line naming LEADER, or nothing.
-first_time() { grep -m1 "\"leader\":$2," "$1" 2>/dev/null | sed -E 's/^\{"time":"([^"]+)".*/\1/'; }
+# first_time FILE LEADER: the time of the first JSON line naming LEADER
+# after the first ${skip[FILE]} lines, or nothing. (A member may name the
+# next leader while the cluster starts, before the leader that is then
+# killed takes over: only what it printed after the kill counts.)
+declare -A skip=()
+first_time() {
+  tail -n "+$((${skip[$1]:-0} + 1))" "$1" 2>/dev/null | grep -m1 "\"leader\":$2," | sed -E 's/^\{"time":"([^"]+)".*/\1/'
+}
 
 wait_all() { # leader ids...
   local l=$1; shift
@@ -36,18 +40,20 @@ wait_all() { # leader ids...
   done
 }
 
-# lease_time FILE: the time of the first 'lease held' JSON line, or nothing.
-lease_time() { grep -m1 '"event":"lease".*"held":true' "$1" 2>/dev/null | sed -E 's/^\{"time":"([^"]+)".*/\1/'; }
+# lease_time FILE: the time of the first 'lease held' JSON line after the
+# first ${skip[FILE]} lines, or nothing.
+lease_time() { tail -n "+$((${skip[$1]:-0} + 1))" "$1" 2>/dev/null | grep -m1 '"event":"lease".*"held":true' | sed -E 's/^\{"time":"([^"]+)".*/\1/'; }
 
 fmt() { awk -v us="$1" 'BEGIN { printf "%.1f ms", us / 1000 }'; }
 
 results=(); leases=()
 echo "elect failover, $algo, 5 members on loopback, defaults (heartbeat 50ms, timeout 200ms); SIGKILL the leader"
 for ((t = 1; t <= trials; t++)); do
-  rm -rf "$work/c"
-  scripts/cluster.sh start -n 5 -d "$work/c" "$work/elect" run --algo "$algo" --json --no-color --log-level warn >/dev/null
+  rm -rf "$work/c"; skip=()
+  scripts/cluster.sh start -n 5 -d "$work/c" "$bin/elect" run --algo "$algo" --json --no-color --log-level warn >/dev/null
   wait_all 5 1 2 3 4 5
   pid=$(cat "$work/c/5.pid")
+  for i in 1 2 3 4; do skip[$work/c/$i.out]=$(wc -l <"$work/c/$i.out"); done
   t0=$(now_ns); kill -KILL "$pid"
   wait_all 4 1 2 3 4
   last=0

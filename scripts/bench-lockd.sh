@@ -13,13 +13,11 @@
 #      machine's bounds for a process (or two) per acquisition;
 #   3. in-daemon acquire+release per second (central, 3 daemons), without
 #      process start-up (go test -bench).
-# Installs etcd-server, etcd-client and hyperfine with apt-get when missing
-# (as root); without hyperfine, 1b is skipped.
+# Installs etcd-server, etcd-client and hyperfine when missing (lib.sh's
+# apt_install); without hyperfine, 1b is skipped.
 #
 #   scripts/bench-lockd.sh [ITER] [SECS]     (defaults 200 and 5)
-set -euo pipefail
-cd "$(dirname "$0")/.."
-export PATH="$PATH:/usr/local/go/bin"
+. "$(dirname "$0")/lib.sh"
 iter=${1:-200}
 secs=${2:-5}
 work=$(mktemp -d)
@@ -34,22 +32,21 @@ trap cleanup EXIT
 . scripts/etcd.sh
 need_etcd bench-lockd hyperfine
 
-# Release build, as `go install` would make it plus static linking (no
-# dynamic loader at start-up) and no symbol tables.
-CGO_ENABLED=0 go build -ldflags "-s -w" -o "$work/lockd" ./cmd/lockd
+# The tools as `go install` makes them (lib.sh), as every bench measures them.
+build_tools "$work/bin"
 
 # etcd on loopback, non-default ports
 start_etcd "$work"
 
 # lockd: 3 daemons, the client on daemon 3 (the coordinator once elected)
-scripts/cluster.sh start -n 3 -d "$work/c" "$work/lockd" serve --no-color --log-level warn --socket "$work/c/{id}.sock" >/dev/null
+scripts/cluster.sh start -n 3 -d "$work/c" "$bin/lockd" serve --no-color --log-level warn --socket "$work/c/{id}.sock" >/dev/null
 sock="$work/c/3.sock"
-until "$work/lockd" run --socket "$sock" --nonblock warmup -- true 2>/dev/null; do sleep 0.05; done
+until "$bin/lockd" run --socket "$sock" --nonblock warmup -- true 2>/dev/null; do sleep 0.05; done
 
 # Whole-process times, lockd and etcdctl alternating run by run, so a
 # change in the machine's load (other tenants, CPU steal) falls on both.
 # (EPOCHREALTIME is a bash built-in: no process is spawned to read the clock)
-lockd_cmd=("$work/lockd" run --socket "$sock" L -- true)
+lockd_cmd=("$bin/lockd" run --socket "$sock" L -- true)
 etcd_cmd=(etcdctl lock L -- true)
 : >"$work/l.us"; : >"$work/e.us"
 for ((i = 0; i < iter; i++)); do
@@ -95,7 +92,7 @@ if command -v hyperfine >/dev/null 2>&1; then
     l="${lockd_cmd[*]}"; e="${etcd_cmd[*]}"
     if [ $((round % 2)) = 1 ]; then set -- "$l" "$e"; else set -- "$e" "$l"; fi
     hyperfine -N -w 5 -r "$per" --export-json "$work/hf.json" "$@" >/dev/null 2>&1
-    hf_times "$work/hf.json" "$work/lockd" >>"$work/hl.us"
+    hf_times "$work/hf.json" "$bin/lockd" >>"$work/hl.us"
     hf_times "$work/hf.json" etcdctl >>"$work/he.us"
   done
   compare "$work/hl.us" "$work/he.us"
@@ -104,7 +101,7 @@ else
 fi
 
 echo "== 1c. a script's acquire+release through one lockd session (coprocess), $iter rounds"
-coproc S { "$work/lockd" session --socket "$sock"; }
+coproc S { "$bin/lockd" session --socket "$sock"; }
 : >"$work/s.us"
 for ((i = 0; i < iter; i++)); do
   t0=${EPOCHREALTIME/./}
@@ -138,7 +135,7 @@ contend_session() {
   local end=$((EPOCHSECONDS + secs)) j
   rm -f "$work/count"
   for j in 1 2 3 4 5 6 7 8; do
-    ( coproc S { "$work/lockd" session --socket "$sock"; }
+    ( coproc S { "$bin/lockd" session --socket "$sock"; }
       n=0
       while ((EPOCHSECONDS < end)); do
         echo "acquire C" >&"${S[1]}"; read -r ev _ <&"${S[0]}"
@@ -154,7 +151,7 @@ contend_session() {
   awk -v s="$secs" '{ t += $1 } END { printf "%.1f", t / s }' "$work/count"
 }
 avg() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", (a + b) / 2 }'; }
-l1=$(contend "$work/lockd" run --socket "$sock" C -- true)
+l1=$(contend "$bin/lockd" run --socket "$sock" C -- true)
 e1=$(contend etcdctl lock C -- true)
 t1=$(contend /bin/true)
 s1=$(contend_session true)
@@ -163,7 +160,7 @@ b2=$(contend_session builtin)
 s2=$(contend_session true)
 t2=$(contend /bin/true)
 e2=$(contend etcdctl lock C -- true)
-l2=$(contend "$work/lockd" run --socket "$sock" C -- true)
+l2=$(contend "$bin/lockd" run --socket "$sock" C -- true)
 l_rate=$(avg "$l1" "$l2"); e_rate=$(avg "$e1" "$e2"); t_rate=$(avg "$t1" "$t2")
 s_rate=$(avg "$s1" "$s2"); b_rate=$(avg "$b1" "$b2")
 ratio() { awk -v a="$1" -v b="$e_rate" 'BEGIN { printf "%.1f×", a / b }'; }
@@ -185,7 +182,7 @@ echo "lockd session, section in shell : $b_rate acquisitions/s ($b1, $b2)  ratio
 go_empty="$work/empty"
 mkdir -p "$work/emptysrc"
 printf 'package main\n\nfunc main() {}\n' >"$work/emptysrc/main.go"
-(cd "$work/emptysrc" && CGO_ENABLED=0 go build -ldflags "-s -w" -o "$go_empty" main.go)
+(cd "$work/emptysrc" && go build -o "$go_empty" main.go)
 xrate() { # count cmd...: 8 at a time through xargs; prints runs/s
   local t0 t1 rc=0
   t0=$EPOCHREALTIME
@@ -196,7 +193,7 @@ xrate() { # count cmd...: 8 at a time through xargs; prints runs/s
 }
 count() { awk -v r="$1" -v s="$secs" 'BEGIN { n = int(r * s); print (n < 40 ? 40 : n) }'; }
 nl=$(count "$l_rate"); ne=$(count "$e_rate"); nt=$(count "$t_rate")
-xl1=$(xrate "$nl" "$work/lockd" run --socket "$sock" C -- true)
+xl1=$(xrate "$nl" "$bin/lockd" run --socket "$sock" C -- true)
 xe1=$(xrate "$ne" etcdctl lock C -- true)
 xt1=$(xrate "$((nt * 2))" /bin/true)
 xs1=$(xrate "$nt" /bin/sh -c '/bin/true; :')
@@ -205,7 +202,7 @@ xg2=$(xrate "$nt" "$go_empty")
 xs2=$(xrate "$nt" /bin/sh -c '/bin/true; :')
 xt2=$(xrate "$((nt * 2))" /bin/true)
 xe2=$(xrate "$ne" etcdctl lock C -- true)
-xl2=$(xrate "$nl" "$work/lockd" run --socket "$sock" C -- true)
+xl2=$(xrate "$nl" "$bin/lockd" run --socket "$sock" C -- true)
 xl=$(avg "$xl1" "$xl2"); xe=$(avg "$xe1" "$xe2"); xt=$(avg "$xt1" "$xt2")
 xs=$(avg "$xs1" "$xs2"); xg=$(avg "$xg1" "$xg2")
 xgt=$(awk -v g="$xg" -v t="$xt" 'BEGIN { printf "%.1f", 1 / (1 / g + 1 / t) }')

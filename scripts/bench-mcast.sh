@@ -7,16 +7,16 @@
 #      one-way latency that `mcast bench` measures;
 #   3. pipes: 3 members each piping 200,000 64-byte lines stdin → stdout:
 #      delivered lines/s per member;
-#   4. dissemination against serf (installed with apt-get when missing and
-#      root): 10 local members, time from one line (`serf event`) to the
+#   4. dissemination against serf (installed with lib.sh's apt_install
+#      when missing): 10 local members, time from one line (`serf event`) to the
 #      last member printing it (running its event handler), median of 20,
 #      and the ratio;
 #   5. view change: 5 members in total order with the default settings,
 #      one SIGKILLed, time until every survivor has installed the view
 #      without it; median and worst of 20 fresh groups (target: median
 #      ≤ 300 ms; corosync's defaults wait out a 3 s token timeout first);
-#   6. agreed (total) order against corosync CPG (installed with apt-get
-#      when missing and root; one corosync node on loopback, three CPG
+#   6. agreed (total) order against corosync CPG (installed with lib.sh's
+#      apt_install when missing; one corosync node on loopback, three CPG
 #      clients of scripts/cpgflood.c, built here against libcpg): 3
 #      members, 64-byte messages, a flood of 100,000 each and 3,000 each
 #      at 1,000/s; mcast bench --order total with the sequencer and with
@@ -24,9 +24,7 @@
 #      latency, and the ratios.
 #
 #   scripts/bench-mcast.sh
-set -euo pipefail
-cd "$(dirname "$0")/.."
-export PATH="$PATH:/usr/local/go/bin"
+. "$(dirname "$0")/lib.sh"
 work=$(mktemp -d)
 pids=()
 cleanup() {
@@ -35,8 +33,8 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-go build -o "$work/mcast" ./cmd/mcast
-mc="$work/mcast"
+build_tools "$work/bin"
+mc="$bin/mcast"
 
 ports() { # n: n free-looking UDP ports from a random base
   local base=$((20000 + RANDOM % 20000))
@@ -107,9 +105,7 @@ exec 3>&-
 mcast_us=$(median <"$work/mcast.lat")
 echo "mcast: median $(awk -v u="$mcast_us" 'BEGIN { printf "%.2f ms", u / 1000 }') from the write to member 1's stdin to the last of the other 9 printing the line"
 
-if ! command -v serf >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-  (apt-get install -y serf || (apt-get update && apt-get install -y serf)) >/dev/null 2>&1 || true
-fi
+command -v serf >/dev/null 2>&1 || apt_install serf || true
 if ! command -v serf >/dev/null 2>&1; then
   echo "(serf is not installed and cannot be here: the serf comparison is skipped)"
   exit 0
@@ -155,9 +151,8 @@ go test -run '^$' -bench 'BenchmarkViewChange$' -benchtime 20x ./cmd/mcast | gre
 
 echo
 echo "== 6. agreed order against corosync CPG: 3 members, 64-byte messages"
-if { ! command -v corosync >/dev/null 2>&1 || [ ! -e /usr/include/corosync/cpg.h ]; } && [ "$(id -u)" = 0 ]; then
-  (DEBIAN_FRONTEND=noninteractive RUNLEVEL=1 apt-get install -y -qq --no-install-recommends corosync libcpg-dev ||
-   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive RUNLEVEL=1 apt-get install -y -qq --no-install-recommends corosync libcpg-dev)) >/dev/null 2>&1 || true
+if ! command -v corosync >/dev/null 2>&1 || [ ! -e /usr/include/corosync/cpg.h ]; then
+  apt_install corosync libcpg-dev || true
 fi
 if ! command -v corosync >/dev/null 2>&1 || [ ! -e /usr/include/corosync/cpg.h ] || [ "$(id -u)" != 0 ]; then
   echo "(corosync and libcpg-dev are not installed and cannot be here, or not root: the corosync comparison is skipped)"

@@ -15,51 +15,72 @@
 #      with --round 100ms --max-kill-grace 1s, for a command that needs a
 #      second to stop.
 #   3. in-daemon take+release per second, 5 members, 4 tickets, without
-#      process start-up (go test -bench).
-# Installs etcd-server and etcd-client with apt-get when missing (as root).
+#      process start-up (go test -bench);
+#   4. load: CLIENTS (50) concurrent clients for LOAD_SECS (30) seconds
+#      against 5 ticketd members sharing TICKETS (5) tickets, then the same
+#      harness against 5 lockd daemons (central) and TICKETS lock names:
+#      each client loops `run --timeout 10s -- sleep 0.01` on member
+#      (client mod 5) + 1 (lockd: lock L<client mod TICKETS>) until the time
+#      is up. Grants, timeouts (75) and other ends for each, the pool's
+#      refounds (from every member's status) and lockd's coordinator terms,
+#      and the ratio of grants ticketd/lockd (target: ≥ 0.8, 0 timeouts,
+#      0 refounds).
+# Installs etcd-server and etcd-client when missing (lib.sh's apt_install),
+# for parts 1 and 2.
 #
 #   scripts/bench-ticketd.sh [ITER] [ROUNDS]     (defaults 200 and 5)
-set -euo pipefail
-cd "$(dirname "$0")/.."
-export PATH="$PATH:/usr/local/go/bin"
+#   PARTS="4" scripts/bench-ticketd.sh            only the parts listed (default "1 2 3 4")
+#   CLIENTS=50 LOAD_SECS=30 TICKETS=5            part 4's load
+. "$(dirname "$0")/lib.sh"
 iter=${1:-200}
 rounds=${2:-5}
+parts=" ${PARTS:-1 2 3 4} "
+clients=${CLIENTS:-50}
+load_secs=${LOAD_SECS:-30}
+pool=${TICKETS:-5}
+for v in "$iter" "$rounds" "$clients" "$load_secs" "$pool"; do
+  [[ "$v" =~ ^[1-9][0-9]*$ ]] || { echo "bench-ticketd: ITER, ROUNDS, CLIENTS, LOAD_SECS and TICKETS are positive whole numbers" >&2; exit 64; }
+done
+part() { [[ "$parts" == *" $1 "* ]]; }
 work=$(mktemp -d)
+bg=() # background clients and holders, killed at exit
 cleanup() {
-  scripts/cluster.sh stop -d "$work/t" >/dev/null 2>&1 || true
-  scripts/cluster.sh stop -d "$work/l" >/dev/null 2>&1 || true
-  scripts/cluster.sh stop -d "$work/r" >/dev/null 2>&1 || true
+  for p in ${bg[@]+"${bg[@]}"}; do kill "$p" 2>/dev/null || true; done
+  for c in t l r lt ll; do scripts/cluster.sh stop -d "$work/$c" >/dev/null 2>&1 || true; done
   [ -n "${etcd_pid:-}" ] && kill "$etcd_pid" 2>/dev/null || true
-  pkill -f "sleep 1000" 2>/dev/null || true
+  # commands that outlived a SIGKILLed client (etcdctl's); ticketd's and
+  # lockd's are stopped by their watchdogs
+  for f in "$work"/*.sleeper; do [ -s "$f" ] && kill "$(cat "$f")" 2>/dev/null || true; done
+  wait 2>/dev/null || true
   rm -rf "$work"
 }
 trap cleanup EXIT
 
-. scripts/etcd.sh
-need_etcd bench-ticketd
-
-# Release builds, as bench-lockd.sh makes them.
-CGO_ENABLED=0 go build -ldflags "-s -w" -o "$work/ticketd" ./cmd/ticketd
-CGO_ENABLED=0 go build -ldflags "-s -w" -o "$work/lockd" ./cmd/lockd
-
-start_etcd "$work"
-
-# ticketd: 3 members, 4 tickets; lockd: 3 daemons (central)
-scripts/cluster.sh start -j -n 3 -d "$work/t" "$work/ticketd" serve --no-color --log-level warn --tickets 4 --socket "$work/t/{id}.sock" >/dev/null
-scripts/cluster.sh start -n 3 -d "$work/l" "$work/lockd" serve --no-color --log-level warn --socket "$work/l/{id}.sock" >/dev/null
-tsock="$work/t/1.sock"; lsock="$work/l/3.sock"
-until "$work/ticketd" run --socket "$tsock" --nonblock -- true 2>/dev/null; do sleep 0.05; done
-until "$work/lockd" run --socket "$lsock" --nonblock warmup -- true 2>/dev/null; do sleep 0.05; done
-
+build_tools "$work/bin"
 stats() { sort -n "$1" | awk '{ a[NR] = $1 } END { printf "%d %d", a[int((NR + 1) / 2)], a[int(NR * 0.99 + 0.999)] }'; }
 ms() { awk -v us="$1" 'BEGIN { printf "%.2f ms", us / 1000 }'; }
+
+if part 1 || part 2; then
+  . scripts/etcd.sh
+  need_etcd bench-ticketd
+  start_etcd "$work"
+fi
+
+if part 1; then
+
+# ticketd: 3 members, 4 tickets; lockd: 3 daemons (central)
+scripts/cluster.sh start -j -n 3 -d "$work/t" "$bin/ticketd" serve --no-color --log-level warn --tickets 4 --socket "$work/t/{id}.sock" >/dev/null
+scripts/cluster.sh start -n 3 -d "$work/l" "$bin/lockd" serve --no-color --log-level warn --socket "$work/l/{id}.sock" >/dev/null
+tsock="$work/t/1.sock"; lsock="$work/l/3.sock"
+until "$bin/ticketd" run --socket "$tsock" --nonblock -- true 2>/dev/null; do sleep 0.05; done
+until "$bin/lockd" run --socket "$lsock" --nonblock warmup -- true 2>/dev/null; do sleep 0.05; done
 
 echo "== 1. whole process, uncontended, $iter runs each (alternating)"
 : >"$work/t.us"; : >"$work/l.us"; : >"$work/e.us"
 for ((i = 0; i < iter; i++)); do
-  t0=${EPOCHREALTIME/./}; "$work/ticketd" run --socket "$tsock" -- true; t1=${EPOCHREALTIME/./}
+  t0=${EPOCHREALTIME/./}; "$bin/ticketd" run --socket "$tsock" -- true; t1=${EPOCHREALTIME/./}
   echo $((t1 - t0)) >>"$work/t.us"
-  t0=${EPOCHREALTIME/./}; "$work/lockd" run --socket "$lsock" L -- true; t1=${EPOCHREALTIME/./}
+  t0=${EPOCHREALTIME/./}; "$bin/lockd" run --socket "$lsock" L -- true; t1=${EPOCHREALTIME/./}
   echo $((t1 - t0)) >>"$work/l.us"
   t0=${EPOCHREALTIME/./}; etcdctl lock L -- true >/dev/null; t1=${EPOCHREALTIME/./}
   echo $((t1 - t0)) >>"$work/e.us"
@@ -78,11 +99,11 @@ awk -v t="$t_med" -v l="$l_med" -v e="$e_med" -v tp="$t_p99" -v lp="$l_p99" \
 # single child.
 : >"$work/th.us"; : >"$work/lh.us"; : >"$work/ts.us"
 for ((i = 0; i < iter; i++)); do
-  t0=${EPOCHREALTIME/./}; "$work/ticketd" hold --socket "$tsock" </dev/null >/dev/null; t1=${EPOCHREALTIME/./}
+  t0=${EPOCHREALTIME/./}; "$bin/ticketd" hold --socket "$tsock" </dev/null >/dev/null; t1=${EPOCHREALTIME/./}
   echo $((t1 - t0)) >>"$work/th.us"
-  t0=${EPOCHREALTIME/./}; "$work/lockd" hold --socket "$lsock" L </dev/null >/dev/null; t1=${EPOCHREALTIME/./}
+  t0=${EPOCHREALTIME/./}; "$bin/lockd" hold --socket "$lsock" L </dev/null >/dev/null; t1=${EPOCHREALTIME/./}
   echo $((t1 - t0)) >>"$work/lh.us"
-  t0=${EPOCHREALTIME/./}; "$work/ticketd" --version >/dev/null; t1=${EPOCHREALTIME/./}
+  t0=${EPOCHREALTIME/./}; "$bin/ticketd" --version >/dev/null; t1=${EPOCHREALTIME/./}
   echo $((t1 - t0)) >>"$work/ts.us"
 done
 read -r th_med _ <<<"$(stats "$work/th.us")"
@@ -91,13 +112,15 @@ read -r ts_med _ <<<"$(stats "$work/ts.us")"
 echo "ticketd hold (take, release): median $(ms "$th_med"); lockd hold L: median $(ms "$lh_med") (ratio $(awk -v a="$th_med" -v b="$lh_med" 'BEGIN { printf "%.3f", a / b }'))"
 echo "one start of the ticketd binary (--version): median $(ms "$ts_med"); run's difference from lockd's: $(ms $((t_med - l_med))) (the watchdog is one more start)"
 scripts/cluster.sh stop -d "$work/t" >/dev/null; scripts/cluster.sh stop -d "$work/l" >/dev/null
+fi
 
+if part 2; then
 echo "== 2. reclaim after SIGKILL, $rounds rounds each (ticketd defaults: --round 40ms, --max-kill-grace 100ms)"
 : >"$work/tr.ms"; : >"$work/er.ms"
 core() { # members in the core, from their status
   local n=0 i
   for i in 1 2 3; do
-    "$work/ticketd" status --socket "$work/r/$i.sock" 2>/dev/null | grep -q '^slot 0 id .* coordinator ticket' && n=$((n + 1))
+    "$bin/ticketd" status --socket "$work/r/$i.sock" 2>/dev/null | grep -q '^slot 0 id .* coordinator ticket' && n=$((n + 1))
   done
   echo $n
 }
@@ -106,14 +129,15 @@ core() { # members in the core, from their status
 reclaim_ticketd() {
   local out=$1; shift
   # ticketd: 3 members, 3 tickets, one holder on each member
-  scripts/cluster.sh start -j -n 3 -d "$work/r" "$work/ticketd" serve --no-color --log-level warn --tickets 3 --socket "$work/r/{id}.sock" "$@" >/dev/null
+  scripts/cluster.sh start -j -n 3 -d "$work/r" "$bin/ticketd" serve --no-color --log-level warn --tickets 3 --socket "$work/r/{id}.sock" "$@" >/dev/null
   until [ "$(core)" = 3 ]; do sleep 0.05; done
   for i in 1 2 3; do
-    "$work/ticketd" run --socket "$work/r/$i.sock" -- sh -c "echo \$TICKETD_TICKET > $work/r/h$i.ticket; echo \$\$ > $work/r/h$i.pid; exec sleep 1000" 2>/dev/null &
+    "$bin/ticketd" run --socket "$work/r/$i.sock" -- sh -c "echo \$TICKETD_TICKET > $work/r/h$i.ticket; echo \$\$ > $work/r/h$i.pid; exec sleep 1000" 2>/dev/null &
+    bg+=($!)
   done
   for i in 1 2 3; do until [ -s "$work/r/h$i.pid" ]; do sleep 0.01; done; done
   victim_child=$(cat "$work/r/h2.pid"); lost=$(cat "$work/r/h2.ticket")
-  "$work/ticketd" run --socket "$work/r/1.sock" --timeout 60s -- sh -c "echo \$TICKETD_TICKET > $work/r/w.ticket" 2>/dev/null &
+  "$bin/ticketd" run --socket "$work/r/1.sock" --timeout 60s -- sh -c "echo \$TICKETD_TICKET > $work/r/w.ticket" 2>/dev/null &
   waiter=$!
   sleep 0.3   # the waiter is queued on member 1
   t0=${EPOCHREALTIME/./}
@@ -127,7 +151,7 @@ reclaim_ticketd() {
   [ "$got" = "$lost" ] || { echo "bench-ticketd: the waiter got ticket $got, not the killed member's $lost" >&2; exit 1; }
   echo $(((t1 - t0) / 1000)) >>"$out"
   scripts/cluster.sh stop -d "$work/r" >/dev/null
-  pkill -f "exec sleep 1000" 2>/dev/null || true
+  for i in 1 2 3; do kill "$(cat "$work/r/h$i.pid")" 2>/dev/null || true; done
   rm -rf "$work/r"
 }
 : >"$work/tf.ms"
@@ -138,7 +162,7 @@ for ((r = 0; r < rounds; r++)); do
 
   # etcd: a holder with a 1 s lease killed by SIGKILL; a waiter
   # (started from a subshell, so that its SIGKILL is not reported as a job's)
-  holder=$(sh -c 'etcdctl lock --ttl 1 R -- sleep 1000 >/dev/null 2>&1 & echo $!')
+  holder=$(sh -c 'etcdctl lock --ttl 1 R -- sh -c "echo \$\$ >$1; exec sleep 1000" >/dev/null 2>&1 & echo $!' sh "$work/etcd.sleeper")
   until [ "$(etcdctl get --prefix R --keys-only 2>/dev/null | grep -c .)" -gt 0 ]; do sleep 0.02; done
   etcdctl lock R -- true >/dev/null 2>&1 &
   waiter=$!
@@ -148,7 +172,7 @@ for ((r = 0; r < rounds; r++)); do
   wait "$waiter"
   t1=${EPOCHREALTIME/./}
   echo $(((t1 - t0) / 1000)) >>"$work/er.ms"
-  pkill -f "sleep 1000" 2>/dev/null || true
+  kill "$(cat "$work/etcd.sleeper")" 2>/dev/null || true
 done
 med() { sort -n "$1" | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 tr_med=$(med "$work/tr.ms"); er_med=$(med "$work/er.ms")
@@ -158,7 +182,78 @@ echo "ticketd --round 100ms --max-kill-grace 1s: reclaimed after $(paste -sd' ' 
 echo "etcd --ttl 1: lock free after $(paste -sd' ' "$work/er.ms") ms; median $er_med ms"
 awk -v a="$tr_med" -v f="$tf_med" -v b="$er_med" 'BEGIN { printf "ratio ticketd/etcd: %.2f with the defaults (target ≤ 0.5), %.2f with 100 ms rounds and a 1 s kill grace\n", a / b, f / b }'
 
+fi
+
+if part 3; then
 echo "== 3. in-daemon take+release, 5 members, 4 tickets (go test -bench, 3 rounds)"
 go test -run '^$' -bench TakeRelease -benchtime 2s -count 3 ./cmd/ticketd | grep -E '^Benchmark' |
   awk '{ for (i = 1; i <= NF; i++) if ($i == "take+release/s") print $1, $(i - 1) }' |
   awk '{ sub(/-[0-9]+$/, "", $1); v[$1] = v[$1] " " $2 } END { for (k in v) print k ":" v[k] " take+release/s (target ≥ 10,000)" }' | sort
+fi
+
+if part 4; then
+echo "== 4. load: $clients clients for ${load_secs}s against 5 ticketd members ($pool tickets), then 5 lockd daemons ($pool locks)"
+scripts/cluster.sh start -j -n 5 -d "$work/lt" "$bin/ticketd" serve --no-color --log-level warn --tickets "$pool" --socket "$work/lt/{id}.sock" >/dev/null
+scripts/cluster.sh start -n 5 -d "$work/ll" "$bin/lockd" serve --no-color --log-level warn --socket "$work/ll/{id}.sock" >/dev/null
+# every member grants once before the clock starts
+for i in 1 2 3 4 5; do
+  "$bin/ticketd" run --socket "$work/lt/$i.sock" --quiet --timeout 20s -- true ||
+    { echo "bench-ticketd: ticketd member $i granted nothing within 20 s" >&2; exit 1; }
+  "$bin/lockd" run --socket "$work/ll/$i.sock" --quiet --timeout 20s warmup -- true ||
+    { echo "bench-ticketd: lockd daemon $i granted nothing within 20 s" >&2; exit 1; }
+done
+# refounds: the sum over the members' status (absent: "?")
+refounds() {
+  local i n sum=0 seen=0
+  for i in 1 2 3 4 5; do
+    n=$("$bin/ticketd" status --json --socket "$work/lt/$i.sock" 2>/dev/null | grep -oE '"refounds":[0-9]+' | head -1 | cut -d: -f2) || true
+    [ -n "$n" ] && { sum=$((sum + n)); seen=1; }
+  done
+  [ "$seen" = 1 ] && echo "$sum" || echo "?"
+}
+# term: lockd's coordinator term, as daemon 1 sees it
+term() { "$bin/lockd" status --json --socket "$work/ll/1.sock" 2>/dev/null | grep -oE '"term":[0-9]+' | head -1 | cut -d: -f2 || true; }
+# load TOOL DIR: CLIENTS loops until LOAD_SECS are up, each `run --timeout
+# 10s -- sleep 0.01` in turn (every run ends within its 10 s wait and the
+# hold, so every loop ends within about 10 s of the deadline); prints the
+# sums: grants timeouts(75) unavailable(69) lost(76) other.
+load() {
+  local tool=$1 dir=$2 i m end pids=() cmd
+  end=$((EPOCHSECONDS + load_secs))
+  for ((i = 0; i < clients; i++)); do
+    m=$((i % 5 + 1))
+    if [ "$tool" = ticketd ]; then
+      cmd=("$bin/ticketd" run --socket "$dir/$m.sock" --quiet --timeout 10s -- sleep 0.01)
+    else
+      cmd=("$bin/lockd" run --socket "$dir/$m.sock" --quiet --timeout 10s "L$((i % pool))" -- sleep 0.01)
+    fi
+    ( g=0 t=0 u=0 l=0 o=0
+      while ((EPOCHSECONDS < end)); do
+        rc=0; "${cmd[@]}" >/dev/null 2>>"$dir/clients.err" || rc=$?
+        case $rc in 0) g=$((g + 1));; 75) t=$((t + 1));; 69) u=$((u + 1));; 76) l=$((l + 1));; *) o=$((o + 1));; esac
+      done
+      echo "$g $t $u $l $o" >"$dir/c$i.count" ) &
+    pids+=($!); bg+=($!)
+  done
+  wait "${pids[@]}"
+  echo "$tool: load average at the end $(cut -d' ' -f1 /proc/loadavg) ($(nproc) cores)" >&2
+  cat "$dir"/c*.count | awk '{ for (k = 1; k <= 5; k++) s[k] += $k } END { print s[1], s[2], s[3], s[4], s[5] }'
+}
+rf0=$(refounds); term0=$(term)
+load ticketd "$work/lt" >"$work/lt.sums"
+rf1=$(refounds)
+load lockd "$work/ll" >"$work/ll.sums"
+read -r tg tt tu tl to <"$work/lt.sums"
+read -r lg lt lu ll lo <"$work/ll.sums"
+term1=$(term)
+rf_delta="?"; [ "$rf0" != "?" ] && [ "$rf1" != "?" ] && rf_delta=$((rf1 - rf0))
+term_delta="?"; [ -n "$term0" ] && [ -n "$term1" ] && term_delta=$((term1 - term0))
+echo "ticketd: $tg grants ($(awk -v g="$tg" -v s="$load_secs" 'BEGIN { printf "%.1f", g / s }')/s), $tt timeouts, $tu unavailable, $tl lost, $to other; $rf_delta refounds"
+echo "lockd:   $lg grants ($(awk -v g="$lg" -v s="$load_secs" 'BEGIN { printf "%.1f", g / s }')/s), $lt timeouts, $lu unavailable, $ll lost, $lo other; coordinator term +$term_delta"
+awk -v a="$tg" -v b="$lg" 'BEGIN { if (b > 0) printf "ratio ticketd/lockd grants: %.2f (target ≥ 0.8, with 0 timeouts and 0 refounds)\n", a / b }'
+if [ -s "$work/lt/clients.err" ] || [ -s "$work/ll/clients.err" ]; then
+  echo "the clients' stderr, first lines (ticketd, then lockd):"
+  head -n 5 "$work/lt/clients.err" 2>/dev/null | sed 's/^/  /'
+  head -n 5 "$work/ll/clients.err" 2>/dev/null | sed 's/^/  /'
+fi
+fi

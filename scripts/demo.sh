@@ -4,17 +4,12 @@
 # while it leads. Kill the leader, watch the survivors agree on a new one
 # (and its command start), then restart the old leader and watch it take
 # over again at a higher term.
-set -euo pipefail
-cd "$(dirname "$0")/.."
-export PATH="$PATH:/usr/local/go/bin"
+. "$(dirname "$0")/lib.sh"
 
-say() { printf '\n\033[1m%s\033[0m\n' "$*" 2>/dev/null || printf '\n%s\n' "$*"; }
-[ -t 1 ] || say() { printf '\n# %s\n' "$*"; }
 
 say "building ./bin"
-mkdir -p bin
-CGO_ENABLED=0 go build -tags urfave_cli_no_docs -ldflags "-s -w" -o bin/ ./cmd/...
-ls bin
+build_tools bin
+ls "$bin"
 
 dir=$(mktemp -d)
 trap 'scripts/cluster.sh stop -d "$dir" >/dev/null 2>&1 || true; rm -rf "$dir"' EXIT
@@ -40,7 +35,7 @@ wait_line() { # file pattern: the command starts once the leader holds its lease
 show() { for i in "$@"; do echo "member $i: $(leader_of "$i")"; done; }
 
 say "starting 5 members: scripts/cluster.sh start -n 5 bin/elect run --rerun -- <command run only by the leader>"
-scripts/cluster.sh start -n 5 -d "$dir" bin/elect run --rerun --kill-grace 1s --no-color --log-level warn -- \
+scripts/cluster.sh start -n 5 -d "$dir" "$bin/elect" run --rerun --kill-grace 1s --no-color --log-level warn -- \
   sh -c 'echo "  [member $ELECT_ID] now leading, ELECT_TERM=$ELECT_TERM"; exec sleep 3600'
 cat "$dir/peers"
 wait_leader 5 1 2 3 4 5
@@ -50,7 +45,7 @@ wait_line "$dir/5.out" 'now leading'
 grep -h 'lease held\|now leading' "$dir"/*.out
 
 say "elect status --peers @peers"
-bin/elect status --peers "@$dir/peers"
+"$bin/elect" status --peers "@$dir/peers"
 
 say "SIGKILL the leader (member 5)"
 start=$(date +%s%N)
@@ -63,7 +58,7 @@ echo "member 4's command started $(( ($(date +%s%N) - start) / 1000000 )) ms aft
 grep -h 'lease held\|now leading' "$dir/4.out"
 
 say "elect status: member 5 is silent, the rest agree"
-bin/elect status --peers "@$dir/peers" || true
+"$bin/elect" status --peers "@$dir/peers" || true
 
 say "restart member 5: under bully the highest-priority member takes over again, at a higher term"
 scripts/cluster.sh restart 5 -d "$dir"

@@ -1,9 +1,10 @@
-# etcd.sh — sourced by the bench scripts that measure against etcd: the
-# anchor's installation and a private etcd on loopback. Not run directly.
+# etcd.sh — sourced (after lib.sh) by the bench scripts that measure
+# against etcd: the anchor's installation and a private etcd on loopback.
+# Not run directly.
 #
 #   need_etcd TOOL [PACKAGE...]  install etcd-server and etcd-client (and
 #       the extra Debian packages, when their commands are missing) with
-#       apt-get when root; exit 69 naming TOOL when etcd is still missing.
+#       lib.sh's apt_install; exit 69 naming TOOL when etcd is still missing.
 #   start_etcd DIR  start etcd with its data under DIR on random loopback
 #       ports; sets etcd_pid, exports ETCDCTL_API and ETCDCTL_ENDPOINTS,
 #       and returns once it answers. The caller kills etcd_pid.
@@ -15,11 +16,9 @@ need_etcd() {
   command -v etcdctl >/dev/null 2>&1 || missing+=(etcd-client)
   for p in "$@"; do command -v "$p" >/dev/null 2>&1 || missing+=("$p"); done
   [ ${#missing[@]} -gt 0 ] || return 0
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "installing ${missing[*]}..."
-    DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
-    # the package starts a system etcd; the bench starts its own
+  echo "installing ${missing[*]}..."
+  if apt_install "${missing[@]}"; then
+    # the package may start a system etcd; the bench starts its own
     if [[ " ${missing[*]} " == *" etcd-server "* ]]; then
       systemctl stop etcd >/dev/null 2>&1 || pkill -x etcd || true
     fi

@@ -21,9 +21,7 @@
 #
 # Everything runs in a temporary directory on free ports and is stopped at
 # exit. Exit code: 0 when no spurious change was seen, 1 otherwise.
-set -euo pipefail
-cd "$(dirname "$0")/.."
-export PATH="$PATH:/usr/local/go/bin"
+. "$(dirname "$0")/lib.sh"
 
 load=0; secs=300; trials=5; bin=""
 while [ $# -gt 0 ]; do
@@ -48,9 +46,10 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-if [ -z "$bin" ]; then
-  bin=$work/bin
-  go build -o "$bin/" ./cmd/elect ./cmd/lockd
+if [ -n "$bin" ]; then
+  ROUNDTABLE_BIN=$bin build_tools "$bin"
+else
+  build_tools "$work/bin"
 fi
 
 if [ "$load" = 1 ]; then

@@ -21,14 +21,12 @@
 # SEEDS seeds, where their counts are reported. The simulator stage runs
 # every test whose name starts with TestSim in the packages under pkg/
 # (a plain `go test` runs them at 100 seeds, pkg/sim's DefaultSeeds).
-set -uo pipefail
-cd "$(dirname "$0")/.."
-
-export PATH="$PATH:/usr/local/go/bin:$HOME/go/bin"
+. "$(dirname "$0")/lib.sh"
+set +e # every stage runs, whatever the one before it did
 fuzztime=${FUZZTIME:-100000x}
 seeds=${SEEDS:-${SIM_SEEDS:-1000}}
 
-step() { printf '\n== %s\n' "$*"; }
+step() { say "$*"; }
 
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
@@ -81,18 +79,6 @@ summary() {
   echo "failing:"
   printf '  %s\n' "${failed[@]}"
   exit 1
-}
-
-apt_install() { # packages...: install with apt-get when root and apt are available
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    # RUNLEVEL=1: packages such as chrony must not start their services
-    # (a system chronyd would try to discipline this machine's clock).
-    DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
-    RUNLEVEL=1 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
-  else
-    echo "test.sh: please install: $*" >&2
-    return 1
-  fi
 }
 
 step "prerequisites"

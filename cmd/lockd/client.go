@@ -5,19 +5,15 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/roundtable-go/roundtable/pkg/claim"
 	"github.com/roundtable-go/roundtable/pkg/cli"
 	"github.com/roundtable-go/roundtable/pkg/lockd"
 )
 
-// waitOpts reads the flags of the commands that wait for a lock.
-func waitOpts(c *ucli.Context) lockd.WaitOpts {
-	return lockd.WaitOpts{Socket: c.String("socket"), Timeout: c.Duration("timeout"), NonBlock: c.Bool("nonblock"), Conflict: c.Int("conflict-exit-code"), Quiet: c.Bool("quiet")}
-}
-
 func out(c *ucli.Context) *cli.Output { return cli.NewOutput(os.Stdout, c.Bool(cli.FlagJSON)) }
 
 func runCmd(c *ucli.Context) error {
-	return lockd.Run(lockd.RunOpts{WaitOpts: waitOpts(c), KillGrace: c.Duration("kill-grace"), Shell: c.Bool("shell"), Args: c.Args().Slice()})
+	return lockd.Run(claim.RunOptions(c))
 }
 
 func holdCmd(c *ucli.Context) error {
@@ -28,7 +24,7 @@ func holdCmd(c *ucli.Context) error {
 	if c.Args().Len() > 1 {
 		return cli.Exitf(cli.ExitUsage, "hold takes one NAME, got %q too", c.Args().Get(1))
 	}
-	return lockd.Hold(waitOpts(c), name, out(c))
+	return lockd.Hold(claim.WaitOptions(c), name, out(c))
 }
 
 func sessionCmd(c *ucli.Context) error {

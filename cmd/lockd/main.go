@@ -10,6 +10,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/roundtable-go/roundtable/pkg/claim"
 	"github.com/roundtable-go/roundtable/pkg/cli"
 	"github.com/roundtable-go/roundtable/pkg/lockd"
 	"github.com/roundtable-go/roundtable/pkg/mutex"
@@ -40,12 +41,11 @@ func clientFlags(extra ...ucli.Flag) []ucli.Flag {
 }
 
 func waitFlags(extra ...ucli.Flag) []ucli.Flag {
-	return append([]ucli.Flag{
-		&ucli.DurationFlag{Name: "timeout", Usage: "give up waiting after this long (exit 75; 69 if the daemon does not answer or has no quorum); 0 waits for ever"},
-		&ucli.BoolFlag{Name: "nonblock", Aliases: []string{"n"}, Usage: "fail at once if the lock is held (exit 75); exit 69 if the daemon gives no answer within 1s"},
-		&ucli.IntFlag{Name: "conflict-exit-code", Aliases: []string{"E"}, Value: cli.ExitBusy, Usage: "exit code when busy or timed out"},
-		&ucli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "say nothing on stderr while waiting (otherwise: after 1s, then every 15s, who holds the lock and whether there is a quorum)"},
-	}, extra...)
+	return append(claim.Flags(claim.Help{
+		Unavailable: " or has no quorum",
+		NonBlock:    "fail at once if the lock is held (exit 75); exit 69 if the daemon gives no answer within 1s",
+		Progress:    "who holds the lock and whether there is a quorum",
+	}), extra...)
 }
 
 func main() { cli.Main(newApp()) }

@@ -13,6 +13,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/roundtable-go/roundtable/pkg/claim"
 	"github.com/roundtable-go/roundtable/pkg/cli"
 	"github.com/roundtable-go/roundtable/pkg/ticket"
 	"github.com/roundtable-go/roundtable/pkg/ticketd"
@@ -41,12 +42,10 @@ func serveFlags() []ucli.Flag {
 }
 
 func waitFlags(extra ...ucli.Flag) []ucli.Flag {
-	return cli.WithEnv(tool, append([]ucli.Flag{socketFlag(),
-		&ucli.DurationFlag{Name: "timeout", Usage: "give up waiting after this long (exit 75; 69 if the daemon does not answer); 0 waits for ever"},
-		&ucli.BoolFlag{Name: "nonblock", Aliases: []string{"n"}, Usage: "fail (exit 75) unless a ticket comes within four rounds; exit 69 if no answer comes within 1s (the daemon is stopped or starved, or --round is above 250ms)"},
-		&ucli.IntFlag{Name: "conflict-exit-code", Aliases: []string{"E"}, Value: cli.ExitBusy, Usage: "exit code when busy or timed out"},
-		&ucli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "say nothing on stderr while waiting (otherwise: after 1s, then every 15s, what the member knows of the pool)"},
-	}, extra...))
+	return cli.WithEnv(tool, append(append([]ucli.Flag{socketFlag()}, claim.Flags(claim.Help{
+		NonBlock: "fail (exit 75) unless a ticket comes within four rounds; exit 69 if no answer comes within 1s (the daemon is stopped or starved, or --round is above 250ms)",
+		Progress: "what the member knows of the pool",
+	})...), extra...))
 }
 
 func main() { cli.Main(newApp()) }
@@ -259,17 +258,13 @@ func serve(c *ucli.Context) error {
 		JoinTimeout: c.Duration("join-timeout")})
 }
 
-func waitOpts(c *ucli.Context) ticketd.WaitOpts {
-	return ticketd.WaitOpts{Socket: c.String("socket"), Timeout: c.Duration("timeout"), NonBlock: c.Bool("nonblock"), Conflict: c.Int("conflict-exit-code"), Quiet: c.Bool("quiet")}
-}
-
 func runCmd(c *ucli.Context) error {
-	return ticketd.Run(ticketd.RunOpts{WaitOpts: waitOpts(c), KillGrace: c.Duration("kill-grace"), Shell: c.Bool("shell"), Args: c.Args().Slice()})
+	return ticketd.Run(claim.RunOptions(c))
 }
 
 func holdCmd(c *ucli.Context) error {
 	if c.Args().Len() > 0 {
 		return cli.Exitf(cli.ExitUsage, "hold takes no arguments, got %q", c.Args().First())
 	}
-	return ticketd.Hold(waitOpts(c), cli.NewOutput(os.Stdout, c.Bool(cli.FlagJSON)))
+	return ticketd.Hold(claim.WaitOptions(c), cli.NewOutput(os.Stdout, c.Bool(cli.FlagJSON)))
 }

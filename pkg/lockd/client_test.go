@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/roundtable-go/roundtable/pkg/claim"
 	"github.com/roundtable-go/roundtable/pkg/cli"
 )
 
@@ -54,7 +55,7 @@ func fakeDaemon(t *testing.T) (path string, requests <-chan []string) {
 // its exit code and releases.
 func TestRunSupervises(t *testing.T) {
 	path, requests := fakeDaemon(t)
-	err := Run(RunOpts{WaitOpts: WaitOpts{Socket: path, Conflict: cli.ExitBusy}, KillGrace: time.Second,
+	err := Run(claim.RunOpts{WaitOpts: claim.WaitOpts{Socket: path, Conflict: cli.ExitBusy}, KillGrace: time.Second,
 		Args: []string{"db", "--", "sh", "-c", `test "$LOCKD_NAME $LOCKD_TOKEN" = "db 42" && exit 4`}})
 	if cli.Code(err) != 4 {
 		t.Fatalf("Run returned %v (code %d), want the command's exit code 4", err, cli.Code(err))
@@ -84,7 +85,7 @@ func TestRunDaemonGone(t *testing.T) {
 		c.Close()
 	}()
 	start := time.Now()
-	err = Run(RunOpts{WaitOpts: WaitOpts{Socket: path}, KillGrace: 5 * time.Second, Args: []string{"db", "sleep", "30"}})
+	err = Run(claim.RunOpts{WaitOpts: claim.WaitOpts{Socket: path}, KillGrace: 5 * time.Second, Args: []string{"db", "sleep", "30"}})
 	if cli.Code(err) != cli.ExitLost {
 		t.Fatalf("Run returned %v (code %d), want %d", err, cli.Code(err), cli.ExitLost)
 	}

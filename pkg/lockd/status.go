@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/roundtable-go/roundtable/pkg/claim"
 	"github.com/roundtable-go/roundtable/pkg/cli"
 	"github.com/roundtable-go/roundtable/pkg/mutex"
 )
@@ -45,19 +46,9 @@ func status(socket string) (*memberStatus, error) { return statusWithin(socket, 
 // statusWithin asks the daemon at socket for its status, waiting at most
 // wait for the answer.
 func statusWithin(socket string, wait time.Duration) (*memberStatus, error) {
-	c, err := dial(socket)
+	r, err := claim.Query[Reply](Tool, socket, Request{Op: "status"}, wait)
 	if err != nil {
 		return nil, err
-	}
-	defer c.close()
-	if err := c.send(Request{Op: "status"}); err != nil {
-		return nil, cli.Exitf(cli.ExitUnavailable, "%v", err)
-	}
-	var r Reply
-	select {
-	case r = <-c.replies:
-	case <-time.After(wait):
-		return nil, cli.Exitf(cli.ExitUnavailable, "the daemon at %s did not answer within %v (paused?)", socket, wait)
 	}
 	if r.Event != "status" {
 		return nil, cli.Exitf(cli.ExitUnavailable, "the daemon at %s did not answer", socket)

@@ -1,151 +1,51 @@
 package ticketd
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/roundtable-go/roundtable/pkg/claim"
 	"github.com/roundtable-go/roundtable/pkg/cli"
 )
 
-// WaitOpts are the flags of the commands that wait for a ticket.
-type WaitOpts struct {
-	Socket   string        // the daemon's control socket
-	Timeout  time.Duration // give up after this long (0: wait for ever)
-	NonBlock bool          // give up unless a ticket comes at once
-	Conflict int           // exit code when busy or timed out
-	Quiet    bool          // say nothing on stderr while waiting
-}
+// A client of the member: its control socket, its replies.
+type client = claim.Client[Reply]
 
-// RunOpts is a parsed 'ticketd run'.
-type RunOpts struct {
-	WaitOpts
-	KillGrace time.Duration // at most the daemon's; 0: the daemon's
-	Shell     bool          // run the command through /bin/sh -c
-	Args      []string      // [--] command args...
-}
+func dial(socket string) (*client, error) { return claim.Dial[Reply](Tool, socket) }
 
-// client is one connection to the daemon, its replies read into a channel
-// (closed when the daemon closes the connection).
-type client struct {
-	cn      *cli.Conn
-	replies <-chan Reply
-	stop    func() // stops catching signals
-}
-
-func dial(socket string) (*client, error) {
-	cn, err := cli.DialControl(Tool, socket)
-	if err != nil {
-		return nil, err
-	}
-	return &client{cn: cn, replies: cli.Lines[Reply](cn, 16)}, nil
-}
-
-func (c *client) close() {
-	c.cn.Close()
-	if c.stop != nil {
-		c.stop()
-	}
-}
-
-// take catches the signals, connects and waits for a ticket: 75 busy or
-// timed out (o.Conflict), 69 no daemon, a daemon that does not answer, or
-// the member is stopping, 64 refused, 128+signal. While it waits it says
-// why on stderr (cli.Wait).
-func take(o WaitOpts) (*client, Reply, <-chan os.Signal, error) {
-	sigs, stop := cli.NotifySignals()
-	c, err := dial(o.Socket)
-	if err != nil {
-		stop()
-		return nil, Reply{}, nil, err
-	}
-	c.stop = stop
-	fail := func(err error) (*client, Reply, <-chan os.Signal, error) {
-		c.close()
-		return nil, Reply{}, nil, err
-	}
-	if err := c.cn.Send(Request{Op: "take", NonBlock: o.NonBlock}); err != nil {
-		return fail(cli.Exitf(cli.ExitUnavailable, "lost the daemon: %v", err))
-	}
-	w := cli.Wait{Timeout: o.Timeout, NonBlock: o.NonBlock, Quiet: o.Quiet}.Start()
-	defer w.Stop()
-	type probe struct {
-		st  json.RawMessage
-		err error
-		at  time.Time
-	}
-	probes := make(chan probe, 1)
-	for {
-		select {
-		case r, ok := <-c.replies:
-			if !ok {
-				return fail(cli.Exitf(cli.ExitUnavailable, "the daemon closed the connection"))
-			}
-			switch r.Event {
-			case "taken":
-				return c, r, sigs, nil
-			case "busy":
-				return fail(cli.Exitf(o.Conflict, "no ticket is free"))
-			case "unavailable":
-				return fail(cli.Exitf(cli.ExitUnavailable, "no ticket: %s", r.Reason))
-			case "error":
-				return fail(cli.Exitf(cli.ExitUsage, "%s", r.Error))
-			}
-		case s := <-sigs:
-			return fail(&cli.ExitError{Code: cli.SignalCode(s)})
-		case at := <-w.Report():
-			// Asked aside, so that the wait keeps its deadline.
-			go func(budget time.Duration) {
-				st, err := statusWithin(o.Socket, budget)
-				probes <- probe{st, err, at}
-			}(w.ReportBudget())
-		case p := <-probes:
-			w.Say(Tool, "a ticket", describeWait(o.Socket, p.st, p.err), p.at)
-		case <-w.Expired():
-			st, err := statusWithin(o.Socket, w.ProbeBudget())
-			why := describeWait(o.Socket, st, err)
-			switch {
-			case o.NonBlock && err != nil:
-				return fail(cli.Exitf(cli.ExitUnavailable, "no answer within %v: %s", cli.NonBlockLimit, why))
-			case o.NonBlock && (o.Timeout <= 0 || o.Timeout > cli.NonBlockLimit):
-				return fail(cli.Exitf(cli.ExitUnavailable, "the member did not decide within %v: %s", cli.NonBlockLimit, why))
-			case err != nil:
-				return fail(cli.Exitf(cli.ExitUnavailable, "timed out after %v waiting for a ticket: %s", w.Waited(), why))
-			}
-			return fail(cli.Exitf(o.Conflict, "timed out after %v waiting for a ticket: %s", w.Waited(), why))
-		}
+// ask is the request for a ticket and how its answers read: 75 busy or
+// timed out, 69 no daemon, a daemon that does not answer, or the member is
+// stopping, 64 refused. While it waits, the client says what the member
+// knows of the pool.
+func ask(o claim.WaitOpts) claim.Ask[Reply, json.RawMessage] {
+	return claim.Ask[Reply, json.RawMessage]{
+		Tool: Tool, Request: Request{Op: "take", NonBlock: o.NonBlock},
+		What: "a ticket", Decider: "the member",
+		Fields:  func(r Reply) (string, string, string) { return r.Event, r.Reason, r.Error },
+		Granted: "taken", Busy: "no ticket is free", Unavailable: "no ticket: ",
+		Status: statusWithin,
+		Describe: func(st json.RawMessage, err error) string {
+			return describeWait(o.Socket, st, err)
+		},
 	}
 }
 
 // statusWithin asks the daemon at socket for its status, waiting at most
 // wait for the answer.
 func statusWithin(socket string, wait time.Duration) (json.RawMessage, error) {
-	c, err := dial(socket)
-	if err != nil {
+	r, err := claim.Query[Reply](Tool, socket, Request{Op: "status"}, wait)
+	switch {
+	case err != nil:
 		return nil, err
+	case r.Event != "status":
+		return nil, cli.Exitf(cli.ExitUnavailable, "the daemon at %s did not answer", socket)
 	}
-	defer c.close()
-	if err := c.cn.Send(Request{Op: "status"}); err != nil {
-		return nil, cli.Exitf(cli.ExitUnavailable, "lost the daemon: %v", err)
-	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case r, ok := <-c.replies:
-		if !ok || r.Event != "status" {
-			return nil, cli.Exitf(cli.ExitUnavailable, "the daemon did not answer")
-		}
-		return r.Status, nil
-	case <-t.C:
-		return nil, cli.Exitf(cli.ExitUnavailable, "the daemon did not answer within %v", wait)
-	}
+	return r.Status, nil
 }
 
 // describeWait says, for a waiting client, what its member knows of the
@@ -177,40 +77,17 @@ func describeWait(socket string, raw json.RawMessage, err error) string {
 		st.Member, len(st.Slots), st.Tickets, lent, st.Waiting, len(st.Members))
 }
 
-// hold keeps a ticket: it extends the lease from the daemon's "valid"
-// replies, judges it every cli.CheckEvery, and hands signals and the
-// caller's other event to step until that says done. It returns why the
-// ticket was lost, or "".
-func (c *client) hold(grant Reply, extend func(time.Time), sigs <-chan os.Signal, other <-chan struct{}, step func(sig os.Signal) (done bool)) (lost string) {
+// keep keeps a ticket: the daemon's "valid" replies extend its lease
+// (and, through extend, the watchdog's deadline), a "lost" reply ends it.
+func keep(grant Reply, extend func(time.Time)) claim.Keep[Reply] {
 	lease := cli.NewLease(time.Unix(0, grant.UntilNS))
-	tick := time.NewTicker(cli.CheckEvery)
-	defer tick.Stop()
-	for {
-		select {
-		case r, ok := <-c.replies:
-			switch {
-			case !ok:
-				return "the daemon went away"
-			case r.Event == "valid":
-				lease.Extend(time.Unix(0, r.UntilNS))
-				extend(lease.Until())
-			case r.Event == "lost":
-				return r.Reason
-			}
-		case <-tick.C:
-			if len(c.replies) == 0 && lease.Overdue() {
-				return "the lease ran out without renewal"
-			}
-		case s := <-sigs:
-			if step(s) {
-				return ""
-			}
-		case <-other:
-			if step(nil) {
-				return ""
-			}
+	return claim.Keep[Reply]{Lease: lease, Expired: "the lease ran out without renewal", Reply: func(r Reply) (string, bool) {
+		if r.Event == "valid" {
+			lease.Extend(time.Unix(0, r.UntilNS))
+			extend(lease.Until())
 		}
-	}
+		return r.Reason, r.Event == "lost"
+	}}
 }
 
 // Run is 'ticketd run': take a ticket, run the command with TICKETD_TICKET,
@@ -218,26 +95,20 @@ func (c *client) hold(grant Reply, extend func(time.Time), sigs <-chan os.Signal
 // The command runs under a watchdog that kills it when the lease ends
 // unrenewed, even if this process is stopped or killed; a lost ticket
 // stops it (SIGTERM, then SIGKILL after the kill grace) and exits 76.
-func Run(o RunOpts) error {
-	args := o.Args
-	if len(args) > 0 && args[0] == "--" {
-		args = args[1:]
-	}
-	if len(args) == 0 {
-		return cli.Exitf(cli.ExitUsage, "no command: ticketd run -- command args...")
-	}
-	if o.Shell {
-		args = []string{"/bin/sh", "-c", strings.Join(args, " ")}
+func Run(o claim.RunOpts) error {
+	args, err := claim.Command(o.Args, o.Shell, "ticketd run -- command args...")
+	if err != nil {
+		return err
 	}
 	// The watchdog starts while the ticket is asked for: its start is
 	// most of what this command costs beyond lockd run's.
 	watch := cli.PrepareWatch()
-	c, got, sigs, err := take(o.WaitOpts)
+	c, got, sigs, err := claim.Take(o.WaitOpts, ask(o.WaitOpts))
 	if err != nil {
 		watch.Cancel()
 		return err
 	}
-	defer c.close()
+	defer c.Close()
 	grace := time.Duration(got.KillGraceNS)
 	if o.KillGrace > 0 && o.KillGrace < grace {
 		grace = o.KillGrace
@@ -251,59 +122,33 @@ func Run(o RunOpts) error {
 	// before the ticket is handed out again (doc.go, "Stopping in time").
 	child, err := watch.Start(args, env, time.Unix(0, got.UntilNS).Add(grace))
 	if err != nil {
-		_ = c.cn.Send(Request{Op: "release"})
+		_ = c.Send(Request{Op: "release"})
 		if err == cli.ErrLeaseOver {
 			return cli.Exitf(cli.ExitLost, "the ticket's lease ended before the command started")
 		}
 		return err
 	}
-	why := c.hold(got, func(u time.Time) { child.Extend(u.Add(grace)) }, sigs, child.Done(), func(s os.Signal) bool {
-		if s != nil {
-			child.Signal(s.(syscall.Signal))
-			return false
-		}
-		return true // the command exited
-	})
-	if why != "" {
-		fmt.Fprintf(os.Stderr, "ticketd: ticket %d lost (%s): stopping the command\n", got.Ticket, why)
-		child.Stop(grace)
-		return cli.Exitf(cli.ExitLost, "ticket %d lost while the command ran", got.Ticket)
-	}
-	_ = c.cn.Send(Request{Op: "release"})
-	return &cli.ExitError{Code: child.ExitCode()}
+	k := keep(got, func(u time.Time) { child.Extend(u.Add(grace)) })
+	return c.Run(k, sigs, child, grace, Tool, fmt.Sprintf("ticket %d", got.Ticket), Request{Op: "release"})
 }
 
 // Hold is 'ticketd hold': take a ticket, print it, and hold it until
 // standard input ends (released), a signal comes (released, 128+signal)
 // or it is lost (printed, exit 76).
-func Hold(o WaitOpts, out *cli.Output) error {
-	c, got, sigs, err := take(o)
+func Hold(o claim.WaitOpts, out *cli.Output) error {
+	c, got, sigs, err := claim.Take(o, ask(o))
 	if err != nil {
 		return err
 	}
-	defer c.close()
+	defer c.Close()
 	Print(out, got)
-	eof := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(os.Stdin)
-		for sc.Scan() {
-		}
-		close(eof)
-	}()
-	var result error
-	why := c.hold(got, func(time.Time) {}, sigs, eof, func(s os.Signal) bool {
-		if s != nil {
-			result = &cli.ExitError{Code: cli.SignalCode(s)}
-		}
-		return true
-	})
-	if why != "" {
-		Print(out, Reply{Event: "lost", Ticket: got.Ticket, Epoch: got.Epoch, Tickets: got.Tickets, Reason: why})
-		return cli.Exitf(cli.ExitLost, "ticket %d lost", got.Ticket)
-	}
-	_ = c.cn.Send(Request{Op: "release"})
-	Print(out, Reply{Event: "released", Ticket: got.Ticket, Epoch: got.Epoch, Tickets: got.Tickets})
-	return result
+	return c.Hold(keep(got, func(time.Time) {}), sigs, fmt.Sprintf("ticket %d", got.Ticket), Request{Op: "release"},
+		func(why string) {
+			Print(out, Reply{Event: "lost", Ticket: got.Ticket, Epoch: got.Epoch, Tickets: got.Tickets, Reason: why})
+		},
+		func() {
+			Print(out, Reply{Event: "released", Ticket: got.Ticket, Epoch: got.Epoch, Tickets: got.Tickets})
+		})
 }
 
 // Status is 'ticketd status': the pool as the local member sees it.
@@ -332,14 +177,14 @@ func Forget(socket string, id uint32, out *cli.Output) error {
 	if err != nil {
 		return err
 	}
-	defer c.close()
-	if err := c.cn.Send(Request{Op: "forget", Member: id}); err != nil {
+	defer c.Close()
+	if err := c.Send(Request{Op: "forget", Member: id}); err != nil {
 		return cli.Exitf(cli.ExitUnavailable, "lost the daemon: %v", err)
 	}
 	t := time.NewTimer(5 * time.Second)
 	defer t.Stop()
 	select {
-	case r, ok := <-c.replies:
+	case r, ok := <-c.Replies():
 		switch {
 		case !ok:
 			return cli.Exitf(cli.ExitUnavailable, "the daemon did not answer")
