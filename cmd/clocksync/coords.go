@@ -9,7 +9,6 @@ import (
 
 	"github.com/roundtable-go/roundtable/pkg/cli"
 	"github.com/roundtable-go/roundtable/pkg/coords"
-	"github.com/roundtable-go/roundtable/pkg/driver"
 	"github.com/roundtable-go/roundtable/pkg/node"
 )
 
@@ -81,8 +80,7 @@ func coordsCmd(c *ucli.Context) error {
 	if err != nil {
 		return cli.Exitf(cli.ExitUsage, "%v", err)
 	}
-	drv := driver.New[coords.Msg](m, coords.Codec{}, mb.Net, driver.Config{Framer: mb.Framer, Log: mb.Log})
-	live, err := mb.Start(drv, "algo", algo, "dims", c.Int("dims"))
+	_, live, err := cli.StartMachine[coords.Msg](mb, m, coords.Codec{}, "algo", algo, "dims", c.Int("dims"))
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/roundtable-go/roundtable/pkg/cli"
 	"github.com/roundtable-go/roundtable/pkg/clockd"
 	"github.com/roundtable-go/roundtable/pkg/clocksync"
-	"github.com/roundtable-go/roundtable/pkg/driver"
 	"github.com/roundtable-go/roundtable/pkg/node"
 )
 
@@ -191,8 +190,7 @@ func berkeley(c *ucli.Context) error {
 	if err != nil {
 		return cli.Exitf(cli.ExitUsage, "%v", err)
 	}
-	drv := driver.New[clocksync.BerkeleyMsg](b, clocksync.BerkeleyCodec{}, mb.Net, driver.Config{Framer: mb.Framer, Log: mb.Log})
-	live, err := mb.Start(drv, "master", master)
+	_, live, err := cli.StartMachine[clocksync.BerkeleyMsg](mb, b, clocksync.BerkeleyCodec{}, "master", master)
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/roundtable-go/roundtable/pkg/cli"
 	"github.com/roundtable-go/roundtable/pkg/consensus"
-	"github.com/roundtable-go/roundtable/pkg/driver"
 	"github.com/roundtable-go/roundtable/pkg/node"
 )
 
@@ -121,12 +120,11 @@ func run(c *ucli.Context) error {
 	if err != nil {
 		return cli.Exitf(cli.ExitUsage, "%v", err)
 	}
-	drv := driver.New[consensus.Msg](m, consensus.Codec{}, mb.Net, driver.Config{Framer: mb.Framer, Log: mb.Log})
 	start := "barrier"
 	if !cfg.Start.IsZero() {
 		start = cfg.Start.Format(time.RFC3339Nano)
 	}
-	live, err := mb.Start(drv, "algo", cfg.Algo, "f", cfg.F, "round", cfg.Round, "start", start)
+	_, live, err := cli.StartMachine[consensus.Msg](mb, m, consensus.Codec{}, "algo", cfg.Algo, "f", cfg.F, "round", cfg.Round, "start", start)
 	if err != nil {
 		return err
 	}

@@ -15,7 +15,6 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/roundtable-go/roundtable/pkg/cli"
-	"github.com/roundtable-go/roundtable/pkg/driver"
 	"github.com/roundtable-go/roundtable/pkg/gossip"
 	"github.com/roundtable-go/roundtable/pkg/mcast"
 	"github.com/roundtable-go/roundtable/pkg/mcastd"
@@ -157,7 +156,7 @@ func run(c *ucli.Context) error {
 	defer mb.Close()
 	self, cm := mb.ID, mb.Common
 	var (
-		runner  cli.Runner
+		live    *cli.Running
 		member  mcastd.Member
 		maxLine = mcast.PayloadLimit(order, len(cm.Peers))
 	)
@@ -172,20 +171,22 @@ func run(c *ucli.Context) error {
 		if err != nil {
 			return cli.Exitf(cli.ExitUsage, "%v", err)
 		}
-		drv := driver.New[gossip.Msg](m, gossip.Codec{Fam: wire.FamilyMcast}, mb.Net, driver.Config{Framer: mb.Framer, Log: cm.Log})
-		runner, member = drv, &mcastd.Gossip{Drv: drv, Self: self}
+		drv, run, err := cli.StartMachine[gossip.Msg](mb, m, gossip.Codec{Fam: wire.FamilyMcast}, "order", c.String("order"))
+		if err != nil {
+			return err
+		}
+		live, member = run, &mcastd.Gossip{Drv: drv, Self: self}
 	} else {
 		m, err := mcast.New(mcast.Config{ID: self, Peers: cli.IDs(cm.Peers), Order: order, Period: c.Duration("period"),
 			Suspect: c.Duration("suspect"), Backlog: mcastd.Backlog})
 		if err != nil {
 			return cli.Exitf(cli.ExitUsage, "%v", err)
 		}
-		drv := driver.New[mcast.Msg](m, mcast.Codec{}, mb.Net, driver.Config{Framer: mb.Framer, Log: cm.Log})
-		runner, member = drv, mcastd.NewMulticast(drv)
-	}
-	live, err := mb.Start(runner, "order", c.String("order"))
-	if err != nil {
-		return err
+		drv, run, err := cli.StartMachine[mcast.Msg](mb, m, mcast.Codec{}, "order", c.String("order"))
+		if err != nil {
+			return err
+		}
+		live, member = run, mcastd.NewMulticast(drv)
 	}
 	defer live.Stop()
 	out := mcastd.NewPrinter(os.Stdout, self, c.Bool(cli.FlagJSON), c.Bool("base64"))
@@ -217,9 +218,8 @@ func runGroup(c *ucli.Context) error {
 	if err != nil {
 		return cli.Exitf(cli.ExitUsage, "%v", err)
 	}
-	drv := driver.New[mcast.GMsg](g, mcast.GCodec{}, mb.Net, driver.Config{Framer: mb.Framer, Log: mb.Log})
 	mb.NotifyReadyOn = "view" // a member serves once it is in a view
-	live, err := mb.Start(drv, "order", c.String("order"), "views", true, "total", cfg.Total, "safe", cfg.Safe, "evs", cfg.EVS)
+	drv, live, err := cli.StartMachine[mcast.GMsg](mb, g, mcast.GCodec{}, "order", c.String("order"), "views", true, "total", cfg.Total, "safe", cfg.Safe, "evs", cfg.EVS)
 	if err != nil {
 		return err
 	}
@@ -261,23 +261,21 @@ func bench(c *ucli.Context) error {
 			return cli.Exitf(cli.ExitUsage, "%v", err)
 		}
 		cfg.Total, cfg.Members = gc.Total, max(gc.StartWith, 1)
-		drv := driver.New[mcast.GMsg](g, mcast.GCodec{}, mb.Net, driver.Config{Framer: mb.Framer, Log: mb.Log})
-		live, err = mb.Start(drv, "order", "total", "total", gc.Total, "size", cfg.Size, "count", cfg.Count, "rate", cfg.Rate)
+		drv, run, err := cli.StartMachine[mcast.GMsg](mb, g, mcast.GCodec{}, "order", "total", "total", gc.Total, "size", cfg.Size, "count", cfg.Count, "rate", cfg.Rate)
 		if err != nil {
 			return err
 		}
-		member = mcastd.NewGroup(drv)
+		live, member = run, mcastd.NewGroup(drv)
 	} else {
 		m, err := mcast.New(mcast.Config{ID: mb.ID, Peers: cli.IDs(mb.Peers), Order: cfg.Order})
 		if err != nil {
 			return cli.Exitf(cli.ExitUsage, "%v", err)
 		}
-		drv := driver.New[mcast.Msg](m, mcast.Codec{}, mb.Net, driver.Config{Framer: mb.Framer, Log: mb.Log})
-		live, err = mb.Start(drv, "order", cfg.Order, "size", cfg.Size, "count", cfg.Count, "rate", cfg.Rate)
+		drv, run, err := cli.StartMachine[mcast.Msg](mb, m, mcast.Codec{}, "order", cfg.Order, "size", cfg.Size, "count", cfg.Count, "rate", cfg.Rate)
 		if err != nil {
 			return err
 		}
-		member = mcastd.NewMulticast(drv)
+		live, member = run, mcastd.NewMulticast(drv)
 	}
 	defer live.Stop()
 	return mcastd.Bench(live, member, cfg, mb.Out, mb.Log)
