@@ -116,6 +116,10 @@ func (m *Member) Start(drv Runner, attrs ...any) (*Running, error) {
 	return r, nil
 }
 
+// Rand is the seed a member's machine draws from: its incarnation and ID,
+// so that two members, or two runs of one, do not draw alike.
+func (m *Member) Rand() *rand.Rand { return rand.New(rand.NewPCG(m.Incarnation, uint64(m.ID))) }
+
 // StartMachine puts the protocol machine m on the member's network (its
 // transport and framer, logging to its log) and starts it with Start: the
 // one way every tool runs a machine on real sockets. It returns the driver,

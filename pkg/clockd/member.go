@@ -1,7 +1,6 @@
 package clockd
 
 import (
-	"math/rand/v2"
 	"time"
 
 	"github.com/roundtable-go/roundtable/pkg/cli"
@@ -15,7 +14,7 @@ import (
 func Berkeley(mb *cli.Member, cfg clocksync.BerkeleyConfig) error {
 	cfg.ID, cfg.Peers = mb.ID, cli.IDs(mb.Peers)
 	if cfg.Rand == nil {
-		cfg.Rand = rand.New(rand.NewPCG(mb.Incarnation, uint64(mb.ID)))
+		cfg.Rand = mb.Rand()
 	}
 	b, err := clocksync.NewBerkeley(cfg)
 	if err != nil {
@@ -46,7 +45,7 @@ func Berkeley(mb *cli.Member, cfg clocksync.BerkeleyConfig) error {
 func Coords(mb *cli.Member, cfg coords.Config) error {
 	cfg.ID, cfg.Peers = mb.ID, cli.IDs(mb.Peers)
 	if cfg.Rand == nil {
-		cfg.Rand = rand.New(rand.NewPCG(mb.Incarnation, uint64(mb.ID)))
+		cfg.Rand = mb.Rand()
 	}
 	m, err := coords.New(cfg)
 	if err != nil {

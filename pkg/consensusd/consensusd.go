@@ -5,7 +5,6 @@
 package consensusd
 
 import (
-	"math/rand/v2"
 	"os"
 	"syscall"
 	"time"
@@ -21,7 +20,7 @@ import (
 func Run(mb *cli.Member, cfg consensus.Config) error {
 	cfg.ID, cfg.Peers = mb.ID, cli.IDs(mb.Peers)
 	if cfg.Rand == nil {
-		cfg.Rand = rand.New(rand.NewPCG(mb.Incarnation, uint64(mb.ID)))
+		cfg.Rand = mb.Rand()
 	}
 	m, err := consensus.New(cfg)
 	if err != nil {

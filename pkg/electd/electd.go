@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"math/rand/v2"
 	"os"
 	"strconv"
 	"syscall"
@@ -49,7 +48,7 @@ func Run(mb *cli.Member, cfg Config) error {
 	ec := cfg.Election
 	ec.ID, ec.Peers = mb.ID, cli.IDs(mb.Peers)
 	if ec.Rand == nil {
-		ec.Rand = rand.New(rand.NewPCG(mb.Incarnation, uint64(mb.ID)))
+		ec.Rand = mb.Rand()
 	}
 	m, err := election.New(ec)
 	if err != nil {
