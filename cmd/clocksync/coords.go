@@ -1,15 +1,14 @@
 package main
 
 import (
-	"math/rand/v2"
 	"strings"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/roundtable-go/roundtable/pkg/cli"
+	"github.com/roundtable-go/roundtable/pkg/clockd"
 	"github.com/roundtable-go/roundtable/pkg/coords"
-	"github.com/roundtable-go/roundtable/pkg/driver"
 	"github.com/roundtable-go/roundtable/pkg/node"
 )
 
@@ -75,32 +74,6 @@ func coordsCmd(c *ucli.Context) error {
 		return err
 	}
 	defer mb.Close()
-	m, err := coords.New(coords.Config{ID: mb.ID, Peers: cli.IDs(mb.Peers), Algo: algo, Dims: c.Int("dims"), Landmarks: landmarks,
-		Interval: c.Duration("probe-every"), End: time.Now().Add(c.Duration("duration")),
-		Rand: rand.New(rand.NewPCG(mb.Incarnation, uint64(mb.ID)))})
-	if err != nil {
-		return cli.Exitf(cli.ExitUsage, "%v", err)
-	}
-	drv := driver.New[coords.Msg](m, coords.Codec{}, mb.Net, driver.Config{Framer: mb.Framer, Log: mb.Log})
-	live, err := mb.Start(drv, "algo", algo, "dims", c.Int("dims"))
-	if err != nil {
-		return err
-	}
-	defer live.Stop()
-	var linger <-chan time.Time
-	for {
-		select {
-		case ev := <-live.Events:
-			mb.Out.Event(ev)
-			if _, ok := ev.(coords.CoordsEvent); ok {
-				linger = time.After(time.Second)
-			}
-		case <-linger:
-			return nil
-		case err := <-live.Done:
-			return cli.Failed(err)
-		case s := <-live.Signals:
-			return &cli.ExitError{Code: cli.SignalCode(s)}
-		}
-	}
+	return clockd.Coords(mb, coords.Config{Algo: algo, Dims: c.Int("dims"), Landmarks: landmarks,
+		Interval: c.Duration("probe-every"), End: time.Now().Add(c.Duration("duration"))})
 }

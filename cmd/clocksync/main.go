@@ -4,7 +4,6 @@ package main
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"time"
 
@@ -13,7 +12,6 @@ import (
 	"github.com/roundtable-go/roundtable/pkg/cli"
 	"github.com/roundtable-go/roundtable/pkg/clockd"
 	"github.com/roundtable-go/roundtable/pkg/clocksync"
-	"github.com/roundtable-go/roundtable/pkg/driver"
 	"github.com/roundtable-go/roundtable/pkg/node"
 )
 
@@ -184,30 +182,9 @@ func berkeley(c *ucli.Context) error {
 		return err
 	}
 	defer mb.Close()
-	b, err := clocksync.NewBerkeley(clocksync.BerkeleyConfig{ID: mb.ID, Peers: cli.IDs(mb.Peers), Master: master,
+	return clockd.Berkeley(mb, clocksync.BerkeleyConfig{Master: master,
 		Interval: c.Duration("interval"), MaxDeviation: c.Duration("max-deviation"),
-		Skew: c.Duration("skew"), DriftPPM: c.Float64("drift-ppm"), Epoch: time.Now(),
-		Rand: rand.New(rand.NewPCG(mb.Incarnation, uint64(mb.ID)))})
-	if err != nil {
-		return cli.Exitf(cli.ExitUsage, "%v", err)
-	}
-	drv := driver.New[clocksync.BerkeleyMsg](b, clocksync.BerkeleyCodec{}, mb.Net, driver.Config{Framer: mb.Framer, Log: mb.Log})
-	live, err := mb.Start(drv, "master", master)
-	if err != nil {
-		return err
-	}
-	defer live.Stop()
-	for {
-		select {
-		case ev := <-live.Events:
-			mb.Out.Event(ev)
-		case err := <-live.Done:
-			return cli.Failed(err)
-		case s := <-live.Signals:
-			mb.Log.Info("signal: stopping", "signal", s)
-			return nil
-		}
-	}
+		Skew: c.Duration("skew"), DriftPPM: c.Float64("drift-ppm"), Epoch: time.Now()})
 }
 
 func nowCmd(c *ucli.Context) error {

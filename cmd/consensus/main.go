@@ -3,17 +3,14 @@
 package main
 
 import (
-	"math/rand/v2"
-	"os"
 	"slices"
-	"syscall"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/roundtable-go/roundtable/pkg/cli"
 	"github.com/roundtable-go/roundtable/pkg/consensus"
-	"github.com/roundtable-go/roundtable/pkg/driver"
+	"github.com/roundtable-go/roundtable/pkg/consensusd"
 	"github.com/roundtable-go/roundtable/pkg/node"
 )
 
@@ -115,39 +112,7 @@ func run(c *ucli.Context) error {
 		return err
 	}
 	defer mb.Close()
-	cfg.ID, cfg.Peers = mb.ID, cli.IDs(mb.Peers)
-	cfg.Rand = rand.New(rand.NewPCG(mb.Incarnation, uint64(mb.ID)))
-	m, err := consensus.New(cfg)
-	if err != nil {
-		return cli.Exitf(cli.ExitUsage, "%v", err)
-	}
-	drv := driver.New[consensus.Msg](m, consensus.Codec{}, mb.Net, driver.Config{Framer: mb.Framer, Log: mb.Log})
-	start := "barrier"
-	if !cfg.Start.IsZero() {
-		start = cfg.Start.Format(time.RFC3339Nano)
-	}
-	live, err := mb.Start(drv, "algo", cfg.Algo, "f", cfg.F, "round", cfg.Round, "start", start)
-	if err != nil {
-		return err
-	}
-	defer live.Stop()
-	select {
-	case ev := <-live.Events:
-		mb.Out.Event(ev)
-		switch ev := ev.(type) {
-		case consensus.CrashEvent:
-			// An injected crash is a real one: no goodbye, no clean-up,
-			// the same exit status as kill -9.
-			syscall.Kill(os.Getpid(), syscall.SIGKILL)
-		case consensus.UndecidedEvent:
-			return cli.Exitf(cli.ExitUnavailable, "no decision: %s", ev.Reason)
-		}
-		return nil
-	case err := <-live.Done:
-		return cli.Failed(err)
-	case s := <-live.Signals:
-		return &cli.ExitError{Code: cli.SignalCode(s)}
-	}
+	return consensusd.Run(mb, cfg)
 }
 
 // config builds the protocol configuration from the flags (before the

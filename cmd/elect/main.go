@@ -3,20 +3,15 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sort"
-	"strconv"
-	"syscall"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/roundtable-go/roundtable/pkg/cli"
-	"github.com/roundtable-go/roundtable/pkg/driver"
+	"github.com/roundtable-go/roundtable/pkg/electd"
 	"github.com/roundtable-go/roundtable/pkg/election"
 	"github.com/roundtable-go/roundtable/pkg/node"
 )
@@ -114,203 +109,46 @@ Examples:
 	}
 }
 
+// run parses the flags into electd's Config; the service runs the member.
 func run(c *ucli.Context) error {
 	algo, err := election.ParseAlgo(c.String("algo"))
 	if err != nil {
 		return cli.Exitf(cli.ExitUsage, "--algo: %v", err)
 	}
-	child := c.Args().Slice()
 	stateFile := c.String("state-file")
 	state, err := cli.ReadUints(stateFile, 2) // the highest term seen, the last ELECT_FENCE
 	if err != nil {
 		return cli.Exitf(cli.ExitUsage, "--state-file: %v", err)
 	}
-	startTerm := state[0]
-	mb, err := cli.Join(c, tool)
-	if err != nil {
-		return err
-	}
-	defer mb.Close()
-	self, cm := mb.ID, mb.Common
-	cfg := election.Config{
-		ID: self, Peers: cli.IDs(cm.Peers), Algo: algo, Priority: c.Uint64("priority"),
+	ec := election.Config{
+		Algo: algo, Priority: c.Uint64("priority"),
 		Heartbeat: c.Duration("heartbeat"), Timeout: c.Duration("timeout"), AnswerTimeout: c.Duration("answer-timeout"),
-		Term: startTerm, Rand: rand.New(rand.NewPCG(mb.Incarnation, uint64(self))),
-		Drift: c.Float64("clock-drift"), Awareness: c.Int("awareness"),
+		Term: state[0], Drift: c.Float64("clock-drift"), Awareness: c.Int("awareness"),
 	}
 	switch n := c.Int("awareness"); {
 	case n < 0 || n > 20:
 		return cli.Exitf(cli.ExitUsage, "--awareness must be between 0 and 20, got %d", n)
 	case n == 0:
-		cfg.Awareness = -1 // off
+		ec.Awareness = -1 // off
 	}
-	if cfg.Heartbeat <= 0 || cfg.Timeout <= 0 || cfg.AnswerTimeout <= 0 {
+	if ec.Heartbeat <= 0 || ec.Timeout <= 0 || ec.AnswerTimeout <= 0 {
 		return cli.Exitf(cli.ExitUsage, "--heartbeat, --timeout and --answer-timeout must be positive")
 	}
 	if c.IsSet("lease") {
-		cfg.Lease = c.Duration("lease")
-	} else if cfg.Lease = cfg.Timeout; cfg.Lease < 2*cfg.Heartbeat {
-		cfg.Lease = 2 * cfg.Heartbeat
+		ec.Lease = c.Duration("lease")
+	} else if ec.Lease = ec.Timeout; ec.Lease < 2*ec.Heartbeat {
+		ec.Lease = 2 * ec.Heartbeat
 	}
-	if cfg.Drift <= 0 || cfg.Drift >= 0.2 {
-		return cli.Exitf(cli.ExitUsage, "--clock-drift must be above 0 and below 0.2, got %v", cfg.Drift)
+	if ec.Drift <= 0 || ec.Drift >= 0.2 {
+		return cli.Exitf(cli.ExitUsage, "--clock-drift must be above 0 and below 0.2, got %v", ec.Drift)
 	}
-	m, err := election.New(cfg)
-	if err != nil {
-		return cli.Exitf(cli.ExitUsage, "%v", err)
-	}
-	drv := driver.New[election.Msg](m, election.Codec{}, mb.Net, driver.Config{Framer: mb.Framer, Log: cm.Log})
-	live, err := mb.Start(drv, "algo", algo, "heartbeat", cfg.Heartbeat, "timeout", cfg.Timeout, "lease", cfg.Lease, "term", startTerm)
+	mb, err := cli.Join(c, tool)
 	if err != nil {
 		return err
 	}
-	defer live.Stop()
-
-	// retire resigns leadership (so the others need not wait for a timeout)
-	// and stops the node.
-	retire := func() {
-		rctx, rcancel := context.WithTimeout(context.Background(), time.Second)
-		_ = drv.Request(rctx, election.Msg{Type: election.MsgRetire})
-		rcancel()
-		live.Stop()
-	}
-	var (
-		kid      *cli.Child
-		kidDone  <-chan struct{}
-		leading  bool // leads (and, with leases, holds the lease)
-		lastTerm = startTerm
-		grace    = c.Duration("kill-grace")
-		leased   = cfg.Lease > 0
-		until    time.Time  // the lease's end
-		fence    = state[1] // the last ELECT_FENCE given
-	)
-	persist := func() {
-		if err := cli.WriteUints(stateFile, lastTerm, fence); err != nil {
-			cm.Log.Error("cannot persist the term and fence", "err", err)
-		}
-	}
-	start := func(leader node.ID, term uint64) error {
-		// ELECT_FENCE: the term in the high 32 bits, a count of the
-		// commands run in that term below, and never the same twice: a
-		// lease lost and taken again in one term runs a second command
-		// under the same ELECT_TERM, but never under the same fence.
-		fence = max(fence+1, term<<32+1)
-		persist()
-		env := []string{"ELECT_LEADER=" + leader.String(), "ELECT_TERM=" + strconv.FormatUint(term, 10),
-			"ELECT_ID=" + self.String(), "ELECT_FENCE=" + strconv.FormatUint(fence, 10)}
-		var err error
-		if leased {
-			kid, err = cli.StartLeased(child, env, until)
-		} else {
-			kid, err = cli.StartChild(child, env)
-		}
-		if err != nil {
-			return err
-		}
-		kid.SetKillGrace(grace)
-		kidDone = kid.Done()
-		cm.Log.Info("child started", "pid", kid.Pid(), "term", term, "fence", fence)
-		return nil
-	}
-	for {
-		select {
-		case err := <-live.Done:
-			return cli.Failed(err)
-		case ev := <-live.Events:
-			switch ev := ev.(type) {
-			case election.LeaderEvent:
-				// Persist before printing: a member killed between the
-				// two must not announce the same term again after a
-				// restart (TestAuthentication kills the leader).
-				if ev.Term > lastTerm {
-					lastTerm = ev.Term
-					persist()
-				}
-				cm.Out.Event(ev)
-				if ev.Self {
-					cm.Log.Info("leading", "term", ev.Term)
-				}
-				if !leased {
-					leading = ev.Self
-					if ev.Self && len(child) > 0 && kid == nil {
-						if err := start(ev.Leader, ev.Term); err != nil {
-							retire()
-							return err
-						}
-					}
-				}
-			case election.LeaseEvent:
-				if !ev.Renewed {
-					cm.Out.Event(ev)
-				}
-				leading, until = ev.Held, ev.Until
-				if ev.Held && kid != nil {
-					kid.Extend(ev.Until)
-				}
-				if ev.Held && len(child) > 0 && kid == nil {
-					if err := start(self, ev.Term); errors.Is(err, cli.ErrLeaseOver) {
-						cm.Log.Warn("the lease ended before the command could start", "term", ev.Term)
-						leading = false
-					} else if err != nil {
-						retire()
-						return err
-					}
-				}
-			case election.StepDownEvent:
-				cm.Log.Warn("stepped down", "term", ev.Term, "reason", ev.Reason)
-				leading = false
-			}
-			if !leading && kid != nil {
-				g := grace
-				if leased {
-					// The watchdog kills at the lease's end in any case.
-					g = min(g, max(time.Until(until), 0))
-				}
-				cm.Log.Warn("leadership lost: stopping child", "pid", kid.Pid(), "grace", g)
-				kid.Stop(g)
-				kid, kidDone = nil, nil
-				if !c.Bool("rerun") {
-					retire()
-					return cli.Exitf(cli.ExitLost, "leadership lost while the command ran")
-				}
-			}
-		case <-kidDone:
-			if leased && !time.Now().Before(until) {
-				// The watchdog killed the command at the lease's end
-				// while this process could not act (stopped, starved).
-				cm.Log.Warn("the lease ran out: the watchdog stopped the child", "pid", kid.Pid(), "code", kid.ExitCode())
-				kid, kidDone, leading = nil, nil, false
-				if !c.Bool("rerun") {
-					retire()
-					return cli.Exitf(cli.ExitLost, "lease lost while the command ran")
-				}
-				continue
-			}
-			code := kid.ExitCode()
-			cm.Log.Info("child exited; resigning", "code", code)
-			retire()
-			return &cli.ExitError{Code: code}
-		case s := <-live.Hangups:
-			// The key file was re-read; the child may have its own to re-read.
-			if kid != nil {
-				kid.Signal(s.(syscall.Signal))
-			}
-		case s := <-live.Signals:
-			sig := s.(syscall.Signal)
-			if kid != nil {
-				// Forward, and keep going until the child decides.
-				cm.Log.Info("forwarding signal to child", "signal", sig)
-				kid.Signal(sig)
-				continue
-			}
-			cm.Log.Info("signal: resigning", "signal", sig)
-			retire()
-			if len(child) > 0 {
-				return &cli.ExitError{Code: cli.SignalCode(sig)}
-			}
-			return nil
-		}
-	}
+	defer mb.Close()
+	return electd.Run(mb, electd.Config{Election: ec, Child: c.Args().Slice(), StateFile: stateFile, Fence: state[1],
+		KillGrace: c.Duration("kill-grace"), Rerun: c.Bool("rerun")})
 }
 
 type memberStatus struct {

@@ -6,7 +6,6 @@ package main
 import (
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"os"
 	"slices"
 	"strings"
@@ -15,12 +14,10 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/roundtable-go/roundtable/pkg/cli"
-	"github.com/roundtable-go/roundtable/pkg/driver"
 	"github.com/roundtable-go/roundtable/pkg/gossip"
 	"github.com/roundtable-go/roundtable/pkg/mcast"
 	"github.com/roundtable-go/roundtable/pkg/mcastd"
 	"github.com/roundtable-go/roundtable/pkg/node"
-	"github.com/roundtable-go/roundtable/pkg/wire"
 )
 
 const tool = "mcast"
@@ -155,46 +152,22 @@ func run(c *ucli.Context) error {
 		return err
 	}
 	defer mb.Close()
-	self, cm := mb.ID, mb.Common
-	var (
-		runner  cli.Runner
-		member  mcastd.Member
-		maxLine = mcast.PayloadLimit(order, len(cm.Peers))
-	)
+	cfg := mcastd.RunConfig{Multicast: mcast.Config{Order: order, Period: c.Duration("period"), Suspect: c.Duration("suspect")},
+		Pipe: pipeConfig(c, mb.Log), JSON: c.Bool(cli.FlagJSON)}
 	if gossipOrder {
-		maxLine = gossip.MaxPayload
 		period := 50 * time.Millisecond // as the other fixed-group orders
 		if c.IsSet("period") {
 			period = c.Duration("period")
 		}
-		m, err := gossip.New(gossip.Config{ID: self, Peers: cli.IDs(cm.Peers), Period: period, Tree: c.Bool("tree"),
-			Rand: rand.New(rand.NewPCG(mb.Incarnation, uint64(self)))})
-		if err != nil {
-			return cli.Exitf(cli.ExitUsage, "%v", err)
-		}
-		drv := driver.New[gossip.Msg](m, gossip.Codec{Fam: wire.FamilyMcast}, mb.Net, driver.Config{Framer: mb.Framer, Log: cm.Log})
-		runner, member = drv, &mcastd.Gossip{Drv: drv, Self: self}
-	} else {
-		m, err := mcast.New(mcast.Config{ID: self, Peers: cli.IDs(cm.Peers), Order: order, Period: c.Duration("period"),
-			Suspect: c.Duration("suspect"), Backlog: mcastd.Backlog})
-		if err != nil {
-			return cli.Exitf(cli.ExitUsage, "%v", err)
-		}
-		drv := driver.New[mcast.Msg](m, mcast.Codec{}, mb.Net, driver.Config{Framer: mb.Framer, Log: cm.Log})
-		runner, member = drv, mcastd.NewMulticast(drv)
+		cfg.Gossip = &gossip.Config{Period: period, Tree: c.Bool("tree")}
 	}
-	live, err := mb.Start(runner, "order", c.String("order"))
-	if err != nil {
-		return err
-	}
-	defer live.Stop()
-	out := mcastd.NewPrinter(os.Stdout, self, c.Bool(cli.FlagJSON), c.Bool("base64"))
-	return mcastd.Pipe(live, member, os.Stdin, out, pipeConfig(c, maxLine, cm.Log))
+	return mcastd.Run(mb, cfg)
 }
 
-// pipeConfig is the pipe's part of the command line.
-func pipeConfig(c *ucli.Context, maxLine int, log *slog.Logger) mcastd.PipeConfig {
-	return mcastd.PipeConfig{Base64: c.Bool("base64"), MaxLine: maxLine, Linger: c.Duration("linger"), Stall: c.Duration("stall-timeout"), Log: log}
+// pipeConfig is the pipe's part of the command line (the service sets
+// MaxLine from the order).
+func pipeConfig(c *ucli.Context, log *slog.Logger) mcastd.PipeConfig {
+	return mcastd.PipeConfig{Base64: c.Bool("base64"), Linger: c.Duration("linger"), Stall: c.Duration("stall-timeout"), Log: log}
 }
 
 // runGroup is 'mcast run --views' (or --order total): one member of a
@@ -209,25 +182,11 @@ func runGroup(c *ucli.Context) error {
 	if err != nil {
 		return err
 	}
-	cfg.Backlog = mcastd.Backlog
 	if cfg.EVS && c.Bool("exit-on-minority") {
 		return cli.Exitf(cli.ExitUsage, "--exit-on-minority goes with --partitions primary: with evs every side goes on")
 	}
-	g, err := mcast.NewGroup(cfg)
-	if err != nil {
-		return cli.Exitf(cli.ExitUsage, "%v", err)
-	}
-	drv := driver.New[mcast.GMsg](g, mcast.GCodec{}, mb.Net, driver.Config{Framer: mb.Framer, Log: mb.Log})
-	mb.NotifyReadyOn = "view" // a member serves once it is in a view
-	live, err := mb.Start(drv, "order", c.String("order"), "views", true, "total", cfg.Total, "safe", cfg.Safe, "evs", cfg.EVS)
-	if err != nil {
-		return err
-	}
-	defer live.Stop()
-	out := mcastd.NewPrinter(os.Stdout, mb.ID, c.Bool(cli.FlagJSON), c.Bool("base64"))
-	member := mcastd.NewGroup(drv)
-	member.ExitOnMinority = c.Bool("exit-on-minority")
-	return mcastd.Pipe(live, member, os.Stdin, out, pipeConfig(c, mcast.MaxPayload, mb.Log))
+	return mcastd.RunGroup(mb, mcastd.GroupRunConfig{Group: cfg, Order: c.String("order"), ExitOnMinority: c.Bool("exit-on-minority"),
+		Pipe: pipeConfig(c, mb.Log), JSON: c.Bool(cli.FlagJSON)})
 }
 
 func bench(c *ucli.Context) error {
@@ -246,41 +205,13 @@ func bench(c *ucli.Context) error {
 		return err
 	}
 	defer mb.Close()
-	cfg.Self = mb.ID
-	var (
-		live   *cli.Running
-		member mcastd.BenchMember
-	)
+	var group mcast.GroupConfig
 	if cfg.Group {
-		gc, err := mcastd.GroupConfig(c, mb)
-		if err != nil {
+		if group, err = mcastd.GroupConfig(c, mb); err != nil {
 			return err
 		}
-		g, err := mcast.NewGroup(gc)
-		if err != nil {
-			return cli.Exitf(cli.ExitUsage, "%v", err)
-		}
-		cfg.Total, cfg.Members = gc.Total, max(gc.StartWith, 1)
-		drv := driver.New[mcast.GMsg](g, mcast.GCodec{}, mb.Net, driver.Config{Framer: mb.Framer, Log: mb.Log})
-		live, err = mb.Start(drv, "order", "total", "total", gc.Total, "size", cfg.Size, "count", cfg.Count, "rate", cfg.Rate)
-		if err != nil {
-			return err
-		}
-		member = mcastd.NewGroup(drv)
-	} else {
-		m, err := mcast.New(mcast.Config{ID: mb.ID, Peers: cli.IDs(mb.Peers), Order: cfg.Order})
-		if err != nil {
-			return cli.Exitf(cli.ExitUsage, "%v", err)
-		}
-		drv := driver.New[mcast.Msg](m, mcast.Codec{}, mb.Net, driver.Config{Framer: mb.Framer, Log: mb.Log})
-		live, err = mb.Start(drv, "order", cfg.Order, "size", cfg.Size, "count", cfg.Count, "rate", cfg.Rate)
-		if err != nil {
-			return err
-		}
-		member = mcastd.NewMulticast(drv)
 	}
-	defer live.Stop()
-	return mcastd.Bench(live, member, cfg, mb.Out, mb.Log)
+	return mcastd.RunBench(mb, cfg, group)
 }
 
 func check(c *ucli.Context) error {

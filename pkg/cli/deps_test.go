@@ -21,14 +21,14 @@ func TestToolDependencies(t *testing.T) {
 		"github.com/roundtable-go/roundtable/pkg/sim/simtest",
 		"github.com/anishathalye/porcupine", "github.com/beevik/ntp", "gonum.org/", "github.com/miekg/dns"}
 	protocols := map[string][]string{ // what each tool may link of the protocol packages
-		"elect":     {"election"},
+		"elect":     {"election", "electd"},
 		"lockd":     {"mutex", "election", "lockd"},
 		"clocksync": {"clocksync", "election", "clockd"},
-		"consensus": {"consensus"},
+		"consensus": {"consensus", "consensusd"},
 		"mcast":     {"mcast", "gossip", "mcastd"},
 		"ticketd":   {"ticket", "ticketd", "ticketsim", "gossip"},
 	}
-	all := []string{"election", "mutex", "lockd", "clocksync", "clockd", "consensus", "ticket", "ticketd", "ticketsim", "mcast", "gossip", "mcastd"}
+	all := []string{"election", "mutex", "lockd", "clocksync", "clockd", "consensus", "ticket", "ticketd", "ticketsim", "mcast", "gossip", "mcastd", "electd", "consensusd"}
 	// `ticketd sim` runs the simulator. Its plots (gonum) are only in a
 	// ticketd built with -tags plot: gonum/plot parses a dozen fonts at
 	// start-up, about 0.6 ms that every `ticketd run` would pay twice.
@@ -55,7 +55,7 @@ func TestToolDependencies(t *testing.T) {
 			}
 		}
 	}
-	for _, svc := range []string{"lockd", "clockd", "ticketd", "mcastd"} {
+	for _, svc := range []string{"lockd", "clockd", "ticketd", "mcastd", "electd", "consensusd"} {
 		out, err := exec.Command("go", "list", "-deps", "../"+svc).Output()
 		if err != nil {
 			t.Fatalf("go list pkg/%s: %v", svc, err)

@@ -116,6 +116,36 @@ func (m *Member) Start(drv Runner, attrs ...any) (*Running, error) {
 	return r, nil
 }
 
+// Rand is the seed a member's machine draws from: its incarnation and ID,
+// so that two members, or two runs of one, do not draw alike.
+func (m *Member) Rand() *rand.Rand { return rand.New(rand.NewPCG(m.Incarnation, uint64(m.ID))) }
+
+// StartMachine puts the protocol machine m on the member's network (its
+// transport and framer, logging to its log) and starts it with Start: the
+// one way every tool runs a machine on real sockets. It returns the driver,
+// for requests and status, and the running member.
+func StartMachine[M any](m *Member, machine node.Machine[M], codec wire.Codec[M], attrs ...any) (*driver.Driver[M], *Running, error) {
+	return StartMachineWith(m, machine, codec, driver.Config{}, attrs...)
+}
+
+// StartMachineWith is StartMachine with more of the driver's Config (a
+// Control handler, a Seen table); its Framer and Log default to the
+// member's.
+func StartMachineWith[M any](m *Member, machine node.Machine[M], codec wire.Codec[M], cfg driver.Config, attrs ...any) (*driver.Driver[M], *Running, error) {
+	if cfg.Framer == nil {
+		cfg.Framer = m.Framer
+	}
+	if cfg.Log == nil {
+		cfg.Log = m.Log
+	}
+	drv := driver.New[M](machine, codec, m.Net, cfg)
+	run, err := m.Start(drv, attrs...)
+	if err != nil {
+		return nil, nil, err
+	}
+	return drv, run, nil
+}
+
 // WriteReady writes --ready-file (Start does, unless DelayReady).
 func (m *Member) WriteReady() error {
 	if err := WriteReadyFile(m.readyFile, m.Net.Addr()); err != nil {

@@ -98,8 +98,8 @@ func Serve(mb *cli.Member, m mutex.Machine, cfg Config) error {
 		self: mb.ID, allWatchers: map[*cli.Conn]bool{}, subscribers: map[node.ID]time.Time{},
 		subscribe: make(chan struct{}, 1), remote: make(chan Reply, 1024),
 		waits: mb.Metrics.Interval("roundtable_lockd_acquire_wait_seconds"), holds: mb.Metrics.Interval("roundtable_lockd_hold_seconds")}
-	d.drv = driver.New[mutex.Msg](m, mutex.Codec{}, mb.Net, driver.Config{Framer: mb.Framer, Log: mb.Log, Control: d.control})
-	run, err := mb.Start(d.drv, "lease", cfg.Lease, "socket", cfg.Socket)
+	var run *cli.Running
+	d.drv, run, err = cli.StartMachineWith[mutex.Msg](mb, m, mutex.Codec{}, driver.Config{Control: d.control}, "lease", cfg.Lease, "socket", cfg.Socket)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,128 @@
+package mcastd
+
+import (
+	"os"
+
+	"github.com/roundtable-go/roundtable/pkg/cli"
+	"github.com/roundtable-go/roundtable/pkg/gossip"
+	"github.com/roundtable-go/roundtable/pkg/mcast"
+	"github.com/roundtable-go/roundtable/pkg/wire"
+)
+
+// RunConfig is `mcast run` over a fixed group: stdin to the group, what
+// the member delivers to stdout.
+type RunConfig struct {
+	// Multicast configures the machine (its ID, Peers and Backlog are set
+	// by Run), unless Gossip is set.
+	Multicast mcast.Config
+	// Gossip, when set, runs probabilistic broadcast instead (its ID,
+	// Peers and a nil Rand are set by Run).
+	Gossip *gossip.Config
+	// Pipe: how the pipe runs (its MaxLine is set by Run from the order).
+	Pipe PipeConfig
+	JSON bool // JSON lines on stdout
+}
+
+// Run runs one member of a fixed group until Pipe ends it.
+func Run(mb *cli.Member, cfg RunConfig) error {
+	var (
+		live   *cli.Running
+		member Member
+		order  = cfg.Multicast.Order.String()
+	)
+	if g := cfg.Gossip; g != nil {
+		g.ID, g.Peers = mb.ID, cli.IDs(mb.Peers)
+		if g.Rand == nil {
+			g.Rand = mb.Rand()
+		}
+		m, err := gossip.New(*g)
+		if err != nil {
+			return cli.Exitf(cli.ExitUsage, "%v", err)
+		}
+		drv, run, err := cli.StartMachine[gossip.Msg](mb, m, gossip.Codec{Fam: wire.FamilyMcast}, "order", "gossip")
+		if err != nil {
+			return err
+		}
+		live, member, cfg.Pipe.MaxLine = run, &Gossip{Drv: drv, Self: mb.ID}, gossip.MaxPayload
+	} else {
+		mc := cfg.Multicast
+		mc.ID, mc.Peers, mc.Backlog = mb.ID, cli.IDs(mb.Peers), Backlog
+		m, err := mcast.New(mc)
+		if err != nil {
+			return cli.Exitf(cli.ExitUsage, "%v", err)
+		}
+		drv, run, err := cli.StartMachine[mcast.Msg](mb, m, mcast.Codec{}, "order", order)
+		if err != nil {
+			return err
+		}
+		live, member, cfg.Pipe.MaxLine = run, NewMulticast(drv), mcast.PayloadLimit(mc.Order, len(mb.Peers))
+	}
+	defer live.Stop()
+	out := NewPrinter(os.Stdout, mb.ID, cfg.JSON, cfg.Pipe.Base64)
+	return Pipe(live, member, os.Stdin, out, cfg.Pipe)
+}
+
+// GroupRunConfig is `mcast run --views` (or --order total): one member of
+// a dynamic group.
+type GroupRunConfig struct {
+	Group          mcast.GroupConfig // the machine (its Backlog is set by RunGroup)
+	Order          string            // --order as given, for the start log
+	ExitOnMinority bool              // leave when this member's side is not the primary
+	Pipe           PipeConfig        // its MaxLine is set by RunGroup
+	JSON           bool
+}
+
+// RunGroup runs one member of a dynamic group until Pipe ends it.
+func RunGroup(mb *cli.Member, cfg GroupRunConfig) error {
+	gc := cfg.Group
+	gc.Backlog = Backlog
+	g, err := mcast.NewGroup(gc)
+	if err != nil {
+		return cli.Exitf(cli.ExitUsage, "%v", err)
+	}
+	mb.NotifyReadyOn = "view" // a member serves once it is in a view
+	drv, live, err := cli.StartMachine[mcast.GMsg](mb, g, mcast.GCodec{}, "order", cfg.Order, "views", true, "total", gc.Total, "safe", gc.Safe, "evs", gc.EVS)
+	if err != nil {
+		return err
+	}
+	defer live.Stop()
+	out := NewPrinter(os.Stdout, mb.ID, cfg.JSON, cfg.Pipe.Base64)
+	member := NewGroup(drv)
+	member.ExitOnMinority = cfg.ExitOnMinority
+	cfg.Pipe.MaxLine = mcast.MaxPayload
+	return Pipe(live, member, os.Stdin, out, cfg.Pipe)
+}
+
+// RunBench runs `mcast bench`: one member flooding a fixed group (cfg's
+// Order), or with cfg.Group a dynamic group configured by group.
+func RunBench(mb *cli.Member, cfg BenchConfig, group mcast.GroupConfig) error {
+	cfg.Self = mb.ID
+	var (
+		live   *cli.Running
+		member BenchMember
+	)
+	if cfg.Group {
+		g, err := mcast.NewGroup(group)
+		if err != nil {
+			return cli.Exitf(cli.ExitUsage, "%v", err)
+		}
+		cfg.Total, cfg.Members = group.Total, max(group.StartWith, 1)
+		drv, run, err := cli.StartMachine[mcast.GMsg](mb, g, mcast.GCodec{}, "order", "total", "total", group.Total, "size", cfg.Size, "count", cfg.Count, "rate", cfg.Rate)
+		if err != nil {
+			return err
+		}
+		live, member = run, NewGroup(drv)
+	} else {
+		m, err := mcast.New(mcast.Config{ID: mb.ID, Peers: cli.IDs(mb.Peers), Order: cfg.Order})
+		if err != nil {
+			return cli.Exitf(cli.ExitUsage, "%v", err)
+		}
+		drv, run, err := cli.StartMachine[mcast.Msg](mb, m, mcast.Codec{}, "order", cfg.Order, "size", cfg.Size, "count", cfg.Count, "rate", cfg.Rate)
+		if err != nil {
+			return err
+		}
+		live, member = run, NewMulticast(drv)
+	}
+	defer live.Stop()
+	return Bench(live, member, cfg, mb.Out, mb.Log)
+}
