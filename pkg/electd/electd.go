@@ -54,6 +54,10 @@ func Run(mb *cli.Member, cfg Config) error {
 	if err != nil {
 		return cli.Exitf(cli.ExitUsage, "%v", err)
 	}
+	// Under systemd, READY=1 once this member knows a leader (itself or
+	// another), not merely once it listens: a unit ordered After= an
+	// elect unit starts when the group has one.
+	mb.NotifyReadyOn = "leader"
 	drv, live, err := cli.StartMachine[election.Msg](mb, m, election.Codec{},
 		"algo", ec.Algo, "heartbeat", ec.Heartbeat, "timeout", ec.Timeout, "lease", ec.Lease, "term", ec.Term)
 	if err != nil {
