@@ -18,7 +18,7 @@ import (
 
 var superpeersCommand = &ucli.Command{
 	Name:  "superpeers",
-	Usage: "choose a fraction of the members as superpeers and attach every other member to one (Lo et al., seed 002)",
+	Usage: "choose a fraction of the members as superpeers and attach every other member to one (Lo et al., Tanenbaum ch. 6)",
 	Description: `Places the members of --peers on a Chord ring of --bits-bit identifiers
 (a hash of each ID) and selects superpeers by the DHT scheme: with
 k = ⌈log₂ S⌉ reserved bits, a member is a superpeer when the lookup of

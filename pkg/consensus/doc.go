@@ -19,7 +19,7 @@
 // majority from the leaves up (no strict majority: the default). It
 // tolerates f Byzantine processes when n > 3f.
 //
-// Signed messages (seed 001, "EIG limits": with integrity n > 2f
+// Signed messages (Schaffernicht's Topic V, "EIG limits": with integrity n > 2f
 // suffices): Lamport, Shostak and Pease's SM(f), run with every process as
 // a commander at once, rather than EIG with signature chains, because a
 // relay that cannot change a value need only flood each origin's values

@@ -11,7 +11,7 @@ import (
 
 // Signed messages (Algo Signed).
 //
-// Seed 001 ("EIG limits", "Practical consideration"): when messages carry
+// Schaffernicht's Topic V ("EIG limits", "Practical consideration"): when messages carry
 // integrity — digital signatures, so that a relay cannot alter what it
 // passes on — agreement needs only n > 2f. The algorithm here is Lamport,
 // Shostak and Pease's SM(f) ("The Byzantine Generals Problem", 1982, §4),

@@ -313,7 +313,7 @@ func TestThreeGenerals(t *testing.T) {
 		t.Fatalf("the checker missed the three generals' disagreement: %v", err)
 	}
 	header := []string{
-		"# Seed 001's three generals under EIG with n = 3, f = 1 (n ≤ 3f: run with --unsafe).",
+		"# Schaffernicht's three generals under EIG with n = 3, f = 1 (n ≤ 3f: run with --unsafe).",
 		"# General 1 (loyal) votes attack, general 2 (loyal) votes retreat, general 3 is a",
 		"# two-faced traitor: honest about its own vote, then it tells general 1 that everyone",
 		"# said attack and general 2 that everyone said retreat. Silence and ties: retreat.",

@@ -20,7 +20,7 @@
 // # Failure detection and timing
 //
 // The leader sends a heartbeat every Heartbeat. A follower suspects the
-// leader after Timeout of silence and starts an election. Seed 001 bounds
+// leader after Timeout of silence and starts an election. Schaffernicht's Topic V bounds
 // the wait for a reply by t > 2·MDT + MHT (maximum delivery time there and
 // back plus maximum handling time); AnswerTimeout is that t, and the
 // follower's Timeout must additionally cover one heartbeat period:

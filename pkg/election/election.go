@@ -573,7 +573,7 @@ func (m *Machine) claim(now time.Time, l node.ID, t uint64) {
 		m.endElection()
 	}
 	if m.better(m.cfg.ID, l) && !m.electing {
-		// Seed 002: the biggest process always wins, so a process that
+		// Tanenbaum ch. 6: the biggest process always wins, so a process that
 		// outranks the leader (it recovered, or was missed) takes over.
 		m.campaign(now)
 	}

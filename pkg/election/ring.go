@@ -93,7 +93,7 @@ func (m *Machine) ringArrive(now time.Time, msg Msg) {
 		}
 		m.algo.completed(now, msg)
 	case MsgCoordinator:
-		// Seed 004: when the LEADER message returns, the election is over.
+		// Nita-Rotaru's CS7610 notes: when the LEADER message returns, the election is over.
 	}
 }
 

@@ -1,4 +1,4 @@
-// Package superpeer selects superpeers in a large group (seed 002,
+// Package superpeer selects superpeers in a large group (Tanenbaum ch. 6,
 // "Elections in large-scale systems", after Lo et al. 2005): a fraction of
 // the members that the others attach to, evenly spread, each serving at
 // most a fixed number of ordinary members. Pure code, no I/O.
@@ -13,7 +13,7 @@
 // lookup of p AND 1…10…0 routes to. That member is the first one of p's
 // k-bit prefix (p's own prefix is not empty: p is in it), so the
 // superpeers are the first member of each non-empty prefix: at most 2^k,
-// on average 2^k·(1 − (1 − 2^−k)^N) for N members. Seed 002 states the
+// on average 2^k·(1 − (1 − 2^−k)^N) for N members. Tanenbaum ch. 6 states the
 // average as 2^(k−m)·N, which is the same count for a fully populated
 // identifier space (N = 2^m, every prefix non-empty); for N ≪ 2^m the
 // count is bounded by 2^k, not by 2^(k−m)·N. Lookups are routed with

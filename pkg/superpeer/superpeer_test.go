@@ -99,7 +99,7 @@ func TestDHTTenThousandWithChurn(t *testing.T) {
 	if maxHops > 2*int(math.Ceil(math.Log2(n))) {
 		t.Fatalf("a lookup took %d hops, more than 2 log2 N", maxHops)
 	}
-	t.Logf("10,000 members, k = %d (%d prefixes), load ≤ %d, 10 rounds of 10%% churn: %.1f superpeers on average (expected %.1f; seed 002's 2^(k−m)·N would be %.4f for m = 32), lookups at most %d hops, %.1f%% of the members that stayed changed superpeer per round",
+	t.Logf("10,000 members, k = %d (%d prefixes), load ≤ %d, 10 rounds of 10%% churn: %.1f superpeers on average (expected %.1f; Tanenbaum's 2^(k−m)·N would be %.4f for m = 32), lookups at most %d hops, %.1f%% of the members that stayed changed superpeer per round",
 		k, 1<<k, maxLoad, mean, exp, math.Exp2(float64(k)-32)*n, maxHops, 100*meanOf(changed))
 }
 
