@@ -52,6 +52,9 @@ type Config struct {
 	noDedup bool
 	// noPull plants a weakness: no anti-entropy. Tests only.
 	noPull bool
+	// forgetDropped plants a bug: an event cut from a full push buffer is
+	// also forgotten for repair. Tests only.
+	forgetDropped bool
 }
 
 // DeliverEvent is one delivered broadcast. Text form: "<origin> <seq> <payload>".
@@ -242,6 +245,11 @@ func (m *Machine) trim() {
 	}
 	slices.SortStableFunc(m.buf, func(a, b Event) int { return int(b.TTL) - int(a.TTL) })
 	m.stats["dropped"] += uint64(len(m.buf) - m.cfg.Buffer)
+	if m.cfg.forgetDropped {
+		for _, ev := range m.buf[m.cfg.Buffer:] {
+			delete(m.hist, key{ev.Origin, ev.Seq})
+		}
+	}
 	m.buf = m.buf[:m.cfg.Buffer]
 }
 

@@ -23,6 +23,8 @@ type run struct {
 	noDedup bool
 	noPull  bool
 	tree    bool
+	buffer  int  // Config.Buffer (0: the default)
+	forget  bool // the planted bug forgetDropped
 }
 
 type result struct {
@@ -30,6 +32,7 @@ type result struct {
 	fanout         int
 	settledRounds  int // rounds after the last broadcast until everyone had everything
 	delivered      int
+	dropped        uint64 // events cut from full push buffers
 }
 
 func (r run) go_() (result, error) {
@@ -42,7 +45,7 @@ func (r run) go_() (result, error) {
 	opts := sim.Options{Seed: r.seed, MinLatency: time.Millisecond, MaxLatency: time.Duration(2+rng.IntN(20)) * time.Millisecond,
 		Drop: r.drop, Dup: rng.Float64() * 0.05}
 	s := sim.New[Msg](opts, Codec{Fam: wire.FamilyMcast}, func(id node.ID, _ int, mr *rand.Rand) node.Machine[Msg] {
-		m, err := New(Config{ID: id, Peers: ids, Rand: mr, noDedup: r.noDedup, noPull: r.noPull, Tree: r.tree})
+		m, err := New(Config{ID: id, Peers: ids, Rand: mr, noDedup: r.noDedup, noPull: r.noPull, Tree: r.tree, Buffer: r.buffer, forgetDropped: r.forget})
 		if err != nil {
 			panic(err)
 		}
@@ -90,6 +93,9 @@ func (r run) go_() (result, error) {
 		pushes += m.stats["pushed"]
 	}
 	res := result{pushesPerRound: float64(pushes) / float64(r.n) / 20, fanout: machines[1].cfg.Fanout}
+	for _, m := range machines {
+		res.dropped += m.stats["dropped"]
+	}
 	var correct []node.ID
 	for _, id := range ids {
 		if !crashed[id] {
@@ -134,6 +140,43 @@ func TestSimGossip(t *testing.T) {
 	}
 	t.Logf("%d seeds passed; slowest: every correct process had every event %d rounds after the loss stopped (seed %d); at most %.2f pushes per process per round",
 		len(sim.Seeds()), worst, worstSeed, pushes)
+}
+
+// TestSimBufferFull drives the push buffer past its bound: 400 events in
+// 2 s through buffers of 16 (doc.go "Bounds and drop policy": the events
+// that spread the most are cut, counted as dropped), under loss; every
+// run must drop, and agreement must still hold once the loss stops, by
+// repair from the history. The planted bug forgets what it cuts, and
+// agreement fails.
+func TestSimBufferFull(t *testing.T) {
+	seeds := sim.Seeds()
+	seeds = seeds[:min(200, len(seeds))]
+	var dropped uint64
+	for _, seed := range seeds {
+		rng := rand.New(rand.NewPCG(seed, 5))
+		r := run{seed: seed, n: 5 + rng.IntN(20), events: 400, drop: rng.Float64() * 0.2, buffer: 16}
+		res, err := r.go_()
+		if err != nil {
+			t.Fatalf("%v\nreplay: go test ./pkg/gossip -run TestSimBufferFull -seed %d", err, seed)
+		}
+		if res.dropped == 0 {
+			t.Fatalf("seed %d: the push buffers never filled", seed)
+		}
+		dropped += res.dropped
+	}
+	caught := 0
+	for _, seed := range seeds[:min(50, len(seeds))] {
+		rng := rand.New(rand.NewPCG(seed, 5))
+		r := run{seed: seed, n: 5 + rng.IntN(20), events: 400, drop: rng.Float64() * 0.2, buffer: 16, forget: true}
+		if _, err := r.go_(); err != nil {
+			caught++
+		}
+	}
+	t.Logf("%d seeds passed with full buffers (%d events cut from pushes in all, each still delivered everywhere); planted bug (cut means forgotten) caught in %d of %d",
+		len(seeds), dropped, caught, min(50, len(seeds)))
+	if caught == 0 {
+		t.Error("planted bug (an event cut from the push buffer is forgotten) never caught")
+	}
 }
 
 // TestThousandProcesses: 1,000 processes, 10% loss, 50 broadcasts, at random
