@@ -102,6 +102,10 @@ type Config struct {
 	// voteEarlyExpiry plants a bug: a voting coordinator counts a vote
 	// as given back three quarters of a lease early. Tests only.
 	voteEarlyExpiry bool
+	// voteValidFromAck plants a bug: a voting holder measures its
+	// validity from the acknowledgement that completed the quorum, not
+	// from when it sent the confirmation. Tests only.
+	voteValidFromAck bool
 }
 
 // DefaultConfig returns the defaults documented on Config.

@@ -1,6 +1,7 @@
 package mutex
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -833,12 +834,16 @@ func votingTrio(seed uint64, r *rand.Rand, lease time.Duration) (*sim.Sim[Msg], 
 }
 
 // votingTrioOpts is votingTrio with opts (latency 1 to 6 ms unless set).
-func votingTrioOpts(seed uint64, r *rand.Rand, lease time.Duration, opts sim.Options) (*sim.Sim[Msg], *bool) {
+func votingTrioOpts(seed uint64, r *rand.Rand, lease time.Duration, opts sim.Options, plant ...func(*Config)) (*sim.Sim[Msg], *bool) {
 	ids := []node.ID{1, 2, 3}
 	opts.Seed, opts.MinLatency, opts.MaxLatency = seed, time.Millisecond, time.Duration(1+r.IntN(5))*time.Millisecond
 	s := sim.New[Msg](opts, Codec{},
 		func(id node.ID, inc int, rng *rand.Rand) node.Machine[Msg] {
-			m, err := New(Config{ID: id, Peers: ids, Algo: Voting, Lease: lease, Rand: rng, Boot: uint64(inc) + 1})
+			cfg := Config{ID: id, Peers: ids, Algo: Voting, Lease: lease, Rand: rng, Boot: uint64(inc) + 1}
+			for _, p := range plant {
+				p(&cfg)
+			}
+			m, err := New(cfg)
 			if err != nil {
 				panic(err)
 			}
@@ -914,17 +919,30 @@ func holdWithRivalCutOff(t *testing.T, s *sim.Sim[Msg], granted *bool, r *rand.R
 			t.Fatalf("%v\nreplay: go test ./pkg/mutex -run %s -seed %d", err, t.Name(), seed)
 		}
 	}
-	run(lease + 50*time.Millisecond)
+	if err := rivalCutOff(s, granted, r, lease); err != nil {
+		t.Fatalf("seed %d: %v\nreplay: go test ./pkg/mutex -run %s -seed %d", seed, err, t.Name(), seed)
+	}
+	return run
+}
+
+// rivalCutOff: daemon 1's client takes "a"; then daemon 3, cut off from
+// 1 both ways, asks for it too, and the run goes on for two leases and
+// more.
+func rivalCutOff(s *sim.Sim[Msg], granted *bool, r *rand.Rand, lease time.Duration) error {
+	if err := s.RunFor(lease + 50*time.Millisecond); err != nil {
+		return err
+	}
 	s.Inject(1, Msg{Type: LocalAcquire, Name: "a", Client: 1})
-	run(lease / 2)
+	if err := s.RunFor(lease / 2); err != nil {
+		return err
+	}
 	if !*granted {
-		t.Fatalf("seed %d: daemon 1's client got no grant\nreplay: go test ./pkg/mutex -run %s -seed %d", seed, t.Name(), seed)
+		return fmt.Errorf("daemon 1's client got no grant")
 	}
 	s.Cut(1, 3)
 	s.Cut(3, 1)
 	s.Inject(3, Msg{Type: LocalAcquire, Name: "a", Client: 100})
-	run(2*lease + time.Duration(r.Int64N(int64(lease/2))))
-	return run
+	return s.RunFor(2*lease + time.Duration(r.Int64N(int64(lease/2))))
 }
 
 // TestSimVotingRestartWhileRivalCutOff is the schedule that needs the quiet
@@ -960,24 +978,59 @@ func TestSimVotingRestartWhileRivalCutOff(t *testing.T) {
 // and the rival would enter beside it.
 func TestSimVotingSlowAcks(t *testing.T) {
 	const lease = 400 * time.Millisecond
-	for _, seed := range sim.Seeds() {
-		r := rand.New(rand.NewPCG(seed, 14))
-		slow := false
-		base := time.Duration(1+r.IntN(5)) * time.Millisecond
-		opts := sim.Options{Latency: func(rng *rand.Rand, from, to node.ID) time.Duration {
-			if slow && from == 2 && to == 1 {
-				return lease/3 + time.Duration(rng.Int64N(int64(lease/10)))
+	// Acknowledgements past a third of the lease (never counted: the next
+	// renewal has gone out), or within it but late (counted: the
+	// validity must run from the confirmation's sending, not from them).
+	for _, late := range []time.Duration{lease / 3, lease / 8} {
+		for _, seed := range sim.Seeds() {
+			if err := votingSlowAcks(t, seed, lease, late, nil); err != nil {
+				t.Fatalf("acks %v late: %v\nreplay: go test ./pkg/mutex -run %s -seed %d", late, err, t.Name(), seed)
 			}
-			return time.Millisecond + time.Duration(rng.Int64N(int64(base)))
-		}}
-		s, granted := votingTrioOpts(seed, r, lease, opts)
-		run := holdWithRivalCutOff(t, s, granted, r, lease, seed)
-		slow = true
-		run(time.Duration(r.Int64N(int64(lease / 2))))
-		s.Cut(1, 2)
-		run(3 * lease)
+		}
 	}
-	t.Logf("voting: %d seeds passed (slow acknowledgements, then the holder's renewals lost)", len(sim.Seeds()))
+	caught, runs := 0, min(100, len(sim.Seeds()))
+	var first error
+	for _, seed := range sim.Seeds()[:runs] {
+		if err := votingSlowAcks(t, seed, lease, lease/8, func(c *Config) { c.voteValidFromAck = true }); err != nil {
+			caught++
+			first = cmp.Or(first, err)
+		}
+	}
+	t.Logf("voting: %d seeds passed twice (acknowledgements slowed past and within a third of the lease, then the holder's renewals lost); "+
+		"planted bug (validity from the acknowledgement) caught in %d of %d, e.g. %v", len(sim.Seeds()), caught, runs, first)
+	if caught == 0 {
+		t.Errorf("planted bug (validity measured from the acknowledgement) never caught in %d seeds", runs)
+	}
+}
+
+// votingSlowAcks: daemon 1 holds "a" while its rival is cut off; then
+// daemon 2's acknowledgements to it come late by late (plus up to a tenth
+// of the lease), and then 1's renewals to 2 are lost.
+func votingSlowAcks(t *testing.T, seed uint64, lease, late time.Duration, plant func(*Config)) (err error) {
+	t.Helper()
+	r := rand.New(rand.NewPCG(seed, 14))
+	slow := false
+	base := time.Duration(1+r.IntN(5)) * time.Millisecond
+	opts := sim.Options{Latency: func(rng *rand.Rand, from, to node.ID) time.Duration {
+		if slow && from == 2 && to == 1 {
+			return late + time.Duration(rng.Int64N(int64(lease/10)))
+		}
+		return time.Millisecond + time.Duration(rng.Int64N(int64(base)))
+	}}
+	var plants []func(*Config)
+	if plant != nil {
+		plants = append(plants, plant)
+	}
+	s, granted := votingTrioOpts(seed, r, lease, opts, plants...)
+	if err := rivalCutOff(s, granted, r, lease); err != nil {
+		return err
+	}
+	slow = true
+	if err := s.RunFor(time.Duration(r.Int64N(int64(lease / 2)))); err != nil {
+		return err
+	}
+	s.Cut(1, 2)
+	return s.RunFor(3 * lease)
 }
 
 // ringTwoHoldersCrash is the schedule UseBackup's count rule exists for

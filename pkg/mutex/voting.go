@@ -329,6 +329,9 @@ func (v *voting) answer(now time.Time, from node.ID, msg Msg) {
 			return
 		}
 		w.valid = w.sent.Add(time.Duration(safety * float64(v.cfg.Lease)))
+		if v.cfg.voteValidFromAck {
+			w.valid = now.Add(time.Duration(safety * float64(v.cfg.Lease)))
+		}
 		w.next = w.sent.Add(v.cfg.Lease / 3)
 		if w.phase == voteConfirming {
 			w.phase = voteHeld
