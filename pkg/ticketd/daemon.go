@@ -395,7 +395,10 @@ func (d *daemon) control(from node.ID, typ uint8, body []byte) {
 			}
 			return
 		}
-		c, forgotten := d.bk.merge(from, m)
+		c, forgotten, tell := d.bk.merge(from, m)
+		if tell.IsValid() {
+			d.sendBook(from, tell)
+		}
 		if forgotten {
 			select {
 			case d.fail <- cli.Exitf(cli.ExitLost, "member %d says this member was forgotten (ticketd forget): start it again with --join", from):
@@ -503,14 +506,21 @@ func (d *daemon) forget(s *session, id node.ID) {
 	}
 	d.mb.Log.Warn("forgot a member: it must join again to come back", "member", id, "addr", addr)
 	d.gossip()
-	if a.IsValid() {
-		if frame, err := d.mb.Framer.Seal(wire.FamilyControl, ctlBook, id, encodeBook(d.bk.msg())); err == nil {
-			if dyn, ok := d.mb.Net.(transport.Dynamic); ok {
-				_ = dyn.SendAddr(a, frame)
-			}
+	d.sendBook(id, a)
+	s.cn.Send(Reply{Event: "forgotten", Member: uint32(id), Addr: addr})
+}
+
+// sendBook sends this member's book to member id at a, which is no longer
+// on it: it hears of its tomb that way.
+func (d *daemon) sendBook(id node.ID, a netip.AddrPort) {
+	if !a.IsValid() {
+		return
+	}
+	if frame, err := d.mb.Framer.Seal(wire.FamilyControl, ctlBook, id, encodeBook(d.bk.msg())); err == nil {
+		if dyn, ok := d.mb.Net.(transport.Dynamic); ok {
+			_ = dyn.SendAddr(a, frame)
 		}
 	}
-	s.cn.Send(Reply{Event: "forgotten", Member: uint32(id), Addr: addr})
 }
 
 // machine is a snapshot of a slot's machine for the daemon goroutine.
@@ -566,6 +576,13 @@ func (d *daemon) event(s *slot, ev node.Event) {
 		d.lose(s, "the ticket was given back")
 	case ticket.ReclaimedEvent:
 		d.announce(Notice{Event: "excluded", Ticket: e.From, Through: e.To})
+		// The core excluded these processes: their members leave the book,
+		// so that a refound does not wait for them (a live one comes back
+		// as a newer incarnation once it hears of it).
+		if struck := d.bk.exclude(e.Excluded); len(struck) > 0 {
+			d.mb.Log.Info("struck excluded members off the book", "members", struck)
+			d.gossip()
+		}
 	}
 }
 

@@ -45,6 +45,12 @@ import (
 //     marks both ways, and every member raises its own to them.
 //   - A member without a state file never founds: restarted, it would not
 //     know whether the pool's epochs had gone past its own.
+//   - Members the core excluded are struck off the book (they are not
+//     asked, so a dead one does not stop the refound for good), but for
+//     probeExcluded after their exclusion they are probed as well: one
+//     that was only stalled may have joined the core again before its
+//     tomb reached it and it came back to the books. Its "in" stops the
+//     refound like any member's; its silence does not.
 //
 // Two founders cannot arise: if X < Y both founded (both keep state
 // files), Y answered X's probe "out" (had it founded first it would have
@@ -78,8 +84,24 @@ type probe struct {
 	nonce   uint64
 	sent    time.Time
 	asked   []node.ID
+	extra   []node.ID // members the core excluded lately: asked too, their silence does not count
 	answers map[node.ID]ticket.ProbeAnswer
 }
+
+// answered reports whether every member in ids answered.
+func (p *probe) answered(ids []node.ID) bool {
+	for _, id := range ids {
+		if _, ok := p.answers[id]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// probeExcluded: a member struck off because the core excluded it is
+// probed too for this long (ticket.AddressBook.Excluded); a live one is
+// back in the books within a gossip round or two.
+const probeExcluded = time.Minute
 
 // refounding is the daemon's refounding state.
 type refounding struct {
@@ -179,10 +201,11 @@ func (d *daemon) tickRefound(now time.Time) {
 		d.rf.stuckSince = now
 	}
 	if p := d.rf.p; p != nil {
+		over := now.Sub(p.sent) > probeWindow*d.round()
 		switch {
-		case len(p.answers) == len(p.asked):
+		case p.answered(p.asked) && (over || p.answered(p.extra)):
 			d.decide(now)
-		case now.Sub(p.sent) > probeWindow*d.round():
+		case over:
 			d.rf.p = nil // somebody did not answer: it may be the core
 			d.blocked(ticket.DecideRefound(d.mb.ID, d.floor(), d.cfg.StateFile != "", p.asked, p.answers))
 		}
@@ -195,13 +218,13 @@ func (d *daemon) tickRefound(now time.Time) {
 		return
 	}
 	d.rf.stuckSince = now // the next probe, if this one fails, a while later
-	p := &probe{nonce: rand.Uint64(), sent: now, asked: d.members(), answers: map[node.ID]ticket.ProbeAnswer{}}
+	p := &probe{nonce: rand.Uint64(), sent: now, asked: d.members(), extra: d.bk.excluded(now, probeExcluded), answers: map[node.ID]ticket.ProbeAnswer{}}
 	d.rf.p = p
 	d.rf.probes++
 	d.rf.probing = now.Add(probeWindow * d.round())
 	d.freeze()
 	body, _ := json.Marshal(probeMsg{Nonce: p.nonce, Floor: d.floor(), Durable: d.cfg.StateFile != ""})
-	for _, id := range p.asked {
+	for _, id := range append(slices.Clone(p.asked), p.extra...) {
 		_ = d.slots[0].drv.SendControl(id, ctlProbe, body)
 	}
 	d.mb.Log.Info("no process of the pool is in the core here: asking every member", "members", len(p.asked))
@@ -292,7 +315,7 @@ func (d *daemon) probeFrame(from node.ID, typ uint8, body []byte) {
 		b, _ := json.Marshal(a)
 		_ = d.slots[0].drv.SendControl(from, ctlProbeAnswer, b)
 	case ctlProbeAnswer:
-		if p := d.rf.p; p != nil && m.Nonce == p.nonce && slices.Contains(p.asked, from) {
+		if p := d.rf.p; p != nil && m.Nonce == p.nonce && (slices.Contains(p.asked, from) || slices.Contains(p.extra, from)) {
 			p.answers[from] = ticket.ProbeAnswer{Out: m.Out, Floor: m.Floor, Members: m.Members, Durable: m.Durable}
 			if !m.Out {
 				d.rf.p, d.rf.probing = nil, time.Time{} // there is a core: join it
