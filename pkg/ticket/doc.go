@@ -268,6 +268,20 @@
 // cut off and split apart; TestSimEpochsCatchFloorZero plants the floor-0
 // bug and a member that forgets its mark, and shows both caught.
 //
+// # A member's process and PrCast (§2)
+//
+// Member is a process as ticketd runs it: one Machine at a time (a new one
+// for each join after a leave or an exclusion), the member's mark across
+// them, and on the member's first process the member's PrCast: the
+// seed's probabilistic broadcast (pkg/gossip, the one protocol package
+// this one uses), by which the members tell each other who took,
+// released, lost and reclaimed which ticket (Notice). It is stepped with
+// the same now as the Machine and its messages go out as MsgPrCast; the
+// group is the member's address book (MsgGroup), the notices are local
+// requests (MsgAnnounce), and what arrives is a NoticeEvent. Delivery is
+// with high probability, in no order, and nothing in the pool's safety
+// rests on it. TestSimPrCast runs it over lossy links.
+//
 // # Fault model without §4
 //
 // Without FaultTolerant this package implements §3 only: processes join

@@ -69,7 +69,7 @@ type slot struct {
 	idx       int
 	id        node.ID
 	drv       *driver.Driver[ticket.Msg]
-	h         *host
+	h         *ticket.Member
 	net       transport.Transport
 	holder    *session
 	lends     int       // lends since this slot took its ticket
@@ -170,9 +170,7 @@ func Serve(mb *cli.Member, cfg Config) error {
 		return nil
 	})
 	d.bk.addSlot(s0.id, mb.Net.Addr(), nil)
-	if err := d.startPrCast(); err != nil {
-		return err
-	}
+	d.pc = &prcast{watchers: map[*session]bool{}}
 	ln, err := cli.ListenControl(Tool, cfg.Socket)
 	if err != nil {
 		return err
@@ -191,7 +189,7 @@ func Serve(mb *cli.Member, cfg Config) error {
 			return err
 		}
 		d.ready.Store(true)
-		d.do(s0, func() { s0.h.join(time.Now()) }) // found the pool: own ticket n−1, coordinate all
+		d.do(s0, func() { s0.h.Join(time.Now()) }) // found the pool: own ticket n−1, coordinate all
 	}
 	defer run.Stop()
 	defer d.closeSlots()
@@ -223,7 +221,7 @@ func Serve(mb *cli.Member, cfg Config) error {
 			return err
 		case <-tick.C:
 			d.tick()
-			d.tickPrCast()
+			d.prcastGroup()
 			if d.stopping && (d.holding() == 0 || time.Now().After(stopBy)) && d.left() {
 				return nil
 			}
@@ -253,7 +251,7 @@ func (d *daemon) initSlot(s *slot, cfg ticket.Config, f *wire.Framer) error {
 	cfg.ID = s.id
 	cfg.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
 	self := s.id
-	h, err := newHost(cfg, func() []node.ID {
+	h, err := ticket.NewMember(cfg, func() []node.ID {
 		var out []node.ID
 		for _, id := range d.bk.ids() {
 			if id != self {
@@ -261,7 +259,7 @@ func (d *daemon) initSlot(s *slot, cfg ticket.Config, f *wire.Framer) error {
 			}
 		}
 		return out
-	})
+	}, s.idx == 0) // the member's first process runs its PrCast
 	if err != nil {
 		return cli.Exitf(cli.ExitUsage, "%v", err)
 	}
@@ -427,13 +425,6 @@ func (d *daemon) control(from node.ID, typ uint8, body []byte) {
 		case d.ctl <- func() { d.wantedAt = time.Now().Add(d.cfg.roundOr()) }:
 		default:
 		}
-	default:
-		if typ > ctlGossip && typ < ctlGossip+16 {
-			select {
-			case d.ctl <- func() { d.prcastFrame(from, typ, body) }:
-			default: // the daemon is behind: gossip repairs itself
-			}
-		}
 	}
 }
 
@@ -537,11 +528,11 @@ type machine struct {
 func (d *daemon) look(s *slot) machine {
 	var mc machine
 	d.do(s, func() {
-		m := s.h.m
+		m := s.h.Machine()
 		now := time.Now()
 		mc = machine{state: m.State(), mayAct: m.MayAct(now), alone: m.Alone(), settled: m.Settled(now), n: m.N(), supportedUntil: m.SupportedUntil()}
 		mc.ticket, _, _ = m.Ticket()
-		mc.mark = s.h.mark()
+		mc.mark = s.h.Mark()
 	})
 	if mc.n != 0 {
 		d.bk.setSize(mc.n)
@@ -562,6 +553,10 @@ func (mc machine) until(now time.Time) time.Time {
 }
 
 func (d *daemon) event(s *slot, ev node.Event) {
+	if e, ok := ev.(ticket.NoticeEvent); ok {
+		d.notice(e) // for watchers, not stdout
+		return
+	}
 	if s != d.slots[0] {
 		d.mb.Metrics.Event(ev) // slot 0's are counted as its driver emits them
 	}
@@ -631,8 +626,8 @@ func (d *daemon) lend(s *slot) {
 	var ok bool
 	var mc machine
 	d.do(s, func() {
-		epoch, ok = s.h.m.Lend(now)
-		m := s.h.m
+		epoch, ok = s.h.Machine().Lend(now)
+		m := s.h.Machine()
 		mc = machine{mayAct: ok, alone: m.Alone(), n: m.N(), supportedUntil: m.SupportedUntil()}
 		mc.ticket, _, _ = m.Ticket()
 	})
@@ -702,7 +697,7 @@ func (d *daemon) tick() {
 	if now.Before(d.wantedAt) {
 		for _, s := range d.slots {
 			if mc := s.mc; s.holder == nil && mc.mayAct && !mc.alone && mc.settled && (len(d.queue) == 0 || s.lends > 0) {
-				d.do(s, func() { s.h.leave(time.Now()) })
+				d.do(s, func() { s.h.Leave(time.Now()) })
 				d.wantedAt = time.Time{}
 				d.eagerAt = now.Add(eagerPause)
 				break
@@ -716,7 +711,7 @@ func (d *daemon) tick() {
 	if len(d.queue) == 0 {
 		for _, s := range d.slots[1:] {
 			if mc := s.mc; s.holder == nil && mc.mayAct && !mc.alone && mc.settled && now.Sub(s.idleSince) > idleSlot {
-				d.do(s, func() { s.h.leave(time.Now()) })
+				d.do(s, func() { s.h.Leave(time.Now()) })
 				break
 			}
 		}
@@ -734,7 +729,7 @@ func (d *daemon) tick() {
 			break
 		}
 		d.do(s, func() {
-			if !s.h.join(time.Now()) {
+			if !s.h.Join(time.Now()) {
 				d.mb.Log.Warn("no member known to join through")
 			}
 		})
@@ -746,7 +741,7 @@ func (d *daemon) tick() {
 	// that gave a ticket away waits a while first, and nobody joins this
 	// way while others say they wait.
 	if s0 := d.slots[0]; len(d.queue) == 0 && out(s0.mc.state) && now.After(d.eagerAt) && now.Sub(d.wantedAt) > eagerPause {
-		d.do(s0, func() { s0.h.join(time.Now()) })
+		d.do(s0, func() { s0.h.Join(time.Now()) })
 		d.eagerAt = now.Add(eagerPause)
 	}
 	// Still waiting after two rounds of joining: ask one other member a
@@ -814,7 +809,7 @@ func (d *daemon) left() bool {
 		}
 		done = false
 		if mc.state == "coordinator" {
-			d.do(s, func() { s.h.leave(time.Now()) })
+			d.do(s, func() { s.h.Leave(time.Now()) })
 		}
 	}
 	return done
@@ -879,7 +874,7 @@ func (d *daemon) status() json.RawMessage {
 	for _, s := range d.slots {
 		var st any
 		var settled bool
-		d.do(s, func() { st, settled = s.h.Status(), s.h.m.Settled(time.Now()) })
+		d.do(s, func() { st, settled = s.h.Status(), s.h.Machine().Settled(time.Now()) })
 		slots = append(slots, map[string]any{"slot": s.idx, "id": s.id, "addr": s.net.Addr(), "lent": s.holder != nil,
 			"lends": s.lends, "settled": settled, "machine": st, "frames": s.drv.Stats()})
 	}

@@ -145,7 +145,7 @@ func (d *daemon) members() []node.ID {
 func (d *daemon) floor() uint64 {
 	f := d.cfg.Floor
 	for _, s := range d.slots {
-		d.do(s, func() { f = max(f, s.h.mark()) })
+		d.do(s, func() { f = max(f, s.h.Mark()) })
 	}
 	return f
 }
@@ -154,7 +154,7 @@ func (d *daemon) floor() uint64 {
 // and keeps it in the state file.
 func (d *daemon) learn(floor uint64) {
 	for _, s := range d.slots {
-		d.do(s, func() { s.h.learn(floor) })
+		d.do(s, func() { s.h.Learn(floor) })
 	}
 	d.keep(floor)
 }
@@ -175,7 +175,7 @@ func (d *daemon) keep(floor uint64) {
 func (d *daemon) freeze() {
 	for _, s := range d.slots {
 		if s.mc.state == "joining" {
-			d.do(s, func() { s.h.reset() })
+			d.do(s, func() { s.h.Reset() })
 			s.mc.state, s.joining = "idle", time.Time{}
 		}
 	}
@@ -249,7 +249,7 @@ func (d *daemon) decide(now time.Time) {
 	}
 	s0 := d.slots[0]
 	var err error
-	d.do(s0, func() { err = s0.h.found(now, n, r.Floor) })
+	d.do(s0, func() { err = s0.h.Found(now, n, r.Floor) })
 	if err != nil {
 		d.mb.Log.Warn("cannot found the pool again", "err", err)
 		return

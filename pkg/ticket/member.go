@@ -1,0 +1,213 @@
+package ticket
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/roundtable-go/roundtable/pkg/gossip"
+	"github.com/roundtable-go/roundtable/pkg/node"
+)
+
+// Member is one process of a member as ticketd runs it (a node.Machine of
+// Msg): one Machine at a time, the member's mark across them, and, on the
+// member's first process, the member's PrCast (prcast.go).
+//
+// A process that left the core, or was excluded, never comes back (§4: it
+// joins again as a new process), so a join after that starts a new
+// Machine under the same ID; CJOIN attempts only grow per ID, which tells
+// the incarnations apart.
+//
+// The member's mark (the highest epoch any of its Machines issued or
+// heard of) outlives each Machine: a new one starts from it (Config.Floor)
+// and sends it in every message, so a pool founded again, or a ticket
+// reclaimed, starts above every epoch this member ever knew.
+type Member struct {
+	base     Config // Tickets set only until the pool is founded
+	contacts func() []node.ID
+	m        *Machine
+	pc       *gossip.Machine // PrCast; nil on a member's other processes
+	group    []node.ID
+	out      []node.Envelope[Msg]
+	events   []node.Event
+}
+
+// NewMember returns a member's process: its first Machine from cfg
+// (Tickets set: it founds the pool when it joins). contacts gives the
+// processes a later join may ask (the member's address book). With
+// prcast, it runs the member's PrCast; the group is the member alone
+// until a MsgGroup says otherwise.
+func NewMember(cfg Config, contacts func() []node.ID, prcast bool) (*Member, error) {
+	h := &Member{base: cfg, contacts: contacts}
+	if cfg.Tickets == 0 {
+		cfg.Contacts = []node.ID{cfg.ID + 1} // replaced at the first join
+	}
+	m, err := New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	h.m = m
+	if prcast {
+		h.group = []node.ID{cfg.ID}
+		g, err := gossip.New(gossip.Config{ID: cfg.ID, Peers: h.group,
+			Rand: rand.New(rand.NewPCG(cfg.Rand.Uint64(), cfg.Rand.Uint64()))})
+		if err != nil {
+			return nil, err
+		}
+		h.pc = g
+	}
+	return h, nil
+}
+
+// Machine is the current Machine.
+func (h *Member) Machine() *Machine { return h.m }
+
+// Mark is the highest epoch this member's Machines issued or heard of.
+func (h *Member) Mark() uint64 { return max(h.base.Floor, h.m.Floor()) }
+
+// Learn raises the mark to floor (heard from another member).
+func (h *Member) Learn(floor uint64) {
+	h.base.Floor = max(h.base.Floor, floor)
+	h.m.Learn(floor)
+}
+
+// next is the Config of the member's next Machine: the mark so far.
+func (h *Member) next() Config {
+	h.base.Floor = h.Mark()
+	return h.base
+}
+
+// Join asks for a place in the core, with a new Machine if the last one
+// is done. It reports false when there is nobody to ask.
+func (h *Member) Join(now time.Time) bool {
+	cs := h.contacts()
+	if h.m.Done() || h.m.State() == "idle" && h.base.Tickets == 0 {
+		if len(cs) == 0 {
+			return false
+		}
+		cfg := h.next()
+		cfg.Tickets, cfg.Contacts = 0, cs
+		m, err := New(cfg)
+		if err != nil {
+			return false
+		}
+		h.m = m
+	}
+	h.base.Tickets = 0 // the pool is founded once
+	_ = h.m.Step(now, node.Envelope[Msg]{From: h.base.ID, To: h.base.ID, Msg: Msg{Type: MsgJoin}})
+	return true
+}
+
+// Leave gives the ticket back (CLEAVE).
+func (h *Member) Leave(now time.Time) {
+	_ = h.m.Step(now, node.Envelope[Msg]{From: h.base.ID, To: h.base.ID, Msg: Msg{Type: MsgLeave}})
+}
+
+// Reset drops a join under way: the machine is replaced by an idle one,
+// whose next CJOIN has a newer attempt, so that a late grant for the old
+// one is ignored.
+func (h *Member) Reset() {
+	if h.m.State() != "joining" {
+		return
+	}
+	cfg := h.next()
+	cfg.Tickets, cfg.Contacts = 0, []node.ID{h.base.ID + 1}
+	if m, err := New(cfg); err == nil {
+		h.m = m
+	}
+}
+
+// Found starts the pool again (a refound): a founder's machine for n
+// tickets whose epochs start above floor, joined at once.
+func (h *Member) Found(now time.Time, n uint32, floor uint64) error {
+	cfg := h.next()
+	cfg.Tickets, cfg.Floor, cfg.Contacts = int(n), max(cfg.Floor, floor), nil
+	m, err := New(cfg)
+	if err != nil {
+		return err
+	}
+	h.m = m
+	h.base.Tickets = 0
+	return h.m.Step(now, node.Envelope[Msg]{From: h.base.ID, To: h.base.ID, Msg: Msg{Type: MsgJoin}})
+}
+
+// Step implements node.Machine: PrCast's messages and local requests go
+// to the PrCast, the rest to the Machine.
+func (h *Member) Step(now time.Time, in node.Envelope[Msg]) error {
+	switch msg := in.Msg; {
+	case msg.Type == MsgPrCast:
+		if h.pc == nil || msg.Gossip == nil || in.From == h.base.ID {
+			return nil
+		}
+		return h.pc.Step(now, node.Envelope[gossip.Msg]{From: in.From, To: h.base.ID, Msg: *msg.Gossip})
+	case msg.Type == MsgAnnounce && in.From == h.base.ID:
+		if h.pc == nil || msg.Notice == nil {
+			return nil
+		}
+		n := *msg.Notice
+		n.By, n.AtNS = uint32(MemberOf(h.base.ID)), now.UnixNano()
+		body, _ := json.Marshal(n)
+		req := node.Envelope[gossip.Msg]{From: h.base.ID, To: h.base.ID, Msg: gossip.Msg{Type: gossip.MsgBroadcast, Events: []gossip.Event{{Payload: body}}}}
+		if err := h.pc.Step(now, req); err != nil {
+			return err
+		}
+		h.events = append(h.events, NoticeEvent{Notice: n, Own: true})
+		return nil
+	case msg.Type == MsgGroup && in.From == h.base.ID:
+		if h.pc == nil {
+			return nil
+		}
+		g := append([]node.ID{h.base.ID}, msg.Group...)
+		slices.Sort(g)
+		g = slices.Compact(g)
+		if !slices.Equal(g, h.group) {
+			h.group = g
+			h.pc.SetPeers(g)
+		}
+		return nil
+	}
+	return h.m.Step(now, in)
+}
+
+// Tick implements node.Machine.
+func (h *Member) Tick(now time.Time) {
+	h.m.Tick(now)
+	if h.pc != nil {
+		h.pc.Tick(now)
+	}
+}
+
+// Ready implements node.Machine: the Machine's and the PrCast's output.
+// Notices from other members arrive as NoticeEvents; By is the member the
+// frame's sender is (what its frame vouches for).
+func (h *Member) Ready() node.Ready[Msg] {
+	r := h.m.Ready()
+	if len(h.events) > 0 {
+		r.Events = append(h.events, r.Events...)
+		h.events = nil
+	}
+	if h.pc == nil {
+		return r
+	}
+	g := h.pc.Ready()
+	for _, e := range g.Msgs {
+		gm := e.Msg
+		r.Msgs = append(r.Msgs, node.Envelope[Msg]{From: h.base.ID, To: e.To, Msg: Msg{Type: MsgPrCast, Gossip: &gm}})
+	}
+	for _, ev := range g.Events {
+		if del, ok := ev.(gossip.DeliverEvent); ok && del.Origin != h.base.ID {
+			if n, ok := decodeNotice(del.Payload); ok {
+				n.By = uint32(MemberOf(del.Origin))
+				r.Events = append(r.Events, NoticeEvent{Notice: n})
+			}
+		}
+	}
+	if !g.Wake.IsZero() && (r.Wake.IsZero() || g.Wake.Before(r.Wake)) {
+		r.Wake = g.Wake
+	}
+	return r
+}
+
+// Status describes the current Machine for status queries.
+func (h *Member) Status() any { return h.m.Status() }
