@@ -243,7 +243,7 @@
 //   - A pool founded again starts RefoundJump (2^33) above the highest
 //     mark of every member that answered the probe, and the founder's
 //     own (DecideRefound). The refound needs an answer from every member
-//     (pkg/ticketd's refound.go), so the mark of every member that still
+//     in the book (refounding.go), so the mark of every member that still
 //     runs is in it. An epoch issued by a member just before every member
 //     stopped may have reached nobody else; it is at most a reclaim's jump
 //     (2^32) plus the lends of one round above a mark that did, which the
@@ -261,6 +261,13 @@
 //   - What remains outside the guarantee: a member restarted without a
 //     state file whose last epochs reached no other member before every
 //     member stopped at once, and members whose state files were lost.
+//
+// TestSimRefoundExchange runs the probes and answers as messages between
+// Members over the simulator's lossy links, with stalls of every member,
+// a member stopped longer than the rest, crashes with and without state
+// files and members cut off long enough to ask; Theorem 4.1 among the
+// live processes catches a second pool (bugRefoundSilent founds without
+// every answer), the epoch checker a forgotten mark.
 //
 // TestSimEpochsAcrossRefounds checks it (EpochChecker, over every epoch
 // taken and lent) over runs in which every member stalls at once again

@@ -28,7 +28,9 @@ type Member struct {
 	contacts func() []node.ID
 	m        *Machine
 	pc       *gossip.Machine // PrCast; nil on a member's other processes
+	pcWake   time.Time
 	group    []node.ID
+	rf       refounding // the member's refounding, on its first process (refounding.go)
 	out      []node.Envelope[Msg]
 	events   []node.Event
 }
@@ -132,29 +134,87 @@ func (h *Member) Found(now time.Time, n uint32, floor uint64) error {
 	return h.m.Step(now, node.Envelope[Msg]{From: h.base.ID, To: h.base.ID, Msg: Msg{Type: MsgJoin}})
 }
 
-// Step implements node.Machine: PrCast's messages and local requests go
-// to the PrCast, the rest to the Machine.
+// announce broadcasts a notice by PrCast and reports it as this member's
+// own.
+func (h *Member) announce(now time.Time, n Notice) {
+	n.By, n.AtNS = uint32(MemberOf(h.base.ID)), now.UnixNano()
+	body, _ := json.Marshal(n)
+	req := node.Envelope[gossip.Msg]{From: h.base.ID, To: h.base.ID, Msg: gossip.Msg{Type: gossip.MsgBroadcast, Events: []gossip.Event{{Payload: body}}}}
+	if err := h.pc.Step(now, req); err != nil {
+		return
+	}
+	h.events = append(h.events, NoticeEvent{Notice: n, Own: true})
+	h.drainPrCast()
+}
+
+// drainPrCast moves the PrCast's output to the Member's: its messages as
+// MsgPrCast, other members' notices as NoticeEvents (By is the member the
+// frame's sender is, what its frame vouches for). A pool founded again
+// elsewhere ends this member's freeze: there is a pool to join.
+func (h *Member) drainPrCast() {
+	g := h.pc.Ready()
+	for _, e := range g.Msgs {
+		gm := e.Msg
+		h.out = append(h.out, node.Envelope[Msg]{From: h.base.ID, To: e.To, Msg: Msg{Type: MsgPrCast, Gossip: &gm}})
+	}
+	for _, ev := range g.Events {
+		if del, ok := ev.(gossip.DeliverEvent); ok && del.Origin != h.base.ID {
+			if n, ok := decodeNotice(del.Payload); ok {
+				n.By = uint32(MemberOf(del.Origin))
+				if n.Event == "refounded" {
+					h.rf.frozenUntil = time.Time{}
+				}
+				h.events = append(h.events, NoticeEvent{Notice: n})
+			}
+		}
+	}
+	h.pcWake = g.Wake
+}
+
+// Step implements node.Machine: PrCast's and refounding's messages and
+// the member's local requests are the Member's, the rest go to the
+// Machine.
 func (h *Member) Step(now time.Time, in node.Envelope[Msg]) error {
+	self := in.From == h.base.ID
 	switch msg := in.Msg; {
 	case msg.Type == MsgPrCast:
-		if h.pc == nil || msg.Gossip == nil || in.From == h.base.ID {
+		if h.pc == nil || msg.Gossip == nil || self {
 			return nil
 		}
-		return h.pc.Step(now, node.Envelope[gossip.Msg]{From: in.From, To: h.base.ID, Msg: *msg.Gossip})
-	case msg.Type == MsgAnnounce && in.From == h.base.ID:
-		if h.pc == nil || msg.Notice == nil {
+		err := h.pc.Step(now, node.Envelope[gossip.Msg]{From: in.From, To: h.base.ID, Msg: *msg.Gossip})
+		h.drainPrCast()
+		return err
+	case msg.Type == MsgProbe || msg.Type == MsgProbeAnswer:
+		if h.pc == nil || self {
 			return nil
 		}
-		n := *msg.Notice
-		n.By, n.AtNS = uint32(MemberOf(h.base.ID)), now.UnixNano()
-		body, _ := json.Marshal(n)
-		req := node.Envelope[gossip.Msg]{From: h.base.ID, To: h.base.ID, Msg: gossip.Msg{Type: gossip.MsgBroadcast, Events: []gossip.Event{{Payload: body}}}}
-		if err := h.pc.Step(now, req); err != nil {
-			return err
+		if msg.Type == MsgProbe {
+			h.onProbe(now, in.From, msg)
+		} else {
+			h.onProbeAnswer(in.From, msg)
 		}
-		h.events = append(h.events, NoticeEvent{Notice: n, Own: true})
 		return nil
-	case msg.Type == MsgGroup && in.From == h.base.ID:
+	case msg.Type == MsgJoin && self:
+		// A join, with a new Machine if the last one is done; none while
+		// a refound is being decided (refounding.go).
+		if !h.Frozen(now) {
+			h.Join(now)
+		}
+		return nil
+	case msg.Type == MsgLeave && self:
+		h.Leave(now)
+		return nil
+	case msg.Type == MsgLocal && self:
+		if msg.Local != nil {
+			h.rf.local = *msg.Local
+		}
+		return nil
+	case msg.Type == MsgAnnounce && self:
+		if h.pc != nil && msg.Notice != nil {
+			h.announce(now, *msg.Notice)
+		}
+		return nil
+	case msg.Type == MsgGroup && self:
 		if h.pc == nil {
 			return nil
 		}
@@ -175,36 +235,25 @@ func (h *Member) Tick(now time.Time) {
 	h.m.Tick(now)
 	if h.pc != nil {
 		h.pc.Tick(now)
+		h.drainPrCast()
+		h.tickRefound(now)
 	}
 }
 
-// Ready implements node.Machine: the Machine's and the PrCast's output.
-// Notices from other members arrive as NoticeEvents; By is the member the
-// frame's sender is (what its frame vouches for).
+// Ready implements node.Machine: the Machine's output and the Member's
+// own (PrCast, refounding).
 func (h *Member) Ready() node.Ready[Msg] {
 	r := h.m.Ready()
-	if len(h.events) > 0 {
-		r.Events = append(h.events, r.Events...)
-		h.events = nil
-	}
+	r.Msgs = append(h.out, r.Msgs...)
+	r.Events = append(h.events, r.Events...)
+	h.out, h.events = nil, nil
 	if h.pc == nil {
 		return r
 	}
-	g := h.pc.Ready()
-	for _, e := range g.Msgs {
-		gm := e.Msg
-		r.Msgs = append(r.Msgs, node.Envelope[Msg]{From: h.base.ID, To: e.To, Msg: Msg{Type: MsgPrCast, Gossip: &gm}})
-	}
-	for _, ev := range g.Events {
-		if del, ok := ev.(gossip.DeliverEvent); ok && del.Origin != h.base.ID {
-			if n, ok := decodeNotice(del.Payload); ok {
-				n.By = uint32(MemberOf(del.Origin))
-				r.Events = append(r.Events, NoticeEvent{Notice: n})
-			}
+	for _, w := range []time.Time{h.pcWake, h.refoundWake()} {
+		if !w.IsZero() && (r.Wake.IsZero() || w.Before(r.Wake)) {
+			r.Wake = w
 		}
-	}
-	if !g.Wake.IsZero() && (r.Wake.IsZero() || g.Wake.Before(r.Wake)) {
-		r.Wake = g.Wake
 	}
 	return r
 }

@@ -76,6 +76,15 @@ const (
 	// MsgPrCast carries one PrCast gossip message (Gossip) between
 	// members' first processes (prcast.go); the Machine never sees it.
 	MsgPrCast MsgType = 16
+	// MsgProbe asks another member's first process whether any of the
+	// member's processes is in the core (a refound, member.go): Attempt
+	// is the probe's nonce, Floor the sender's mark, Ticket its flags
+	// (probeDurable).
+	MsgProbe MsgType = 17
+	// MsgProbeAnswer answers it: Attempt echoes the nonce, Floor is the
+	// answerer's mark, Ticket its flags (probeOut, probeDurable), View the
+	// members in its book (Owner.ID; Owner.Ticket unused).
+	MsgProbeAnswer MsgType = 18
 
 	// MsgJoin is a local request (From == self): take a ticket.
 	MsgJoin MsgType = 64
@@ -87,6 +96,9 @@ const (
 	// MsgGroup is a local request of a Member: the members PrCast reaches
 	// are Group (the member's address book).
 	MsgGroup MsgType = 67
+	// MsgLocal is a local request of a Member: Local, what the service
+	// knows of the member's other processes and clients (refounding).
+	MsgLocal MsgType = 68
 )
 
 var typeNames = map[MsgType]string{
@@ -94,7 +106,7 @@ var typeNames = map[MsgType]string{
 	MsgAckSucc: "acksucc", MsgCLeave: "cleave", MsgAckCLeave: "ackcleave", MsgAlive: "alive", MsgUpdate: "update",
 	MsgAckUpdate: "ackupdate", MsgExclude: "exclude", MsgAckExclude: "ackexclude", MsgReqCoord: "reqcoord",
 	MsgAckCoord: "ackcoord", MsgIntro: "intro", MsgPrCast: "prcast", MsgJoin: "join", MsgLeave: "leave",
-	MsgAnnounce: "announce", MsgGroup: "group",
+	MsgAnnounce: "announce", MsgGroup: "group", MsgProbe: "probe", MsgProbeAnswer: "probeanswer", MsgLocal: "local",
 }
 
 func (t MsgType) String() string {
@@ -141,6 +153,7 @@ type Msg struct {
 	// Notice (MsgAnnounce) and Group (MsgGroup): local requests only.
 	Notice *Notice
 	Group  []node.ID
+	Local  *Local
 }
 
 // MaxTickets bounds a pool, so that a view and a range's epochs fit a
@@ -160,7 +173,7 @@ type Codec struct{}
 
 func (Codec) Family() wire.Family { return wire.FamilyTicket }
 
-func onWire(t MsgType) bool { return t >= MsgCJoin && t <= MsgPrCast }
+func onWire(t MsgType) bool { return t >= MsgCJoin && t <= MsgProbeAnswer }
 
 func (Codec) Marshal(m Msg) (uint8, []byte, error) {
 	if !onWire(m.Type) {

@@ -44,12 +44,14 @@ type Refound struct {
 	Why string
 }
 
+const whyLower = "a member with a lower ID founds instead"
+
 // DecideRefound decides whether member self, whose own mark is own, founds
 // the pool again after asking every member in asked and hearing answers.
 // durable says whether self keeps its mark in a state file.
 //
-// The rule (pkg/ticketd's refound.go has the argument that it cannot
-// make two pools): every member asked answered "out", none of them named
+// The rule (refounding.go has the argument that it cannot make two
+// pools): every member asked answered "out", none of them named
 // a member that was not asked, and self has the lowest ID of the members
 // that keep a state file. Answers from members that were probed but not
 // in asked (members the core excluded lately, AddressBook.Excluded: one
@@ -96,7 +98,7 @@ func DecideRefound(self node.ID, own uint64, durable bool, asked []node.ID, answ
 	case unknown != node.None:
 		return Refound{Blocking: []node.ID{unknown}, Why: "an answer names a member this one has not heard of yet"}
 	case len(lower) > 0:
-		return Refound{Blocking: lower, Why: "a member with a lower ID founds instead"}
+		return Refound{Blocking: lower, Why: whyLower}
 	case !durable:
 		return Refound{Why: "this member keeps no state file, so it does not found"}
 	}

@@ -30,11 +30,8 @@ const (
 	ctlLeave
 )
 
-// Control frames of refounding (refound.go), above the gossip's.
-const (
-	ctlProbe = ctlGossip + 16 + iota
-	ctlProbeAnswer
-)
+// Control types from ctlWant+17 up were PrCast's and refounding's, which
+// now travel as ticket messages (ticket.Member); they are not reused.
 
 // bookMsg is ctlBook's body, ctlHello's (the joiner's incarnation only)
 // and ctlLeave's (the leaver's incarnation only).

@@ -114,7 +114,6 @@ type daemon struct {
 	stopping bool
 	ready    atomic.Bool // found the pool (or founded it)
 	pc       *prcast
-	rf       refounding
 	// For --metrics, as the last tick saw them: tickets this member's
 	// clients hold, tickets its slots own with no client, refounds.
 	held, free, refounds atomic.Int64
@@ -415,11 +414,6 @@ func (d *daemon) control(from node.ID, typ uint8, body []byte) {
 			}
 			return
 		}
-	case ctlProbe, ctlProbeAnswer:
-		select {
-		case d.ctl <- func() { d.probeFrame(from, typ, body) }:
-		default:
-		}
 	case ctlWant:
 		select {
 		case d.ctl <- func() { d.wantedAt = time.Now().Add(d.cfg.roundOr()) }:
@@ -523,6 +517,9 @@ type machine struct {
 	n              uint32
 	supportedUntil time.Time
 	mark           uint64 // the highest epoch the slot's machines issued or heard of
+	// Slot 0's refounding: no joins meanwhile, probes sent, pools founded.
+	frozen           bool
+	probes, refounds int
 }
 
 func (d *daemon) look(s *slot) machine {
@@ -533,6 +530,8 @@ func (d *daemon) look(s *slot) machine {
 		mc = machine{state: m.State(), mayAct: m.MayAct(now), alone: m.Alone(), settled: m.Settled(now), n: m.N(), supportedUntil: m.SupportedUntil()}
 		mc.ticket, _, _ = m.Ticket()
 		mc.mark = s.h.Mark()
+		mc.frozen = s.h.Frozen(now)
+		mc.probes, mc.refounds = s.h.RefoundStats()
 	})
 	if mc.n != 0 {
 		d.bk.setSize(mc.n)
@@ -555,6 +554,9 @@ func (mc machine) until(now time.Time) time.Time {
 func (d *daemon) event(s *slot, ev node.Event) {
 	if e, ok := ev.(ticket.NoticeEvent); ok {
 		d.notice(e) // for watchers, not stdout
+		return
+	}
+	if s == d.slots[0] && d.refoundEvent(ev) {
 		return
 	}
 	if s != d.slots[0] {
@@ -672,7 +674,7 @@ func (d *daemon) tick() {
 	}
 	d.free.Store(int64(free))
 	d.held.Store(int64(d.holding()))
-	d.refounds.Store(int64(d.rf.refounds))
+	d.refounds.Store(int64(d.slots[0].mc.refounds))
 	q := d.queue[:0]
 	for _, c := range d.queue {
 		if c.nonblock && now.After(c.busyAt) {
@@ -687,9 +689,9 @@ func (d *daemon) tick() {
 		return
 	}
 	d.serve()
-	d.tickRefound(now)
-	if d.frozen(now) {
-		return // refound.go: no joins, nor tickets given back, meanwhile
+	d.tellLocal(now)
+	if d.frozen() {
+		return // a refound is being decided: no joins, nor tickets given back, meanwhile
 	}
 	// Another member waits and no ticket is free: give one back, from an
 	// idle slot. A slot that has been used gives its ticket back even with
@@ -880,7 +882,7 @@ func (d *daemon) status() json.RawMessage {
 	}
 	out := map[string]any{"event": "status", "member": d.mb.ID, "addr": d.mb.Net.Addr(), "tickets": d.bk.size(), "slots": slots,
 		"members": d.bk.others(), "gone": d.bk.gone(), "waiting": len(d.queue),
-		"refound": map[string]any{"probes": d.rf.probes, "refounds": d.rf.refounds, "frozen": d.frozen(time.Now())}}
+		"refound": map[string]any{"probes": d.slots[0].mc.probes, "refounds": d.slots[0].mc.refounds, "frozen": d.frozen()}}
 	b, _ := json.Marshal(out)
 	return b
 }

@@ -3,7 +3,6 @@ package ticketd
 import (
 	"context"
 	"slices"
-	"time"
 
 	"github.com/roundtable-go/roundtable/pkg/node"
 	"github.com/roundtable-go/roundtable/pkg/ticket"
@@ -14,10 +13,6 @@ import (
 // ticket messages, authenticated like the rest. The daemon hands it the
 // notices to announce and the group (the members in the book), and shows
 // what it delivers to the local watchers (`ticketd watch`).
-
-// ctlGossip: control types from here up were PrCast's and are unused
-// (book.go's list goes below it, refounding's above).
-const ctlGossip = ctlWant + 16
 
 // Notice is one PrCast event (ticket.Notice).
 type Notice = ticket.Notice
@@ -56,9 +51,6 @@ func (d *daemon) prcastGroup() {
 // notice shows a delivered notice (this member's or another's) to the
 // local watchers.
 func (d *daemon) notice(e ticket.NoticeEvent) {
-	if !e.Own && e.Event == "refounded" {
-		d.rf.frozenUntil = time.Time{} // there is a pool to join again
-	}
 	d.watchersSee(e.Notice)
 }
 
