@@ -289,6 +289,13 @@
 // with high probability, in no order, and nothing in the pool's safety
 // rests on it. TestSimPrCast runs it over lossy links.
 //
+// A Member also lends its ticket to local commands (MsgLend, MsgReturn):
+// one use at a time, each under a new epoch, only while the process may
+// act, the epoch reported in a LentEvent before the command may start.
+// So the simulator's epoch checker sees every epoch a command gets
+// (TestSimRefoundExchange, TestMemberLend). A member with a use under
+// way is never "out" to a refound probe.
+//
 // # Fault model without §4
 //
 // Without FaultTolerant this package implements §3 only: processes join

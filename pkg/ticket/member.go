@@ -2,6 +2,7 @@ package ticket
 
 import (
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -31,6 +32,7 @@ type Member struct {
 	pcWake   time.Time
 	group    []node.ID
 	rf       refounding // the member's refounding, on its first process (refounding.go)
+	lent     *Epoch     // the use under way: the ticket lent to a local command, and its epoch
 	out      []node.Envelope[Msg]
 	events   []node.Event
 }
@@ -204,6 +206,15 @@ func (h *Member) Step(now time.Time, in node.Envelope[Msg]) error {
 	case msg.Type == MsgLeave && self:
 		h.Leave(now)
 		return nil
+	case msg.Type == MsgLend && self:
+		h.lend(now)
+		return nil
+	case msg.Type == MsgReturn && self:
+		if h.lent != nil {
+			h.events = append(h.events, ReturnedEvent{Ticket: h.lent.Ticket, Epoch: h.lent.Epoch})
+			h.lent = nil
+		}
+		return nil
 	case msg.Type == MsgLocal && self:
 		if msg.Local != nil {
 			h.rf.local = *msg.Local
@@ -260,3 +271,64 @@ func (h *Member) Ready() node.Ready[Msg] {
 
 // Status describes the current Machine for status queries.
 func (h *Member) Status() any { return h.m.Status() }
+
+// lend starts a new use of the owned ticket for a local command: one use
+// at a time, each under a new epoch (Machine.Lend), only while the
+// process may act. The epoch is reported (LentEvent) before the command
+// may start, so that whoever watches the events sees every epoch a
+// command gets.
+func (h *Member) lend(now time.Time) {
+	if h.lent != nil {
+		h.events = append(h.events, LendRefusedEvent{Why: "lent already"})
+		return
+	}
+	e, ok := h.m.Lend(now)
+	if !ok {
+		h.events = append(h.events, LendRefusedEvent{Why: "may not act"})
+		return
+	}
+	t, _, _ := h.m.Ticket()
+	h.lent = &Epoch{Ticket: t, Epoch: e}
+	h.events = append(h.events, LentEvent{Ticket: t, Epoch: e, N: h.m.N(), Until: h.m.SupportedUntil()})
+}
+
+// Lent is the use under way, if any.
+func (h *Member) Lent() (Epoch, bool) {
+	if h.lent == nil {
+		return Epoch{}, false
+	}
+	return *h.lent, true
+}
+
+// LentEvent: the owned ticket is lent to a local command under Epoch, a
+// fencing number no use of Ticket had before. Until is how long the
+// process's support is known to last (zero: alone, no support needed).
+type LentEvent struct {
+	Ticket uint32
+	Epoch  uint64
+	N      uint32
+	Until  time.Time
+}
+
+func (LentEvent) Kind() string { return "lent" }
+func (e LentEvent) String() string {
+	return fmt.Sprintf("lent %d epoch %d of %d", e.Ticket, e.Epoch, e.N)
+}
+
+// LendRefusedEvent: a MsgLend found nothing to lend (the process may not
+// act, or its ticket is lent already).
+type LendRefusedEvent struct{ Why string }
+
+func (LendRefusedEvent) Kind() string     { return "lend-refused" }
+func (e LendRefusedEvent) String() string { return "lend refused: " + e.Why }
+
+// ReturnedEvent: the command that had Ticket under Epoch is done.
+type ReturnedEvent struct {
+	Ticket uint32
+	Epoch  uint64
+}
+
+func (ReturnedEvent) Kind() string { return "returned" }
+func (e ReturnedEvent) String() string {
+	return fmt.Sprintf("returned %d epoch %d", e.Ticket, e.Epoch)
+}

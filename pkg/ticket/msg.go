@@ -99,6 +99,13 @@ const (
 	// MsgLocal is a local request of a Member: Local, what the service
 	// knows of the member's other processes and clients (refounding).
 	MsgLocal MsgType = 68
+	// MsgLend is a local request of a Member: lend the owned ticket to a
+	// local command, a new use under a new epoch (Machine.Lend). The
+	// answer is a LentEvent, or a LendRefusedEvent.
+	MsgLend MsgType = 69
+	// MsgReturn is a local request of a Member: the command the ticket is
+	// lent to is done (ReturnedEvent).
+	MsgReturn MsgType = 70
 )
 
 var typeNames = map[MsgType]string{
@@ -107,6 +114,7 @@ var typeNames = map[MsgType]string{
 	MsgAckUpdate: "ackupdate", MsgExclude: "exclude", MsgAckExclude: "ackexclude", MsgReqCoord: "reqcoord",
 	MsgAckCoord: "ackcoord", MsgIntro: "intro", MsgPrCast: "prcast", MsgJoin: "join", MsgLeave: "leave",
 	MsgAnnounce: "announce", MsgGroup: "group", MsgProbe: "probe", MsgProbeAnswer: "probeanswer", MsgLocal: "local",
+	MsgLend: "lend", MsgReturn: "return",
 }
 
 func (t MsgType) String() string {

@@ -167,3 +167,48 @@ func TestPrCastGroup(t *testing.T) {
 		t.Fatalf("own notices: %+v", own)
 	}
 }
+
+// TestMemberLend: a Member lends its ticket to one command at a time,
+// each under a new epoch (LentEvent, before the command may start), only
+// while it may act; MsgReturn ends the use (ReturnedEvent).
+func TestMemberLend(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	h, err := NewMember(Config{ID: 3, Tickets: 2, Rand: rand.New(rand.NewPCG(3, 4))}, func() []node.ID { return nil }, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := func(typ MsgType) []node.Event {
+		_ = h.Step(now, node.Envelope[Msg]{From: 3, To: 3, Msg: Msg{Type: typ}})
+		var out []node.Event
+		for _, ev := range h.Ready().Events {
+			switch ev.(type) {
+			case LentEvent, LendRefusedEvent, ReturnedEvent:
+				out = append(out, ev)
+			}
+		}
+		return out
+	}
+	if evs := step(MsgLend); len(evs) != 1 || evs[0].Kind() != "lend-refused" {
+		t.Fatalf("a lend before joining: %v", evs)
+	}
+	h.Tick(now)
+	step(MsgJoin)
+	var last uint64
+	for i := 0; i < 3; i++ {
+		evs := step(MsgLend)
+		e, ok := evs[0].(LentEvent)
+		if len(evs) != 1 || !ok || e.Ticket != 1 || e.Epoch <= last || e.N != 2 {
+			t.Fatalf("lend %d: %v", i, evs)
+		}
+		if again := step(MsgLend); len(again) != 1 || again[0].Kind() != "lend-refused" {
+			t.Fatalf("a second lend while the first use runs: %v", again)
+		}
+		if ret := step(MsgReturn); len(ret) != 1 || ret[0] != (ReturnedEvent{Ticket: 1, Epoch: e.Epoch}) {
+			t.Fatalf("return: %v", ret)
+		}
+		last = e.Epoch
+	}
+	if ret := step(MsgReturn); len(ret) != 0 {
+		t.Fatalf("a return with nothing lent: %v", ret)
+	}
+}

@@ -195,7 +195,7 @@ func outState(st state) bool {
 
 // allOut: no process of the member is in the core or granted a place,
 // and none has a client.
-func (h *Member) allOut() bool { return !h.rf.local.Busy && outState(h.m.st) }
+func (h *Member) allOut() bool { return !h.rf.local.Busy && h.lent == nil && outState(h.m.st) }
 
 // mark is the member's mark, its other processes' included.
 func (h *Member) mark() uint64 { return max(h.Mark(), h.rf.local.Floor) }

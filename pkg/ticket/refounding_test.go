@@ -16,7 +16,9 @@ import (
 // member stalls at once, again and again (the pool ends), one member
 // sometimes stays stopped longer (nobody may found meanwhile), members
 // crash and come back with their state file or without one, and one is
-// cut off for a while. Clients take tickets all along. Theorem 4.1 among
+// cut off for a while. Clients take tickets all along (MsgLend,
+// MsgReturn), and the epoch checker sees every epoch a command gets
+// (LentEvent). Theorem 4.1 among
 // the live processes (two pools would break it), the epoch checker, and
 // at the end a pool that serves again are required. It returns the
 // refounds.
@@ -73,12 +75,31 @@ func exchangeRun(seed uint64, bug bug) (refounds int, err error) {
 		s.Inject(id, Msg{Type: MsgJoin})
 	}
 	epochs := NewEpochChecker()
+	var lendErr error
 	s.OnEvent = func(_ time.Time, id node.ID, ev node.Event) error {
 		switch e := ev.(type) {
 		case TakenEvent:
 			return epochs.Observe(id, e)
 		case RefoundedEvent:
 			refounds++
+		case LentEvent:
+			// What a command gets: the epoch checker sees every one, and
+			// the command gives the ticket back a while later.
+			if err := epochs.ObserveLend(id, e.Ticket, e.Epoch); err != nil && lendErr == nil {
+				lendErr = err
+			}
+			m := members[id]
+			var back func()
+			back = func() { // a stopped member's command ends when it runs again
+				switch {
+				case members[id] != m || !s.Alive(id):
+				case s.Paused(id):
+					s.At(s.Now().Add(10*time.Millisecond), back)
+				default:
+					s.Inject(id, Msg{Type: MsgReturn})
+				}
+			}
+			s.At(s.Now().Add(time.Duration(5+r.IntN(40))*time.Millisecond), back)
 		}
 		return nil
 	}
@@ -90,20 +111,17 @@ func exchangeRun(seed uint64, bug bug) (refounds int, err error) {
 		}
 		return DisjointActing(ms, acting)
 	}
-	var lendErr error
-	// The service of each member: its clients take its ticket every
-	// 20–80 ms while it may act, it keeps its mark, and a member out of
+	// The service of each member: a client asks for its ticket every
+	// 20–80 ms (MsgLend; the Member lends it while it may act, one use at
+	// a time), it keeps its mark, and a member out of
 	// the core joins again (ticketd's eager join; a frozen member's join
 	// is refused by its Member).
 	var service func(id node.ID)
 	service = func(id node.ID) {
 		if live(id) {
 			m := members[id]
-			if e, ok := m.Machine().Lend(s.LocalNow(id)); ok {
-				t, _, _ := m.Machine().Ticket()
-				if err := epochs.ObserveLend(id, t, e); err != nil && lendErr == nil {
-					lendErr = err
-				}
+			if _, lent := m.Lent(); !lent {
+				s.Inject(id, Msg{Type: MsgLend}) // a client asks (LentEvent above)
 			}
 			keep(id)
 			if st := m.Machine().st; st == stIdle || st == stLeft || st == stExcluded {

@@ -74,6 +74,7 @@ type slot struct {
 	holder    *session
 	lends     int       // lends since this slot took its ticket
 	idleSince time.Time // when its last holder went
+	lending   bool      // asked its Member to lend its ticket, no answer yet
 	joining   time.Time // when the current join started (zero: none)
 	ticket    uint32
 	n         uint32
@@ -559,6 +560,16 @@ func (d *daemon) event(s *slot, ev node.Event) {
 	if s == d.slots[0] && d.refoundEvent(ev) {
 		return
 	}
+	switch e := ev.(type) { // lends: between the Member and the daemon
+	case ticket.LentEvent:
+		d.lent(s, e)
+		return
+	case ticket.LendRefusedEvent:
+		s.lending = false
+		return
+	case ticket.ReturnedEvent:
+		return
+	}
 	if s != d.slots[0] {
 		d.mb.Metrics.Event(ev) // slot 0's are counted as its driver emits them
 	}
@@ -609,47 +620,57 @@ func (d *daemon) holding() int {
 	return n
 }
 
-// serve lends free tickets to the oldest waiting clients.
+// serve asks free slots to lend their tickets, as many as clients wait
+// (ticket.MsgLend: each slot's Member decides, and answers with a
+// LentEvent or a LendRefusedEvent; lent hands the ticket over).
 func (d *daemon) serve() {
+	want := len(d.queue)
 	for _, s := range d.slots {
-		if len(d.queue) == 0 || d.stopping {
+		if s.lending {
+			want--
+		}
+	}
+	for _, s := range d.slots {
+		if want <= 0 || d.stopping {
 			return
 		}
-		if s.holder == nil {
-			d.lend(s)
+		if s.holder == nil && !s.lending {
+			s.lending = true
+			want--
+			_ = s.drv.Request(context.Background(), ticket.Msg{Type: ticket.MsgLend})
 		}
 	}
 }
 
-// lend lends slot s's ticket to the oldest waiting client, if it may.
-func (d *daemon) lend(s *slot) {
-	now := time.Now()
-	var epoch uint64
-	var ok bool
-	var mc machine
-	d.do(s, func() {
-		epoch, ok = s.h.Machine().Lend(now)
-		m := s.h.Machine()
-		mc = machine{mayAct: ok, alone: m.Alone(), n: m.N(), supportedUntil: m.SupportedUntil()}
-		mc.ticket, _, _ = m.Ticket()
-	})
-	if !ok {
+// lent hands a lent ticket to the oldest waiting client, or gives it
+// back at once if nobody waits any more.
+func (d *daemon) lent(s *slot, e ticket.LentEvent) {
+	s.lending = false
+	if len(d.queue) == 0 || d.stopping || s.holder != nil {
+		d.giveBack(s)
 		return
 	}
+	now := time.Now()
 	c := d.queue[0]
 	d.queue = d.queue[1:]
-	c.wants, c.holds, c.epoch = false, s, epoch
+	c.wants, c.holds, c.epoch = false, s, e.Epoch
 	s.holder = c
 	s.lends++
-	if epoch > d.persist && d.cfg.StateFile != "" {
-		d.persist = epoch + epochReserve
+	if e.Epoch > d.persist && d.cfg.StateFile != "" {
+		d.persist = e.Epoch + epochReserve
 		if err := cli.WriteUint(d.cfg.StateFile, d.persist); err != nil {
 			d.mb.Log.Warn("cannot persist the epoch", "err", err)
 		}
 	}
-	c.cn.Send(Reply{Event: "taken", Ticket: mc.ticket, Tickets: mc.n, Epoch: epoch,
-		UntilNS: mc.until(now).UnixNano(), KillGraceNS: int64(d.cfg.KillGrace)})
-	d.announce(Notice{Event: "taken", Ticket: mc.ticket, Epoch: epoch})
+	c.cn.Send(Reply{Event: "taken", Ticket: e.Ticket, Tickets: e.N, Epoch: e.Epoch,
+		UntilNS: machine{supportedUntil: e.Until}.until(now).UnixNano(), KillGraceNS: int64(d.cfg.KillGrace)})
+	d.announce(Notice{Event: "taken", Ticket: e.Ticket, Epoch: e.Epoch})
+}
+
+// giveBack tells slot s's Member that the use of its ticket is over
+// (ticket.MsgReturn).
+func (d *daemon) giveBack(s *slot) {
+	_ = s.drv.Request(context.Background(), ticket.Msg{Type: ticket.MsgReturn})
 }
 
 // tick renews the holders' leases, answers impatient clients, brings
@@ -830,6 +851,7 @@ func (d *daemon) client(m clientMsg) {
 		}
 		if sl := s.holds; sl != nil && sl.holder == s {
 			sl.holder, sl.idleSince = nil, time.Now()
+			d.giveBack(sl)
 			d.released(sl, s)
 			d.serve()
 		}
@@ -852,6 +874,7 @@ func (d *daemon) client(m clientMsg) {
 	case "release":
 		if sl := s.holds; sl != nil && sl.holder == s {
 			sl.holder, s.holds, sl.idleSince = nil, nil, time.Now()
+			d.giveBack(sl)
 			d.released(sl, s)
 			d.serve()
 		}
