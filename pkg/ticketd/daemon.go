@@ -719,7 +719,7 @@ func (d *daemon) tick() {
 	// clients waiting here (they take another), so no member starves.
 	if now.Before(d.wantedAt) {
 		for _, s := range d.slots {
-			if mc := s.mc; s.holder == nil && mc.mayAct && !mc.alone && mc.settled && (len(d.queue) == 0 || s.lends > 0) {
+			if mc := s.mc; s.holder == nil && !s.lending && mc.mayAct && !mc.alone && mc.settled && (len(d.queue) == 0 || s.lends > 0) {
 				d.do(s, func() { s.h.Leave(time.Now()) })
 				d.wantedAt = time.Time{}
 				d.eagerAt = now.Add(eagerPause)
@@ -733,7 +733,7 @@ func (d *daemon) tick() {
 	// core spread over more hosts survives more).
 	if len(d.queue) == 0 {
 		for _, s := range d.slots[1:] {
-			if mc := s.mc; s.holder == nil && mc.mayAct && !mc.alone && mc.settled && now.Sub(s.idleSince) > idleSlot {
+			if mc := s.mc; s.holder == nil && !s.lending && mc.mayAct && !mc.alone && mc.settled && now.Sub(s.idleSince) > idleSlot {
 				d.do(s, func() { s.h.Leave(time.Now()) })
 				break
 			}
