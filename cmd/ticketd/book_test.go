@@ -273,3 +273,39 @@ func TestLeaveAndForget(t *testing.T) {
 		t.Fatalf("member 1's book after the forgotten member stopped: %v", got)
 	}
 }
+
+// TestExcludedLeavesBook: a member killed with SIGKILL is excluded by the
+// core, and its excluder strikes it off the book; the other survivor
+// learns it from the gossip. When every survivor then stalls past the
+// support window, the pool ends and is founded again without waiting for
+// the dead member (which, kept in the books, would block every refound).
+func TestExcludedLeavesBook(t *testing.T) {
+	c := startPool(t, 3, 4)
+	c.waitBooks([]int{1}, 2, 3)
+	c.waitBooks([]int{2}, 1, 3)
+	c.waitSettled(3)
+	c.Ctl("kill", "3")
+	c.waitBooks([]int{1}, 2)
+	c.waitBooks([]int{2}, 1)
+	for _, m := range []int{1, 2} {
+		if out, _ := exec.Command(ticketdBin, "status", "--socket", c.sock(m)).Output(); !strings.Contains(string(out), "\ngone 3 excluded\n") {
+			t.Fatalf("member %d's status does not say 3 was excluded:\n%s", m, out)
+		}
+	}
+	for _, m := range []int{1, 2} {
+		c.Ctl("pause", fmt.Sprint(m))
+	}
+	// The stall itself (the fault, not a wait for anything): many support
+	// windows, so that the core of two ends.
+	time.Sleep(2 * time.Second)
+	for _, m := range []int{1, 2} {
+		c.Ctl("resume", fmt.Sprint(m))
+	}
+	file := filepath.Join(c.Dir, "witness")
+	again := c.run(1, file, 10*time.Millisecond, "--timeout", "30s")
+	again.exits(t, 0, "a client after the survivors stalled")
+	if _, refounds := c.refounding(1, 2); refounds == 0 {
+		t.Fatalf("the core of two outlived a stall of both (no refound): the test did not reproduce the ended pool\n%s", c.statuses())
+	}
+	checkWitness(t, file, 4, nil)
+}

@@ -323,6 +323,54 @@ func (b *AddressBook) Remove(m node.ID, why Gone, inc uint64, now time.Time) (To
 	return t, true
 }
 
+// Exclude strikes off the members of processes the core excluded (a
+// ReclaimedEvent's Excluded, §4 Algorithm 5), so that nothing waits for
+// them any more: a refound asks only the members in the book. It reports
+// the members struck off. A member that is alive after all hears of its
+// tomb (Buried) and speaks on as a newer incarnation; a restarted one is
+// a newer incarnation already. Either comes back with its next book.
+func (b *AddressBook) Exclude(ids []node.ID, now time.Time) []node.ID {
+	var struck []node.ID
+	for _, id := range ids {
+		m := MemberOf(id)
+		if slices.Contains(struck, m) {
+			continue
+		}
+		if _, ok := b.Remove(m, GoneExcluded, 0, now); ok {
+			struck = append(struck, m)
+		}
+	}
+	return struck
+}
+
+// Excluded are the members struck off because the core excluded their
+// processes within the last d, in order. A refound probes them too: one
+// that is alive may be in the core again before the books take it back,
+// and its "in" must stop the refound (DecideRefound); its silence does
+// not.
+func (b *AddressBook) Excluded(now time.Time, d time.Duration) []node.ID {
+	var out []node.ID
+	for id, t := range b.gone {
+		if t.Why == GoneExcluded && now.Sub(t.at) < d {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Buried reports whether member from, speaking as incarnation inc, is
+// struck off this book at that incarnation: it must hear of its tomb (the
+// service sends it this book), or it would never know to speak on as a
+// newer one, and nobody would send it anything again.
+func (b *AddressBook) Buried(from node.ID, inc uint64) bool {
+	if from != MemberOf(from) || MemberOf(from) == b.self || inc == 0 {
+		return false
+	}
+	t, ok := b.gone[from]
+	return ok && inc <= t.Inc
+}
+
 // View is this member's book to send: every process it knows (its own
 // included, with the addresses given) and the tombs.
 func (b *AddressBook) View() BookView {

@@ -199,3 +199,48 @@ func TestAddressBookSize(t *testing.T) {
 		t.Fatalf("a third party's book moved member 2 to %v", a)
 	}
 }
+
+// TestAddressBookExclude: the processes an exclusion names strike their
+// members off (a slot's exclusion strikes its member; unknown IDs and this
+// member's own are ignored); the struck member is Buried at its
+// incarnation, so the service tells it, and it comes back as the next
+// one; a restart (a newer incarnation) comes back too.
+func TestAddressBookExclude(t *testing.T) {
+	b1 := member(1, 10, "127.0.0.1:7001", 4)
+	b2 := member(2, 20, "127.0.0.1:7002", 4)
+	b3 := member(3, 30, "127.0.0.1:7003", 4)
+	b1.Merge(2, netip.AddrPort{}, b2.View(), t0)
+	b1.Merge(3, netip.AddrPort{}, b3.View(), t0)
+	b1.Observe(1<<24|3, ap("127.0.0.1:8003"), t0)
+	if got := b1.Exclude([]node.ID{1<<24 | 3, 3, 1, 1<<24 | 1, 7}, t0); !slices.Equal(got, []node.ID{3}) {
+		t.Fatalf("struck off %v, want [3]", got)
+	}
+	if got := b1.Others(); !slices.Equal(got, []node.ID{2}) {
+		t.Fatalf("the book after the exclusion of 3's processes: %v", got)
+	}
+	if v := b1.View(); v.Gone[3] != (Tomb{Inc: 30, Why: GoneExcluded}) {
+		t.Fatalf("the tomb: %+v", v.Gone[3])
+	}
+	if b1.Buried(2, 20) || !b1.Buried(3, 30) || b1.Buried(3, 31) || b1.Buried(1<<24|3, 30) {
+		t.Fatal("Buried: only member 3 at incarnation 30 or older is")
+	}
+	// 3 is alive: its own book (incarnation 30) does not bring it back;
+	// told of its tomb, it speaks as 31, which does.
+	b1.Merge(3, netip.AddrPort{}, b3.View(), t0)
+	if slices.Contains(b1.Members(), 3) {
+		t.Fatal("the excluded member's own book of before brought it back")
+	}
+	b3.Merge(1, netip.AddrPort{}, b1.View(), t0)
+	b1.Merge(3, netip.AddrPort{}, b3.View(), t0)
+	if !slices.Contains(b1.Members(), 3) || b1.Buried(3, b3.Inc()) {
+		t.Fatalf("member 3 at incarnation %d is not back: %v", b3.Inc(), b1.Members())
+	}
+	// 2 is excluded and restarts: its new incarnation comes back.
+	if got := b1.Exclude([]node.ID{2}, t0); !slices.Equal(got, []node.ID{2}) {
+		t.Fatalf("struck off %v, want [2]", got)
+	}
+	b1.Merge(2, netip.AddrPort{}, member(2, 25, "127.0.0.1:7002", 0).View(), t0.Add(time.Second))
+	if !slices.Equal(b1.Members(), []node.ID{2, 3}) {
+		t.Fatalf("the restarted member 2 is not back: %v", b1.Members())
+	}
+}

@@ -243,7 +243,7 @@
 //   - A pool founded again starts RefoundJump (2^33) above the highest
 //     mark of every member that answered the probe, and the founder's
 //     own (DecideRefound). The refound needs an answer from every member
-//     (pkg/ticketd's refound.go), so the mark of every member that still
+//     in the book (refounding.go), so the mark of every member that still
 //     runs is in it. An epoch issued by a member just before every member
 //     stopped may have reached nobody else; it is at most a reclaim's jump
 //     (2^32) plus the lends of one round above a mark that did, which the
@@ -262,11 +262,39 @@
 //     state file whose last epochs reached no other member before every
 //     member stopped at once, and members whose state files were lost.
 //
+// TestSimRefoundExchange runs the probes and answers as messages between
+// Members over the simulator's lossy links, with stalls of every member,
+// a member stopped longer than the rest, crashes with and without state
+// files and members cut off long enough to ask; Theorem 4.1 among the
+// live processes catches a second pool (bugRefoundSilent founds without
+// every answer), the epoch checker a forgotten mark.
+//
 // TestSimEpochsAcrossRefounds checks it (EpochChecker, over every epoch
 // taken and lent) over runs in which every member stalls at once again
 // and again, members crash and restart with and without state files, are
 // cut off and split apart; TestSimEpochsCatchFloorZero plants the floor-0
 // bug and a member that forgets its mark, and shows both caught.
+//
+// # A member's process and PrCast (§2)
+//
+// Member is a process as ticketd runs it: one Machine at a time (a new one
+// for each join after a leave or an exclusion), the member's mark across
+// them, and on the member's first process the member's PrCast: the
+// seed's probabilistic broadcast (pkg/gossip, the one protocol package
+// this one uses), by which the members tell each other who took,
+// released, lost and reclaimed which ticket (Notice). It is stepped with
+// the same now as the Machine and its messages go out as MsgPrCast; the
+// group is the member's address book (MsgGroup), the notices are local
+// requests (MsgAnnounce), and what arrives is a NoticeEvent. Delivery is
+// with high probability, in no order, and nothing in the pool's safety
+// rests on it. TestSimPrCast runs it over lossy links.
+//
+// A Member also lends its ticket to local commands (MsgLend, MsgReturn):
+// one use at a time, each under a new epoch, only while the process may
+// act, the epoch reported in a LentEvent before the command may start.
+// So the simulator's epoch checker sees every epoch a command gets
+// (TestSimRefoundExchange, TestMemberLend). A member with a use under
+// way is never "out" to a refound probe.
 //
 // # Fault model without §4
 //

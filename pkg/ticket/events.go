@@ -1,6 +1,10 @@
 package ticket
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/roundtable-go/roundtable/pkg/node"
+)
 
 // TakenEvent: this process owns Ticket of a pool of N and may act on it;
 // Epoch grows by one each time the ticket is handed out (a fencing
@@ -53,11 +57,14 @@ func (e ExcludedEvent) String() string {
 }
 
 // ReclaimedEvent: this process excluded its failed successors and now
-// coordinates tickets From down to To (§4, Algorithm 5).
+// coordinates tickets From down to To (§4, Algorithm 5). Excluded are the
+// processes it excluded (E_pq's owners, closest first): their members
+// leave the address book (AddressBook.Exclude).
 type ReclaimedEvent struct {
-	Event string `json:"event"` // "reclaimed"
-	From  uint32 `json:"from"`
-	To    uint32 `json:"to"`
+	Event    string    `json:"event"` // "reclaimed"
+	From     uint32    `json:"from"`
+	To       uint32    `json:"to"`
+	Excluded []node.ID `json:"excluded,omitempty"`
 }
 
 func (e ReclaimedEvent) Kind() string { return "reclaimed" }

@@ -16,8 +16,9 @@ const epochJump = 1 << 32
 // exclusion is Algorithm 5 in progress at the excluder p.
 type exclusion struct {
 	id       uint64
-	idx      int   // the candidate's index in succs
-	cand     Owner // q: the candidate new successor
+	idx      int       // the candidate's index in succs
+	cand     Owner     // q: the candidate new successor
+	gone     []node.ID // E_pq's processes: the successors closer than q
 	deadline time.Time
 	asked    bool // REQCOORD sent
 	tries    int  // sends of the current request
@@ -32,6 +33,7 @@ type exclusion struct {
 type temporary struct {
 	until time.Time
 	q     Owner
+	gone  []node.ID // the processes of E_pq, for ReclaimedEvent
 }
 
 // ban is a voter's promise (ACKCOORD): no ALIVE to the tickets strictly
@@ -89,6 +91,14 @@ func (m *Machine) nextCandidate(now time.Time) {
 	for ex.idx++; ex.idx < len(m.succs); ex.idx++ {
 		if c := m.succs[ex.idx]; c.ID != m.cfg.ID && c.ID != m.succ {
 			ex.cand = c
+			// E_pq's processes: every successor closer than q (the
+			// successor first). They are excluded with their tickets.
+			ex.gone = ex.gone[:0]
+			for _, o := range m.succs[:ex.idx] {
+				if o.ID != m.cfg.ID && !slices.Contains(ex.gone, o.ID) {
+					ex.gone = append(ex.gone, o.ID)
+				}
+			}
 			ex.tries, ex.resend = 1, now.Add(m.cfg.Delta)
 			ex.deadline = now.Add(exTries * m.cfg.Delta)
 			m.send(c.ID, Msg{Type: MsgExclude, Attempt: ex.id})
@@ -249,7 +259,7 @@ func (m *Machine) maybeTemp(now time.Time) {
 	if m.cfg.bug == bugShortTemp {
 		wait = m.cfg.Round
 	}
-	m.temp = &temporary{until: now.Add(wait), q: ex.cand}
+	m.temp = &temporary{until: now.Add(wait), q: ex.cand, gone: ex.gone}
 	m.ex = nil
 }
 
@@ -298,7 +308,7 @@ func (m *Machine) reclaim(now time.Time) {
 		delete(m.view, u)
 	}
 	if len(gone) > 0 {
-		m.events = append(m.events, ReclaimedEvent{Event: "reclaimed", From: gone[0], To: gone[len(gone)-1]})
+		m.events = append(m.events, ReclaimedEvent{Event: "reclaimed", From: gone[0], To: gone[len(gone)-1], Excluded: t.gone})
 	}
 	m.succ, m.succTicket = t.q.ID, t.q.Ticket
 	for id, k := range m.known {

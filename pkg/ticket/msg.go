@@ -3,6 +3,7 @@ package ticket
 import (
 	"fmt"
 
+	"github.com/roundtable-go/roundtable/pkg/gossip"
 	"github.com/roundtable-go/roundtable/pkg/node"
 	"github.com/roundtable-go/roundtable/pkg/wire"
 )
@@ -72,18 +73,48 @@ const (
 	// With Ticket = NoTicket it answers an ALIVE: "gone", the sender has
 	// no such ticket (it left, was excluded, or is a new process).
 	MsgIntro MsgType = 15
+	// MsgPrCast carries one PrCast gossip message (Gossip) between
+	// members' first processes (prcast.go); the Machine never sees it.
+	MsgPrCast MsgType = 16
+	// MsgProbe asks another member's first process whether any of the
+	// member's processes is in the core (a refound, member.go): Attempt
+	// is the probe's nonce, Floor the sender's mark, Ticket its flags
+	// (probeDurable).
+	MsgProbe MsgType = 17
+	// MsgProbeAnswer answers it: Attempt echoes the nonce, Floor is the
+	// answerer's mark, Ticket its flags (probeOut, probeDurable), View the
+	// members in its book (Owner.ID; Owner.Ticket unused).
+	MsgProbeAnswer MsgType = 18
 
 	// MsgJoin is a local request (From == self): take a ticket.
 	MsgJoin MsgType = 64
 	// MsgLeave is a local request: give the ticket back and leave the core.
 	MsgLeave MsgType = 65
+	// MsgAnnounce is a local request of a Member: broadcast Notice by
+	// PrCast (the Member stamps it with its member and its now).
+	MsgAnnounce MsgType = 66
+	// MsgGroup is a local request of a Member: the members PrCast reaches
+	// are Group (the member's address book).
+	MsgGroup MsgType = 67
+	// MsgLocal is a local request of a Member: Local, what the service
+	// knows of the member's other processes and clients (refounding).
+	MsgLocal MsgType = 68
+	// MsgLend is a local request of a Member: lend the owned ticket to a
+	// local command, a new use under a new epoch (Machine.Lend). The
+	// answer is a LentEvent, or a LendRefusedEvent.
+	MsgLend MsgType = 69
+	// MsgReturn is a local request of a Member: the command the ticket is
+	// lent to is done (ReturnedEvent).
+	MsgReturn MsgType = 70
 )
 
 var typeNames = map[MsgType]string{
 	MsgCJoin: "cjoin", MsgAckCJoin: "ackcjoin", MsgReject: "reject", MsgNewSucc: "newsucc",
 	MsgAckSucc: "acksucc", MsgCLeave: "cleave", MsgAckCLeave: "ackcleave", MsgAlive: "alive", MsgUpdate: "update",
 	MsgAckUpdate: "ackupdate", MsgExclude: "exclude", MsgAckExclude: "ackexclude", MsgReqCoord: "reqcoord",
-	MsgAckCoord: "ackcoord", MsgIntro: "intro", MsgJoin: "join", MsgLeave: "leave",
+	MsgAckCoord: "ackcoord", MsgIntro: "intro", MsgPrCast: "prcast", MsgJoin: "join", MsgLeave: "leave",
+	MsgAnnounce: "announce", MsgGroup: "group", MsgProbe: "probe", MsgProbeAnswer: "probeanswer", MsgLocal: "local",
+	MsgLend: "lend", MsgReturn: "return",
 }
 
 func (t MsgType) String() string {
@@ -125,6 +156,12 @@ type Msg struct {
 	// (closest first), and the highest epoch the sender has heard of.
 	Preds, Succs []Owner
 	Floor        uint64
+	// Gossip is MsgPrCast's message.
+	Gossip *gossip.Msg
+	// Notice (MsgAnnounce) and Group (MsgGroup): local requests only.
+	Notice *Notice
+	Group  []node.ID
+	Local  *Local
 }
 
 // MaxTickets bounds a pool, so that a view and a range's epochs fit a
@@ -144,11 +181,23 @@ type Codec struct{}
 
 func (Codec) Family() wire.Family { return wire.FamilyTicket }
 
-func onWire(t MsgType) bool { return t >= MsgCJoin && t <= MsgIntro }
+func onWire(t MsgType) bool { return t >= MsgCJoin && t <= MsgProbeAnswer }
 
 func (Codec) Marshal(m Msg) (uint8, []byte, error) {
 	if !onWire(m.Type) {
 		return 0, nil, fmt.Errorf("ticket: %v is not a wire message", m.Type)
+	}
+	if m.Type == MsgPrCast {
+		if m.Gossip == nil {
+			return 0, nil, fmt.Errorf("ticket: prcast without a gossip message")
+		}
+		// One byte of gossip type, then the gossip message as
+		// pkg/gossip encodes it.
+		typ, body, err := gossip.Codec{}.Marshal(*m.Gossip)
+		if err != nil {
+			return 0, nil, err
+		}
+		return uint8(m.Type), append([]byte{typ}, body...), nil
 	}
 	if len(m.View) > MaxTickets || len(m.Epochs) > MaxTickets || len(m.Preds) > MaxList || len(m.Succs) > MaxList {
 		return 0, nil, fmt.Errorf("ticket: %d view entries, %d epochs, %d preds or %d succs exceed the bounds",
@@ -185,6 +234,17 @@ func (Codec) Unmarshal(typ uint8, p []byte) (Msg, error) {
 	m := Msg{Type: MsgType(typ)}
 	if !onWire(m.Type) {
 		return Msg{}, fmt.Errorf("%w: ticket message type %d", wire.ErrMalformed, typ)
+	}
+	if m.Type == MsgPrCast {
+		if len(p) == 0 {
+			return Msg{}, fmt.Errorf("%w: empty prcast", wire.ErrMalformed)
+		}
+		g, err := gossip.Codec{}.Unmarshal(p[0], p[1:])
+		if err != nil {
+			return Msg{}, err
+		}
+		m.Gossip = &g
+		return m, nil
 	}
 	d := wire.NewDec(p)
 	m.Attempt = d.Uvarint()

@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/roundtable-go/roundtable/pkg/gossip"
 	"github.com/roundtable-go/roundtable/pkg/wire"
 )
 
@@ -19,6 +20,8 @@ func TestCodecRoundTrip(t *testing.T) {
 		{Type: MsgUpdate, Preds: []Owner{{5, 2}, {7, 3}, {1, 9}}},
 		{Type: MsgAckUpdate, Succs: []Owner{{4, 2}, {3, 3}}, Floor: 1 << 33},
 		{Type: MsgReqCoord, Attempt: 3, Ticket: 6, SuccTicket: 2},
+		{Type: MsgPrCast, Gossip: &gossip.Msg{Type: gossip.MsgPush, Events: []gossip.Event{{Origin: 2, Seq: 1, TTL: 3, Payload: []byte(`{"event":"taken"}`)}}}},
+		{Type: MsgPrCast, Gossip: &gossip.Msg{Type: gossip.MsgDigest, Digest: []gossip.Have{{Origin: 2, Next: 5}}}},
 	} {
 		typ, p, err := Codec{}.Marshal(m)
 		if err != nil {
@@ -29,8 +32,13 @@ func TestCodecRoundTrip(t *testing.T) {
 			t.Fatalf("%+v -> %+v, %v", m, got, err)
 		}
 	}
-	if _, _, err := (Codec{}).Marshal(Msg{Type: MsgJoin}); err == nil {
-		t.Fatal("a local request must not be encodable")
+	for _, m := range []Msg{{Type: MsgJoin}, {Type: MsgAnnounce, Notice: &Notice{Event: "taken"}}, {Type: MsgGroup}, {Type: MsgPrCast}} {
+		if _, _, err := (Codec{}).Marshal(m); err == nil {
+			t.Fatalf("%v must not be encodable", m.Type)
+		}
+	}
+	if _, err := (Codec{}).Unmarshal(uint8(MsgPrCast), nil); err == nil {
+		t.Fatal("an empty prcast decoded")
 	}
 	for _, m := range []Msg{{Type: MsgAckCJoin, N: MaxTickets + 1}, {Type: MsgCLeave, Epochs: []Epoch{{1, maxEpoch + 1}}},
 		{Type: MsgAckUpdate, Floor: maxEpoch + 1}, {Type: MsgUpdate, Preds: make([]Owner, MaxList+1)}} {

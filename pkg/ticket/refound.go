@@ -1,6 +1,7 @@
 package ticket
 
 import (
+	"maps"
 	"slices"
 
 	"github.com/roundtable-go/roundtable/pkg/node"
@@ -43,14 +44,19 @@ type Refound struct {
 	Why string
 }
 
+const whyLower = "a member with a lower ID founds instead"
+
 // DecideRefound decides whether member self, whose own mark is own, founds
 // the pool again after asking every member in asked and hearing answers.
 // durable says whether self keeps its mark in a state file.
 //
-// The rule (pkg/ticketd's refound.go has the argument that it cannot
-// make two pools): every member asked answered "out", none of them named
+// The rule (refounding.go has the argument that it cannot make two
+// pools): every member asked answered "out", none of them named
 // a member that was not asked, and self has the lowest ID of the members
-// that keep a state file. The floor is
+// that keep a state file. Answers from members that were probed but not
+// in asked (members the core excluded lately, AddressBook.Excluded: one
+// may be alive and back in the core before the books take it back) stop
+// it when they say "in", and raise the floor; their silence does not. The floor is
 // RefoundJump above every mark heard: the pool starts strictly above the
 // highest epoch any of them knows. A member without a state file never
 // founds: after a restart its own mark is gone, and it cannot tell a
@@ -60,6 +66,14 @@ func DecideRefound(self node.ID, own uint64, durable bool, asked []node.ID, answ
 	var silent, lower []node.ID
 	floor := own
 	unknown := node.None
+	for _, id := range slices.Sorted(maps.Keys(answers)) {
+		if a := answers[id]; !slices.Contains(asked, id) {
+			if !a.Out {
+				return Refound{Blocking: []node.ID{id}, Why: "a member is in the core"}
+			}
+			floor = max(floor, a.Floor)
+		}
+	}
 	for _, id := range asked {
 		a, ok := answers[id]
 		switch {
@@ -84,7 +98,7 @@ func DecideRefound(self node.ID, own uint64, durable bool, asked []node.ID, answ
 	case unknown != node.None:
 		return Refound{Blocking: []node.ID{unknown}, Why: "an answer names a member this one has not heard of yet"}
 	case len(lower) > 0:
-		return Refound{Blocking: lower, Why: "a member with a lower ID founds instead"}
+		return Refound{Blocking: lower, Why: whyLower}
 	case !durable:
 		return Refound{Why: "this member keeps no state file, so it does not found"}
 	}

@@ -375,6 +375,10 @@ func TestDecideRefound(t *testing.T) {
 			map[node.ID]ProbeAnswer{1: out(0, false), 3: out(0, true), 4: out(0, false)}, false, 0, nil},
 		{"an answer names a member not asked", 2, 0, true,
 			map[node.ID]ProbeAnswer{1: out(0, false), 3: {Out: true, Members: []node.ID{9}}, 4: out(0, false)}, false, 0, []node.ID{9}},
+		{"an excluded member probed too and out: its mark counts", 2, 0, true,
+			map[node.ID]ProbeAnswer{1: out(0, false), 3: out(0, true), 4: out(0, false), 7: out(1<<45, false)}, true, 1<<45 + RefoundJump, nil},
+		{"an excluded member probed too and in the core again", 2, 0, true,
+			map[node.ID]ProbeAnswer{1: out(0, false), 3: out(0, true), 4: out(0, false), 7: {Out: false}}, false, 0, []node.ID{7}},
 	} {
 		r := DecideRefound(tc.self, tc.own, tc.durable, asked, tc.answers)
 		if r.Found != tc.found || r.Floor != tc.floor || fmt.Sprint(r.Blocking) != fmt.Sprint(tc.blocking) {

@@ -69,6 +69,7 @@ const (
 	bugNoBan                           // acknowledge an exclusion but keep vouching for E_pq
 	bugShortTemp                       // hand out excluded tickets after one round
 	bugFloorZero                       // a new Machine forgets its member's mark (Config.Floor): a refounded pool starts from 0
+	bugRefoundSilent                   // a Member founds the pool again although members did not answer its probe
 )
 
 type state uint8

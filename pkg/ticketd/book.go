@@ -30,11 +30,8 @@ const (
 	ctlLeave
 )
 
-// Control frames of refounding (refound.go), above the gossip's.
-const (
-	ctlProbe = ctlGossip + 16 + iota
-	ctlProbeAnswer
-)
+// Control types from ctlWant+17 up were PrCast's and refounding's, which
+// now travel as ticket messages (ticket.Member); they are not reused.
 
 // bookMsg is ctlBook's body, ctlHello's (the joiner's incarnation only)
 // and ctlLeave's (the leaver's incarnation only).
@@ -134,18 +131,37 @@ func (b *book) hello(id node.ID, inc uint64) (src netip.AddrPort, holder string,
 }
 
 // merge learns what another member's book says. It reports a conflicting
-// pool size (the books disagree on n), and whether the book says this
-// member was forgotten.
-func (b *book) merge(from node.ID, m bookMsg) (conflict uint32, forgotten bool) {
+// pool size (the books disagree on n), whether the book says this member
+// was forgotten, and where to send this member's book when the sender is
+// struck off it and must hear of its tomb (ticket.AddressBook.Buried).
+func (b *book) merge(from node.ID, m bookMsg) (conflict uint32, forgotten bool, tell netip.AddrPort) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	src := b.srcs[from]
 	delete(b.srcs, from)
+	if b.ab.Buried(from, m.Inc) {
+		tell = src
+	}
 	set, conflict, forgotten := b.ab.Merge(from, src, m.BookView, time.Now())
 	for id, a := range set {
 		b.setPeer(id, a)
 	}
-	return conflict, forgotten
+	return conflict, forgotten, tell
+}
+
+// excluded are the members struck off as excluded within the last d.
+func (b *book) excluded(now time.Time, d time.Duration) []node.ID {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.ab.Excluded(now, d)
+}
+
+// exclude strikes off the members of processes the core excluded
+// (ticket.AddressBook.Exclude).
+func (b *book) exclude(ids []node.ID) []node.ID {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.ab.Exclude(ids, time.Now())
 }
 
 // remove strikes member m off the book (ticket.AddressBook.Remove).

@@ -45,7 +45,7 @@ func TestBook(t *testing.T) {
 	b.seen(hdr(wire.ClientIDBase+5), pkt("127.0.0.1:1")) // a status client: not a member
 	b.seen(ctl(2, ctlBook), pkt("127.0.0.1:7002"))
 	v := ticket.BookView{Inc: 200, Tickets: 4, Members: map[node.ID]ticket.BookEntry{3: {Addr: netip.MustParseAddrPort("127.0.0.1:7003"), Inc: 300}}}
-	if c, forgotten := b.merge(2, bookMsg{BookView: v}); c != 0 || forgotten {
+	if c, forgotten, _ := b.merge(2, bookMsg{BookView: v}); c != 0 || forgotten {
 		t.Fatalf("merge: conflict %d forgotten %v", c, forgotten)
 	}
 	if got := b.ids(); !slices.Equal(got, []node.ID{1, 2, 3}) {
@@ -56,7 +56,7 @@ func TestBook(t *testing.T) {
 		f.set[1<<24|1] != netip.MustParseAddrPort("127.0.0.1:8001") {
 		t.Fatalf("transports: %v %v", f.set, f2.set)
 	}
-	if c, _ := b.merge(2, bookMsg{BookView: ticket.BookView{Inc: 200, Tickets: 5}}); c != 5 {
+	if c, _, _ := b.merge(2, bookMsg{BookView: ticket.BookView{Inc: 200, Tickets: 5}}); c != 5 {
 		t.Fatalf("a pool of 5 was not reported as a conflict (%d)", c)
 	}
 	m := b.msg()

@@ -69,11 +69,12 @@ type slot struct {
 	idx       int
 	id        node.ID
 	drv       *driver.Driver[ticket.Msg]
-	h         *host
+	h         *ticket.Member
 	net       transport.Transport
 	holder    *session
 	lends     int       // lends since this slot took its ticket
 	idleSince time.Time // when its last holder went
+	lending   bool      // asked its Member to lend its ticket, no answer yet
 	joining   time.Time // when the current join started (zero: none)
 	ticket    uint32
 	n         uint32
@@ -114,7 +115,6 @@ type daemon struct {
 	stopping bool
 	ready    atomic.Bool // found the pool (or founded it)
 	pc       *prcast
-	rf       refounding
 	// For --metrics, as the last tick saw them: tickets this member's
 	// clients hold, tickets its slots own with no client, refounds.
 	held, free, refounds atomic.Int64
@@ -170,9 +170,7 @@ func Serve(mb *cli.Member, cfg Config) error {
 		return nil
 	})
 	d.bk.addSlot(s0.id, mb.Net.Addr(), nil)
-	if err := d.startPrCast(); err != nil {
-		return err
-	}
+	d.pc = &prcast{watchers: map[*session]bool{}}
 	ln, err := cli.ListenControl(Tool, cfg.Socket)
 	if err != nil {
 		return err
@@ -191,7 +189,7 @@ func Serve(mb *cli.Member, cfg Config) error {
 			return err
 		}
 		d.ready.Store(true)
-		d.do(s0, func() { s0.h.join(time.Now()) }) // found the pool: own ticket n−1, coordinate all
+		d.do(s0, func() { s0.h.Join(time.Now()) }) // found the pool: own ticket n−1, coordinate all
 	}
 	defer run.Stop()
 	defer d.closeSlots()
@@ -223,7 +221,7 @@ func Serve(mb *cli.Member, cfg Config) error {
 			return err
 		case <-tick.C:
 			d.tick()
-			d.tickPrCast()
+			d.prcastGroup()
 			if d.stopping && (d.holding() == 0 || time.Now().After(stopBy)) && d.left() {
 				return nil
 			}
@@ -253,7 +251,7 @@ func (d *daemon) initSlot(s *slot, cfg ticket.Config, f *wire.Framer) error {
 	cfg.ID = s.id
 	cfg.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
 	self := s.id
-	h, err := newHost(cfg, func() []node.ID {
+	h, err := ticket.NewMember(cfg, func() []node.ID {
 		var out []node.ID
 		for _, id := range d.bk.ids() {
 			if id != self {
@@ -261,7 +259,7 @@ func (d *daemon) initSlot(s *slot, cfg ticket.Config, f *wire.Framer) error {
 			}
 		}
 		return out
-	})
+	}, s.idx == 0) // the member's first process runs its PrCast
 	if err != nil {
 		return cli.Exitf(cli.ExitUsage, "%v", err)
 	}
@@ -395,7 +393,10 @@ func (d *daemon) control(from node.ID, typ uint8, body []byte) {
 			}
 			return
 		}
-		c, forgotten := d.bk.merge(from, m)
+		c, forgotten, tell := d.bk.merge(from, m)
+		if tell.IsValid() {
+			d.sendBook(from, tell)
+		}
 		if forgotten {
 			select {
 			case d.fail <- cli.Exitf(cli.ExitLost, "member %d says this member was forgotten (ticketd forget): start it again with --join", from):
@@ -414,22 +415,10 @@ func (d *daemon) control(from node.ID, typ uint8, body []byte) {
 			}
 			return
 		}
-	case ctlProbe, ctlProbeAnswer:
-		select {
-		case d.ctl <- func() { d.probeFrame(from, typ, body) }:
-		default:
-		}
 	case ctlWant:
 		select {
 		case d.ctl <- func() { d.wantedAt = time.Now().Add(d.cfg.roundOr()) }:
 		default:
-		}
-	default:
-		if typ > ctlGossip && typ < ctlGossip+16 {
-			select {
-			case d.ctl <- func() { d.prcastFrame(from, typ, body) }:
-			default: // the daemon is behind: gossip repairs itself
-			}
 		}
 	}
 }
@@ -503,14 +492,21 @@ func (d *daemon) forget(s *session, id node.ID) {
 	}
 	d.mb.Log.Warn("forgot a member: it must join again to come back", "member", id, "addr", addr)
 	d.gossip()
-	if a.IsValid() {
-		if frame, err := d.mb.Framer.Seal(wire.FamilyControl, ctlBook, id, encodeBook(d.bk.msg())); err == nil {
-			if dyn, ok := d.mb.Net.(transport.Dynamic); ok {
-				_ = dyn.SendAddr(a, frame)
-			}
+	d.sendBook(id, a)
+	s.cn.Send(Reply{Event: "forgotten", Member: uint32(id), Addr: addr})
+}
+
+// sendBook sends this member's book to member id at a, which is no longer
+// on it: it hears of its tomb that way.
+func (d *daemon) sendBook(id node.ID, a netip.AddrPort) {
+	if !a.IsValid() {
+		return
+	}
+	if frame, err := d.mb.Framer.Seal(wire.FamilyControl, ctlBook, id, encodeBook(d.bk.msg())); err == nil {
+		if dyn, ok := d.mb.Net.(transport.Dynamic); ok {
+			_ = dyn.SendAddr(a, frame)
 		}
 	}
-	s.cn.Send(Reply{Event: "forgotten", Member: uint32(id), Addr: addr})
 }
 
 // machine is a snapshot of a slot's machine for the daemon goroutine.
@@ -522,16 +518,21 @@ type machine struct {
 	n              uint32
 	supportedUntil time.Time
 	mark           uint64 // the highest epoch the slot's machines issued or heard of
+	// Slot 0's refounding: no joins meanwhile, probes sent, pools founded.
+	frozen           bool
+	probes, refounds int
 }
 
 func (d *daemon) look(s *slot) machine {
 	var mc machine
 	d.do(s, func() {
-		m := s.h.m
+		m := s.h.Machine()
 		now := time.Now()
 		mc = machine{state: m.State(), mayAct: m.MayAct(now), alone: m.Alone(), settled: m.Settled(now), n: m.N(), supportedUntil: m.SupportedUntil()}
 		mc.ticket, _, _ = m.Ticket()
-		mc.mark = s.h.mark()
+		mc.mark = s.h.Mark()
+		mc.frozen = s.h.Frozen(now)
+		mc.probes, mc.refounds = s.h.RefoundStats()
 	})
 	if mc.n != 0 {
 		d.bk.setSize(mc.n)
@@ -552,6 +553,23 @@ func (mc machine) until(now time.Time) time.Time {
 }
 
 func (d *daemon) event(s *slot, ev node.Event) {
+	if e, ok := ev.(ticket.NoticeEvent); ok {
+		d.notice(e) // for watchers, not stdout
+		return
+	}
+	if s == d.slots[0] && d.refoundEvent(ev) {
+		return
+	}
+	switch e := ev.(type) { // lends: between the Member and the daemon
+	case ticket.LentEvent:
+		d.lent(s, e)
+		return
+	case ticket.LendRefusedEvent:
+		s.lending = false
+		return
+	case ticket.ReturnedEvent:
+		return
+	}
 	if s != d.slots[0] {
 		d.mb.Metrics.Event(ev) // slot 0's are counted as its driver emits them
 	}
@@ -566,6 +584,13 @@ func (d *daemon) event(s *slot, ev node.Event) {
 		d.lose(s, "the ticket was given back")
 	case ticket.ReclaimedEvent:
 		d.announce(Notice{Event: "excluded", Ticket: e.From, Through: e.To})
+		// The core excluded these processes: their members leave the book,
+		// so that a refound does not wait for them (a live one comes back
+		// as a newer incarnation once it hears of it).
+		if struck := d.bk.exclude(e.Excluded); len(struck) > 0 {
+			d.mb.Log.Info("struck excluded members off the book", "members", struck)
+			d.gossip()
+		}
 	}
 }
 
@@ -595,47 +620,57 @@ func (d *daemon) holding() int {
 	return n
 }
 
-// serve lends free tickets to the oldest waiting clients.
+// serve asks free slots to lend their tickets, as many as clients wait
+// (ticket.MsgLend: each slot's Member decides, and answers with a
+// LentEvent or a LendRefusedEvent; lent hands the ticket over).
 func (d *daemon) serve() {
+	want := len(d.queue)
 	for _, s := range d.slots {
-		if len(d.queue) == 0 || d.stopping {
+		if s.lending {
+			want--
+		}
+	}
+	for _, s := range d.slots {
+		if want <= 0 || d.stopping {
 			return
 		}
-		if s.holder == nil {
-			d.lend(s)
+		if s.holder == nil && !s.lending {
+			s.lending = true
+			want--
+			_ = s.drv.Request(context.Background(), ticket.Msg{Type: ticket.MsgLend})
 		}
 	}
 }
 
-// lend lends slot s's ticket to the oldest waiting client, if it may.
-func (d *daemon) lend(s *slot) {
-	now := time.Now()
-	var epoch uint64
-	var ok bool
-	var mc machine
-	d.do(s, func() {
-		epoch, ok = s.h.m.Lend(now)
-		m := s.h.m
-		mc = machine{mayAct: ok, alone: m.Alone(), n: m.N(), supportedUntil: m.SupportedUntil()}
-		mc.ticket, _, _ = m.Ticket()
-	})
-	if !ok {
+// lent hands a lent ticket to the oldest waiting client, or gives it
+// back at once if nobody waits any more.
+func (d *daemon) lent(s *slot, e ticket.LentEvent) {
+	s.lending = false
+	if len(d.queue) == 0 || d.stopping || s.holder != nil {
+		d.giveBack(s)
 		return
 	}
+	now := time.Now()
 	c := d.queue[0]
 	d.queue = d.queue[1:]
-	c.wants, c.holds, c.epoch = false, s, epoch
+	c.wants, c.holds, c.epoch = false, s, e.Epoch
 	s.holder = c
 	s.lends++
-	if epoch > d.persist && d.cfg.StateFile != "" {
-		d.persist = epoch + epochReserve
+	if e.Epoch > d.persist && d.cfg.StateFile != "" {
+		d.persist = e.Epoch + epochReserve
 		if err := cli.WriteUint(d.cfg.StateFile, d.persist); err != nil {
 			d.mb.Log.Warn("cannot persist the epoch", "err", err)
 		}
 	}
-	c.cn.Send(Reply{Event: "taken", Ticket: mc.ticket, Tickets: mc.n, Epoch: epoch,
-		UntilNS: mc.until(now).UnixNano(), KillGraceNS: int64(d.cfg.KillGrace)})
-	d.announce(Notice{Event: "taken", Ticket: mc.ticket, Epoch: epoch})
+	c.cn.Send(Reply{Event: "taken", Ticket: e.Ticket, Tickets: e.N, Epoch: e.Epoch,
+		UntilNS: machine{supportedUntil: e.Until}.until(now).UnixNano(), KillGraceNS: int64(d.cfg.KillGrace)})
+	d.announce(Notice{Event: "taken", Ticket: e.Ticket, Epoch: e.Epoch})
+}
+
+// giveBack tells slot s's Member that the use of its ticket is over
+// (ticket.MsgReturn).
+func (d *daemon) giveBack(s *slot) {
+	_ = s.drv.Request(context.Background(), ticket.Msg{Type: ticket.MsgReturn})
 }
 
 // tick renews the holders' leases, answers impatient clients, brings
@@ -660,7 +695,7 @@ func (d *daemon) tick() {
 	}
 	d.free.Store(int64(free))
 	d.held.Store(int64(d.holding()))
-	d.refounds.Store(int64(d.rf.refounds))
+	d.refounds.Store(int64(d.slots[0].mc.refounds))
 	q := d.queue[:0]
 	for _, c := range d.queue {
 		if c.nonblock && now.After(c.busyAt) {
@@ -675,17 +710,17 @@ func (d *daemon) tick() {
 		return
 	}
 	d.serve()
-	d.tickRefound(now)
-	if d.frozen(now) {
-		return // refound.go: no joins, nor tickets given back, meanwhile
+	d.tellLocal(now)
+	if d.frozen() {
+		return // a refound is being decided: no joins, nor tickets given back, meanwhile
 	}
 	// Another member waits and no ticket is free: give one back, from an
 	// idle slot. A slot that has been used gives its ticket back even with
 	// clients waiting here (they take another), so no member starves.
 	if now.Before(d.wantedAt) {
 		for _, s := range d.slots {
-			if mc := s.mc; s.holder == nil && mc.mayAct && !mc.alone && mc.settled && (len(d.queue) == 0 || s.lends > 0) {
-				d.do(s, func() { s.h.leave(time.Now()) })
+			if mc := s.mc; s.holder == nil && !s.lending && mc.mayAct && !mc.alone && mc.settled && (len(d.queue) == 0 || s.lends > 0) {
+				d.do(s, func() { s.h.Leave(time.Now()) })
 				d.wantedAt = time.Time{}
 				d.eagerAt = now.Add(eagerPause)
 				break
@@ -698,8 +733,8 @@ func (d *daemon) tick() {
 	// core spread over more hosts survives more).
 	if len(d.queue) == 0 {
 		for _, s := range d.slots[1:] {
-			if mc := s.mc; s.holder == nil && mc.mayAct && !mc.alone && mc.settled && now.Sub(s.idleSince) > idleSlot {
-				d.do(s, func() { s.h.leave(time.Now()) })
+			if mc := s.mc; s.holder == nil && !s.lending && mc.mayAct && !mc.alone && mc.settled && now.Sub(s.idleSince) > idleSlot {
+				d.do(s, func() { s.h.Leave(time.Now()) })
 				break
 			}
 		}
@@ -717,7 +752,7 @@ func (d *daemon) tick() {
 			break
 		}
 		d.do(s, func() {
-			if !s.h.join(time.Now()) {
+			if !s.h.Join(time.Now()) {
 				d.mb.Log.Warn("no member known to join through")
 			}
 		})
@@ -729,7 +764,7 @@ func (d *daemon) tick() {
 	// that gave a ticket away waits a while first, and nobody joins this
 	// way while others say they wait.
 	if s0 := d.slots[0]; len(d.queue) == 0 && out(s0.mc.state) && now.After(d.eagerAt) && now.Sub(d.wantedAt) > eagerPause {
-		d.do(s0, func() { s0.h.join(time.Now()) })
+		d.do(s0, func() { s0.h.Join(time.Now()) })
 		d.eagerAt = now.Add(eagerPause)
 	}
 	// Still waiting after two rounds of joining: ask one other member a
@@ -797,7 +832,7 @@ func (d *daemon) left() bool {
 		}
 		done = false
 		if mc.state == "coordinator" {
-			d.do(s, func() { s.h.leave(time.Now()) })
+			d.do(s, func() { s.h.Leave(time.Now()) })
 		}
 	}
 	return done
@@ -816,6 +851,7 @@ func (d *daemon) client(m clientMsg) {
 		}
 		if sl := s.holds; sl != nil && sl.holder == s {
 			sl.holder, sl.idleSince = nil, time.Now()
+			d.giveBack(sl)
 			d.released(sl, s)
 			d.serve()
 		}
@@ -838,6 +874,7 @@ func (d *daemon) client(m clientMsg) {
 	case "release":
 		if sl := s.holds; sl != nil && sl.holder == s {
 			sl.holder, s.holds, sl.idleSince = nil, nil, time.Now()
+			d.giveBack(sl)
 			d.released(sl, s)
 			d.serve()
 		}
@@ -862,13 +899,13 @@ func (d *daemon) status() json.RawMessage {
 	for _, s := range d.slots {
 		var st any
 		var settled bool
-		d.do(s, func() { st, settled = s.h.Status(), s.h.m.Settled(time.Now()) })
+		d.do(s, func() { st, settled = s.h.Status(), s.h.Machine().Settled(time.Now()) })
 		slots = append(slots, map[string]any{"slot": s.idx, "id": s.id, "addr": s.net.Addr(), "lent": s.holder != nil,
 			"lends": s.lends, "settled": settled, "machine": st, "frames": s.drv.Stats()})
 	}
 	out := map[string]any{"event": "status", "member": d.mb.ID, "addr": d.mb.Net.Addr(), "tickets": d.bk.size(), "slots": slots,
 		"members": d.bk.others(), "gone": d.bk.gone(), "waiting": len(d.queue),
-		"refound": map[string]any{"probes": d.rf.probes, "refounds": d.rf.refounds, "frozen": d.frozen(time.Now())}}
+		"refound": map[string]any{"probes": d.slots[0].mc.probes, "refounds": d.slots[0].mc.refounds, "frozen": d.frozen()}}
 	b, _ := json.Marshal(out)
 	return b
 }

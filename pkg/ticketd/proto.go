@@ -6,7 +6,8 @@
 // One member is one process of the paper's core at a time: when a local
 // client asks for a ticket and the member owns none, it joins the core
 // (CJOIN); the ticket it gets is lent to one local client after another,
-// each time with a new epoch (ticket.Machine.Lend). An idle member keeps
+// each time with a new epoch (ticket.MsgLend to its ticket.Member, which
+// reports the epoch in a LentEvent). An idle member keeps
 // its ticket, so the next local take costs no round trip, but gives it
 // back (CLEAVE) when another member says it is waiting for one and none
 // is free; a member that has lent its ticket at least once gives it back

@@ -1,0 +1,382 @@
+package ticket
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/roundtable-go/roundtable/pkg/node"
+)
+
+// Founding the pool again, as a member's first process runs it (Member).
+//
+// The core can end while every member is alive: all of its processes
+// left at once, or all lost their support together (a host stalled longer
+// than the support window, beyond §4's fault model of at most k failures
+// among 2k+1 neighbours). The seed has nothing to say about it: its pool
+// is then gone. Here the members find that out and one of them founds the
+// pool again, under a rule that cannot make two pools:
+//
+//   - A member whose processes have all been out of the core for
+//     refoundAfter rounds, one of them trying to join all along, sends
+//     MsgProbe to every member in its book (MsgGroup), and to the members
+//     the core excluded lately (Local.Excluded).
+//   - A member that answers "out" to a higher member's probe is stuck too
+//     (only a lower member can found, and the higher one's probes keep it
+//     frozen, so it would never be joining): it sends its own probe
+//     probeWindow later.
+//   - A member answers "out" only when none of its processes is in the
+//     core or on its way in with a place granted (linking), and none has
+//     a client. Answering "out" freezes it for freezeFor: it drops the
+//     joins under way and starts none (FreezeEvent; Frozen), so that it
+//     stays out while the prober counts; if the prober's ID is lower than
+//     its own, it founds nothing itself meanwhile.
+//   - The prober founds the pool when, within probeWindow of sending,
+//     every member it asked answered "out", nobody named a member it did
+//     not ask, it is still out itself, it keeps a state file, and its ID
+//     is the lowest of those that keep one (DecideRefound). Its tickets'
+//     epochs start RefoundJump above the highest mark anyone reported
+//     (doc.go, "Fencing across refounds"); probes and answers carry the
+//     marks both ways, and every member raises its own to them
+//     (LearnEvent).
+//   - A member without a state file never founds: restarted, it would not
+//     know whether the pool's epochs had gone past its own.
+//   - Members the core excluded are struck off the book (they are not
+//     asked, so a dead one does not stop the refound for good), but for a
+//     while after their exclusion they are probed as well: one that was
+//     only stalled may have joined the core again before it came back to
+//     the books. Its "in" stops the refound like any member's; its
+//     silence does not.
+//
+// Two founders cannot arise: if X < Y both founded (both keep state
+// files), Y answered X's probe "out" (had it founded first it would have
+// said so), and was then barred from founding for freezeFor; Y's own
+// probe went out at most probeWindow before Y founded, so X answered it
+// more than freezeFor − 2·probeWindow after X's own probe went out, which
+// is after X founded (at most probeWindow after that) when freezeFor >
+// 3·probeWindow: X then answered "in the core", and Y did not found. A
+// member that does not answer (crashed, stopped, cut off) stops every
+// refounding: it may be the core. The prober then reports the members
+// that did not answer (BlockedEvent).
+//
+// The service's part is what the Member cannot see: its other processes
+// and clients (Local, sent each tick, so at most a tick old when a probe
+// is answered), and carrying out FreezeEvent and LearnEvent on them.
+
+const (
+	refoundAfter = 30 // rounds
+	probeWindow  = 10 // rounds
+	freezeFor    = 4 * probeWindow
+)
+
+// Probe flags (MsgProbe's and MsgProbeAnswer's Ticket).
+const (
+	probeOut     = 1 << iota // the answerer is out
+	probeDurable             // the sender keeps a state file
+)
+
+// Local is what the service knows of the member beyond its first
+// process (MsgLocal).
+type Local struct {
+	// Busy: a client holds one of the member's tickets, or another of its
+	// processes is in the core or has a place granted.
+	Busy bool
+	// Joining: another of its processes is asking to join.
+	Joining bool
+	// Stopping: the member is stopping; it founds nothing and is never
+	// "out".
+	Stopping bool
+	// Durable: the member keeps its mark in a state file.
+	Durable bool
+	// Floor: the marks of its other processes and its state file.
+	Floor uint64
+	// N is the pool's size, as the book knows it.
+	N uint32
+	// Excluded are members the core excluded lately
+	// (AddressBook.Excluded): probed too, their silence does not count.
+	Excluded []node.ID
+}
+
+// ProbeEvent: this member found the pool gone and asks every member
+// (Members of them) whether any of its processes is in the core.
+type ProbeEvent struct {
+	Members int
+}
+
+func (ProbeEvent) Kind() string     { return "probe" }
+func (e ProbeEvent) String() string { return fmt.Sprintf("probe %d members", e.Members) }
+
+// BlockedEvent: a probe did not found the pool again, and why; Blocking
+// names the members that stop it (silent ones, or a lower one that founds
+// instead: Lower).
+type BlockedEvent struct {
+	Why      string
+	Blocking []node.ID
+	Lower    bool
+}
+
+func (BlockedEvent) Kind() string     { return "blocked" }
+func (e BlockedEvent) String() string { return fmt.Sprintf("blocked: %s %v", e.Why, e.Blocking) }
+
+// RefoundedEvent: this member founded the pool of N tickets again, its
+// epochs above Floor, having asked Members other members.
+type RefoundedEvent struct {
+	N       uint32
+	Floor   uint64
+	Members int
+}
+
+func (RefoundedEvent) Kind() string { return "refounded" }
+func (e RefoundedEvent) String() string {
+	return fmt.Sprintf("refounded 0..%d epoch %d", e.N-1, e.Floor+1)
+}
+
+// FreezeEvent: the member answered "out" or probes: the service drops the
+// joins of its other processes under way and starts none while Frozen.
+type FreezeEvent struct{}
+
+func (FreezeEvent) Kind() string   { return "freeze" }
+func (FreezeEvent) String() string { return "freeze" }
+
+// LearnEvent: another member's mark, heard in a probe or an answer: the
+// member's other processes and its state file take it.
+type LearnEvent struct {
+	Floor uint64
+}
+
+func (LearnEvent) Kind() string     { return "learn" }
+func (e LearnEvent) String() string { return fmt.Sprintf("learn %d", e.Floor) }
+
+// probe is the refounding this member is asking about.
+type probe struct {
+	nonce   uint64
+	sent    time.Time
+	asked   []node.ID
+	extra   []node.ID
+	answers map[node.ID]ProbeAnswer
+}
+
+func (p *probe) answered(ids []node.ID) bool {
+	for _, id := range ids {
+		if _, ok := p.answers[id]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// refounding is a member's refounding state.
+type refounding struct {
+	local         Local
+	stuckSince    time.Time // all out and one joining since then
+	frozenUntil   time.Time // no joins until then (another member's probe)
+	probing       time.Time // nor until then (this member's own)
+	noFound       time.Time // no founding until then (a lower member asked)
+	askedByHigher time.Time // a higher member's probe was answered "out" then
+	p             *probe
+	probes        int
+	refounds      int
+}
+
+// RefoundStats are the probes sent and the pools founded again.
+func (h *Member) RefoundStats() (probes, refounds int) { return h.rf.probes, h.rf.refounds }
+
+// Frozen reports whether the member starts no join at now (a probe of its
+// own or another member's is under way).
+func (h *Member) Frozen(now time.Time) bool {
+	return now.Before(h.rf.frozenUntil) || now.Before(h.rf.probing)
+}
+
+func (h *Member) round() time.Duration { return h.m.cfg.Round }
+
+func outState(st state) bool {
+	return st == stIdle || st == stLeft || st == stExcluded || st == stJoining
+}
+
+// allOut: no process of the member is in the core or granted a place,
+// and none has a client.
+func (h *Member) allOut() bool { return !h.rf.local.Busy && h.lent == nil && outState(h.m.st) }
+
+// mark is the member's mark, its other processes' included.
+func (h *Member) mark() uint64 { return max(h.Mark(), h.rf.local.Floor) }
+
+// members are the other members in the book.
+func (h *Member) members() []node.ID {
+	var out []node.ID
+	for _, id := range h.group {
+		if id != h.base.ID {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+func (h *Member) flags(out bool) uint32 {
+	f := uint32(0)
+	if out {
+		f |= probeOut
+	}
+	if h.rf.local.Durable {
+		f |= probeDurable
+	}
+	return f
+}
+
+func (h *Member) learnFloor(f uint64) {
+	if f > h.mark() {
+		h.Learn(f)
+		h.events = append(h.events, LearnEvent{Floor: f})
+	}
+}
+
+// freeze drops a join under way here, and asks the service to do the same
+// on the member's other processes.
+func (h *Member) freeze() {
+	h.Reset()
+	h.events = append(h.events, FreezeEvent{})
+}
+
+// tickRefound runs at each Tick.
+func (h *Member) tickRefound(now time.Time) {
+	rf, round := &h.rf, h.round()
+	joining := rf.local.Joining || h.m.st == stJoining
+	// A member a higher one asked is stuck too, joining or not: the
+	// higher one can never found the pool while this one is out, and its
+	// probes keep this one frozen, so this one must ask in its turn.
+	asked := now.Sub(rf.askedByHigher) < freezeFor*round
+	if !h.allOut() || !joining && rf.p == nil && !asked {
+		rf.stuckSince = time.Time{}
+	} else if rf.stuckSince.IsZero() {
+		rf.stuckSince = now
+	}
+	if p := rf.p; p != nil {
+		over := now.Sub(p.sent) > probeWindow*round
+		switch {
+		case p.answered(p.asked) && (over || p.answered(p.extra)):
+			h.decide(now)
+		case over && h.base.bug == bugRefoundSilent:
+			for _, id := range p.asked {
+				if _, ok := p.answers[id]; !ok {
+					p.answers[id] = ProbeAnswer{Out: true}
+				}
+			}
+			h.decide(now)
+		case over:
+			rf.p = nil // somebody did not answer: it may be the core
+			h.blocked(DecideRefound(h.base.ID, h.mark(), rf.local.Durable, p.asked, p.answers))
+		}
+		if rf.p == nil {
+			rf.probing = time.Time{}
+		}
+		return
+	}
+	if rf.local.Stopping || rf.stuckSince.IsZero() || now.Sub(rf.stuckSince) < refoundAfter*round {
+		return
+	}
+	rf.stuckSince = now // the next probe, if this one fails, a while later
+	p := &probe{nonce: h.base.Rand.Uint64(), sent: now, asked: h.members(), extra: slices.Clone(rf.local.Excluded),
+		answers: map[node.ID]ProbeAnswer{}}
+	rf.p = p
+	rf.probes++
+	rf.probing = now.Add(probeWindow * round)
+	h.freeze()
+	for _, id := range append(slices.Clone(p.asked), p.extra...) {
+		h.out = append(h.out, node.Envelope[Msg]{From: h.base.ID, To: id,
+			Msg: Msg{Type: MsgProbe, Attempt: p.nonce, Floor: h.mark(), Ticket: h.flags(false)}})
+	}
+	h.events = append(h.events, ProbeEvent{Members: len(p.asked)})
+}
+
+// decide founds the pool again if the probe allows it.
+func (h *Member) decide(now time.Time) {
+	rf := &h.rf
+	p := rf.p
+	rf.p = nil
+	if !h.allOut() || now.Before(rf.noFound) || rf.local.Stopping {
+		return
+	}
+	r := DecideRefound(h.base.ID, h.mark(), rf.local.Durable, p.asked, p.answers)
+	if !r.Found {
+		h.blocked(r)
+		return
+	}
+	n := rf.local.N
+	if n == 0 {
+		return
+	}
+	if err := h.Found(now, n, r.Floor); err != nil {
+		h.events = append(h.events, BlockedEvent{Why: err.Error()})
+		return
+	}
+	rf.refounds++
+	rf.stuckSince, rf.frozenUntil, rf.probing = time.Time{}, time.Time{}, time.Time{}
+	h.events = append(h.events, RefoundedEvent{N: n, Floor: r.Floor, Members: len(p.asked) + 1})
+	h.announce(now, Notice{Event: "refounded", Ticket: 0, Through: n - 1, Epoch: r.Floor + 1})
+}
+
+func (h *Member) blocked(r Refound) {
+	if r.Why != "" {
+		h.events = append(h.events, BlockedEvent{Why: r.Why, Blocking: r.Blocking, Lower: r.Why == whyLower})
+	}
+}
+
+// onProbe answers another member's probe.
+func (h *Member) onProbe(now time.Time, from node.ID, msg Msg) {
+	rf, round := &h.rf, h.round()
+	h.learnFloor(msg.Floor)
+	out := h.allOut() && !rf.local.Stopping
+	a := Msg{Type: MsgProbeAnswer, Attempt: msg.Attempt, Floor: h.mark(), Ticket: h.flags(out)}
+	if out {
+		for _, id := range h.members() {
+			a.View = append(a.View, Owner{ID: id})
+		}
+		until := now.Add(freezeFor * round)
+		if until.After(rf.frozenUntil) {
+			rf.frozenUntil = until
+		}
+		h.freeze()
+		switch {
+		case from < h.base.ID && msg.Ticket&probeDurable != 0:
+			rf.noFound = until
+		case rf.askedByHigher.IsZero() || now.Sub(rf.askedByHigher) >= freezeFor*round:
+			// First word that a higher member found the pool gone: ask
+			// everyone once its probe is over, not refoundAfter from now.
+			rf.askedByHigher = now
+			if soon := now.Add(-(refoundAfter - probeWindow) * round); rf.stuckSince.IsZero() || rf.stuckSince.After(soon) {
+				rf.stuckSince = soon
+			}
+		default:
+			rf.askedByHigher = now
+		}
+	}
+	h.out = append(h.out, node.Envelope[Msg]{From: h.base.ID, To: from, Msg: a})
+}
+
+// onProbeAnswer records an answer to this member's probe.
+func (h *Member) onProbeAnswer(from node.ID, msg Msg) {
+	h.learnFloor(msg.Floor)
+	p := h.rf.p
+	if p == nil || msg.Attempt != p.nonce || !slices.Contains(p.asked, from) && !slices.Contains(p.extra, from) {
+		return
+	}
+	a := ProbeAnswer{Out: msg.Ticket&probeOut != 0, Floor: msg.Floor, Durable: msg.Ticket&probeDurable != 0}
+	for _, o := range msg.View {
+		a.Members = append(a.Members, o.ID)
+	}
+	p.answers[from] = a
+	if !a.Out {
+		h.rf.p, h.rf.probing = nil, time.Time{} // there is a core: join it
+	}
+}
+
+// refoundWake is when the refounding needs a Tick next.
+func (h *Member) refoundWake() time.Time {
+	rf, round := &h.rf, h.round()
+	switch {
+	case rf.p != nil:
+		return rf.p.sent.Add(probeWindow*round + 1)
+	case !rf.stuckSince.IsZero():
+		return rf.stuckSince.Add(refoundAfter * round)
+	}
+	return time.Time{}
+}
