@@ -181,7 +181,9 @@ func TestJoinDuplicateID(t *testing.T) {
 // has been gossiped round; and with no stranger in the books, a pool
 // whose members all stalled is founded again.
 func TestRefusedJoinerNotInBook(t *testing.T) {
-	c := startPool(t, 2, 3)
+	// 500 ms rounds: a busy host's own stalls stay inside the support
+	// window (1.5 s); the test's stall goes past it.
+	c := startPool(t, 2, 3, "--round", "500ms")
 	c.waitSettled(2)
 	dir := t.TempDir()
 	code, stderr := serveExit(t, "--id", "9", "--bind", "127.0.0.1:0", "--join", c.addr(1), "--tickets", "5", "--socket", filepath.Join(dir, "s9"))
@@ -200,7 +202,7 @@ func TestRefusedJoinerNotInBook(t *testing.T) {
 	for _, p := range pids {
 		_ = syscall.Kill(p, syscall.SIGSTOP)
 	}
-	time.Sleep(time.Second) // the stall itself (the fault, not a wait)
+	time.Sleep(2 * time.Second) // the stall itself (the fault, not a wait)
 	for _, p := range pids {
 		_ = syscall.Kill(p, syscall.SIGCONT)
 	}

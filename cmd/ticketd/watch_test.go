@@ -85,7 +85,7 @@ func (w *watcher) await(t *testing.T, what string, match func(ticketd.Notice) bo
 // TestWatch: a use of a ticket on one member is seen by `ticketd watch` on
 // another, through PrCast, with the epoch the command got.
 func TestWatch(t *testing.T) {
-	c := startPool(t, 3, 2)
+	c := startPool(t, 3, 2, "--round", "500ms") // a busy host's stalls stay inside the support window
 	c.waitCore(2)
 	w := c.watch(3)
 	file := filepath.Join(c.Dir, "witness")
