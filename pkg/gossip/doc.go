@@ -1,12 +1,12 @@
 // Package gossip is a lightweight probabilistic broadcast (the seeds'
-// PrCast, seed 000 §2: "delivered to all destinations with high
+// PrCast, Gidenstam et al. §2: "delivered to all destinations with high
 // probability"), as a pure state machine: ticketd tells ordinary members who
 // took and released which ticket through it, and mcast's gossip mode
 // disseminates lines with it.
 //
 // # The protocol
 //
-// Push (Eugster et al., "Lightweight probabilistic broadcast", seed 000's
+// Push (Eugster et al., "Lightweight probabilistic broadcast", Gidenstam et al.'s
 // reference [7]): every Period each process sends the events it is
 // spreading to Fanout random members (default ⌈ln n⌉ + 1); an event is
 // spread for TTL rounds after a process first gets it (default

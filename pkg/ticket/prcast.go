@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// PrCast (seed 000 §2): the members tell each other who took, released
+// PrCast (Gidenstam et al. §2): the members tell each other who took, released
 // and reclaimed which ticket through pkg/gossip's push-pull broadcast,
 // which a Member runs beside its Machine and steps with the same now, its
 // messages going out as MsgPrCast through Ready like every other.

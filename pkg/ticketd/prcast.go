@@ -8,7 +8,7 @@ import (
 	"github.com/roundtable-go/roundtable/pkg/ticket"
 )
 
-// PrCast (seed 000 §2) runs in the member's first process (ticket.Member):
+// PrCast (Gidenstam et al. §2) runs in the member's first process (ticket.Member):
 // its gossip is stepped with the driver's now, and its frames go out as
 // ticket messages, authenticated like the rest. The daemon hands it the
 // notices to announce and the group (the members in the book), and shows
