@@ -1,6 +1,6 @@
 // Package ticket implements a decentralised pool of n numbered tickets as
 // a pure state machine (node.Machine): Gidenstam, Koldehofe, Papatriantafilou
-// and Tsigas, "Dynamic and fault-tolerant cluster management" (Gidenstam et al.).
+// and Tsigas, "Dynamic and fault-tolerant cluster management" (Chalmers TR 2005-10).
 // A process that owns ticket t may do the work numbered t; no two processes
 // ever own or coordinate the same ticket at once, and the tickets of
 // processes that leave become reusable, with no central server.
