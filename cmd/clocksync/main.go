@@ -53,6 +53,7 @@ Examples:
 					&ucli.IntFlag{Name: "stratum", Usage: "declare this clock synchronised at this stratum (1-15)"},
 					&ucli.StringFlag{Name: "upstream", Usage: "discipline this server's clock from HOST:PORT and serve at its stratum + 1"},
 					&ucli.DurationFlag{Name: "poll", Value: time.Second, Usage: "with --upstream: query it this often"},
+					maxSkewFlag(),
 					skewFlag(), driftFlag(),
 					&ucli.Float64Flag{Name: "max-slew", Value: 83333, Usage: "fastest correction, in ppm; the clock is slewed, never stepped back"},
 					&ucli.DurationFlag{Name: "makestep", Value: time.Second, Usage: "when behind by more than this, step forward at once"},
@@ -153,11 +154,15 @@ func serve(c *ucli.Context) error {
 	if err != nil {
 		return cli.Exitf(cli.ExitUsage, "%v", err)
 	}
+	poll, err := servePoll(c, log)
+	if err != nil {
+		return err
+	}
 	mx, err := cli.ListenMetrics(c, tool, 0, log)
 	if err != nil {
 		return err
 	}
-	return clockd.Serve(clockd.ServeConfig{Metrics: mx, Bind: bind, Upstream: c.String("upstream"), Poll: c.Duration("poll"),
+	return clockd.Serve(clockd.ServeConfig{Metrics: mx, Bind: bind, Upstream: c.String("upstream"), Poll: poll,
 		Stratum: c.Int("stratum"), Skew: c.Duration("skew"), DriftPPM: c.Float64("drift-ppm"),
 		MaxSlew: c.Float64("max-slew"), MakeStep: c.Duration("makestep"), Apply: c.Bool("apply"),
 		Socket: c.String("socket"), ReadyFile: c.String(cli.FlagReadyFile), Log: log})
