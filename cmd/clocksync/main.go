@@ -111,8 +111,9 @@ Examples:
 				Name:      "query",
 				Usage:     "query an NTP server: T1-T4, offset θ and delay δ per sample, the minimum-delay pick",
 				ArgsUsage: "HOST:PORT",
-				Description: `Sends --samples requests and prints each exchange's offset θ and delay δ,
-then the sample with the smallest delay (the 8-sample minimum-delay
+				Description: `Sends --samples requests and prints each exchange's offset θ, its
+round-trip delay (RFC 5905: (T4 − T1) − (T3 − T2)) and its one-way delay δ
+(seed 002: half the round trip), then the sample with the smallest delay (the 8-sample minimum-delay
 filter) in chrony-like fields. Exit 69 when the server does not answer,
 75 when it answers unsynchronised (leap 3).
 
