@@ -23,9 +23,12 @@ the last few round trips to each, and positions itself:
       confidence against the other's, and keeps an error estimate. Vectors
       of --dims dimensions plus a height (the access link).
   gnp (Ng and Zhang 2002, seed 002): the landmarks (--landmarks, default
-      the first dims+5 members by ID) measure each other; the first of
-      them fits their positions and hands them out; every member places
-      itself by minimising the relative error to the landmarks.
+      the first dims+5 members by ID, at least dims+1) measure each other;
+      the first of them fits their positions and hands them out; every
+      member places itself by minimising the relative error to the
+      landmarks. --dims defaults to 7 (seed 002: 6 or 7 dimensions keep
+      predictions within a factor 2), fewer when there are too few
+      landmarks.
 
 After --duration it prints its coordinates and, per member, the measured
 and the predicted round trip, then keeps answering pings for a second
@@ -33,11 +36,11 @@ and the predicted round trip, then keeps answering pings for a second
 
 Examples:
    clocksync coords --id 1 --peers @peers.txt --duration 20s
-   clocksync coords --id 3 --peers @peers.txt --algo gnp --dims 2 --landmarks 1,2,3,4,5,6 --json
+   clocksync coords --id 3 --peers @peers.txt --algo gnp --landmarks 1,2,3,4,5,6,7,8 --json
    clocksync coords --id 2 --peers @peers.txt --fault-latency 1=20ms,3=35ms   # a test geometry`,
 	Flags: cli.WithEnv(tool, append(cli.NodeFlags(),
 		&ucli.StringFlag{Name: "algo", Value: "vivaldi", Usage: "vivaldi or gnp"},
-		&ucli.IntFlag{Name: "dims", Value: 2, Usage: "dimensions of the coordinate space (Vivaldi adds a height)"},
+		&ucli.IntFlag{Name: "dims", DefaultText: "2 for vivaldi; 7 for gnp, at most landmarks-1", Usage: "dimensions of the coordinate space (Vivaldi adds a height; GNP needs dims+1 landmarks)"},
 		&ucli.StringFlag{Name: "landmarks", DefaultText: "the first dims+5 members", Usage: "gnp: the landmark members' IDs, comma-separated (at least dims+1)"},
 		&ucli.DurationFlag{Name: "probe-every", Value: 20 * time.Millisecond, Usage: "one ping this often, to the members in turn"},
 		&ucli.DurationFlag{Name: "duration", Value: 15 * time.Second, Usage: "measure this long, then print the coordinates"},

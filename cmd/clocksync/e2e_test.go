@@ -2,9 +2,11 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -92,6 +94,18 @@ func TestQueryAgreesWithBeevik(t *testing.T) {
 	var ours, delay float64
 	fmt.Sscanf(between(lines[8], `"offset_s":`, ","), "%g", &ours)
 	fmt.Sscanf(between(lines[8], `"delay_s":`, ","), "%g", &delay)
+	// Both delays, each named: RFC 5905's round trip and seed 002's
+	// one-way δ, half of it.
+	var oneWay float64
+	fmt.Sscanf(between(lines[8], `"one_way_s":`, ","), "%g", &oneWay)
+	if delay <= 0 || math.Abs(oneWay-delay/2) > 1e-9 {
+		t.Fatalf("one-way %g, want half the round-trip delay %g", oneWay, delay)
+	}
+	text, err := exec.Command(bin, "query", "--samples", "1", addr).Output()
+	if err != nil || !regexp.MustCompile(`(?m)^sample 1 offset [-+]\d\.\d{6}s delay \d\.\d{6}s one-way \d\.\d{6}s$`).Match(text) ||
+		!strings.Contains(string(text), " one-way ") || strings.Count(string(text), "\n") != 2 {
+		t.Fatalf("query text: %v\n%s", err, text)
+	}
 	resp, err := ntp.QueryWithOptions(addr, ntp.QueryOptions{Timeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)

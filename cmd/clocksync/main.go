@@ -51,6 +51,7 @@ Examples:
 					&ucli.IntFlag{Name: "stratum", Usage: "declare this clock synchronised at this stratum (1-15)"},
 					&ucli.StringFlag{Name: "upstream", Usage: "discipline this server's clock from HOST:PORT and serve at its stratum + 1"},
 					&ucli.DurationFlag{Name: "poll", Value: time.Second, Usage: "with --upstream: query it this often"},
+					maxSkewFlag(),
 					skewFlag(), driftFlag(),
 					&ucli.Float64Flag{Name: "max-slew", Value: 83333, Usage: "fastest correction, in ppm; the clock is slewed, never stepped back"},
 					&ucli.DurationFlag{Name: "makestep", Value: time.Second, Usage: "when behind by more than this, step forward at once"},
@@ -108,8 +109,9 @@ Examples:
 				Name:      "query",
 				Usage:     "query an NTP server: T1-T4, offset θ and delay δ per sample, the minimum-delay pick",
 				ArgsUsage: "HOST:PORT",
-				Description: `Sends --samples requests and prints each exchange's offset θ and delay δ,
-then the sample with the smallest delay (the 8-sample minimum-delay
+				Description: `Sends --samples requests and prints each exchange's offset θ, its
+round-trip delay (RFC 5905: (T4 − T1) − (T3 − T2)) and its one-way delay δ
+(seed 002: half the round trip), then the sample with the smallest delay (the 8-sample minimum-delay
 filter) in chrony-like fields. Exit 69 when the server does not answer,
 75 when it answers unsynchronised (leap 3).
 
@@ -151,11 +153,15 @@ func serve(c *ucli.Context) error {
 	if err != nil {
 		return cli.Exitf(cli.ExitUsage, "%v", err)
 	}
+	poll, err := servePoll(c, log)
+	if err != nil {
+		return err
+	}
 	mx, err := cli.ListenMetrics(c, tool, 0, log)
 	if err != nil {
 		return err
 	}
-	return clockd.Serve(clockd.ServeConfig{Metrics: mx, Bind: bind, Upstream: c.String("upstream"), Poll: c.Duration("poll"),
+	return clockd.Serve(clockd.ServeConfig{Metrics: mx, Bind: bind, Upstream: c.String("upstream"), Poll: poll,
 		Stratum: c.Int("stratum"), Skew: c.Duration("skew"), DriftPPM: c.Float64("drift-ppm"),
 		MaxSlew: c.Float64("max-slew"), MakeStep: c.Duration("makestep"), Apply: c.Bool("apply"),
 		Socket: c.String("socket"), ReadyFile: c.String(cli.FlagReadyFile), Log: log})

@@ -200,6 +200,7 @@ Examples:
 				},
 				Action: ringK,
 			},
+			votingRiskCommand,
 		},
 	}
 }

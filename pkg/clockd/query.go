@@ -41,7 +41,8 @@ type sampleOut struct {
 	T3     string  `json:"t3"`
 	T4     string  `json:"t4"`
 	Offset float64 `json:"offset_s"`
-	Delay  float64 `json:"delay_s"`
+	Delay  float64 `json:"delay_s"`   // RFC 5905's round-trip delay, (T4 − T1) − (T3 − T2)
+	OneWay float64 `json:"one_way_s"` // seed 002's δ, half the round trip: ((T2 − T1) + (T4 − T3)) / 2
 }
 
 // QueryConfig is what `clocksync query` is told by its flags.
@@ -83,11 +84,11 @@ func Query(cfg QueryConfig, out *cli.Output) error {
 		f.Add(s)
 		so := sampleOut{Event: "sample", N: i, T1: s.T1.Format(time.RFC3339Nano), T2: s.T2.Format(time.RFC3339Nano),
 			T3: s.T3.Format(time.RFC3339Nano), T4: s.T4.Format(time.RFC3339Nano),
-			Offset: s.Offset().Seconds(), Delay: s.Delay().Seconds()}
+			Offset: s.Offset().Seconds(), Delay: s.Delay().Seconds(), OneWay: s.Delay().Seconds() / 2}
 		if out.IsJSON() {
 			out.JSON(so)
 		} else {
-			out.Line(fmt.Sprintf("sample %d offset %+.6fs delay %.6fs", i, so.Offset, so.Delay))
+			out.Line(fmt.Sprintf("sample %d offset %+.6fs delay %.6fs one-way %.6fs", i, so.Offset, so.Delay, so.OneWay))
 		}
 	}
 	best, ok := f.Best()
@@ -98,13 +99,13 @@ func Query(cfg QueryConfig, out *cli.Output) error {
 	// + this path's delay/2.
 	dist := last.RootDelay/2 + last.RootDisp + best.Delay()/2
 	res := map[string]any{"event": "result", "server": target, "offset_s": best.Offset().Seconds(),
-		"delay_s": best.Delay().Seconds(), "stratum": last.Stratum, "leap": last.Leap,
+		"delay_s": best.Delay().Seconds(), "one_way_s": best.Delay().Seconds() / 2, "stratum": last.Stratum, "leap": last.Leap,
 		"root_distance_s": dist.Seconds(), "refid": refid(last), "samples": samples}
 	if out.IsJSON() {
 		out.JSON(res)
 	} else {
-		out.Line(fmt.Sprintf("server %s stratum %d refid %s leap %d offset %+.6fs delay %.6fs root-distance %.6fs",
-			target, last.Stratum, refid(last), last.Leap, best.Offset().Seconds(), best.Delay().Seconds(), dist.Seconds()))
+		out.Line(fmt.Sprintf("server %s stratum %d refid %s leap %d offset %+.6fs delay %.6fs one-way %.6fs root-distance %.6fs",
+			target, last.Stratum, refid(last), last.Leap, best.Offset().Seconds(), best.Delay().Seconds(), best.Delay().Seconds()/2, dist.Seconds()))
 	}
 	if last.Leap == clocksync.LeapAlarm {
 		return cli.Exitf(cli.ExitBusy, "%s is not synchronised (leap indicator 3)", target)

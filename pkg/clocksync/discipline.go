@@ -18,6 +18,9 @@ import "time"
 // forward; being ahead never is. The frequency error is estimated from
 // the offsets left after each poll (a frequency-locked loop), so a drifting
 // clock stays close between polls.
+// DefaultPhaseGain is Discipline.PhaseGain's default.
+const DefaultPhaseGain = 0.5
+
 type Discipline struct {
 	// MaxSlewPPM bounds the slew rate (default 83,333 ppm, chrony's).
 	MaxSlewPPM float64
@@ -49,7 +52,7 @@ func (d *Discipline) defaults() {
 		d.MakeStep = time.Second
 	}
 	if d.PhaseGain <= 0 || d.PhaseGain > 1 {
-		d.PhaseGain = 0.5
+		d.PhaseGain = DefaultPhaseGain
 	}
 }
 

@@ -37,14 +37,24 @@ func ParseAlgo(s string) (Algo, error) {
 	return 0, fmt.Errorf("coords: unknown algorithm %q (want vivaldi or gnp)", s)
 }
 
+// GNPDims is GNP's default dimension: seed 002 gives 6 or 7; 7 keeps
+// 99.9% of pairs of ordinary hosts within a factor 2 on the synthetic
+// plane with access links (TestGNPDimensionsAllPairs).
+const GNPDims = 7
+
 // Config configures a Machine. Zero values mean the default.
 type Config struct {
 	ID    node.ID
 	Peers []node.ID // every member, this one included
 	Algo  Algo      // default Vivaldi
-	Dims  int       // default 2
-	// Landmarks (GNP): default the first min(Dims+5, n) members by ID; the
-	// first of them fits the landmarks' positions for everyone.
+	// Dims: Vivaldi default 2 (plus a height, Dabek et al. §5.3); GNP
+	// default GNPDims, but never more than the landmarks allow (one fewer
+	// than their count).
+	Dims int
+	// Landmarks (GNP): at least Dims+1 (seed 002: a node needs d+1
+	// landmarks to place itself in d dimensions); default the first
+	// min(Dims+5, n) members by ID. The first of them fits the landmarks'
+	// positions for everyone.
 	Landmarks []node.ID
 	// Interval: one ping every Interval, to the members in turn. Default
 	// 20ms.
@@ -119,6 +129,16 @@ func vecString(v []float64) string {
 func New(cfg Config) (*Machine, error) {
 	if cfg.Algo == 0 {
 		cfg.Algo = AlgoVivaldi
+	}
+	if cfg.Dims <= 0 && cfg.Algo == AlgoGNP {
+		// Seed 002, after Szymaniak et al. 2004: with well-chosen
+		// landmarks the dimension can be as small as 6 or 7 with
+		// predictions within a factor 2 for arbitrary nodes.
+		l := len(cfg.Landmarks)
+		if l == 0 {
+			l = min(GNPDims+5, len(cfg.Peers))
+		}
+		cfg.Dims = max(1, min(GNPDims, l-1))
 	}
 	if cfg.Dims <= 0 {
 		cfg.Dims = 2

@@ -114,3 +114,43 @@ func FuzzCodec(f *testing.F) {
 		mc.Ready()
 	})
 }
+
+// TestGNPDefaultDims: GNP's dimension defaults to seed 002's 6–7 (7), and
+// follows the landmarks: never more than one fewer than their count; an
+// explicit dimension with too few landmarks is refused.
+func TestGNPDefaultDims(t *testing.T) {
+	ids := func(n int) []node.ID {
+		out := make([]node.ID, n)
+		for i := range out {
+			out[i] = node.ID(i + 1)
+		}
+		return out
+	}
+	for _, c := range []struct {
+		peers     int
+		landmarks []node.ID
+		algo      Algo
+		dims      int
+		wantDims  int
+		wantLM    int
+	}{
+		{16, nil, AlgoGNP, 0, GNPDims, GNPDims + 5},
+		{8, nil, AlgoGNP, 0, 7, 8},
+		{4, nil, AlgoGNP, 0, 3, 4},
+		{16, []node.ID{1, 2, 3}, AlgoGNP, 0, 2, 3},
+		{16, nil, AlgoGNP, 3, 3, 8},
+		{16, nil, AlgoVivaldi, 0, 2, 0},
+	} {
+		m, err := New(Config{ID: 1, Peers: ids(c.peers), Algo: c.algo, Dims: c.dims, Landmarks: c.landmarks, Rand: rand.New(rand.NewPCG(1, 1))})
+		if err != nil {
+			t.Fatalf("%+v: %v", c, err)
+		}
+		if m.cfg.Dims != c.wantDims || len(m.cfg.Landmarks) != c.wantLM {
+			t.Errorf("%d members, landmarks %v, %v, dims %d: got %d dimensions and %d landmarks, want %d and %d",
+				c.peers, c.landmarks, c.algo, c.dims, m.cfg.Dims, len(m.cfg.Landmarks), c.wantDims, c.wantLM)
+		}
+	}
+	if _, err := New(Config{ID: 1, Peers: ids(16), Algo: AlgoGNP, Dims: 7, Landmarks: []node.ID{1, 2, 3, 4}, Rand: rand.New(rand.NewPCG(1, 1))}); err == nil {
+		t.Fatal("7 dimensions from 4 landmarks accepted")
+	}
+}

@@ -7,7 +7,7 @@ import (
 
 // Synth describes a synthetic latency matrix: N hosts at uniform points
 // of a Spread × Spread plane (ms), each behind an access link of
-// 1..MaxHeight ms, every round trip the distance plus both access links,
+// 1..MaxHeight ms (none when MaxHeight is 0: a plain plane), every round trip the distance plus both access links,
 // times a symmetric lognormal-ish noise factor of deviation Noise; then a
 // fraction Detours of the pairs take a path Detour times as long (routing
 // detours: the triangle inequality no longer holds for them).
@@ -26,6 +26,9 @@ func (s Synth) Matrix(rng *rand.Rand) ([][]float64, []Coord) {
 	pos := make([]Coord, s.N)
 	for i := range pos {
 		pos[i] = Coord{Vec: []float64{rng.Float64() * s.Spread, rng.Float64() * s.Spread}, Height: 1 + rng.Float64()*max(s.MaxHeight-1, 0)}
+		if s.MaxHeight <= 0 {
+			pos[i].Height = 0
+		}
 	}
 	m := make([][]float64, s.N)
 	for i := range m {
