@@ -22,11 +22,11 @@ the last few round trips to each, and positions itself:
       two members; a member moves along it by a step scaled by its
       confidence against the other's, and keeps an error estimate. Vectors
       of --dims dimensions plus a height (the access link).
-  gnp (Ng and Zhang 2002, seed 002): the landmarks (--landmarks, default
+  gnp (Ng and Zhang 2002, Tanenbaum ch. 6): the landmarks (--landmarks, default
       the first dims+5 members by ID, at least dims+1) measure each other;
       the first of them fits their positions and hands them out; every
       member places itself by minimising the relative error to the
-      landmarks. --dims defaults to 7 (seed 002: 6 or 7 dimensions keep
+      landmarks. --dims defaults to 7 (Tanenbaum ch. 6: 6 or 7 dimensions keep
       predictions within a factor 2), fewer when there are too few
       landmarks.
 

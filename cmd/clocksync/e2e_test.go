@@ -94,7 +94,7 @@ func TestQueryAgreesWithBeevik(t *testing.T) {
 	var ours, delay float64
 	fmt.Sscanf(between(lines[8], `"offset_s":`, ","), "%g", &ours)
 	fmt.Sscanf(between(lines[8], `"delay_s":`, ","), "%g", &delay)
-	// Both delays, each named: RFC 5905's round trip and seed 002's
+	// Both delays, each named: RFC 5905's round trip and Tanenbaum's
 	// one-way δ, half of it.
 	var oneWay float64
 	fmt.Sscanf(between(lines[8], `"one_way_s":`, ","), "%g", &oneWay)

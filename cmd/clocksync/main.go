@@ -111,7 +111,7 @@ Examples:
 				ArgsUsage: "HOST:PORT",
 				Description: `Sends --samples requests and prints each exchange's offset θ, its
 round-trip delay (RFC 5905: (T4 − T1) − (T3 − T2)) and its one-way delay δ
-(seed 002: half the round trip), then the sample with the smallest delay (the 8-sample minimum-delay
+(Tanenbaum ch. 6: half the round trip), then the sample with the smallest delay (the 8-sample minimum-delay
 filter) in chrony-like fields. Exit 69 when the server does not answer,
 75 when it answers unsynchronised (leap 3).
 

@@ -12,7 +12,7 @@ import (
 )
 
 func maxSkewFlag() ucli.Flag {
-	return &ucli.DurationFlag{Name: "max-skew", Usage: "with --upstream: poll at least every max-skew/(4ρ), ρ being |--drift-ppm| or else 500 ppm: seed 002's δ/(2ρ), halved because each poll slews away half the offset; keeps this clock within max-skew/2 of the upstream and any two such servers within max-skew"}
+	return &ucli.DurationFlag{Name: "max-skew", Usage: "with --upstream: poll at least every max-skew/(4ρ), ρ being |--drift-ppm| or else 500 ppm: Tanenbaum's δ/(2ρ), halved because each poll slews away half the offset; keeps this clock within max-skew/2 of the upstream and any two such servers within max-skew"}
 }
 
 // servePoll is serve's upstream polling interval: --poll, shortened to

@@ -13,7 +13,7 @@ import (
 
 var votingRiskCommand = &ucli.Command{
 	Name:  "voting-risk",
-	Usage: "the chance that voting with forgetful coordinators breaks mutual exclusion (Lin et al., seed 002)",
+	Usage: "the chance that voting with forgetful coordinators breaks mutual exclusion (Lin et al., Tanenbaum ch. 6)",
 	Description: `p_v = Σ_{k=2m−n}^{n} C(m,k) p^k (1−p)^(m−k), computed exactly: n replica
 coordinators, m > n/2 votes needed, p the probability that a coordinator
 crashes and recovers (forgetting its votes) within Δt. lockd's own voting

@@ -7,7 +7,7 @@ import (
 	"github.com/roundtable-go/roundtable/pkg/cli/clitest"
 )
 
-// TestVotingRiskCommand: lockd voting-risk prints seed 002's example
+// TestVotingRiskCommand: lockd voting-risk prints Tanenbaum's example
 // (n = 32, m = 24: below 10⁻⁴⁰), JSON with --json, and refuses bad input
 // with exit 64 and one line on stderr.
 func TestVotingRiskCommand(t *testing.T) {

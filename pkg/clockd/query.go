@@ -42,7 +42,7 @@ type sampleOut struct {
 	T4     string  `json:"t4"`
 	Offset float64 `json:"offset_s"`
 	Delay  float64 `json:"delay_s"`   // RFC 5905's round-trip delay, (T4 − T1) − (T3 − T2)
-	OneWay float64 `json:"one_way_s"` // seed 002's δ, half the round trip: ((T2 − T1) + (T4 − T3)) / 2
+	OneWay float64 `json:"one_way_s"` // Tanenbaum's δ, half the round trip: ((T2 − T1) + (T4 − T3)) / 2
 }
 
 // QueryConfig is what `clocksync query` is told by its flags.

@@ -12,7 +12,7 @@ const DefaultDriftPPM = 500
 
 // ResyncInterval is the longest interval between synchronisations that
 // keeps any two clocks within maxSkew of each other when each drifts by at
-// most driftPPM: seed 002 ("Clock synchronization"), 1 − ρ ≤ dC/dt ≤ 1 + ρ,
+// most driftPPM: Tanenbaum ch. 6 ("Clock synchronization"), 1 − ρ ≤ dC/dt ≤ 1 + ρ,
 // so two clocks drift apart by at most 2ρ per second, and never letting
 // them differ by more than δ means synchronising at least every δ/(2ρ).
 // A driftPPM ≤ 0 means DefaultDriftPPM.

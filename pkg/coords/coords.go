@@ -1,6 +1,6 @@
 // Package coords computes network coordinates: positions in a small
 // Euclidean space (plus a height, the access link) whose distances
-// predict round-trip times between hosts. Seed 002 ("Geometric overlay
+// predict round-trip times between hosts. Tanenbaum ch. 6 ("Geometric overlay
 // networks") gives two ways, both here as pure code with no I/O:
 //
 //   - GNP (Ng and Zhang 2002): L landmarks measure their pairwise

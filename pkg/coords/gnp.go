@@ -6,7 +6,7 @@ import (
 	"slices"
 )
 
-// GNP places landmarks and nodes (Ng and Zhang 2002, as seed 002 states
+// GNP places landmarks and nodes (Ng and Zhang 2002, as Tanenbaum ch. 6 states
 // it): the landmarks first, fitted to their pairwise round trips, then
 // each node against the landmarks alone. Heights are not used: GNP's
 // space is plain Euclidean.

@@ -37,7 +37,7 @@ func ParseAlgo(s string) (Algo, error) {
 	return 0, fmt.Errorf("coords: unknown algorithm %q (want vivaldi or gnp)", s)
 }
 
-// GNPDims is GNP's default dimension: seed 002 gives 6 or 7; 7 keeps
+// GNPDims is GNP's default dimension: Tanenbaum ch. 6 gives 6 or 7; 7 keeps
 // 99.9% of pairs of ordinary hosts within a factor 2 on the synthetic
 // plane with access links (TestGNPDimensionsAllPairs).
 const GNPDims = 7
@@ -51,7 +51,7 @@ type Config struct {
 	// default GNPDims, but never more than the landmarks allow (one fewer
 	// than their count).
 	Dims int
-	// Landmarks (GNP): at least Dims+1 (seed 002: a node needs d+1
+	// Landmarks (GNP): at least Dims+1 (Tanenbaum ch. 6: a node needs d+1
 	// landmarks to place itself in d dimensions); default the first
 	// min(Dims+5, n) members by ID. The first of them fits the landmarks'
 	// positions for everyone.
@@ -131,7 +131,7 @@ func New(cfg Config) (*Machine, error) {
 		cfg.Algo = AlgoVivaldi
 	}
 	if cfg.Dims <= 0 && cfg.Algo == AlgoGNP {
-		// Seed 002, after Szymaniak et al. 2004: with well-chosen
+		// Tanenbaum ch. 6, after Szymaniak et al. 2004: with well-chosen
 		// landmarks the dimension can be as small as 6 or 7 with
 		// predictions within a factor 2 for arbitrary nodes.
 		l := len(cfg.Landmarks)

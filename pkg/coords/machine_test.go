@@ -115,7 +115,7 @@ func FuzzCodec(f *testing.F) {
 	})
 }
 
-// TestGNPDefaultDims: GNP's dimension defaults to seed 002's 6–7 (7), and
+// TestGNPDefaultDims: GNP's dimension defaults to Tanenbaum's 6–7 (7), and
 // follows the landmarks: never more than one fewer than their count; an
 // explicit dimension with too few landmarks is refused.
 func TestGNPDefaultDims(t *testing.T) {

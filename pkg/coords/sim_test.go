@@ -87,7 +87,7 @@ func TestGNPWithinFactorTwo(t *testing.T) {
 				}
 			}
 			frac := float64(within) / float64(len(errs))
-			// Seed 002: 6 or 7 landmarks keep predictions within a factor
+			// Tanenbaum ch. 6: 6 or 7 landmarks keep predictions within a factor
 			// of 2 (Szymaniak et al. 2004). Paths that detour three times
 			// as long cannot be predicted by any metric space: a tenth of
 			// the pairs, and their neighbours' fits suffer too.
@@ -104,7 +104,7 @@ func TestGNPWithinFactorTwo(t *testing.T) {
 	}
 }
 
-// TestGNPDimensionsAllPairs: seed 002 ("Geometric overlay networks",
+// TestGNPDimensionsAllPairs: Tanenbaum ch. 6 ("Geometric overlay networks",
 // after Szymaniak et al. 2004) says the dimension m of GNP's space can be
 // as small as 6 or 7 with predictions within a factor 2 of the latency
 // "for arbitrary nodes P and Q". For m = 2..8, with m+1 landmarks spread

@@ -6,7 +6,7 @@ import (
 )
 
 // VotingRisk is the probability that the voting algorithm with forgetful
-// coordinators violates mutual exclusion, as seed 002 states it for Lin et
+// coordinators violates mutual exclusion, as Tanenbaum ch. 6 states it for Lin et
 // al.'s decentralized algorithm ("Decentralized Mutual Exclusion"): every
 // resource has n replicas, each with a coordinator; access needs m > n/2
 // votes; a coordinator that crashes and recovers within a period Δt

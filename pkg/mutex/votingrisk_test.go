@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// TestVotingRiskSeedExample: seed 002's example for Lin et al.'s voting
+// TestVotingRiskSeedExample: Tanenbaum's example for Lin et al.'s voting
 // with forgetful coordinators: n = 32, m = 0.75n = 24, a node taking part
 // for about 3 hours and Δt = 10 s (p = 10 s / 3 h = 1/1080) gives a
 // violation probability below 10⁻⁴⁰; so does p = 0.001.
