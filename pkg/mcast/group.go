@@ -336,6 +336,7 @@ type Group struct {
 	heard     []time.Time
 	nextBeat  time.Time
 	nak       map[node.ID]bool
+	held      []heldSnap // what this member held at its last heartbeats (retransmit)
 	future    []node.Envelope[GMsg]
 	installed time.Time
 
@@ -539,7 +540,7 @@ func (g *Group) install(v View) {
 	for i := range g.heard {
 		g.heard[i] = g.now
 	}
-	g.nak = map[node.ID]bool{}
+	g.nak, g.held = map[node.ID]bool{}, nil
 	g.flushing, g.promised, g.accepted, g.accBallot, g.readySent, g.lead = false, Ballot{}, nil, Ballot{}, Ballot{}, nil
 	g.minority, g.waitSince, g.installed = false, time.Time{}, g.now
 	for m := range g.joins {
@@ -641,6 +642,7 @@ func (g *Group) Tick(now time.Time) {
 	}
 	if !now.Before(g.nextBeat) {
 		g.nextBeat = now.Add(g.cfg.Period)
+		g.remember()
 		for _, id := range g.others() {
 			g.sendStatus(id)
 		}
@@ -661,7 +663,14 @@ func (g *Group) Tick(now time.Time) {
 	}
 }
 
-func (g *Group) sendStatus(to node.ID) {
+func (g *Group) sendStatus(to node.ID) { g.status(to, false) }
+
+// askStatus sends a status that asks for what it shows missing at once
+// (a gap, a cut to fetch, refused messages): the receiver retransmits
+// without waiting for the loss to be older than a round trip.
+func (g *Group) askStatus(to node.ID) { g.status(to, true) }
+
+func (g *Group) status(to node.ID, ask bool) {
 	recv := g.recv
 	if g.cfg.Safe && g.ackRecv != nil {
 		// Once this member has answered a view change, what it receives
@@ -675,7 +684,7 @@ func (g *Group) sendStatus(to node.ID) {
 		clock = g.totem.lastRot // the token pass this member has seen
 	}
 	g.send(to, GMsg{Type: GStatus, View: g.view.ID, Recv: slices.Clone(recv), Ordered: uint64(len(g.stamps)), Clock: clock,
-		Finals: g.finals()})
+		Finals: g.finals(), Reject: ask})
 }
 
 // finals is what a status or an answer says of agreed priorities (ISIS).
