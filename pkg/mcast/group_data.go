@@ -936,9 +936,9 @@ func (g *Group) remember() {
 // still be on its way to the status's sender, as a status may cross the
 // data it asks for, and is not sent again yet: sending every message a
 // status shows missing resent a tenth to most of all copies on a
-// loss-free network. A loss is repaired within about one and a half
-// Periods that way, or within a round trip when its receiver asks
-// (askStatus: it saw a gap).
+// loss-free network. A loss is repaired within two and a half Periods
+// that way, or within a round trip when its receiver asks (askStatus: it
+// saw a gap).
 func (g *Group) heldBefore() *heldSnap {
 	for i := len(g.held) - 1; i >= 0; i-- {
 		if g.now.Sub(g.held[i].at) >= g.cfg.Period/2 {
