@@ -71,7 +71,8 @@
 //     synchrony). A member's status stays at its first answer to a view
 //     change while it lasts, so nothing it receives later counts as held.
 //
-// Gaps the seeds leave, filled here: heartbeats (GStatus every Period)
+// Gaps the seeds leave, filled here: heartbeats (GStatus every Period,
+// every 2·Period with TOTEM, whose token carries the same news)
 // carry what a member received and drive retransmission, garbage
 // collection and failure detection (silence for Suspect); a member resends
 // what a status shows missing only if it held it at a heartbeat half a

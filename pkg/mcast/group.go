@@ -641,7 +641,7 @@ func (g *Group) Tick(now time.Time) {
 		return
 	}
 	if !now.Before(g.nextBeat) {
-		g.nextBeat = now.Add(g.cfg.Period)
+		g.nextBeat = now.Add(g.beat())
 		g.remember()
 		for _, id := range g.others() {
 			g.sendStatus(id)
@@ -661,6 +661,18 @@ func (g *Group) Tick(now time.Time) {
 		g.minority = true
 		g.events = append(g.events, MinorityEvent{Event: "minority", View: g.view.ID})
 	}
+}
+
+// beat is the heartbeat interval: Period, but 2·Period with TOTEM while
+// no view change is under way, since the token already carries what
+// every member holds (its aru, seed 004): there the heartbeats only
+// detect failures (Suspect is 8·Period by default). A view change needs
+// the statuses (what each member lacks of the cut) at the full rate.
+func (g *Group) beat() time.Duration {
+	if g.cfg.Total == TotalTotem && !g.flushing && g.lead == nil {
+		return 2 * g.cfg.Period
+	}
+	return g.cfg.Period
 }
 
 func (g *Group) sendStatus(to node.ID) { g.status(to, false) }

@@ -363,6 +363,9 @@ func (g *Group) onPropose(from node.ID, b Ballot) {
 func (g *Group) startFlush() {
 	if !g.flushing {
 		g.flushing, g.flushSince = true, g.now
+		if g.nextBeat.After(g.now.Add(g.cfg.Period)) {
+			g.nextBeat = g.now.Add(g.cfg.Period) // beat: the full rate now
+		}
 	}
 }
 
