@@ -378,11 +378,14 @@ func (sc gscenario) runMerges() (sends int, views uint64, blocked bool, merges i
 		}
 	}
 	if sc.leaders {
-		if !run(time.Second) {
-			return fail(s.Err())
+		// Everyone joins first (over lossy links this may take a while).
+		for i := 0; i < 50 && (i == 0 || oneView() != nil); i++ {
+			if !run(100 * time.Millisecond) {
+				return fail(s.Err())
+			}
 		}
 		if err := oneView(); err != nil {
-			return fail(fmt.Errorf("before the leader crashes: %v", err))
+			return fail(fmt.Errorf("5 s before the leader crashes: %v", err))
 		}
 		// Members 1 and 2 lead in turn (seniority); their frames to a
 		// random half of the others are slow, so a commit reaches the
