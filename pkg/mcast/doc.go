@@ -71,9 +71,13 @@
 //     synchrony). A member's status stays at its first answer to a view
 //     change while it lasts, so nothing it receives later counts as held.
 //
-// Gaps the seeds leave, filled here: heartbeats (GStatus every Period)
+// Gaps the seeds leave, filled here: heartbeats (GStatus every Period,
+// every 2·Period with TOTEM, whose token carries the same news)
 // carry what a member received and drive retransmission, garbage
-// collection and failure detection (silence for Suspect); a change that
+// collection and failure detection (silence for Suspect); a member resends
+// what a status shows missing only if it held it at a heartbeat half a
+// Period before (the status may have crossed it on the way), unless the
+// status asks at once (its sender saw a gap); a change that
 // waits 4·Suspect without a majority reports MinorityEvent; a member
 // removed from the group joins again under a new incarnation; a member
 // that leaves re-sends the install until the next view's members and the

@@ -160,19 +160,22 @@ type Stamp struct {
 // GMsg is one frame of the group protocol; which fields count depends on
 // Type.
 type GMsg struct {
-	Type     GType
-	View     uint64 // the view the frame belongs to (the view being left, for a change)
-	Inc      uint64 // the sender's incarnation
-	Ballot   Ballot
-	Items    []Item // data (VT unused)
-	Start    uint64 // order: position of Stamps[0]
-	Stamps   []Stamp
-	Recv     []uint64 // status, ack
-	Ordered  uint64   // status, ack
-	Member   Member   // join, leave, merge
-	Reject   bool     // ack; join: the joiner comes from another component (a merge)
-	Change   *Change  // ack (accepted), commit, install
-	Accepted Ballot   // ack: the ballot of Change
+	Type    GType
+	View    uint64 // the view the frame belongs to (the view being left, for a change)
+	Inc     uint64 // the sender's incarnation
+	Ballot  Ballot
+	Items   []Item // data (VT unused)
+	Start   uint64 // order: position of Stamps[0]
+	Stamps  []Stamp
+	Recv    []uint64 // status, ack
+	Ordered uint64   // status, ack
+	Member  Member   // join, leave, merge
+	// Reject: ack: the member promised a higher Ballot; join: the joiner
+	// comes from another component (a merge); status: the sender asks for
+	// what it shows missing at once (it saw a gap, or must fetch a cut).
+	Reject   bool
+	Change   *Change // ack (accepted), commit, install
+	Accepted Ballot  // ack: the ballot of Change
 	// Clock (status, Lamport total order): the sender's Lamport time; its
 	// later messages carry larger times, and its own messages up to
 	// Recv[its position] carry at most this one.

@@ -338,6 +338,7 @@ type Group struct {
 	heard     []time.Time
 	nextBeat  time.Time
 	nak       map[node.ID]bool
+	held      []heldSnap // what this member held at its last heartbeats (retransmit)
 	future    []node.Envelope[GMsg]
 	installed time.Time
 
@@ -541,7 +542,7 @@ func (g *Group) install(v View) {
 	for i := range g.heard {
 		g.heard[i] = g.now
 	}
-	g.nak = map[node.ID]bool{}
+	g.nak, g.held = map[node.ID]bool{}, nil
 	g.flushing, g.promised, g.accepted, g.accBallot, g.readySent, g.lead = false, Ballot{}, nil, Ballot{}, Ballot{}, nil
 	g.minority, g.waitSince, g.installed = false, time.Time{}, g.now
 	for m := range g.joins {
@@ -642,7 +643,8 @@ func (g *Group) Tick(now time.Time) {
 		return
 	}
 	if !now.Before(g.nextBeat) {
-		g.nextBeat = now.Add(g.cfg.Period)
+		g.nextBeat = now.Add(g.beat())
+		g.remember()
 		for _, id := range g.others() {
 			g.sendStatus(id)
 		}
@@ -663,7 +665,26 @@ func (g *Group) Tick(now time.Time) {
 	}
 }
 
-func (g *Group) sendStatus(to node.ID) {
+// beat is the heartbeat interval: Period, but 2·Period with TOTEM while
+// no view change is under way, since the token already carries what
+// every member holds (its aru, seed 004): there the heartbeats only
+// detect failures (Suspect is 8·Period by default). A view change needs
+// the statuses (what each member lacks of the cut) at the full rate.
+func (g *Group) beat() time.Duration {
+	if g.cfg.Total == TotalTotem && !g.flushing && g.lead == nil {
+		return 2 * g.cfg.Period
+	}
+	return g.cfg.Period
+}
+
+func (g *Group) sendStatus(to node.ID) { g.status(to, false) }
+
+// askStatus sends a status that asks for what it shows missing at once
+// (a gap, a cut to fetch, refused messages): the receiver retransmits
+// without waiting for the loss to be older than a round trip.
+func (g *Group) askStatus(to node.ID) { g.status(to, true) }
+
+func (g *Group) status(to node.ID, ask bool) {
 	recv := g.recv
 	if g.cfg.Safe && g.ackRecv != nil {
 		// Once this member has answered a view change, what it receives
@@ -677,7 +698,7 @@ func (g *Group) sendStatus(to node.ID) {
 		clock = g.totem.lastRot // the token pass this member has seen
 	}
 	g.send(to, GMsg{Type: GStatus, View: g.view.ID, Recv: slices.Clone(recv), Ordered: uint64(len(g.stamps)), Clock: clock,
-		Finals: g.finals()})
+		Finals: g.finals(), Reject: ask})
 }
 
 // finals is what a status or an answer says of agreed priorities (ISIS).

@@ -57,7 +57,7 @@ func (g *Group) Step(now time.Time, in node.Envelope[GMsg]) error {
 				// What was refused meanwhile comes again a round trip
 				// from now, not a Period.
 				for _, id := range g.others() {
-					g.sendStatus(id)
+					g.askStatus(id)
 				}
 				g.checkReady()
 			}
@@ -168,17 +168,18 @@ func (g *Group) handle(from node.ID, m GMsg) {
 		if g.cfg.Total == TotalISIS {
 			g.isisFlush()
 		}
-		if fresh && (g.cfg.Total == TotalLamport || g.cfg.Safe) && !g.flushing {
+		if fresh && (g.cfg.Total == TotalLamport || g.cfg.Safe && g.cfg.Total != TotalTotem) && !g.flushing {
 			// Seed 002: the receiver acknowledges to everyone (one
 			// acknowledgement per frame of new messages); safe delivery
-			// waits for everyone's acknowledgement too.
+			// waits for everyone's acknowledgement too, except TOTEM's,
+			// where the token's aru says it (seed 004).
 			for _, id := range g.others() {
 				g.sendStatus(id)
 			}
 		}
 		if g.nak[from] {
 			delete(g.nak, from)
-			g.sendStatus(from)
+			g.askStatus(from)
 		}
 		g.deliver()
 		g.checkReady() // last: it may install the next view
@@ -197,7 +198,7 @@ func (g *Group) handle(from node.ID, m GMsg) {
 			}
 			g.advanceStamps()
 			if len(g.stampAt) > 0 {
-				g.sendStatus(from)
+				g.askStatus(from)
 			}
 			g.deliver()
 			g.checkReady() // last: it may install the next view
@@ -219,7 +220,7 @@ func (g *Group) handle(from node.ID, m GMsg) {
 		}
 	case GStatus:
 		if g.cfg.Total == TotalISIS {
-			g.isisRetransmit(from, m.Finals)
+			g.isisRetransmit(from, m.Finals, m.Reject)
 		}
 		if g.cfg.Total == TotalTotem {
 			g.totemSuccessor(from, m.Clock)
@@ -232,7 +233,7 @@ func (g *Group) handle(from node.ID, m GMsg) {
 			if g.cfg.Total == TotalLamport || g.cfg.Safe {
 				g.deliver()
 			}
-			g.retransmit(from, m.Recv, m.Ordered)
+			g.retransmit(from, m.Recv, m.Ordered, m.Reject)
 			g.collect()
 			g.room()
 		}
@@ -362,6 +363,9 @@ func (g *Group) onPropose(from node.ID, b Ballot) {
 func (g *Group) startFlush() {
 	if !g.flushing {
 		g.flushing, g.flushSince = true, g.now
+		if g.nextBeat.After(g.now.Add(g.cfg.Period)) {
+			g.nextBeat = g.now.Add(g.cfg.Period) // beat: the full rate now
+		}
 	}
 }
 
@@ -384,7 +388,7 @@ func (g *Group) onCommit(from node.ID, b Ballot, c *Change) {
 		// heartbeats go on asking).
 		for _, id := range c.Survivors {
 			if id != g.cfg.ID {
-				g.sendStatus(id)
+				g.askStatus(id)
 			}
 		}
 		return
@@ -922,13 +926,57 @@ func (g *Group) broadcast(items []Item) {
 	}
 }
 
+// heldSnap is what a member held at one of its heartbeats.
+type heldSnap struct {
+	at      time.Time
+	recv    []uint64
+	ordered uint64
+	finals  []uint64 // ISIS
+}
+
+// remember notes, at each heartbeat, what this member holds.
+func (g *Group) remember() {
+	g.held = append(g.held, heldSnap{at: g.now, recv: slices.Clone(g.recv), ordered: uint64(len(g.stamps)), finals: g.finals()})
+	if len(g.held) > 3 {
+		g.held = slices.Delete(g.held, 0, len(g.held)-3)
+	}
+}
+
+// heldBefore is what this member held at its last heartbeat at least half
+// a Period ago (nil: none yet). A status that shows a message missing
+// which this member held then shows a loss; one it received since may
+// still be on its way to the status's sender, as a status may cross the
+// data it asks for, and is not sent again yet: sending every message a
+// status shows missing resent a tenth to most of all copies on a
+// loss-free network. A loss is repaired within two and a half Periods
+// that way, or within a round trip when its receiver asks (askStatus: it
+// saw a gap).
+func (g *Group) heldBefore() *heldSnap {
+	for i := len(g.held) - 1; i >= 0; i-- {
+		if g.now.Sub(g.held[i].at) >= g.cfg.Period/2 {
+			return &g.held[i]
+		}
+	}
+	return nil
+}
+
 // retransmit sends a member what its status says it lacks: messages of
-// any sender (relaying a failed sender's) and stamps.
-func (g *Group) retransmit(to node.ID, recv []uint64, ordered uint64) {
+// any sender (relaying a failed sender's) and stamps. Unless the status
+// asks (or a view change is under way), only what this member held half
+// a Period ago goes (heldBefore).
+func (g *Group) retransmit(to node.ID, recv []uint64, ordered uint64, ask bool) {
+	top, have := g.recv, uint64(len(g.stamps))
+	if !ask && !g.flushing {
+		h := g.heldBefore()
+		if h == nil {
+			return
+		}
+		top, have = h.recv, min(have, h.ordered)
+	}
 	var items []Item
 	size := 0
 	for j, m := range g.view.Members {
-		for q := recv[j] + 1; q <= g.recv[j] && size < budget; q++ {
+		for q := recv[j] + 1; q <= min(g.recv[j], top[j]) && size < budget; q++ {
 			p, ok := g.store[j][q]
 			if !ok || len(items) > 0 && size+len(p)+16 > budget {
 				// The first always goes: a message near MaxPayload is
@@ -943,7 +991,7 @@ func (g *Group) retransmit(to node.ID, recv []uint64, ordered uint64) {
 		g.stats["retransmitted"] += uint64(len(items))
 		g.send(to, GMsg{Type: GData, View: g.view.ID, Items: items})
 	}
-	if have := uint64(len(g.stamps)); ordered < have {
+	if ordered < have {
 		end := min(have, ordered+maxStamps)
 		g.send(to, GMsg{Type: GOrder, View: g.view.ID, Start: ordered + 1, Stamps: slices.Clone(g.stamps[ordered:end])})
 	}

@@ -22,7 +22,9 @@ import (
 // leads to a view change and a new token). A member passes the token on
 // at once after multicasting, or after Period/4 when it has nothing to
 // send; it sends the same token again each Period until its successor's
-// status shows it got it. Everything else (retransmission of data,
+// status or the token's return shows it got there. The token's arus say what the all-to-all statuses
+// say, so TOTEM members send their heartbeats every 2·Period only, to
+// detect failures (Group.beat). Everything else (retransmission of data,
 // flushing at view changes, positions as the sequencer's stamps) is the
 // group's common machinery.
 
