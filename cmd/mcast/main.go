@@ -260,7 +260,7 @@ func check(c *ucli.Context) error {
 	return nil
 }
 
-// checkViews is 'mcast check --views': seed 004's properties of virtual
+// checkViews is 'mcast check --views': Nita-Rotaru's properties of virtual
 // synchrony over the logs of a dynamic group.
 func checkViews(c *ucli.Context) error {
 	total := false

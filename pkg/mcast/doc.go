@@ -1,6 +1,6 @@
 // Package mcast is reliable multicast over a fixed group, as a pure state
-// machine, with three delivery guarantees (Nita-Rotaru, 7610, seed 004,
-// "Reliable multicast"; Tanenbaum & van Steen §6.2–6.3, seed 002):
+// machine, with three delivery guarantees (Nita-Rotaru, 7610, Nita-Rotaru's CS7610 notes,
+// "Reliable multicast"; Tanenbaum & van Steen §6.2–6.3, Tanenbaum ch. 6):
 //
 //   - Unordered: integrity (a correct member delivers a message at most
 //     once, and only as its sender sent it), validity (a correct member
@@ -41,7 +41,7 @@
 //
 // # Dynamic groups (Group)
 //
-// Group is one member of a group whose membership changes (seed 004,
+// Group is one member of a group whose membership changes (Nita-Rotaru's CS7610 notes,
 // "group membership", "virtual synchrony"):
 //
 //   - Views change by the leader-based protocol: phase I, the acting
@@ -58,14 +58,14 @@
 //     one deliver the same messages in the former, each in its sending
 //     view.
 //   - Total orders: TotalSequencer (the view's leader numbers messages,
-//     GOrder; seed 004's fixed sequencer), TotalLamport (seed 002,
+//     GOrder; Nita-Rotaru's fixed sequencer), TotalLamport (Tanenbaum ch. 6,
 //     §6.3.1: Lamport times, acknowledgements to all, deliver the head
-//     once everyone is past it), TotalISIS (seed 004: proposed and agreed
-//     priorities, group_isis.go) and TotalTotem (seed 004: a token ring
+//     once everyone is past it), TotalISIS (Nita-Rotaru's CS7610 notes: proposed and agreed
+//     priorities, group_isis.go) and TotalTotem (Nita-Rotaru's CS7610 notes: a token ring
 //     whose holder numbers what it sends, group_totem.go). What any member
 //     delivered in a view is a prefix of that view's order, so a view
 //     change delivers the rest of the cut in the same order.
-//   - Safe delivery (Config.Safe; TOTEM and Spread in seed 004): deliver
+//   - Safe delivery (Config.Safe; TOTEM and Spread in Nita-Rotaru's CS7610 notes): deliver
 //     once every member's status shows the message received; at a view
 //     change the rest follows a TransitionalEvent (extended virtual
 //     synchrony). A member's status stays at its first answer to a view

@@ -22,14 +22,14 @@ const (
 	// gap, and how many stamps. It drives failure detection,
 	// retransmission, garbage collection and flushing. In Lamport total
 	// order it is also the acknowledgement every receiver multicasts
-	// (seed 002, §6.3.1), with its Lamport clock.
+	// (Tanenbaum ch. 6, §6.3.1), with its Lamport clock.
 	GStatus GType = 18
 	// GJoin asks to join the group as Member (sent to any member, which
 	// forwards it to the leader).
 	GJoin GType = 19
 	// GLeave asks the leader to take Member out of the group.
 	GLeave GType = 20
-	// GPropose opens a view change out of View (phase I, seed 004): stop
+	// GPropose opens a view change out of View (phase I, Nita-Rotaru's CS7610 notes): stop
 	// sending and delivering, and answer with what you have.
 	GPropose GType = 21
 	// GAck answers GPropose: Recv and Ordered as in GStatus, and the
@@ -190,7 +190,7 @@ type GMsg struct {
 	Written uint64
 }
 
-// Token is TOTEM's token (seed 004, "TOTEM: single ring"): Rot counts its
+// Token is TOTEM's token (Nita-Rotaru's CS7610 notes, "TOTEM: single ring"): Rot counts its
 // passes (a copy with a Rot already seen is a duplicate); Seq is the last
 // position of the view's order given out; Arus holds, per member of the
 // view (in view order), how far that member had received everything

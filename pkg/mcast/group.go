@@ -18,19 +18,19 @@ const (
 	// TotalNone: FIFO per sender, no order across senders.
 	TotalNone Total = 0
 	// TotalSequencer: the view's leader stamps every message with its
-	// position in one order (seed 004, "agreed delivery"; a fixed
+	// position in one order (Nita-Rotaru's CS7610 notes, "agreed delivery"; a fixed
 	// sequencer); the next view's leader goes on after a failure.
 	TotalSequencer Total = 1
-	// TotalLamport: seed 002's totally-ordered multicast (§6.3.1). Each
+	// TotalLamport: Tanenbaum's totally-ordered multicast (§6.3.1). Each
 	// message carries its sender's Lamport time; every receiver
 	// acknowledges to everyone; a member delivers the message at the head
 	// of its queue (least time, then sender ID) once it knows every other
 	// member's clock has passed it with every earlier message received.
 	TotalLamport Total = 2
-	// TotalISIS: seed 004's ISIS total order: proposed priorities from
+	// TotalISIS: Nita-Rotaru's ISIS total order: proposed priorities from
 	// every member, the largest agreed by the sender (group_isis.go).
 	TotalISIS Total = 3
-	// TotalTotem: seed 004's TOTEM single ring: a token goes round the
+	// TotalTotem: Nita-Rotaru's TOTEM single ring: a token goes round the
 	// view; its holder numbers and multicasts its messages
 	// (group_totem.go).
 	TotalTotem Total = 4
@@ -74,7 +74,7 @@ type GroupConfig struct {
 	// it creates the group itself (0: never, unless Found).
 	FoundAfter time.Duration
 	// Safe: deliver a message only once every member of the view has it
-	// (seed 004, TOTEM's and Spread's safe delivery). Each member then
+	// (Nita-Rotaru's CS7610 notes, TOTEM's and Spread's safe delivery). Each member then
 	// acknowledges new messages to everyone at once. At a view change the
 	// rest of the old view's messages (every survivor has them), if any,
 	// are delivered after a TransitionalEvent naming the survivors: safe
@@ -237,7 +237,7 @@ func (e RemovedEvent) String() string { return fmt.Sprintf("removed from view %d
 
 // TransitionalEvent (--safe): the view is ending; the deliveries that
 // follow in it, up to the next view, are safe among Members (the
-// survivors) only, not among every member of the view (seed 004,
+// survivors) only, not among every member of the view (Nita-Rotaru's CS7610 notes,
 // extended virtual synchrony's transitional configuration).
 type TransitionalEvent struct {
 	Event   string   `json:"event"` // "transitional"
@@ -295,7 +295,7 @@ type lead struct {
 }
 
 // Group is one member of a dynamic group: membership views agreed by the
-// leader-based protocol of seed 004, virtually synchronous delivery, and
+// leader-based protocol of Nita-Rotaru's CS7610 notes, virtually synchronous delivery, and
 // optionally one total order. See doc.go.
 type Group struct {
 	cfg       GroupConfig
@@ -667,7 +667,7 @@ func (g *Group) Tick(now time.Time) {
 
 // beat is the heartbeat interval: Period, but 2·Period with TOTEM while
 // no view change is under way, since the token already carries what
-// every member holds (its aru, seed 004): there the heartbeats only
+// every member holds (its aru, Nita-Rotaru's CS7610 notes): there the heartbeats only
 // detect failures (Suspect is 8·Period by default). A view change needs
 // the statuses (what each member lacks of the cut) at the full rate.
 func (g *Group) beat() time.Duration {
@@ -718,7 +718,7 @@ func (g *Group) suspected(i int) bool {
 }
 
 // acting is the member that leads a change: the first in seniority that
-// this member does not suspect (seed 004: "second process on the list
+// this member does not suspect (Nita-Rotaru's CS7610 notes: "second process on the list
 // becomes the leader").
 func (g *Group) acting() node.ID {
 	for i, m := range g.view.Members {
@@ -809,7 +809,7 @@ func (g *Group) tryCommit() {
 	if 2*len(l.acks) <= count && !g.cfg.EVS {
 		return // a minority cannot change the view (primary component)
 	}
-	// Seed 004, leader failure: a change some member has accepted may
+	// Nita-Rotaru's CS7610 notes, leader failure: a change some member has accepted may
 	// already be installed somewhere. Take the highest accepted one, as
 	// long as the members that answered hold every message of its cut
 	// (if one of its survivors lacks some, nobody installed it: an install

@@ -38,7 +38,7 @@ func (g *Group) Step(now time.Time, in node.Envelope[GMsg]) error {
 			g.tryLeave()
 			return nil
 		case GAbandon:
-			// Seed 004 has members fail or leave through a view change;
+			// Nita-Rotaru's CS7610 notes have members fail or leave through a view change;
 			// a member whose process must exit now (its reader stalled)
 			// does neither: it says so, so that the rest need not wait
 			// a suspicion timeout nor count it for a majority. Sent
@@ -169,10 +169,10 @@ func (g *Group) handle(from node.ID, m GMsg) {
 			g.isisFlush()
 		}
 		if fresh && (g.cfg.Total == TotalLamport || g.cfg.Safe && g.cfg.Total != TotalTotem) && !g.flushing {
-			// Seed 002: the receiver acknowledges to everyone (one
+			// Tanenbaum ch. 6: the receiver acknowledges to everyone (one
 			// acknowledgement per frame of new messages); safe delivery
 			// waits for everyone's acknowledgement too, except TOTEM's,
-			// where the token's aru says it (seed 004).
+			// where the token's aru says it (Nita-Rotaru's CS7610 notes).
 			for _, id := range g.others() {
 				g.sendStatus(id)
 			}
@@ -317,7 +317,7 @@ func (g *Group) laggard(from node.ID, inc uint64) {
 	}
 }
 
-// onJoin: a process asks to join (seed 004: joins go to the leader);
+// onJoin: a process asks to join (Nita-Rotaru's CS7610 notes: joins go to the leader);
 // merging: it comes from another component (group_evs.go).
 func (g *Group) onJoin(m Member, merging bool) {
 	if !g.inView || m.ID == node.None {
@@ -673,7 +673,7 @@ func (g *Group) receive(it Item) bool {
 		}
 	}
 	if g.cfg.Total == TotalLamport {
-		// Seed 002: a receiver's clock moves past the message's time.
+		// Tanenbaum ch. 6: a receiver's clock moves past the message's time.
 		g.ts[Stamp{it.Sender, it.Seq}] = it.TS
 		g.clock = max(g.clock, it.TS) + 1
 		g.showClock(j, it.TS, it.Seq)
@@ -726,7 +726,7 @@ func (g *Group) lamportHead() (j int, q, ts uint64, ok bool) {
 // lamportDeliverable: every other member has either a later message
 // queued here, or shown a clock at or past ts with every message it had
 // sent by then received here; so nothing earlier in the order can still
-// come (seed 002: the head is acknowledged by everyone).
+// come (Tanenbaum ch. 6: the head is acknowledged by everyone).
 func (g *Group) lamportDeliverable(j int, ts uint64) bool {
 	if g.cfg.bug == gbugLamportNoAck {
 		return true
@@ -794,7 +794,7 @@ func (g *Group) deliver() {
 
 // safe reports whether message q of member j may be delivered: always,
 // unless Safe, and then once every other member's last status shows it
-// received (TOTEM's aru, seed 004).
+// received (TOTEM's aru, Nita-Rotaru's CS7610 notes).
 func (g *Group) safe(j int, q uint64) bool {
 	if !g.cfg.Safe {
 		return true
@@ -882,7 +882,7 @@ func (g *Group) flushQueue() {
 			g.totemStamp(&it)
 		}
 		if g.cfg.Total == TotalLamport {
-			g.clock++ // seed 002: a send is an event
+			g.clock++ // Tanenbaum ch. 6: a send is an event
 			it.TS = g.clock
 			g.ts[Stamp{g.cfg.ID, g.seq}] = it.TS
 		}

@@ -6,7 +6,7 @@ import (
 	"github.com/roundtable-go/roundtable/pkg/node"
 )
 
-// Extended virtual synchrony (GroupConfig.EVS; seed 004, "Extended
+// Extended virtual synchrony (GroupConfig.EVS; Nita-Rotaru's CS7610 notes, "Extended
 // virtual synchrony", and Moser, Amir, Melliar-Smith and Agarwal's EVS
 // model behind Spread and TOTEM).
 //

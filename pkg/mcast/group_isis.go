@@ -7,7 +7,7 @@ import (
 	"github.com/roundtable-go/roundtable/pkg/node"
 )
 
-// ISIS total order (seed 004, "ISIS total order"): a message goes to every
+// ISIS total order (Nita-Rotaru's CS7610 notes, "ISIS total order"): a message goes to every
 // member; each member proposes a priority above every one it has seen and
 // sends it to the sender; the sender takes the largest proposal as the
 // agreed (final) priority and sends it to everyone; a member delivers the

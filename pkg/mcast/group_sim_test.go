@@ -97,7 +97,7 @@ func (sc gscenario) runMerges() (sends int, views uint64, blocked bool, merges i
 	left := map[Member]bool{}
 	transitional := map[Member]uint64{} // the view a member announced a transitional configuration in
 	group := func(id node.ID) *Group { g, _ := s.Machine(id).(*Group); return g }
-	// Safe delivery (seed 004): a message delivered before the view's
+	// Safe delivery (Nita-Rotaru's CS7610 notes): a message delivered before the view's
 	// transitional configuration is held by every member of the view,
 	// judged from every live member's state at that instant.
 	safeCheck := func(p Member, e GroupDeliverEvent) error {
@@ -723,7 +723,7 @@ func allLeave(seed uint64, bug gbug) ([]node.ID, error) {
 // install wait for ever.
 // TestSimLeaderCrashes: a view change whose acting leader crashes once
 // its commit, or its install, has reached only some members, and then its
-// successor the same way (seed 004: the leader of a view change may fail; the next
+// successor the same way (Nita-Rotaru's CS7610 notes: the leader of a view change may fail; the next
 // takes the highest accepted change). CheckViews judges the logs and the
 // survivors must finish.
 func TestSimLeaderCrashes(t *testing.T) {
@@ -804,7 +804,7 @@ func TestSimAllLeave(t *testing.T) {
 // multicast in a settled group of five, messages sent one at a time
 // (nothing batched) and heartbeats slowed out of the way, against what
 // the seeds say: a fixed sequencer sends the message to n−1 members and
-// its stamp to n−1 (2(n−1)); Lamport's algorithm (seed 002, §6.3.1) sends
+// its stamp to n−1 (2(n−1)); Lamport's algorithm (Tanenbaum ch. 6, §6.3.1) sends
 // the message to n−1 and every receiver acknowledges to every other
 // member, (n−1)² acknowledgements (the seed counts n(n−1), the sender
 // acknowledging its own message too; here its Lamport time rides on the
@@ -910,7 +910,7 @@ func TestSimSteadyInput(t *testing.T) {
 }
 
 // TestTotemMessageCost: TOTEM needs no acknowledgements and no order
-// frames (seed 004): each message is multicast once by the token's holder
+// frames (Nita-Rotaru's CS7610 notes): each message is multicast once by the token's holder
 // with its position on it, n−1 frames or fewer (several messages share a
 // frame when they waited for the token together); the token costs one
 // frame per member per rotation, whatever is sent. Safe delivery adds

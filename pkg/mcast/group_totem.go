@@ -7,7 +7,7 @@ import (
 	"github.com/roundtable-go/roundtable/pkg/node"
 )
 
-// TOTEM's single-ring total order (seed 004, "TOTEM"): a token goes round
+// TOTEM's single-ring total order (Nita-Rotaru's CS7610 notes, "TOTEM"): a token goes round
 // the members of the view in view order; only the member holding it
 // multicasts, and it numbers each of its messages with the next position
 // of the view's order (Token.Seq), carried on the message itself (Item.TS),

@@ -458,7 +458,7 @@ func (m *Machine) deliver() {
 					}
 				}
 			case FIFO:
-				// Seed 004: deliver when S = R + 1; hold back when S > R + 1.
+				// Nita-Rotaru's CS7610 notes: deliver when S = R + 1; hold back when S > R + 1.
 				for !m.backlogged() {
 					it, ok := m.store[s][m.deliv[s]+1]
 					if !ok && m.cfg.bug == bugEarly {
@@ -472,7 +472,7 @@ func (m *Machine) deliver() {
 					progress = true
 				}
 			case Causal:
-				// Seed 004: deliver when V_j[j] = V_i[j] + 1 and V_j[k] ≤ V_i[k]
+				// Nita-Rotaru's CS7610 notes: deliver when V_j[j] = V_i[j] + 1 and V_j[k] ≤ V_i[k]
 				// for every k ≠ j; then V_i[j] + 1.
 				for !m.backlogged() {
 					it, ok := m.store[s][m.deliv[s]+1]

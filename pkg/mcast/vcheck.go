@@ -100,7 +100,7 @@ type vmsg struct {
 func (k vmsg) String() string { return fmt.Sprintf("%d/%d/%d", k.view, k.sender, k.seq) }
 
 // CheckViews judges a run of a dynamic group from every incarnation's log
-// (seed 004's properties of virtual synchrony, numbered as there):
+// (Nita-Rotaru's properties of virtual synchrony, numbered as there):
 //
 //  1. self inclusion: a member is in every view it installs;
 //  2. local monotonicity: its views' IDs increase;
