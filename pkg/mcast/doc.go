@@ -1,6 +1,6 @@
 // Package mcast is reliable multicast over a fixed group, as a pure state
-// machine, with three delivery guarantees (Nita-Rotaru, 7610, Nita-Rotaru's CS7610 notes,
-// "Reliable multicast"; Tanenbaum & van Steen §6.2–6.3, Tanenbaum ch. 6):
+// machine, with three delivery guarantees (Nita-Rotaru's CS7610 notes,
+// "Reliable multicast"; Tanenbaum & van Steen §6.2–6.3):
 //
 //   - Unordered: integrity (a correct member delivers a message at most
 //     once, and only as its sender sent it), validity (a correct member
