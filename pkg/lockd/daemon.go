@@ -309,7 +309,13 @@ func (d *daemon) dispatch(ev node.Event) {
 	var client uint64
 	switch e := ev.(type) {
 	case mutex.GrantEvent:
-		r, client = Reply{Event: "acquired", Name: e.Name, Token: e.Token, UntilNS: time.Now().Add(e.Valid).UnixNano()}, e.Client
+		// The lease runs from the machine's grant, not from now: the event
+		// may have waited in the queue to this goroutine.
+		at := e.At
+		if at.IsZero() {
+			at = time.Now()
+		}
+		r, client = Reply{Event: "acquired", Name: e.Name, Token: e.Token, UntilNS: at.Add(e.Valid).UnixNano(), AtNS: at.UnixNano()}, e.Client
 	case mutex.BusyEvent:
 		r, client = Reply{Event: "busy", Name: e.Name}, e.Client
 	case mutex.UnavailableEvent:
@@ -488,21 +494,62 @@ func (d *daemon) keepalive(ctx context.Context) {
 				d.persisted = lamport
 			}
 		}
-		// One line per client, not per lock: every lock the client holds
-		// is good until at least the earliest of their leases (a client
-		// may hold thousands).
-		until := map[uint64]time.Time{}
+		byClient := map[uint64][]mutex.Holding{}
 		for _, h := range holds {
-			if u, ok := until[h.Client]; !ok || h.Until.Before(u) {
-				until[h.Client] = h.Until
-			}
+			byClient[h.Client] = append(byClient[h.Client], h)
 		}
 		d.mu.Lock()
-		for client, u := range until {
+		for client, hs := range byClient {
 			if c := d.clients[client]; c != nil {
-				c.Send(Reply{Event: "valid", UntilNS: u.UnixNano(), AtNS: now.UnixNano()})
+				c.Send(validReply(hs, now, d.lease))
 			}
 		}
 		d.mu.Unlock()
 	}
+}
+
+// maxEach bounds the locks a "valid" reply lists with their own lease
+// end: 64 names of up to 255 bytes keep the line near 20 KB.
+const maxEach = 64
+
+// validReply is the "valid" line for one client's holdings hs, seen at
+// now: every lock is good until its own lease's end on the member.
+//
+// One line per client, not per lock (a client may hold thousands, and a
+// line goes every eighth of a lease): until_ns is the earliest end among
+// the locks whose renewal is on time (ending at least half a lease from
+// now; the machine renews every eighth of a lease), and each lock whose
+// renewal lags is listed in "each" with its own, earlier, end, so that one
+// late renewal ends at most its own lock, never the others'. Past maxEach
+// lagging locks, the earliest maxEach are listed and until_ns is the
+// earliest end of the rest: never later than any unlisted lock's end.
+func validReply(hs []mutex.Holding, now time.Time, lease time.Duration) Reply {
+	cut := now.Add(lease / 2)
+	var lag, rest []mutex.Holding
+	for _, h := range hs {
+		if h.Until.Before(cut) {
+			lag = append(lag, h)
+		} else {
+			rest = append(rest, h)
+		}
+	}
+	if len(lag) > maxEach {
+		slices.SortFunc(lag, func(a, b mutex.Holding) int { return a.Until.Compare(b.Until) })
+		rest = append(rest, lag[maxEach:]...)
+		lag = lag[:maxEach]
+	}
+	r := Reply{Event: "valid", AtNS: now.UnixNano()}
+	for _, h := range lag {
+		r.Each = append(r.Each, LockUntil{Name: h.Name, UntilNS: h.Until.UnixNano()})
+	}
+	var until time.Time
+	for _, h := range rest {
+		if until.IsZero() || h.Until.Before(until) {
+			until = h.Until
+		}
+	}
+	if !until.IsZero() {
+		r.UntilNS = until.UnixNano()
+	}
+	return r
 }

@@ -10,7 +10,8 @@
 //	{"op":"watch"}            (or "watch-cluster")
 //
 // and receives replies: acquired, busy, lost, valid (every lock the client
-// holds is good until until_ns; with a name, that lock), status, error; a watcher also receives
+// held at at_ns is good until its own end: until_ns, or the one the list
+// "each" gives for it; with a name, that lock only), status, error; a watcher also receives
 // released and coordinator. A release is not answered: the daemon takes a
 // connection's requests in order. A connection is one client: when it
 // closes, every lock it holds or waits for is released.
@@ -47,12 +48,19 @@ type Reply struct {
 	Client      uint64          `json:"client,omitempty"` // the daemon's number for the connection
 	Node        uint32          `json:"node,omitempty"`   // the member whose client it is (watch --cluster)
 	UntilNS     int64           `json:"until_ns,omitempty"`
-	AtNS        int64           `json:"at_ns,omitempty"` // valid: when the daemon looked; it vouches for locks granted before`
+	AtNS        int64           `json:"at_ns,omitempty"` // acquired: when granted; valid: when the daemon looked (it vouches for locks granted before)
+	Each        []LockUntil     `json:"each,omitempty"`  // valid: the locks whose lease ends before until_ns, each with its own end
 	Reason      string          `json:"reason,omitempty"`
 	Error       string          `json:"error,omitempty"`
 	Coordinator uint32          `json:"coordinator,omitempty"`
 	Term        uint64          `json:"term,omitempty"`
 	Status      json.RawMessage `json:"status,omitempty"`
+}
+
+// LockUntil is one lock's own lease end in a "valid" reply.
+type LockUntil struct {
+	Name    string `json:"name"`
+	UntilNS int64  `json:"until_ns"`
 }
 
 func (r Reply) String() string {
@@ -77,7 +85,7 @@ func (r Reply) String() string {
 // Print writes r to out as users see it: a text line, or a JSON line
 // without the lease's internals.
 func Print(out *cli.Output, r Reply) {
-	r.UntilNS = 0
+	r.UntilNS, r.AtNS, r.Each = 0, 0, nil
 	out.Value(r.String(), r)
 }
 
@@ -119,12 +127,19 @@ func ValidName(name string) error {
 // "valid" replies.
 type Lease struct {
 	*cli.Lease
+	name    string
 	granted time.Time
 }
 
-// NewLease starts the lease of a grant.
+// NewLease starts the lease of a grant. The lock counts as held from the
+// grant's at_ns (the daemon's clock, the clock of its "valid" replies),
+// not from when this process read the grant: a client that reads late
+// must still take the extensions the daemon sent meanwhile.
 func NewLease(grant Reply) *Lease {
-	l := &Lease{Lease: cli.NewLease(time.Time{}), granted: time.Now()}
+	l := &Lease{Lease: cli.NewLease(time.Time{}), name: grant.Name, granted: time.Now()}
+	if grant.AtNS > 0 {
+		l.granted = time.Unix(0, grant.AtNS)
+	}
 	l.Extend(grant)
 	return l
 }
@@ -134,13 +149,33 @@ func NewLease(grant Reply) *Lease {
 //
 // A "valid" reply without a name speaks for every lock the client held
 // when the daemon looked (at_ns): a lock granted after that is not
-// extended by it.
+// extended by it. Each lock is extended to its own lease's end: the one
+// the reply's "each" gives for it, or else until_ns, so a lock whose
+// renewal lags ends alone.
 func (l *Lease) Extend(r Reply) {
+	until := r.UntilNS
+	if r.Event == "valid" {
+		if r.Name != "" && r.Name != l.name {
+			return
+		}
+		for _, e := range r.Each {
+			if e.Name == l.name {
+				until = e.UntilNS
+				break
+			}
+		}
+	}
+	l.ExtendTo(r, until)
+}
+
+// ExtendTo is Extend when the caller has looked up the lock's own end
+// (until, in Unix nanoseconds) in r already.
+func (l *Lease) ExtendTo(r Reply, until int64) {
 	if r.Event == "valid" && r.Name == "" && !l.granted.Before(time.Unix(0, r.AtNS)) {
 		return
 	}
-	if r.UntilNS > 0 {
-		l.Lease.Extend(time.Unix(0, r.UntilNS))
+	if until > 0 {
+		l.Lease.Extend(time.Unix(0, until))
 	}
 }
 

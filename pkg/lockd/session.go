@@ -202,11 +202,24 @@ func (s *session) reply(r Reply) bool {
 			return true
 		}
 	case "valid":
-		// One reply every eighth of a lease speaks for every lock held.
+		// One reply every eighth of a lease speaks for every lock held,
+		// each to its own end: until_ns, or the one "each" lists for the
+		// few whose renewal lags.
+		var each map[string]int64
+		if len(r.Each) > 0 {
+			each = make(map[string]int64, len(r.Each))
+			for _, e := range r.Each {
+				each[e.Name] = e.UntilNS
+			}
+		}
 		s.floor = time.Time{}
 		for name, h := range s.holding {
 			if r.Name == "" || r.Name == name {
-				h.lease.Extend(r)
+				until, own := each[name]
+				if !own {
+					until = r.UntilNS
+				}
+				h.lease.ExtendTo(r, until)
 			}
 			if u := h.lease.Until(); s.floor.IsZero() || u.Before(s.floor) {
 				s.floor = u

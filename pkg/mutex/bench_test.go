@@ -212,3 +212,37 @@ func TestCentralTenThousandLocksPaced(t *testing.T) {
 	}
 	t.Logf("at most %d bytes of renewals at one wake-up", most)
 }
+
+// TestCentralTenThousandLocksLateTicks: a member starved of CPU, whose
+// timers fire only every 30 ms of a 1 s lease, cannot send every renewal
+// of 10,000 locks with 255-byte names at once (renewBurst per Tick
+// carries about 70% of them). Each lock's renewal waits its turn, longest
+// due first, so all keep their leases; served in the order the locks were
+// made, the last ones were put off at every tick until they were lost.
+func TestCentralTenThousandLocksLateTicks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("10,000 locks")
+	}
+	w := newBench(t, Central, 3, time.Second)
+	w.advance(2*time.Second, 5*time.Millisecond)
+	const n = 10_000
+	for i := 0; i < n; i++ {
+		w.local(2, LocalAcquire, 1, fmt.Sprintf("%0255d", i))
+	}
+	for i := 0; len(w.grant) < n; i++ {
+		if i > 10_000 {
+			t.Fatalf("%d of %d held", len(w.grant), n)
+		}
+		w.advance(time.Millisecond, time.Millisecond)
+	}
+	w.advance(3*time.Second, 30*time.Millisecond) // a loss fails the test (bench.collect)
+	var held int
+	for _, h := range w.ms[2].Holdings(w.now) {
+		if h.Client == 1 && h.Until.Sub(w.now) > time.Second/2 {
+			held++
+		}
+	}
+	if held != n {
+		t.Fatalf("%d of %d locks held with half a lease to go after three leases", held, n)
+	}
+}

@@ -547,7 +547,7 @@ func (m *central) onReply(now time.Time, from node.ID, msg Msg) {
 		r.held, r.token, r.validUntil = true, msg.Token, valid
 		r.next = now.Add(m.cfg.Lease / 8)
 		m.schedule(r)
-		m.events = append(m.events, GrantEvent{Event: "acquired", Name: k.name, Client: k.client, Token: msg.Token, Valid: valid.Sub(now)})
+		m.events = append(m.events, GrantEvent{Event: "acquired", Name: k.name, Client: k.client, Token: msg.Token, Valid: valid.Sub(now), At: now})
 	case MsgBusy:
 		if !r.held && r.nonBlock && msg.Attempt == r.attempt {
 			m.dropReq(k)
@@ -782,7 +782,7 @@ func (m *central) Tick(now time.Time) {
 	m.el.Tick(now)
 	m.afterElection(now)
 	var renewals []LockRec
-	size := 0 // the renewals' bytes, against renewBurst
+	var renewable []*request // held, with a renewal due (see below)
 	// Only the requests due by the end of this renewal batch (see below).
 	for _, r := range m.dueReqs(now.Add(m.cfg.Lease / 32)) {
 		k := r.key
@@ -797,16 +797,7 @@ func (m *central) Tick(now time.Time) {
 			// Renewals due within the next 1/32 of a lease go now too:
 			// they travel together, and the machine wakes once per batch
 			// rather than once per lock (a member may hold thousands).
-			// But at most renewBurst bytes of them: the rest follow a
-			// pace later (renewPace), so that thousands of renewals,
-			// which this batching draws together, never reach the
-			// coordinator as one burst larger than its socket takes.
-			if size += len(k.name) + 4*binary.MaxVarintLen64; size > renewBurst {
-				r.deferred = now.Add(m.renewPace())
-				m.schedule(r)
-				continue
-			}
-			renewals = append(renewals, m.renewal(now, k, r))
+			renewable = append(renewable, r)
 		case r.held:
 			// A renewal held back (above), not due yet.
 		case r.nonBlock && !r.held && now.Sub(r.asked) >= m.cfg.Lease/2:
@@ -821,6 +812,24 @@ func (m *central) Tick(now time.Time) {
 		case !now.Before(r.next):
 			m.sendAcquire(now, k, r)
 		}
+	}
+	// At most renewBurst bytes of renewals: the rest follow a pace later
+	// (renewPace), so that thousands of renewals, which the batching
+	// draws together, never reach the coordinator as one burst larger
+	// than its socket takes. The longest due go first: when this
+	// member's ticks come late (it is starved of CPU) and the budget
+	// cannot carry every due renewal, the delay is shared by all locks,
+	// instead of the locks made last being put off at every tick until
+	// their leases run out.
+	slices.SortStableFunc(renewable, func(a, b *request) int { return a.next.Compare(b.next) })
+	size := 0 // the renewals' bytes, against renewBurst
+	for _, r := range renewable {
+		if size += len(r.key.name) + 4*binary.MaxVarintLen64; size > renewBurst {
+			r.deferred = now.Add(m.renewPace())
+			m.schedule(r)
+			continue
+		}
+		renewals = append(renewals, m.renewal(now, r.key, r))
 	}
 	m.sendRenewals(renewals)
 	if m.leading {

@@ -121,6 +121,10 @@ type GrantEvent struct {
 	Client uint64        `json:"client"`
 	Token  uint64        `json:"token"`
 	Valid  time.Duration `json:"valid_ns"` // how long the lease is good for from now
+	// At is now: the time the machine granted at. The lease ends at
+	// At+Valid; a service that passes the grant on later must not count
+	// Valid from its own, later, clock reading.
+	At time.Time `json:"-"`
 }
 
 func (e GrantEvent) Kind() string   { return "acquired" }

@@ -222,7 +222,7 @@ func (m *ra) tryEnter(now time.Time, name string, l *raLock) {
 	}
 	l.held, l.token = true, raToken(l.ts, m.cfg.ID)
 	m.events = append(m.events, GrantEvent{Event: "acquired", Name: name, Client: l.queue[0].client, Token: l.token,
-		Valid: m.cfg.Lease})
+		Valid: m.cfg.Lease, At: now})
 }
 
 // leave ends the head's turn: deferred requests get their OK, and the next
@@ -232,7 +232,7 @@ func (m *ra) leave(now time.Time, name string, l *raLock) {
 		l.queue = l.queue[1:]
 		l.ts = m.lc.Tick()
 		l.token = raToken(l.ts, m.cfg.ID)
-		m.events = append(m.events, GrantEvent{Event: "acquired", Name: name, Client: l.queue[0].client, Token: l.token, Valid: m.cfg.Lease})
+		m.events = append(m.events, GrantEvent{Event: "acquired", Name: name, Client: l.queue[0].client, Token: l.token, Valid: m.cfg.Lease, At: now})
 		return
 	}
 	for _, p := range l.deferred {

@@ -371,7 +371,7 @@ func (m *ring) visit(now time.Time) {
 		w := q[0]
 		w.held, w.token = true, m.count
 		entered = true
-		m.events = append(m.events, GrantEvent{Event: "acquired", Name: name, Client: w.client, Token: w.token, Valid: m.cfg.Lease})
+		m.events = append(m.events, GrantEvent{Event: "acquired", Name: name, Client: w.client, Token: w.token, Valid: m.cfg.Lease, At: now})
 	}
 	m.passOn(now, entered)
 }

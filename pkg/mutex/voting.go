@@ -336,7 +336,7 @@ func (v *voting) answer(now time.Time, from node.ID, msg Msg) {
 		if w.phase == voteConfirming {
 			w.phase = voteHeld
 			v.events = append(v.events, GrantEvent{Event: "acquired", Name: msg.Name, Client: w.client, Token: w.token,
-				Valid: w.valid.Sub(now)})
+				Valid: w.valid.Sub(now), At: now})
 		}
 	}
 }
