@@ -120,6 +120,25 @@ func (m *Member) Start(drv Runner, attrs ...any) (*Running, error) {
 // so that two members, or two runs of one, do not draw alike.
 func (m *Member) Rand() *rand.Rand { return rand.New(rand.NewPCG(m.Incarnation, uint64(m.ID))) }
 
+// Identify fills a protocol Config's identity from the member: its ID,
+// its peers' IDs and, when *r is nil, a Rand seeded from the member's
+// incarnation and ID (so two members never draw alike).
+func (m *Member) Identify(id *node.ID, peers *[]node.ID, r **rand.Rand) {
+	*id, *peers = m.ID, IDs(m.Peers)
+	if *r == nil {
+		*r = m.Rand()
+	}
+}
+
+// Build passes on what a protocol constructor returns, its error as exit
+// 64 (a Config the flags could not make valid): cli.Build(consensus.New(cfg)).
+func Build[T any](v T, err error) (T, error) {
+	if err != nil {
+		return v, Exitf(ExitUsage, "%v", err)
+	}
+	return v, nil
+}
+
 // StartMachine puts the protocol machine m on the member's network (its
 // transport and framer, logging to its log) and starts it with Start: the
 // one way every tool runs a machine on real sockets. It returns the driver,

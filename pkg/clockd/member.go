@@ -12,13 +12,10 @@ import (
 // and prints its events until a signal (nil) or a failed transport (69).
 // The member's ID and peers fill cfg's; a nil Rand is seeded from them.
 func Berkeley(mb *cli.Member, cfg clocksync.BerkeleyConfig) error {
-	cfg.ID, cfg.Peers = mb.ID, cli.IDs(mb.Peers)
-	if cfg.Rand == nil {
-		cfg.Rand = mb.Rand()
-	}
-	b, err := clocksync.NewBerkeley(cfg)
+	mb.Identify(&cfg.ID, &cfg.Peers, &cfg.Rand)
+	b, err := cli.Build(clocksync.NewBerkeley(cfg))
 	if err != nil {
-		return cli.Exitf(cli.ExitUsage, "%v", err)
+		return err
 	}
 	_, live, err := cli.StartMachine[clocksync.BerkeleyMsg](mb, b, clocksync.BerkeleyCodec{}, "master", cfg.Master)
 	if err != nil {
@@ -43,13 +40,10 @@ func Berkeley(mb *cli.Member, cfg clocksync.BerkeleyConfig) error {
 // (nil), a signal (128+signal) or a failed transport (69). The member's ID
 // and peers fill cfg's; a nil Rand is seeded from them.
 func Coords(mb *cli.Member, cfg coords.Config) error {
-	cfg.ID, cfg.Peers = mb.ID, cli.IDs(mb.Peers)
-	if cfg.Rand == nil {
-		cfg.Rand = mb.Rand()
-	}
-	m, err := coords.New(cfg)
+	mb.Identify(&cfg.ID, &cfg.Peers, &cfg.Rand)
+	m, err := cli.Build(coords.New(cfg))
 	if err != nil {
-		return cli.Exitf(cli.ExitUsage, "%v", err)
+		return err
 	}
 	_, live, err := cli.StartMachine[coords.Msg](mb, m, coords.Codec{}, "algo", cfg.Algo, "dims", cfg.Dims)
 	if err != nil {

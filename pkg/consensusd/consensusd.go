@@ -18,13 +18,10 @@ import (
 // -9 would), a signal (128+signal) or a failed transport (69). The
 // member's ID and peers fill cfg's; a nil Rand is seeded from them.
 func Run(mb *cli.Member, cfg consensus.Config) error {
-	cfg.ID, cfg.Peers = mb.ID, cli.IDs(mb.Peers)
-	if cfg.Rand == nil {
-		cfg.Rand = mb.Rand()
-	}
-	m, err := consensus.New(cfg)
+	mb.Identify(&cfg.ID, &cfg.Peers, &cfg.Rand)
+	m, err := cli.Build(consensus.New(cfg))
 	if err != nil {
-		return cli.Exitf(cli.ExitUsage, "%v", err)
+		return err
 	}
 	start := "barrier"
 	if !cfg.Start.IsZero() {

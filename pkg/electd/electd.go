@@ -46,13 +46,10 @@ type Config struct {
 // (76, unless Rerun) or a failed transport (69).
 func Run(mb *cli.Member, cfg Config) error {
 	ec := cfg.Election
-	ec.ID, ec.Peers = mb.ID, cli.IDs(mb.Peers)
-	if ec.Rand == nil {
-		ec.Rand = mb.Rand()
-	}
-	m, err := election.New(ec)
+	mb.Identify(&ec.ID, &ec.Peers, &ec.Rand)
+	m, err := cli.Build(election.New(ec))
 	if err != nil {
-		return cli.Exitf(cli.ExitUsage, "%v", err)
+		return err
 	}
 	// Under systemd, READY=1 once this member knows a leader (itself or
 	// another), not merely once it listens: a unit ordered After= an
