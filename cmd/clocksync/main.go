@@ -39,6 +39,9 @@ The system clock is never changed unless --apply is given: then (as root,
 with --upstream) the kernel slews the system clock with adjtimex at up to
 500 ppm, steps it only forward (past --makestep), and corrects its
 frequency; a slew in progress ends by itself if the server dies.
+With --peer two servers of equal role poll each other, and one adjusts to
+the other only while the other's stratum is lower (NTP's symmetric mode as
+Tanenbaum ch. 6 states it); the other is left unchanged.
 With --socket PATH, 'clocksync now --socket PATH' shows the disciplined time.
 
 Examples:
@@ -50,7 +53,8 @@ Examples:
 					cli.BindFlag("127.0.0.1:12300", ""),
 					&ucli.IntFlag{Name: "stratum", Usage: "declare this clock synchronised at this stratum (1-15)"},
 					&ucli.StringFlag{Name: "upstream", Usage: "discipline this server's clock from HOST:PORT and serve at its stratum + 1"},
-					&ucli.DurationFlag{Name: "poll", Value: time.Second, Usage: "with --upstream: query it this often"},
+					&ucli.StringFlag{Name: "peer", Usage: "peer symmetrically with the server at HOST:PORT: follow it only while its stratum is lower than this server's, and serve at its stratum + 1"},
+					&ucli.DurationFlag{Name: "poll", Value: time.Second, Usage: "with --upstream or --peer: query it this often"},
 					maxSkewFlag(),
 					skewFlag(), driftFlag(),
 					&ucli.Float64Flag{Name: "max-slew", Value: 83333, Usage: "fastest correction, in ppm; the clock is slewed, never stepped back"},
@@ -161,7 +165,7 @@ func serve(c *ucli.Context) error {
 	if err != nil {
 		return err
 	}
-	return clockd.Serve(clockd.ServeConfig{Metrics: mx, Bind: bind, Upstream: c.String("upstream"), Poll: poll,
+	return clockd.Serve(clockd.ServeConfig{Metrics: mx, Bind: bind, Upstream: c.String("upstream"), Peer: c.String("peer"), Poll: poll,
 		Stratum: c.Int("stratum"), Skew: c.Duration("skew"), DriftPPM: c.Float64("drift-ppm"),
 		MaxSlew: c.Float64("max-slew"), MakeStep: c.Duration("makestep"), Apply: c.Bool("apply"),
 		Socket: c.String("socket"), ReadyFile: c.String(cli.FlagReadyFile), Log: log})

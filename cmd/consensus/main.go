@@ -95,7 +95,7 @@ Examples:
    for i in 1 2 3 4 5; do consensus keygen --id $i --out $i.key; done > pubkeys.txt`,
 			Flags:  keygenFlags,
 			Action: keygen,
-		}},
+		}, terminateCommand},
 	}
 }
 

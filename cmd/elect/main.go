@@ -32,6 +32,7 @@ var runFlags = cli.WithEnv(tool, append(cli.NodeFlags(),
 	&ucli.DurationFlag{Name: "lease", DefaultText: "the timeout", Usage: "run the command only while a majority has acknowledged this leader within this long; 0: lead without a majority (faster, but two commands can overlap under partitions or pauses)"},
 	&ucli.IntFlag{Name: "awareness", Value: defaults.Awareness, Usage: "local health: a member whose own timers fire late stretches its timeouts and asks for longer lease promises, up to (1+N)×; 0 turns it off"},
 	&ucli.Float64Flag{Name: "clock-drift", Value: 0.01, Usage: "the largest difference in clock rate between any member and real time (0.01 = 1%); leases are shortened by it"},
+	&ucli.IntFlag{Name: "backups", Usage: "chang-roberts: back every claim up on the next K members, so that the election survives K consecutive crashed claim holders; 0: acknowledged hops"},
 ))
 
 var statusFlags = cli.WithEnv(tool, append(cli.ClientFlags(),
@@ -124,6 +125,7 @@ func run(c *ucli.Context) error {
 		Algo: algo, Priority: c.Uint64("priority"),
 		Heartbeat: c.Duration("heartbeat"), Timeout: c.Duration("timeout"), AnswerTimeout: c.Duration("answer-timeout"),
 		Term: state[0], Drift: c.Float64("clock-drift"), Awareness: c.Int("awareness"),
+		Backups: c.Int("backups"),
 	}
 	switch n := c.Int("awareness"); {
 	case n < 0 || n > 20:

@@ -30,6 +30,8 @@ type server struct {
 	srv      clocksync.Server
 	upstream string
 	fatal    error // why following the upstream had to stop the server
+	declared uint8 // --stratum, 0 none
+	fromPeer bool  // synchronised from the symmetric peer
 
 	// For --metrics (under mu): the last upstream sample and when the
 	// follow loop last turned; requests answered and dropped (atomic).
@@ -80,6 +82,7 @@ func (n *server) at(sys time.Time) time.Time {
 type ServeConfig struct {
 	Bind      string        // address to answer on, resolved
 	Upstream  string        // HOST:PORT to discipline this server's clock from; "" none
+	Peer      string        // HOST:PORT of a symmetric peer, followed only while its stratum is lower; "" none
 	Poll      time.Duration // how often to query the upstream
 	Stratum   int           // declare the clock synchronised at this stratum (1-15); 0 not
 	Skew      time.Duration // start the virtual clock off by this much
@@ -118,6 +121,10 @@ func Serve(cfg ServeConfig) error {
 			return cli.Exitf(cli.ExitUsage, "--stratum must be 1 to 15, and not combined with --upstream")
 		}
 		n.srv.Synced, n.srv.Stratum, n.srv.RefID = true, uint8(st), [4]byte{'L', 'O', 'C', 'L'}
+		n.declared = uint8(st)
+	}
+	if cfg.Peer != "" && (upstream != "" || cfg.Apply) {
+		return cli.Exitf(cli.ExitUsage, "--peer cannot be combined with --upstream or --apply")
 	}
 	if d := cfg.DriftPPM; d < -100000 || d > 100000 {
 		return cli.Exitf(cli.ExitUsage, "--drift-ppm must be within ±100000")
@@ -155,9 +162,13 @@ func Serve(cfg ServeConfig) error {
 	// The watchdog's proof of life is an NTP exchange with this server:
 	// the loop below must answer it.
 	sd.Watch(ctx, func(ctx context.Context) error { return n.ping(ctx, conn.LocalAddr().String()) })
-	if upstream != "" {
+	if upstream != "" || cfg.Peer != "" {
 		go func() {
-			if err := n.follow(upstream, cfg.Poll, done, log); err != nil {
+			target, peer := upstream, false
+			if cfg.Peer != "" {
+				target, peer = cfg.Peer, true
+			}
+			if err := n.follow(target, peer, cfg.Poll, done, log); err != nil {
 				n.mu.Lock()
 				n.fatal = err
 				n.mu.Unlock()
@@ -219,6 +230,16 @@ func Serve(cfg ServeConfig) error {
 	}
 }
 
+// restoreDeclared returns to --stratum, if declared, else to
+// unsynchronised (under mu).
+func (n *server) restoreDeclared() {
+	if n.declared != 0 {
+		n.srv.Synced, n.srv.Stratum, n.srv.RefID = true, n.declared, [4]byte{'L', 'O', 'C', 'L'}
+		return
+	}
+	n.srv.Synced = false
+}
+
 // state is the status line for systemd.
 func (n *server) state(addr string) string {
 	n.mu.Lock()
@@ -249,7 +270,16 @@ func (n *server) ping(ctx context.Context, addr string) error {
 
 // follow polls the upstream and disciplines the node's clock; after eight
 // polls without a usable answer the node declares itself unsynchronised.
-func (n *server) follow(upstream string, poll time.Duration, done <-chan struct{}, log interface {
+//
+// A symmetric peer (peer) is followed only while its stratum is lower than
+// this server's (16 when unsynchronised): Tanenbaum ch. 6, "when A contacts
+// B, it will only adjust its time if its own stratum level is higher than
+// that of B ... if A's stratum level was lower than that of B, B will
+// adjust itself to A". Two servers that peer with each other thus settle
+// with the lower-stratum one unchanged and the other one stratum below it.
+// A peer of a stratum not lower is no miss; losing a followed peer goes
+// back to --stratum, if declared, else to unsynchronised.
+func (n *server) follow(upstream string, peer bool, poll time.Duration, done <-chan struct{}, log interface {
 	Info(string, ...any)
 	Warn(string, ...any)
 }) error {
@@ -269,7 +299,24 @@ func (n *server) follow(upstream string, poll time.Duration, done <-chan struct{
 		rep, s, ok := exchange(conn, n.now, poll)
 		n.mu.Lock()
 		n.polled = time.Now()
-		if ok && rep.Leap != clocksync.LeapAlarm && rep.Stratum >= 1 && rep.Stratum < 15 {
+		own := uint8(16)
+		if n.srv.Synced {
+			own = n.srv.Stratum
+		}
+		usable := ok && rep.Leap != clocksync.LeapAlarm && rep.Stratum >= 1 && rep.Stratum < 15
+		if peer && ok && (!usable || rep.Stratum >= own) {
+			// An answer, but not from a lower stratum: the peer adjusts
+			// to us (or to nobody), not we to it.
+			misses, usable = 0, false
+			if n.fromPeer {
+				// The peer fell to our stratum or below it: stop following.
+				n.fromPeer = false
+				n.restoreDeclared()
+			}
+		} else if usable {
+			n.fromPeer = peer
+		}
+		if usable {
 			misses = 0
 			if err := n.clk.Update(time.Now(), s.Offset()); err != nil {
 				n.mu.Unlock()
@@ -291,6 +338,15 @@ func (n *server) follow(upstream string, poll time.Duration, done <-chan struct{
 			if first {
 				log.Info("synchronised", "upstream", upstream, "stratum", n.srv.Stratum, "offset", s.Offset())
 				cli.SystemdNotifier().Status(fmt.Sprintf("synchronised to %s at stratum %d", upstream, n.srv.Stratum))
+			}
+		} else if peer {
+			if !ok {
+				misses++
+			}
+			if misses >= 8 && n.fromPeer {
+				n.fromPeer = false
+				n.restoreDeclared()
+				log.Warn("lost the peer", "peer", upstream, "synced", n.srv.Synced)
 			}
 		} else if misses++; misses >= 8 && n.srv.Synced {
 			n.srv.Synced = false

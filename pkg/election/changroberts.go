@@ -16,7 +16,7 @@ type changRoberts struct{ ring }
 func (m changRoberts) initiate(now time.Time) {
 	m.round++
 	m.participant = true
-	m.ringSend(now, Msg{Type: MsgElection, Origin: m.cfg.ID, Round: m.round, Term: m.term,
+	m.claimSend(now, Msg{Type: MsgElection, Origin: m.cfg.ID, Round: m.round, Term: m.term,
 		Leader: m.cfg.ID, Members: []Member{{m.cfg.ID, m.cfg.Priority}}})
 }
 
@@ -24,6 +24,11 @@ func (m changRoberts) election(now time.Time, from node.ID, msg Msg) {
 	if !m.firstSight(now, from, msg) || len(msg.Members) != 1 {
 		return
 	}
+	m.take(now, msg)
+}
+
+// take applies Chang–Roberts' rules to a claim this process holds.
+func (m changRoberts) take(now time.Time, msg Msg) {
 	cand := msg.Members[0]
 	m.prio[cand.ID] = cand.Prio
 	delete(m.down, cand.ID) // the candidate was alive when it sent this
@@ -42,7 +47,7 @@ func (m changRoberts) election(now time.Time, from node.ID, msg Msg) {
 			m.electing = true
 			m.coordBy = now.Add(m.cfg.Timeout + m.cfg.AnswerTimeout*time.Duration(len(m.peers)))
 		}
-		m.ringSend(now, msg)
+		m.claimSend(now, msg)
 	case !m.participant || !m.electing:
 		// Replace the weaker candidate by ourselves (Schaffernicht, Topic V:
 		// elect(max(i, j))).

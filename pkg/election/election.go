@@ -95,6 +95,18 @@ type Config struct {
 	// stalls again within seconds, and the score should still be up then.
 	HealthDecay time.Duration
 
+	// Backups, with Algo ChangRoberts, backs every claim up on the next
+	// Backups members (backup.go; Arantes and Sopena §III): the election
+	// survives the crash of up to Backups consecutive claim holders
+	// without starting again. 0, the default, keeps the acknowledged ring.
+	Backups int
+
+	// Tests only: the claim checker's hooks and planted bugs (backup.go).
+	onEmit    func(self, origin node.ID, round, count uint64, to []node.ID)
+	onHold    func(self, origin node.ID, round, count uint64)
+	onBackup  func(self, origin node.ID, round uint64)
+	backupBug backupBug
+
 	// leaseBug plants a bug for the lease checker. Tests only.
 	leaseBug leaseBug
 
@@ -154,6 +166,10 @@ func (c *Config) fill() error {
 		return fmt.Errorf("election: negative lease %v", c.Lease)
 	case c.Awareness > 20:
 		return fmt.Errorf("election: awareness %d above 20", c.Awareness)
+	case c.Backups < 0 || c.Backups > 0 && c.Algo != ChangRoberts:
+		return fmt.Errorf("election: backups %d: want 0, or more with chang-roberts", c.Backups)
+	case c.Backups >= len(c.Peers):
+		return fmt.Errorf("election: backups %d: want fewer than the %d members", c.Backups, len(c.Peers))
 	}
 	if c.Lease == 0 {
 		return nil
@@ -282,6 +298,9 @@ type Machine struct {
 	algo algorithm // what differs between bully, ring and Chang–Roberts
 
 	lease leases // when cfg.Lease > 0 (lease.go)
+
+	bk       backups // when cfg.Backups > 0 (backup.go)
+	restarts int     // elections started again for want of a winner (tests)
 
 	out    []node.Envelope[Msg]
 	events []node.Event
@@ -455,6 +474,7 @@ func (m *Machine) Step(now time.Time, in node.Envelope[Msg]) error {
 	m.start(now)
 	m.prio[in.From] = msg.Prio
 	delete(m.down, in.From)
+	m.heardFrom(now, in.From)
 	if m.retired {
 		return nil
 	}
@@ -475,6 +495,13 @@ func (m *Machine) Step(now time.Time, in node.Envelope[Msg]) error {
 		m.algo.answer(now)
 	case MsgCoordinator:
 		m.algo.coordinator(now, in.From, msg)
+	case MsgClaim:
+		m.observe(now, msg.Term)
+		if m.withBackups() {
+			m.takeClaim(now, msg)
+		}
+	case MsgProbe:
+		m.send(in.From, Msg{Type: MsgAck, Of: MsgProbe})
 	case MsgAck:
 		k := ringKey{msg.Of, msg.Origin, msg.Round}
 		if h := m.hops[k]; h != nil && h.to == in.From {
@@ -582,6 +609,7 @@ func (m *Machine) claim(now time.Time, l node.ID, t uint64) {
 func (m *Machine) adopt(l node.ID, t uint64) {
 	m.leader, m.leaderTerm = l, t
 	m.endElection()
+	m.settledClaims(t)
 	m.events = append(m.events, LeaderEvent{Event: "leader", Leader: l, Term: t, Self: l == m.cfg.ID})
 }
 
@@ -673,10 +701,12 @@ func (m *Machine) Tick(now time.Time) {
 	if !m.coordBy.IsZero() && !m.coordBy.After(now) {
 		m.coordBy = time.Time{}
 		if m.electing || m.leader == node.None {
+			m.restarts++
 			m.campaign(now) // the winner never announced itself: start again
 		}
 	}
 	m.retryHops(now)
+	m.backupTick(now)
 	for k, t := range m.seen {
 		if now.Sub(t) > 10*m.cfg.Timeout {
 			delete(m.seen, k)
@@ -721,5 +751,6 @@ func (m *Machine) Ready() node.Ready[Msg] {
 	for _, h := range m.hops {
 		wake(h.deadline)
 	}
+	wake(m.backupWake())
 	return r
 }

@@ -41,16 +41,27 @@ const (
 	// MsgLeaseAck acknowledges heartbeat Round of term Term and promises
 	// the leader Stretch·Lease (doc.go "Leases").
 	MsgLeaseAck MsgType = 10
+	// MsgClaim is a Chang–Roberts claim with backups (backup.go): the
+	// sender emits it to its k+1 next members; Members[0] is the
+	// candidate, Members[1:] the receivers, the first of which holds the
+	// claim next; Count numbers the emission.
+	MsgClaim MsgType = 12
+	// MsgProbe asks a monitored predecessor to show it is alive; it
+	// answers with an Ack of MsgProbe (backup.go).
+	MsgProbe MsgType = 13
 )
 
 var typeNames = map[MsgType]string{
 	MsgHeartbeat: "heartbeat", MsgElection: "election", MsgAnswer: "answer",
 	MsgCoordinator: "coordinator", MsgAck: "ack", MsgStale: "stale", MsgResign: "resign",
 	MsgCampaign: "campaign", MsgRetire: "retire", MsgLeaseAck: "lease-ack", MsgNewTerm: "new-term",
+	MsgClaim: "claim", MsgProbe: "probe",
 }
 
 // onWire reports whether t travels between processes.
-func onWire(t MsgType) bool { return t >= MsgHeartbeat && t <= MsgResign || t == MsgLeaseAck }
+func onWire(t MsgType) bool {
+	return t >= MsgHeartbeat && t <= MsgResign || t == MsgLeaseAck || t == MsgClaim || t == MsgProbe
+}
 
 func (t MsgType) String() string {
 	if s, ok := typeNames[t]; ok {
@@ -83,6 +94,8 @@ type Msg struct {
 	// Coordinator, the new ring. Chang–Roberts Election: one entry, the
 	// candidate with its priority.
 	Members []Member
+	// Count: Claim, the emission number of the claim (backup.go).
+	Count uint64
 }
 
 // stretches reports whether messages of type t carry Stretch.
@@ -119,6 +132,9 @@ func (Codec) Marshal(m Msg) (uint8, []byte, error) {
 		e.Uvarint(uint64(mb.ID))
 		e.Uvarint(mb.Prio)
 	}
+	if m.Type == MsgClaim {
+		e.Uvarint(m.Count)
+	}
 	return uint8(m.Type), e.B, nil
 }
 
@@ -143,6 +159,9 @@ func (Codec) Unmarshal(typ uint8, p []byte) (Msg, error) {
 		for i := range m.Members {
 			m.Members[i] = Member{ID: d.ID(), Prio: d.Uvarint()}
 		}
+	}
+	if m.Type == MsgClaim {
+		m.Count = d.Uvarint()
 	}
 	if err := d.Done(); err != nil {
 		return Msg{}, err

@@ -102,6 +102,10 @@ type Config struct {
 	// voteEarlyExpiry plants a bug: a voting coordinator counts a vote
 	// as given back three quarters of a lease early. Tests only.
 	voteEarlyExpiry bool
+	// forgetVotes: a restarted voting coordinator votes at once, having
+	// forgotten its votes (Lin et al.'s coordinators, Tanenbaum ch. 6),
+	// instead of staying quiet for a lease. Tests only.
+	forgetVotes bool
 	// voteValidFromAck plants a bug: a voting holder measures its
 	// validity from the acknowledgement that completed the quorum, not
 	// from when it sent the confirmation. Tests only.

@@ -145,6 +145,9 @@ func (v *voting) begin(now time.Time) {
 	v.now = now
 	if !v.start {
 		v.start, v.quiet, v.beat, v.started = true, now.Add(v.cfg.Lease), now, now
+		if v.cfg.forgetVotes {
+			v.quiet = now
+		}
 	}
 }
 

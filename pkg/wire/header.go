@@ -38,6 +38,9 @@ const (
 	FamilyCoords    Family = 8
 )
 
+// FamilyTermination is termination detection (package termination).
+const FamilyTermination Family = 9
+
 const (
 	magic0    = 'R'
 	magic1    = 'T'
