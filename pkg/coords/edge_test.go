@@ -1,0 +1,55 @@
+package coords
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestFitLandmarksMinimumCount: with the fewest landmarks GNP can use in
+// m dimensions, m+1 (Tanenbaum ch. 6: "a node P needs k+1 landmarks to
+// compute its own position in a k-dimensional space"), the landmarks'
+// fit has no spare equations: every pairwise round trip is one of the
+// m(m+1)/2 constraints that pin the simplex down, and the distances of a
+// true simplex can be met exactly. So every fitted pair must match its
+// round trip, and a fit that leaves any pair out (that pair's distance is
+// then free) misses it. Points drawn at random in m dimensions, m = 2..5.
+func TestFitLandmarksMinimumCount(t *testing.T) {
+	worst, worstDims := 0.0, 0
+	for dims := 2; dims <= 5; dims++ {
+		for seed := uint64(1); seed <= 5; seed++ {
+			rng := rand.New(rand.NewPCG(seed, uint64(dims)))
+			l := dims + 1
+			pts := make([][]float64, l)
+			for i := range pts {
+				pts[i] = make([]float64, dims)
+				for k := range pts[i] {
+					pts[i][k] = rng.Float64() * 150
+				}
+			}
+			rtt := make([][]float64, l)
+			for i := range rtt {
+				rtt[i] = make([]float64, l)
+				for j := range rtt[i] {
+					if i != j {
+						rtt[i][j] = norm(sub(pts[i], pts[j]))
+					}
+				}
+			}
+			lms := FitLandmarks(rtt, dims, rng)
+			for i := 0; i < l; i++ {
+				for j := i + 1; j < l; j++ {
+					e := math.Abs(Dist(lms[i], lms[j])-rtt[i][j]) / rtt[i][j]
+					if e > worst {
+						worst, worstDims = e, dims
+					}
+					if e > 0.02 {
+						t.Errorf("%d dimensions, %d landmarks, seed %d: landmarks %d and %d fitted %.1f ms apart, measured %.1f ms (%.1f%% off)",
+							dims, l, seed, i, j, Dist(lms[i], lms[j]), rtt[i][j], 100*e)
+					}
+				}
+			}
+		}
+	}
+	t.Logf("worst landmark pair at the minimum count: %.3f%% off (%d dimensions)", 100*worst, worstDims)
+}
