@@ -53,3 +53,29 @@ func TestFitLandmarksMinimumCount(t *testing.T) {
 	}
 	t.Logf("worst landmark pair at the minimum count: %.3f%% off (%d dimensions)", 100*worst, worstDims)
 }
+
+// TestVivaldiErrorWeightedBySample: Dabek et al., Figure 3, update the
+// error estimate by the sample's weight, w = e_i / (e_i + e_j):
+// e_i = e_s·c_e·w + e_i·(1 − c_e·w). A confident node (e_i = 0.1) that hears
+// a sample half off (e_s = 0.5) from a node that knows nothing (e_j = 10)
+// barely moves its estimate: w ≈ 0.01, so e_i becomes 0.101. The same
+// sample from an equally confident node (w = 0.5) moves it by
+// c_e·w·(e_s − e_i) = 0.05. Unweighted, both would move it by 0.1.
+func TestVivaldiErrorWeightedBySample(t *testing.T) {
+	for _, c := range []struct {
+		remoteErr, want float64
+	}{
+		{10, 0.1 + DefaultCe*(0.1/10.1)*0.4},
+		{0.1, 0.1 + DefaultCe*0.5*0.4},
+	} {
+		v := NewVivaldi(2, rand.New(rand.NewPCG(1, 1)))
+		v.Pos = Coord{Vec: []float64{0, 0}, Height: minHeight}
+		v.Err = 0.1
+		// The remote sits 50 ms away by coordinates (heights included), the
+		// sample says 100: e_s = 0.5.
+		v.Update(100, Coord{Vec: []float64{50 - 2*minHeight, 0}, Height: minHeight}, c.remoteErr)
+		if math.Abs(v.Err-c.want) > 1e-3 {
+			t.Errorf("remote error %v: error estimate %.4f after the sample, want %.4f (Figure 3)", c.remoteErr, v.Err, c.want)
+		}
+	}
+}
