@@ -79,3 +79,17 @@ func TestVivaldiErrorWeightedBySample(t *testing.T) {
 		}
 	}
 }
+
+// TestDistHeightVectors: with height vectors (Dabek et al. §5.3) a round
+// trip crosses both ends' access links, ‖x_i − x_j‖ + h_i + h_j, and so
+// is the same both ways. Nodes with different heights show a distance
+// that counts one height only.
+func TestDistHeightVectors(t *testing.T) {
+	a := Coord{Vec: []float64{0, 0}, Height: 3}
+	b := Coord{Vec: []float64{30, 40}, Height: 7}
+	for _, c := range [][2]Coord{{a, b}, {b, a}} {
+		if d := Dist(c[0], c[1]); d != 60 {
+			t.Errorf("Dist(%v, %v) = %v, want 50 + 3 + 7 = 60", c[0], c[1], d)
+		}
+	}
+}
