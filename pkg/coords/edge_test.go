@@ -93,3 +93,15 @@ func TestDistHeightVectors(t *testing.T) {
 		}
 	}
 }
+
+// TestQuantileNearestRank: the q-quantile of n sorted values is the
+// ⌈q·n⌉-th (nearest rank), which the convergence checks and the reported
+// medians read.
+func TestQuantileNearestRank(t *testing.T) {
+	xs := []float64{10, 2, 9, 4, 5, 6, 7, 8, 3, 1}
+	for _, c := range []struct{ q, want float64 }{{0, 1}, {0.1, 1}, {0.5, 5}, {0.9, 9}, {1, 10}} {
+		if got := Quantile(xs, c.q); got != c.want {
+			t.Errorf("Quantile(1..10, %v) = %v, want %v", c.q, got, c.want)
+		}
+	}
+}
