@@ -129,7 +129,7 @@ func (m *Machine) applyCoordinator(now time.Time, msg Msg) {
 		m.prio[mb.ID] = mb.Prio
 	}
 	if msg.Leader == m.cfg.ID {
-		if msg.Term > m.term || (msg.Term == m.term && !m.leading) {
+		if msg.Term > m.term || (msg.Term == m.term && !m.leading && msg.Term > m.cfg.Term) { // a term known at start may be one led before a restart
 			m.term = msg.Term
 			m.leading = true
 			m.adopt(m.cfg.ID, msg.Term)

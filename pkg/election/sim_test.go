@@ -194,6 +194,7 @@ func (sc *scenario) run() (time.Duration, uint64, error) {
 	r := rand.New(rand.NewPCG(sc.seed, 99))
 	opts := sim.Options{MinLatency: time.Millisecond, MaxLatency: time.Duration(2+r.IntN(20)) * time.Millisecond,
 		Drop: r.Float64() * 0.15, Dup: r.Float64() * 0.05}
+	opts.HeldFirst = heldFirst(sc.seed)
 	s, _ := sc.build(opts)
 	s.Invariant = func() error { sc.watchTwo(s); return nil }
 	ids := s.IDs()

@@ -60,6 +60,7 @@ func (sc gscenario) runMerges() (sends int, views uint64, blocked bool, merges i
 	}
 	opts := sim.Options{Seed: sc.seed, MinLatency: time.Millisecond, MaxLatency: time.Duration(2+r.IntN(15)) * time.Millisecond,
 		Drop: r.Float64() * 0.2, Dup: r.Float64() * 0.1}
+	opts.HeldFirst = heldFirst(sc.seed)
 	// Some links are slow for a while: a sender that crashes right after a
 	// burst reaches part of the group late, after the view change began
 	// (what the flush and the cut exist for).

@@ -33,6 +33,7 @@ func (sc scenario) run() (sends int, err error) {
 	}
 	opts := sim.Options{Seed: sc.seed, MinLatency: time.Millisecond, MaxLatency: time.Duration(2+r.IntN(20)) * time.Millisecond,
 		Drop: r.Float64() * 0.3, Dup: r.Float64() * 0.1}
+	opts.HeldFirst = heldFirst(sc.seed)
 	s := sim.New[Msg](opts, Codec{}, func(id node.ID, inc int, _ *rand.Rand) node.Machine[Msg] {
 		if inc > 1 {
 			panic("mcast members do not restart in this model")

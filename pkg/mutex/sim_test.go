@@ -329,6 +329,7 @@ func runWorldWith(seed uint64, algo Algo, plant bool, set func(*world)) (w *worl
 	n := 3 + r.IntN(3)
 	opts := sim.Options{MinLatency: time.Millisecond, MaxLatency: time.Duration(2+r.IntN(10)) * time.Millisecond,
 		Drop: r.Float64() * 0.1, Dup: r.Float64() * 0.05, Start: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	opts.HeldFirst = heldFirst(seed)
 	w = newWorld(seed, n, opts, algo, plant, set)
 	partitions := algo == Central || algo == Voting
 	// Order (ring order, Ricart–Agrawala's timestamp order, central's

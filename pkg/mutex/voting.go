@@ -326,7 +326,7 @@ func (v *voting) answer(now time.Time, from node.ID, msg Msg) {
 			w.phase = voteConfirming
 			v.confirm(now, msg.Name, w)
 		}
-	case msg.Type == MsgVAck && msg.Token == w.token && msg.Seq == uint64(w.sent.UnixNano()):
+	case msg.Type == MsgVAck && msg.Token == w.token && msg.Seq == uint64(w.sent.UnixNano()) && now.Before(w.sent.Add(time.Duration(safety*float64(v.cfg.Lease)))): // an ack read after the validity it would give is too late
 		w.acks[from] = true
 		if len(w.acks) < v.m {
 			return
