@@ -61,7 +61,7 @@ type Scenario[M any] struct {
 	// Format writes a message as "TYPE fields"; nil means FormatMsg.
 	Format func(M) string
 	// Status describes a running machine for the status command.
-	Status func(id node.ID, m node.Machine[M]) string
+	Status func(s *Sim[M], id node.ID, m node.Machine[M]) string
 	// Setup is called once the simulation exists (at the first add), to
 	// install checkers (Sim.OnEvent, Sim.Invariant).
 	Setup func(r *Run[M])
@@ -457,7 +457,7 @@ func (r *Run[M]) exec(line string) error {
 					state = "paused"
 				}
 				if r.sc.Status != nil {
-					state += " " + r.sc.Status(id, n.m)
+					state += " " + r.sc.Status(r.Sim, id, n.m)
 				}
 				r.Printf("%d: %s", id, state)
 			}

@@ -81,7 +81,7 @@ func relayScenario() *sim.Scenario[uint64] {
 			return &relay{id: id, peers: peers, inc: inc}
 		},
 		Format: func(h uint64) string { return fmt.Sprintf("hop h=%d", h) },
-		Status: func(_ node.ID, m node.Machine[uint64]) string {
+		Status: func(_ *sim.Sim[uint64], _ node.ID, m node.Machine[uint64]) string {
 			r := m.(*relay)
 			return fmt.Sprintf("incarnation=%d got=%d peers=%v", r.inc, r.got, r.peers)
 		},
