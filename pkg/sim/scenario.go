@@ -60,6 +60,9 @@ type Scenario[M any] struct {
 	Options Options
 	// Format writes a message as "TYPE fields"; nil means FormatMsg.
 	Format func(M) string
+	// Event writes an event; "" leaves it out (a lease renewed on every
+	// heartbeat, say). nil: its String method.
+	Event func(node.Event) string
 	// Status describes a running machine for the status command.
 	Status func(s *Sim[M], id node.ID, m node.Machine[M]) string
 	// Setup is called once the simulation exists (at the first add), to
@@ -266,7 +269,13 @@ func (r *Run[M]) watch(n Note) {
 		}
 		r.Printf("%d->%d %s", n.From, n.To, s)
 	case NoteEvent:
-		r.Printf("%d: %s", n.From, n.Event)
+		s := n.Event.String()
+		if r.sc.Event != nil {
+			s = r.sc.Event(n.Event)
+		}
+		if s != "" {
+			r.Printf("%d: %s", n.From, s)
+		}
 	case NoteBoot:
 		r.Printf("%d: boot %d", n.From, n.Incarnation)
 	case NoteCrash:
