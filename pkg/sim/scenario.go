@@ -486,18 +486,21 @@ func (r *Run[M]) exec(line string) error {
 
 // FormatMsg writes a message as "TYPE fields": TYPE is its Type field
 // (by its String method), fields are the other exported fields that are
-// not zero, as name=value with the name in lower case. A message with a
+// not zero, as name=value with the name in lower case. Values are written
+// the same way all the way down: structs as {name=value ...}, slices as
+// [a b], byte slices as text, pointers as what they point to (never an
+// address), and anything with a String method by it. A message with a
 // String method is written by it.
 func FormatMsg(msg any) string {
 	if s, ok := msg.(fmt.Stringer); ok {
 		return s.String()
 	}
 	v := reflect.ValueOf(msg)
-	if v.Kind() == reflect.Pointer {
+	for v.Kind() == reflect.Pointer && !v.IsNil() {
 		v = v.Elem()
 	}
 	if v.Kind() != reflect.Struct {
-		return fmt.Sprint(msg)
+		return formatValue(v)
 	}
 	typ := v.Type().Name()
 	var fields []string
@@ -507,12 +510,66 @@ func FormatMsg(msg any) string {
 			continue
 		}
 		if f.Name == "Type" {
-			typ = fmt.Sprint(fv.Interface())
+			typ = formatValue(fv)
 			continue
 		}
-		name := []rune(f.Name)
-		name[0] = unicode.ToLower(name[0])
-		fields = append(fields, fmt.Sprintf("%s=%v", string(name), fv.Interface()))
+		fields = append(fields, lowerFirst(f.Name)+"="+formatValue(fv))
 	}
 	return strings.Join(append([]string{typ}, fields...), " ")
+}
+
+func lowerFirst(s string) string {
+	r := []rune(s)
+	r[0] = unicode.ToLower(r[0])
+	return string(r)
+}
+
+var stringer = reflect.TypeFor[fmt.Stringer]()
+
+func formatValue(v reflect.Value) string {
+	if !v.IsValid() {
+		return "nil"
+	}
+	if v.Type().Implements(stringer) && (v.Kind() != reflect.Pointer || !v.IsNil()) && v.CanInterface() {
+		return v.Interface().(fmt.Stringer).String()
+	}
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if v.IsNil() {
+			return "nil"
+		}
+		return formatValue(v.Elem())
+	case reflect.Slice, reflect.Array:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			if v.Kind() == reflect.Slice {
+				return string(v.Bytes())
+			}
+		}
+		parts := make([]string, v.Len())
+		for i := range parts {
+			parts[i] = formatValue(v.Index(i))
+		}
+		return "[" + strings.Join(parts, " ") + "]"
+	case reflect.Map:
+		keys := v.MapKeys()
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			parts[i] = formatValue(k) + ":" + formatValue(v.MapIndex(k))
+		}
+		slices.Sort(parts)
+		return "map[" + strings.Join(parts, " ") + "]"
+	case reflect.Struct:
+		var fields []string
+		for i := range v.NumField() {
+			f, fv := v.Type().Field(i), v.Field(i)
+			if f.IsExported() && !fv.IsZero() {
+				fields = append(fields, lowerFirst(f.Name)+"="+formatValue(fv))
+			}
+		}
+		return "{" + strings.Join(fields, " ") + "}"
+	}
+	if v.CanInterface() {
+		return fmt.Sprint(v.Interface())
+	}
+	return fmt.Sprint(v)
 }
