@@ -518,7 +518,12 @@ func FormatMsg(msg any) string {
 	return strings.Join(append([]string{typ}, fields...), " ")
 }
 
+// lowerFirst writes a field name in lower case: its first letter, or the
+// whole name when it is all capitals (ID, TTL).
 func lowerFirst(s string) string {
+	if strings.ToUpper(s) == s {
+		return strings.ToLower(s)
+	}
 	r := []rune(s)
 	r[0] = unicode.ToLower(r[0])
 	return string(r)
