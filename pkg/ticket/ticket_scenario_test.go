@@ -110,6 +110,8 @@ func TestScenarioPlantedBugs(t *testing.T) {
 		{"bugKeepSucc", "exclusion.txt", bugKeepSucc, "ticket 5 is in the ranges of both 1 (coordinator) and 4 (linking)"},
 		// 1 serves 2's CJOIN that it must refuse (reject, then 2 asks 4).
 		{"bugServeWhileTemp", "exclusion.txt", bugServeWhileTemp, "+40.657217ms 1->2 ackcjoin ticket=6"},
+		// The voters go on vouching for 3, so 3 keeps acting.
+		{"bugNoBan", "exclusion-partial-cut.txt", bugNoBan, "ticket 1 is in the ranges of both 2 (coordinator) and 3 (coordinator)"},
 	} {
 		got, want, err := transcript(c.bug).RunFile(filepath.Join("testdata", c.file), false)
 		if err != nil {
