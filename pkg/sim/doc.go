@@ -16,4 +16,10 @@
 // ask for timers through Ready.Wake, so idle nodes cost nothing: a
 // 1,000-node cluster is simulated without ticking every node every
 // millisecond.
+//
+// Scenario plays transcripts: a file of commands (add 3, deliver 1->2,
+// crash 2, cut 1,2/3, tick 50ms, and a package's own) each followed by the
+// output it must produce, one line per delivery, loss and event, so that a
+// reader can follow a hand-picked interleaving step by step and a change
+// that alters it shows as a diff.
 package sim

@@ -67,6 +67,7 @@ type item struct {
 	payload []byte
 	token   uint64
 	fn      func()
+	dead    bool // taken out of the network (Scenario's deliver and drop)
 }
 
 type queue []*item
@@ -122,6 +123,9 @@ type Sim[M any] struct {
 	// Trace, when set, sees every step (boot, crash, delivery, event) as
 	// one line, for reading what a failing seed did.
 	Trace func(line string)
+	// Watch, when set, sees every send, loss, delivery, rejection, event,
+	// boot and crash as a Note (pkg/sim's Scenario prints them).
+	Watch func(Note)
 	// Stats accumulates message counts.
 	Stats Stats
 }
@@ -249,6 +253,7 @@ func (s *Sim[M]) Crash(id node.ID) {
 	n.alive, n.paused, n.m, n.held = false, false, nil, nil
 	n.token++
 	s.record("crash", id, 0, 0, nil)
+	s.note(Note{Kind: NoteCrash, From: id})
 }
 
 // Restart starts a fresh machine for a crashed id, in a new incarnation.
@@ -314,6 +319,9 @@ func (s *Sim[M]) RunFor(d time.Duration) error { return s.RunUntil(s.now.Add(d))
 func (s *Sim[M]) RunUntil(t time.Time) error {
 	for s.err == nil && len(s.q) > 0 && !s.q[0].at.After(t) {
 		it := heap.Pop(&s.q).(*item)
+		if it.dead {
+			continue
+		}
 		s.now = it.at
 		switch it.kind {
 		case kindFunc:
@@ -327,6 +335,7 @@ func (s *Sim[M]) RunUntil(t time.Time) error {
 			switch {
 			case n == nil || !n.alive:
 				s.Stats.Dropped[it.typ]++
+				s.note(Note{Kind: NoteLoss, From: it.from, To: it.to, Type: it.typ, Payload: it.payload})
 			case n.paused:
 				n.held = append(n.held, it)
 			default:
@@ -366,6 +375,7 @@ func (s *Sim[M]) boot(n *simNode[M]) {
 	n.m = s.factory(n.id, n.incarnation, rand.New(rand.NewPCG(seed, uint64(n.id))))
 	n.token++
 	s.record("boot", n.id, 0, uint8(n.incarnation), nil)
+	s.note(Note{Kind: NoteBoot, From: n.id, Incarnation: n.incarnation})
 	s.tick(n)
 }
 
@@ -382,8 +392,10 @@ func (s *Sim[M]) deliver(n *simNode[M], it *item) {
 	}
 	s.Stats.Delivered[it.typ]++
 	s.record("deliver", it.from, it.to, it.typ, it.payload)
+	s.note(Note{Kind: NoteDeliver, From: it.from, To: it.to, Type: it.typ, Payload: it.payload})
 	if err := n.m.Step(s.local(n), node.Envelope[M]{From: it.from, To: it.to, Msg: msg}); err != nil {
 		s.Stats.Rejected++
+		s.note(Note{Kind: NoteReject, From: it.from, To: it.to, Type: it.typ, Payload: it.payload, Err: err})
 	}
 	s.drain(n)
 }
@@ -395,6 +407,7 @@ func (s *Sim[M]) drain(n *simNode[M]) {
 	for _, ev := range r.Events {
 		s.Stats.Events++
 		s.record("event "+ev.String(), n.id, 0, 0, nil)
+		s.note(Note{Kind: NoteEvent, From: n.id, Event: ev})
 		if s.OnEvent != nil && s.err == nil {
 			if err := s.OnEvent(s.now, n.id, ev); err != nil {
 				s.fail(fmt.Errorf("node %d: %w", n.id, err))
@@ -432,8 +445,10 @@ func (s *Sim[M]) send(from node.ID, env node.Envelope[M]) {
 	s.Stats.Sent[typ]++
 	if _, ok := s.nodes[env.To]; !ok || s.cut[[2]node.ID{from, env.To}] || s.rng.Float64() < s.opts.Drop {
 		s.Stats.Dropped[typ]++
+		s.note(Note{Kind: NoteLoss, From: from, To: env.To, Type: typ, Payload: payload})
 		return
 	}
+	s.note(Note{Kind: NoteSend, From: from, To: env.To, Type: typ, Payload: payload})
 	copies := 1
 	if s.rng.Float64() < s.opts.Dup {
 		copies = 2

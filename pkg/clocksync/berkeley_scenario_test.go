@@ -1,0 +1,58 @@
+package clocksync
+
+import (
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/roundtable-go/roundtable/pkg/node"
+	"github.com/roundtable-go/roundtable/pkg/sim"
+)
+
+var rewrite = flag.Bool("rewrite", false, "write the output of the transcripts in testdata/ back into them")
+
+// berkeleyTranscript plays the Berkeley transcripts: a fixed master 1
+// polling every 200ms; node i's clock is off by skews[i].
+func berkeleyTranscript() *sim.Scenario[BerkeleyMsg] {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	skews := map[node.ID]time.Duration{2: 30 * time.Millisecond, 3: -20 * time.Millisecond, 4: 500 * time.Millisecond}
+	return &sim.Scenario[BerkeleyMsg]{
+		Codec:   BerkeleyCodec{},
+		Options: sim.Options{Start: start},
+		Machine: func(id node.ID, peers []node.ID, _ int, rng *rand.Rand) node.Machine[BerkeleyMsg] {
+			m, err := NewBerkeley(BerkeleyConfig{ID: id, Peers: peers, Master: 1, Interval: 200 * time.Millisecond,
+				Skew: skews[id], Epoch: start, Rand: rng})
+			if err != nil {
+				panic(err)
+			}
+			return m
+		},
+		Format: func(m BerkeleyMsg) string {
+			switch m.Type {
+			case BerkeleyPoll:
+				return fmt.Sprintf("poll seq=%d", m.Seq)
+			case BerkeleyReading:
+				// The reading as an offset from the true time of the run's
+				// start, and what the sender is still slewing.
+				return fmt.Sprintf("reading seq=%d clock=%v pending=%v", m.Seq, m.Time.Sub(start), m.Delta)
+			case BerkeleyAdjust:
+				return fmt.Sprintf("adjust delta=%v", m.Delta)
+			}
+			return "election-" + sim.FormatMsg(m.Elect)
+		},
+		Status: func(s *sim.Sim[BerkeleyMsg], id node.ID, m node.Machine[BerkeleyMsg]) string {
+			return fmt.Sprintf("clock %+v", m.(*Berkeley).Local(s.Now()).Sub(s.Now()).Round(time.Microsecond))
+		},
+	}
+}
+
+// TestScenarioTranscripts plays testdata/berkeley-*.txt.
+func TestScenarioTranscripts(t *testing.T) {
+	sc := berkeleyTranscript()
+	sim.Transcripts(t, filepath.Join("testdata", "berkeley-*.txt"), func(path string) (string, string, error) {
+		return sc.RunFile(path, *rewrite)
+	})
+}
