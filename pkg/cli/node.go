@@ -148,6 +148,10 @@ type Member struct {
 	// NotifyReadyOn: under systemd, READY=1 waits for the first event of
 	// this kind (mcast: "view") rather than going with --ready-file.
 	NotifyReadyOn string
+	// NotifyReadyWhen: under systemd, READY=1 waits until the machine's
+	// status satisfies it (lockd: a quorum), polled through the driver's
+	// loop every readyPoll, rather than going with --ready-file.
+	NotifyReadyWhen func(status map[string]any) bool
 	// quietNoKey: --insecure with every peer on loopback, a deliberate
 	// choice that needs no warning.
 	quietNoKey bool
