@@ -200,6 +200,9 @@ func Join(c *ucli.Context, tool string) (*Member, error) {
 	if m.Net, err = Listen(c, bind, cm.Peers); err != nil {
 		return nil, err
 	}
+	if cm.Names != nil {
+		m.Net = newGate(m.Net) // a member whose record goes is cut off (follow)
+	}
 	if err := m.listenMetrics(c); err != nil {
 		m.Net.Close()
 		return nil, err
