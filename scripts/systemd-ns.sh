@@ -99,7 +99,10 @@ wait_state() { for _ in $(seq 1 100); do [ "$(state "$1")" = "$2" ] && return 0;
 
 wait_state elect@demo.service active || true
 check "elect@demo.service active (READY=1 on its first leader)" '[ "$(state elect@demo.service)" = active ]'
-check "elect@demo.service runs its command as the leader" 'in_ns ps -eo args | grep -qx "sleep 600"'
+# The command starts once the lease is held, a moment after READY=1.
+child() { in_ns ps -eo args | grep -qx "sleep 600"; }
+wait_child() { for _ in $(seq 1 100); do child && return 0; sleep 0.1; done; return 1; }
+check "elect@demo.service runs its command as the leader" wait_child
 # Member 1 alone: a second is five election timeouts, ample for a READY=1
 # sent on listening to arrive; with READY at quorum none ever comes.
 sleep 1
@@ -110,7 +113,7 @@ m2=$!
 check "lockd.service active once member 2 runs" 'wait_state lockd.service active'
 check "lockd.service status says quorum" 'in_ns systemctl show -p StatusText --value lockd.service | grep -q quorum'
 in_ns systemctl stop elect@demo.service
-check "elect@demo.service stopped: its command is gone" '! in_ns ps -eo args | grep -qx "sleep 600"'
+check "elect@demo.service stopped: its command is gone" '! child'
 if [ "$fail" != 0 ]; then
   in_ns sh -c 'systemctl status --no-pager lockd.service elect@demo.service; cat /run/*.log' || true
 fi
