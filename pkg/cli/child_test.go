@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -333,5 +334,62 @@ wait
 	}
 	if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", job)); err == nil && !bytes.Contains(st, []byte(") Z ")) {
 		t.Fatalf("the wrapper's command %d outlived it: %s", job, st)
+	}
+}
+
+// TestWatchStartsCommandOnceGuarded: a command starts only once its
+// watchdog runs its loop, never while the watchdog is still starting (an
+// exec and a runtime's start-up: seconds on a starved host, during which
+// nothing could kill the command at its deadline). Here the watchdog's
+// "up" signal is held back by the test: the command waits for it, and
+// when it does not come by the deadline the command never starts.
+func TestWatchStartsCommandOnceGuarded(t *testing.T) {
+	dir := t.TempDir()
+	for _, release := range []bool{true, false} {
+		w := PrepareWatch()
+		<-w.ready
+		if w.err != nil {
+			t.Fatal(w.err)
+		}
+		<-w.guarding // the real watchdog is up; the test now plays a slow one
+		held := make(chan struct{})
+		w.guarding = held
+		mark := filepath.Join(dir, fmt.Sprintf("started-%v", release))
+		until := time.Now().Add(time.Hour)
+		if !release {
+			until = time.Now().Add(300 * time.Millisecond)
+		}
+		var released time.Time
+		if release {
+			go func() {
+				time.Sleep(200 * time.Millisecond) // the watchdog's start-up, as the test has it
+				released = time.Now()
+				close(held)
+			}()
+		}
+		c, err := w.Start([]string{"sh", "-c", "touch " + mark + "; exec sleep 30"}, nil, until)
+		if !release {
+			if !errors.Is(err, ErrLeaseOver) {
+				t.Fatalf("watchdog never up: Start gave %v, want ErrLeaseOver", err)
+			}
+			if _, err := os.Stat(mark); err == nil {
+				t.Fatal("the command started although its watchdog never was up")
+			}
+			if !w.armable() {
+				t.Error("a Watch whose lease ended before it was up cannot be used again")
+			}
+			w.Cancel()
+			waitGroupGone(t, w.wd.Process.Pid)
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if released.IsZero() {
+			t.Error("the command started before its watchdog was up")
+		}
+		c.Extend(time.Now()) // done: the watchdog ends it
+		<-c.Done()
+		waitGroupGone(t, c.pgid)
 	}
 }
