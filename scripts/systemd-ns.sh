@@ -58,10 +58,23 @@ for u in lockd.service elect@demo.service; do
   printf '[Service]\nStandardOutput=append:/run/%s.log\nStandardError=append:/run/%s.log\n' "$u" "$u" > "$D/up/etc/systemd/system/$u.d/log.conf"
 done
 cp "$bin/lockd" "$bin/elect" "$D/up/usr/bin/"
-port() { python3 -c 'import socket;s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM);s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
-peers="1=127.0.0.1:$(port),2=127.0.0.1:$(port),3=127.0.0.1:$(port)"
+# port: sets got to a UDP port on loopback that nothing binds now (and
+# none handed out before by this script).
+used=" "
+port() {
+  local p
+  for _ in $(seq 1 100); do
+    p=$(( 20000 + RANDOM % 40000 ))
+    case "$used" in *" $p "*) continue;; esac
+    ss -Hluan "sport = :$p" | grep -q . && continue
+    used="$used$p "; got=$p; return
+  done
+  echo "$script: no free UDP port found" >&2; exit 1
+}
+port; p1=$got; port; p2=$got; port; p3=$got; port; p4=$got
+peers="1=127.0.0.1:$p1,2=127.0.0.1:$p2,3=127.0.0.1:$p3"
 printf 'LOCKD_ID=1\nLOCKD_PEERS=%s\n' "$peers" > "$D/up/etc/roundtable/lockd.env"
-printf "ELECT_ID=1\nELECT_PEERS=1=127.0.0.1:%s\nCOMMAND=sh -c 'echo leader-child; exec sleep 600'\n" "$(port)" > "$D/up/etc/roundtable/elect/demo.env"
+printf "ELECT_ID=1\nELECT_PEERS=1=127.0.0.1:%s\nCOMMAND=sh -c 'echo leader-child; exec sleep 600'\n" "$p4" > "$D/up/etc/roundtable/elect/demo.env"
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$D/up/etc/roundtable/cluster.key"
 chmod 600 "$D/up/etc/roundtable/cluster.key"
 
