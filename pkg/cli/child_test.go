@@ -93,10 +93,27 @@ func TestChildPath(t *testing.T) {
 	}
 }
 
+// warm starts the watchdog for the next StartLeased and waits until it
+// runs: a lease shorter than a watchdog's start-up on a loaded host would
+// end before the command could start (Watch.Start waits for it).
+func warm(t *testing.T) {
+	t.Helper()
+	WarmWatch()
+	spareMu.Lock()
+	w := spare
+	spareMu.Unlock()
+	<-w.ready
+	if w.err != nil {
+		t.Fatal(w.err)
+	}
+	<-w.guarding
+}
+
 // TestLeasedChildDiesAtDeadline: a leased command that nobody extends is
 // killed (SIGKILL, with everything in its group) once its deadline has
 // passed, and not before; its watchdog goes with it.
 func TestLeasedChildDiesAtDeadline(t *testing.T) {
+	warm(t)
 	start := time.Now()
 	until := start.Add(300 * time.Millisecond)
 	c, err := StartLeased([]string{"sh", "-c", "sleep 30 & sleep 30"}, nil, until)
@@ -165,6 +182,7 @@ func waitGroupGone(t *testing.T, pgid int) {
 // signals reach it and not the watchdog; when it exits by itself, the
 // watchdog clears its group and leaves.
 func TestLeasedChildExtended(t *testing.T) {
+	warm(t)
 	c, err := StartLeased([]string{"sh", "-c", "trap 'exit 7' TERM; while :; do sleep 0.01; done"}, nil, time.Now().Add(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
@@ -191,6 +209,7 @@ func TestLeasedChildExtended(t *testing.T) {
 // still honours the extension its supervisor wrote before the deadline:
 // it reads what is waiting before it looks at the clock.
 func TestLeasedWatchdogStarved(t *testing.T) {
+	warm(t)
 	c, err := StartLeased([]string{"sh", "-c", "trap 'exit 7' TERM; while :; do sleep 0.01; done"}, nil, time.Now().Add(200*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
