@@ -332,6 +332,7 @@ func TestMetricsLockd(t *testing.T) {
 	checkNames(t, docs, "lockd", body)
 	for _, want := range []string{
 		`(?m)^roundtable_lockd_grants_total\{[^}]*\} 1$`,
+		`(?m)^roundtable_lockd_token\{[^}]*\} [1-9]`,
 		`(?m)^roundtable_lockd_acquire_wait_seconds_count\{[^}]*\} 1$`,
 		`(?m)^roundtable_lockd_hold_seconds_bucket\{[^}]*le="\+Inf"\} 1$`,
 	} {

@@ -85,3 +85,36 @@ func TestLogFormatJSONLines(t *testing.T) {
 		t.Errorf("text log on a pipe without a timestamp:\n%s", out)
 	}
 }
+
+// TestSystemdReadyAtQuorum: READY=1 waits for a quorum, not for the
+// socket. Member 1 of three, alone, listens (its --ready-file is written)
+// but cannot grant, and says nothing ready however long it waits; once
+// member 2 runs, the two elect a coordinator and READY=1 follows.
+func TestSystemdReadyAtQuorum(t *testing.T) {
+	dir := t.TempDir()
+	peers := "1=" + clitest.FreeAddr(t) + ",2=" + clitest.FreeAddr(t) + ",3=" + clitest.FreeAddr(t)
+	ns := clitest.NewNotifySocket(t)
+	start := func(id string, env []string) *exec.Cmd {
+		cmd := exec.Command(lockdBin, "serve", "--id", id, "--peers", peers, "--insecure",
+			"--socket", filepath.Join(dir, id+".sock"), "--ready-file", filepath.Join(dir, id+".ready"))
+		cmd.Env = env
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		return cmd
+	}
+	start("1", ns.Env(0))
+	clitest.WaitFor(t, 20*time.Second, func() bool { _, err := os.Stat(filepath.Join(dir, "1.ready")); return err == nil })
+	// Alone, member 1 can never have a quorum: any wait is a fair test;
+	// five election timeouts give an eager READY=1 time to show.
+	time.Sleep(time.Second)
+	if ns.Saw("READY=1") {
+		t.Fatal("READY=1 from a member without a quorum")
+	}
+	start("2", os.Environ())
+	m := ns.Await(t, 20*time.Second, "READY=1")
+	if !strings.Contains(m.Text, "quorum") {
+		t.Errorf("READY=1 without saying why: %q", m.Text)
+	}
+}

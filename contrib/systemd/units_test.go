@@ -3,6 +3,7 @@
 package systemd
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 var tools = []string{"lockd", "ticketd", "elect", "clocksync"}
@@ -134,5 +136,46 @@ func checkEnv(t *testing.T, name, text, bin string) {
 		if !strings.Contains(h, "$"+v+"]") && !strings.Contains(h, "$"+v+",") {
 			t.Errorf("%s: %s is not a variable of the command it runs", name, v)
 		}
+	}
+}
+
+// TestUnitsUnderSystemd runs scripts/systemd-ns.sh: lockd.service and
+// elect@.service as shipped, under a real systemd as PID 1 of a private
+// namespace (docs/systemd.md, "Tests"). It needs root; it is skipped
+// without, or when the script finds a prerequisite missing (exit 69).
+func TestUnitsUnderSystemd(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("not root: scripts/systemd-ns.sh mounts and starts systemd")
+	}
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	cmd := exec.Command("../../scripts/systemd-ns.sh")
+	out, err := runLimited(cmd, 4*time.Minute)
+	if code := cmd.ProcessState.ExitCode(); code == 69 {
+		t.Skipf("scripts/systemd-ns.sh: a prerequisite is missing:\n%s", out)
+	}
+	if err != nil {
+		t.Fatalf("scripts/systemd-ns.sh: %v\n%s", err, out)
+	}
+	t.Logf("%s", out)
+}
+
+// runLimited runs cmd, killing it after limit.
+func runLimited(cmd *exec.Cmd, limit time.Duration) ([]byte, error) {
+	var buf strings.Builder
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return []byte(buf.String()), err
+	case <-time.After(limit):
+		cmd.Process.Kill()
+		<-done
+		return []byte(buf.String()), fmt.Errorf("still running after %v", limit)
 	}
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -92,10 +93,27 @@ func TestChildPath(t *testing.T) {
 	}
 }
 
+// warm starts the watchdog for the next StartLeased and waits until it
+// runs: a lease shorter than a watchdog's start-up on a loaded host would
+// end before the command could start (Watch.Start waits for it).
+func warm(t *testing.T) {
+	t.Helper()
+	WarmWatch()
+	spareMu.Lock()
+	w := spare
+	spareMu.Unlock()
+	<-w.ready
+	if w.err != nil {
+		t.Fatal(w.err)
+	}
+	<-w.guarding
+}
+
 // TestLeasedChildDiesAtDeadline: a leased command that nobody extends is
 // killed (SIGKILL, with everything in its group) once its deadline has
 // passed, and not before; its watchdog goes with it.
 func TestLeasedChildDiesAtDeadline(t *testing.T) {
+	warm(t)
 	start := time.Now()
 	until := start.Add(300 * time.Millisecond)
 	c, err := StartLeased([]string{"sh", "-c", "sleep 30 & sleep 30"}, nil, until)
@@ -164,6 +182,7 @@ func waitGroupGone(t *testing.T, pgid int) {
 // signals reach it and not the watchdog; when it exits by itself, the
 // watchdog clears its group and leaves.
 func TestLeasedChildExtended(t *testing.T) {
+	warm(t)
 	c, err := StartLeased([]string{"sh", "-c", "trap 'exit 7' TERM; while :; do sleep 0.01; done"}, nil, time.Now().Add(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
@@ -190,6 +209,7 @@ func TestLeasedChildExtended(t *testing.T) {
 // still honours the extension its supervisor wrote before the deadline:
 // it reads what is waiting before it looks at the clock.
 func TestLeasedWatchdogStarved(t *testing.T) {
+	warm(t)
 	c, err := StartLeased([]string{"sh", "-c", "trap 'exit 7' TERM; while :; do sleep 0.01; done"}, nil, time.Now().Add(200*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
@@ -333,5 +353,62 @@ wait
 	}
 	if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", job)); err == nil && !bytes.Contains(st, []byte(") Z ")) {
 		t.Fatalf("the wrapper's command %d outlived it: %s", job, st)
+	}
+}
+
+// TestWatchStartsCommandOnceGuarded: a command starts only once its
+// watchdog runs its loop, never while the watchdog is still starting (an
+// exec and a runtime's start-up: seconds on a starved host, during which
+// nothing could kill the command at its deadline). Here the watchdog's
+// "up" signal is held back by the test: the command waits for it, and
+// when it does not come by the deadline the command never starts.
+func TestWatchStartsCommandOnceGuarded(t *testing.T) {
+	dir := t.TempDir()
+	for _, release := range []bool{true, false} {
+		w := PrepareWatch()
+		<-w.ready
+		if w.err != nil {
+			t.Fatal(w.err)
+		}
+		<-w.guarding // the real watchdog is up; the test now plays a slow one
+		held := make(chan struct{})
+		w.guarding = held
+		mark := filepath.Join(dir, fmt.Sprintf("started-%v", release))
+		until := time.Now().Add(time.Hour)
+		if !release {
+			until = time.Now().Add(300 * time.Millisecond)
+		}
+		var released time.Time
+		if release {
+			go func() {
+				time.Sleep(200 * time.Millisecond) // the watchdog's start-up, as the test has it
+				released = time.Now()
+				close(held)
+			}()
+		}
+		c, err := w.Start([]string{"sh", "-c", "touch " + mark + "; exec sleep 30"}, nil, until)
+		if !release {
+			if !errors.Is(err, ErrLeaseOver) {
+				t.Fatalf("watchdog never up: Start gave %v, want ErrLeaseOver", err)
+			}
+			if _, err := os.Stat(mark); err == nil {
+				t.Fatal("the command started although its watchdog never was up")
+			}
+			if !w.armable() {
+				t.Error("a Watch whose lease ended before it was up cannot be used again")
+			}
+			w.Cancel()
+			waitGroupGone(t, w.wd.Process.Pid)
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if released.IsZero() {
+			t.Error("the command started before its watchdog was up")
+		}
+		c.Extend(time.Now()) // done: the watchdog ends it
+		<-c.Done()
+		waitGroupGone(t, c.pgid)
 	}
 }

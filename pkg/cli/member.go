@@ -170,7 +170,7 @@ func (m *Member) WriteReady() error {
 	if err := WriteReadyFile(m.readyFile, m.Net.Addr()); err != nil {
 		return Exitf(ExitUsage, "--ready-file: %v", err)
 	}
-	if m.NotifyReadyOn == "" {
+	if m.NotifyReadyOn == "" && m.NotifyReadyWhen == nil {
 		SystemdNotifier().Ready(m.serving())
 	}
 	return nil

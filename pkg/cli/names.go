@@ -185,17 +185,18 @@ func TargetID(target string) (node.ID, bool) {
 
 // follow looks the peers up again every period until ctx ends, and brings
 // the running member along: a member whose record moved is sent to at its
-// new address, a member whose record is gone is logged as
-// having left (a WARN; frames keep going to its last address, as to any
-// member that is down), and a record for an ID that is not a member is
-// logged and ignored: a fixed membership changes only by restarting every
-// member with the new set.
+// new address; a member whose record is gone has left: logged (a WARN)
+// and cut off, no frame going to it or taken from it, until its record
+// returns; a record for an ID that is not a member is logged and ignored:
+// a fixed membership changes only by restarting every member with the
+// new set.
 func (m *Member) follow(ctx context.Context, period time.Duration) {
 	known := map[node.ID]string{}
 	for id, a := range m.Peers {
 		known[id] = a
 	}
 	gone := map[node.ID]bool{}
+	g, _ := m.Net.(*gate)
 	strangers := map[node.ID]bool{}
 	t := time.NewTicker(period)
 	defer t.Stop()
@@ -219,9 +220,15 @@ func (m *Member) follow(ctx context.Context, period time.Duration) {
 			case !ok && !gone[id]:
 				gone[id] = true
 				m.Log.Warn("member's record is gone: it has left", "member", id, "addr", known[id])
+				if g != nil && id != m.ID {
+					g.set(id, false)
+				}
 			case ok && gone[id]:
 				delete(gone, id)
 				m.Log.Info("member's record is back", "member", id, "addr", addr)
+				if g != nil {
+					g.set(id, true)
+				}
 			}
 			if !ok || addr == known[id] {
 				continue
@@ -232,7 +239,11 @@ func (m *Member) follow(ctx context.Context, period time.Duration) {
 				continue
 			}
 			ap, err := netip.ParseAddrPort(addr)
-			d, dynamic := m.Net.(transport.Mover)
+			var under transport.Transport = m.Net
+			if g != nil {
+				under = g.Transport
+			}
+			d, dynamic := under.(transport.Mover)
 			if err != nil || !dynamic {
 				m.Log.Warn("member's record moved but this transport cannot follow it", "member", id, "from", known[id], "to", addr)
 			} else {

@@ -155,6 +155,17 @@ func TestFollowMovesPeer(t *testing.T) {
 		}
 		return false
 	}
+	// reaches1 sends one frame to member 2 and reports whether c got it
+	// (or one sent before) within 20 ms.
+	reaches1 := func(m *cli.Member, c net.PacketConn) bool {
+		buf := make([]byte, 64)
+		if err := m.Net.Send(2, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		c.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+		_, _, err := c.ReadFrom(buf)
+		return err == nil
+	}
 	app := &ucli.App{Name: "t", Flags: cli.NodeFlags(), Action: func(c *ucli.Context) error {
 		m, err := cli.Join(c, "t")
 		if err != nil {
@@ -175,6 +186,25 @@ func TestFollowMovesPeer(t *testing.T) {
 		d.SetSRV("_m._udp.rt.test", clitest.SRV{Target: "m-1.rt.test", Port: selfPort}, clitest.SRV{Target: "m-2.rt.test", Port: portB})
 		if !reaches(m, b) {
 			t.Error("frames to member 2 did not follow its record to the second address")
+		}
+		// Its record gone, member 2 has left: frames to it stop (ten
+		// silent reads in a row, within 10 s: frames sent before the
+		// look-up saw the change are read first) until it is back.
+		d.SetSRV("_m._udp.rt.test", clitest.SRV{Target: "m-1.rt.test", Port: selfPort})
+		silent := 0
+		for end := time.Now().Add(10 * time.Second); silent < 10 && time.Now().Before(end); {
+			if reaches1(m, b) {
+				silent = 0
+			} else {
+				silent++
+			}
+		}
+		if silent < 10 {
+			t.Error("frames still go to member 2 after its record disappeared")
+		}
+		d.SetSRV("_m._udp.rt.test", clitest.SRV{Target: "m-1.rt.test", Port: selfPort}, clitest.SRV{Target: "m-2.rt.test", Port: portB})
+		if !reaches(m, b) {
+			t.Error("frames to member 2 did not resume when its record came back")
 		}
 		return nil
 	}}

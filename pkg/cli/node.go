@@ -148,6 +148,10 @@ type Member struct {
 	// NotifyReadyOn: under systemd, READY=1 waits for the first event of
 	// this kind (mcast: "view") rather than going with --ready-file.
 	NotifyReadyOn string
+	// NotifyReadyWhen: under systemd, READY=1 waits until the machine's
+	// status satisfies it (lockd: a quorum), polled through the driver's
+	// loop every readyPoll, rather than going with --ready-file.
+	NotifyReadyWhen func(status map[string]any) bool
 	// quietNoKey: --insecure with every peer on loopback, a deliberate
 	// choice that needs no warning.
 	quietNoKey bool
@@ -195,6 +199,9 @@ func Join(c *ucli.Context, tool string) (*Member, error) {
 	m.Framer.Only(IDs(cm.Peers))
 	if m.Net, err = Listen(c, bind, cm.Peers); err != nil {
 		return nil, err
+	}
+	if cm.Names != nil {
+		m.Net = newGate(m.Net) // a member whose record goes is cut off (follow)
 	}
 	if err := m.listenMetrics(c); err != nil {
 		m.Net.Close()

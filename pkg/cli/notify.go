@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/roundtable-go/roundtable/pkg/driver"
 	"github.com/roundtable-go/roundtable/pkg/node"
 )
 
@@ -152,6 +154,9 @@ func (m *Member) notifyWith(ctx context.Context, sd *Notifier, drv Runner, emit 
 			}
 		}
 	}()
+	if p, ok := drv.(prober); ok && m.NotifyReadyWhen != nil {
+		go m.readyWhen(ctx, sd, p)
+	}
 	readied := m.NotifyReadyOn == "" // emit runs on one goroutine at a time
 	return func(ev node.Event) {
 		if !readied && ev.Kind() == m.NotifyReadyOn {
@@ -167,6 +172,35 @@ func (m *Member) notifyWith(ctx context.Context, sd *Notifier, drv Runner, emit 
 			}
 		}
 		emit(ev)
+	}
+}
+
+// prober is a driver that reports its machine's status from its loop.
+type prober interface {
+	Probe(context.Context) (driver.StatusReply, error)
+}
+
+// readyPoll is how often readyWhen asks the machine whether it can serve:
+// a few times per protocol heartbeat, one no-op turn of the loop each.
+const readyPoll = 50 * time.Millisecond
+
+// readyWhen sends READY=1 once the machine's status satisfies
+// NotifyReadyWhen, then returns; it gives up when ctx ends.
+func (m *Member) readyWhen(ctx context.Context, sd *Notifier, p prober) {
+	t := time.NewTicker(readyPoll)
+	defer t.Stop()
+	for {
+		rep, err := p.Probe(ctx)
+		var st map[string]any
+		if err == nil && json.Unmarshal(rep.Status, &st) == nil && m.NotifyReadyWhen(st) {
+			sd.Ready(m.serving() + ", quorum")
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
 	}
 }
 

@@ -55,6 +55,12 @@ func Run(mb *cli.Member, cfg Config) error {
 	// another), not merely once it listens: a unit ordered After= an
 	// elect unit starts when the group has one.
 	mb.NotifyReadyOn = "leader"
+	if len(cfg.Child) > 0 && ec.Lease > 0 {
+		// The command's watchdog is started now, not when this member
+		// first leads: on a busy host its start-up takes longer than a
+		// lease, and the command waits for it (cli.StartLeased).
+		cli.WarmWatch()
+	}
 	drv, live, err := cli.StartMachine[election.Msg](mb, m, election.Codec{},
 		"algo", ec.Algo, "heartbeat", ec.Heartbeat, "timeout", ec.Timeout, "lease", ec.Lease, "term", ec.Term)
 	if err != nil {

@@ -98,6 +98,10 @@ func Serve(mb *cli.Member, m mutex.Machine, cfg Config) error {
 		self: mb.ID, allWatchers: map[*cli.Conn]bool{}, subscribers: map[node.ID]time.Time{},
 		subscribe: make(chan struct{}, 1), remote: make(chan Reply, 1024),
 		waits: mb.Metrics.Interval("roundtable_lockd_acquire_wait_seconds"), holds: mb.Metrics.Interval("roundtable_lockd_hold_seconds")}
+	// Under systemd, READY=1 once this member can grant (a quorum), as
+	// /readyz says, not merely once it listens: a unit ordered After=
+	// lockd.service then finds locks it can take.
+	mb.NotifyReadyWhen = CanGrant
 	var run *cli.Running
 	d.drv, run, err = cli.StartMachineWith[mutex.Msg](mb, m, mutex.Codec{}, driver.Config{Control: d.control}, "lease", cfg.Lease, "socket", cfg.Socket)
 	if err != nil {
@@ -133,6 +137,20 @@ func Serve(mb *cli.Member, m mutex.Machine, cfg Config) error {
 			return nil
 		}
 	}
+}
+
+// CanGrant reports whether a member whose machine status is st can grant
+// locks: a central or voting member with a quorum (its "quorum"), a
+// Ricart–Agrawala member with every other member up (each must answer), a
+// token-ring member always (the ring regenerates a lost token).
+func CanGrant(st map[string]any) bool {
+	if q, ok := st["quorum"].(bool); ok {
+		return q
+	}
+	if down, _ := st["down"].([]any); st["algo"] == mutex.RicartAgrawala.String() && len(down) > 0 {
+		return false
+	}
+	return true
 }
 
 // session serves one control connection: one client.

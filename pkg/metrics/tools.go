@@ -62,7 +62,7 @@ var specs = map[string]*spec{
 		},
 	},
 	"lockd": {
-		gauges:     []string{"roundtable_lockd_locks_held", "roundtable_lockd_waiters"},
+		gauges:     []string{"roundtable_lockd_locks_held", "roundtable_lockd_waiters", "roundtable_lockd_token"},
 		counters:   []string{"roundtable_lockd_grants_total", "roundtable_lockd_losses_total"},
 		histograms: []string{"roundtable_lockd_acquire_wait_seconds", "roundtable_lockd_hold_seconds"},
 		read: func(s *Server, st map[string]any) string {
@@ -97,6 +97,11 @@ var specs = map[string]*spec{
 			switch ev.Kind() {
 			case "acquired":
 				s.Add("roundtable_lockd_grants_total", 1)
+				// Fencing tokens only grow: the gauge is the latest one
+				// this member's clients were given.
+				if g, ok := ev.(interface{ FenceToken() uint64 }); ok {
+					s.setGauge("roundtable_lockd_token", float64(g.FenceToken()))
+				}
 			case "lost":
 				s.Add("roundtable_lockd_losses_total", 1)
 			}

@@ -84,6 +84,9 @@ type central struct {
 	opened     bool            // ... which has come
 	reported   map[string]bool // names reported held since the takeover
 	locks      map[string]*lock
+	names      []string         // locks' names in order, for summary (a ping's table): sorted again only ...
+	namesStale bool             // ... once a lock was added or forgotten, not at every ping
+	namesSorts int              // how many times names was sorted (tests)
 	lockHeap   timerHeap[*lock] // locks by due time
 	blocked    map[string]bool  // free locks with waiters: granted by Tick once it may
 	pingSeq    uint64
@@ -388,6 +391,7 @@ func (m *central) renewTerm(now time.Time) {
 // forgetLocks empties the coordinator's lock table.
 func (m *central) forgetLocks() {
 	clear(m.locks)
+	m.namesStale = true
 	clear(m.blocked)
 	clear(m.lockHeap)
 	m.lockHeap = m.lockHeap[:0]
@@ -603,6 +607,7 @@ func (m *central) lockOf(name string) *lock {
 		m.made++
 		l = &lock{name: name, timer: timer{idx: -1, order: m.made}}
 		m.locks[name] = l
+		m.namesStale = true
 	}
 	return l
 }
@@ -900,9 +905,16 @@ func (m *central) coordinatorTick(now time.Time) {
 
 func (m *central) summary() []LockRec {
 	var out []LockRec
-	names := slices.Sorted(maps.Keys(m.locks))
-	for _, name := range names {
+	if m.namesStale {
+		m.names = slices.AppendSeq(m.names[:0], maps.Keys(m.locks))
+		slices.Sort(m.names)
+		m.namesStale, m.namesSorts = false, m.namesSorts+1
+	}
+	for _, name := range m.names {
 		l := m.locks[name]
+		if l == nil {
+			continue
+		}
 		if l.holder != nil {
 			out = append(out, LockRec{Name: name, Node: l.holder.node, Client: l.holder.client, Token: l.holder.token})
 		}

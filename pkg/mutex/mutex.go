@@ -134,6 +134,9 @@ type GrantEvent struct {
 func (e GrantEvent) Kind() string   { return "acquired" }
 func (e GrantEvent) String() string { return fmt.Sprintf("acquired %s token %d", e.Name, e.Token) }
 
+// FenceToken is the grant's fencing token (for the metrics endpoint).
+func (e GrantEvent) FenceToken() uint64 { return e.Token }
+
 // BusyEvent: a non-blocking request found Name held.
 type BusyEvent struct {
 	Event  string `json:"event"` // "busy"

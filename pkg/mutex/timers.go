@@ -154,6 +154,7 @@ func (m *central) tidy(l *lock) {
 			heap.Remove(&m.lockHeap, l.idx)
 		}
 		delete(m.locks, l.name)
+		m.namesStale = true
 		delete(m.blocked, l.name)
 		return
 	}
