@@ -47,6 +47,9 @@ Examples:
 			&ucli.Float64Flag{Name: "alpha", Value: 0.8, Usage: "fraction of the tickets held (the seed's α)"},
 			&ucli.IntFlag{Name: "rounds", Value: 300, Usage: "rounds to measure, after the warm-up"},
 			&ucli.DurationFlag{Name: "round", Value: 100 * time.Millisecond, Usage: "the protocol's round (virtual time)"},
+			&ucli.DurationFlag{Name: "margin", Usage: "added to a temporary coordinator's wait: the kill grace (ticketd run: --kill-grace plus its checks)"},
+			&ucli.IntFlag{Name: "suspect", Value: 3, Usage: "rounds without an ACKUPDATE before a process excludes its successor"},
+			&ucli.IntFlag{Name: "window", Value: 3, Usage: "rounds one ALIVE vouches for"},
 			&ucli.IntFlag{Name: "patience", Value: 30, Usage: "rounds an acquisition may take and still count as a success"},
 			&ucli.Uint64Flag{Name: "seed", Value: 1, Usage: "the simulator's seed (the first one with --plot)"},
 			&ucli.IntFlag{Name: "seeds", Value: 3, Usage: "with --plot: seeds per point"},
@@ -67,7 +70,8 @@ func simCmd(c *ucli.Context) error {
 	}
 	cfg := ticketsim.SimConfig{Processes: c.Int("processes"), Tickets: c.Int("tickets"), K: c.Int("k"), PF: c.Float64("pf"),
 		Alpha: c.Float64("alpha"), Rounds: c.Int("rounds"), Seed: c.Uint64("seed"), Round: c.Duration("round"),
-		Patience: c.Int("patience"), Check: c.Bool("check")}
+		Patience: c.Int("patience"), Check: c.Bool("check"), Margin: c.Duration("margin"),
+		Suspect: c.Int("suspect"), Window: c.Int("window")}
 	if c.Bool("trace") {
 		cfg.Trace = os.Stderr
 	}
@@ -83,6 +87,10 @@ func simCmd(c *ucli.Context) error {
 		return cli.Exitf(cli.ExitUsage, "--k must be 1 to %d", (ticket.MaxList-1)/2)
 	case cfg.Round < time.Millisecond*10:
 		return cli.Exitf(cli.ExitUsage, "--round must be at least 10ms")
+	case cfg.Suspect < 1 || cfg.Window < 1:
+		return cli.Exitf(cli.ExitUsage, "--suspect and --window must be at least 1")
+	case cfg.Margin < 0:
+		return cli.Exitf(cli.ExitUsage, "--margin must not be negative")
 	case cfg.Patience < 1:
 		return cli.Exitf(cli.ExitUsage, "--patience must be at least 1")
 	case c.Int("seeds") < 1:

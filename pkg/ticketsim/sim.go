@@ -39,6 +39,14 @@ type SimConfig struct {
 	// Check runs Theorem 4.1's checker after every simulation step, not
 	// only once a round (slow with thousands of processes).
 	Check bool
+	// Margin is pkg/ticket's Config.Margin: the kill grace a temporary
+	// coordinator adds to its wait (ticketd run: --kill-grace and its
+	// checks). Default 0.
+	Margin time.Duration
+	// Suspect and Window are pkg/ticket's Config.Suspect and .Window
+	// (default 3 each): rounds without an ACKUPDATE before an exclusion
+	// starts, and rounds one ALIVE vouches for.
+	Suspect, Window int
 	// Trace, if set, gets one line per event and crash.
 	Trace io.Writer
 	// Paper selects the seed's own model (§4.2, "Availability") over
@@ -85,6 +93,12 @@ type SimResult struct {
 	Reclaims          int     `json:"reclaims"`
 	ReclaimRoundsMean float64 `json:"reclaim_rounds_mean"`
 	ReclaimRoundsMax  int     `json:"reclaim_rounds_max"`
+	// Phases: the reclaims above split into their phases (mean rounds,
+	// over PhasesSeen reclaims whose every phase was seen), against the
+	// seed's bound 1/α (§4.2, "Availability").
+	Phases       PhaseRounds `json:"reclaim_phases"`
+	PhasesSeen   int         `json:"reclaim_phases_seen"`
+	ReclaimBound float64     `json:"reclaim_bound"`
 	// Messages per core process per round, and the most ALIVEs one process
 	// sent or heard from distinct senders in a round (the seed: 2k+1).
 	MsgsPerProcRound  float64 `json:"msgs_per_process_round"`
@@ -151,6 +165,7 @@ crashes %d; live processes that lost their support %d; reclaims %d, %.1f rounds 
 messages per core process per round %.2f (ALIVE %.2f; most ALIVEs one process sent in a round %d, 2k+1 = %d)
 by type:%s
 settled process-rounds %d: ALIVEs to the 2k+1 closest %.2f on average, %d at most (2k+1 = %d); to successors a join pushed out %.2f on average, %d at most; %d at most in all
+reclaim by phase (rounds, mean of %d; the seed's bound 1/α = %.2f): detection %.2f, exclusion quorum %.2f, temporary coordinator %.2f, kill grace %.2f, hand-over %.2f
 Theorem 4.1 held at every round; %v`,
 		r.Processes, r.Tickets, r.K, r.Alpha, r.PF, r.Bound, r.Rounds, r.Seed, model,
 		r.WarmupRounds, r.HoldersMean,
@@ -158,6 +173,7 @@ Theorem 4.1 held at every round; %v`,
 		r.Crashes, r.Excluded, r.Reclaims, r.ReclaimRoundsMean, r.ReclaimRoundsMax,
 		r.MsgsPerProcRound, r.AlivePerProcRound, r.MaxAliveSent, 2*r.K+1, r.byType(),
 		r.SettledRounds, r.AliveSettledMean, r.AliveSettledMax, 2*r.K+1, r.AliveFormerMean, r.AliveFormerMax, r.AliveWithFormerMax,
+		r.PhasesSeen, r.ReclaimBound, r.Phases.Detection, r.Phases.Quorum, r.Phases.Temporary, r.Phases.KillGrace, r.Phases.HandOver,
 		r.Elapsed.Round(time.Millisecond))
 }
 
@@ -242,7 +258,7 @@ func Simulate(cfg SimConfig) (SimResult, error) {
 	founded := false
 	s := sim.New[ticket.Msg](sim.Options{Seed: cfg.Seed, MinLatency: time.Millisecond, MaxLatency: 5 * time.Millisecond}, ticket.Codec{},
 		func(id node.ID, _ int, rng *rand.Rand) node.Machine[ticket.Msg] {
-			c := ticket.Config{ID: id, Rand: rng, FaultTolerant: true, K: cfg.K, Round: cfg.Round, Contacts: contacts()}
+			c := ticket.Config{ID: id, Rand: rng, FaultTolerant: true, K: cfg.K, Round: cfg.Round, Contacts: contacts(), Margin: cfg.Margin, Suspect: cfg.Suspect, Window: cfg.Window, Phases: true}
 			c.Contacts = slices.DeleteFunc(c.Contacts, func(o node.ID) bool { return o == id })
 			if id == 1 && !founded {
 				c.Tickets, c.Contacts, founded = cfg.Tickets, nil, true
@@ -277,6 +293,9 @@ func Simulate(cfg SimConfig) (SimResult, error) {
 	type attempt struct{ from, to int }
 	var attempts []attempt // measured acquisitions; to = -1 while waiting
 	crashed := map[uint32]int{}
+	phases := map[uint32]*reclaimPhases{} // by crashed ticket, until it is reusable
+	var phaseSum PhaseRounds
+	phaseN := 0
 	var reclaimSum int
 	// ask notes an acquisition: an index into attempts once measuring.
 	ask := func(id node.ID) {
@@ -300,6 +319,10 @@ func Simulate(cfg SimConfig) (SimResult, error) {
 				if i >= 0 {
 					attempts[i].to = round
 				}
+			}
+		case ticket.ExcludingEvent, ticket.TemporaryEvent, ticket.ReclaimedEvent:
+			for t, ph := range phases {
+				ph.note(at, ev, t, uint32(cfg.Tickets))
 			}
 		case ticket.ExcludedEvent:
 			if s.Alive(id) && cfg.Trace != nil {
@@ -420,6 +443,7 @@ func Simulate(cfg SimConfig) (SimResult, error) {
 				}
 				res.Crashes++
 				crashed[t] = round
+				phases[t] = &reclaimPhases{crash: s.Now()}
 				if len(idle) > 0 {
 					nid := idle[0]
 					idle = idle[1:]
@@ -465,6 +489,11 @@ func Simulate(cfg SimConfig) (SimResult, error) {
 						d := round + 1 - at
 						reclaimSum += d
 						res.ReclaimRoundsMax = max(res.ReclaimRoundsMax, d)
+						if ph := phases[t]; ph != nil && ph.complete() {
+							phaseSum.add(ph.rounds(s.Now(), cfg.Round))
+							phaseN++
+						}
+						delete(phases, t)
 					}
 				}
 			}
@@ -490,6 +519,11 @@ func Simulate(cfg SimConfig) (SimResult, error) {
 	if res.Reclaims > 0 {
 		res.ReclaimRoundsMean = float64(reclaimSum) / float64(res.Reclaims)
 	}
+	if phaseN > 0 {
+		res.Phases = phaseSum.mean(phaseN)
+		res.PhasesSeen = phaseN
+	}
+	res.ReclaimBound = 1 / cfg.Alpha
 	total := 0
 	for _, n := range s.Stats.Sent {
 		total += n
