@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
@@ -26,9 +28,10 @@ per round, and checks Theorem 4.1 (no ticket in two acting ranges) every
 round. The same --seed gives the same run.
 
 --sweep runs the whole grid instead (α 0.5, 0.8 and 0.9; p_f from 0.0001
-to 0.3; --seeds seeds each) and prints one line per point; --plot
-FILE.svg|.png|.pdf also draws availability against p_f with the seed's
-bound ½(1−α). Drawing needs a ticketd built with 'go build -tags plot'
+to 0.3; --seeds seeds each; --alphas and --pfs choose others) and prints
+one line per point, with the seeds' minimum, median and maximum; --plot
+FILE.svg|.png|.pdf also draws the median against p_f, the seeds' spread as
+bars, the seed's bound ½(1−α) and its Chernoff bound 1 − (e/4)^(2·p_f·n). Drawing needs a ticketd built with 'go build -tags plot'
 (the plotting library's fonts would otherwise slow every ticketd start).
 
 Exit codes: 0 done; 1 a safety violation (the message names the seed); 64
@@ -47,9 +50,14 @@ Examples:
 			&ucli.Float64Flag{Name: "alpha", Value: 0.8, Usage: "fraction of the tickets held (the seed's α)"},
 			&ucli.IntFlag{Name: "rounds", Value: 300, Usage: "rounds to measure, after the warm-up"},
 			&ucli.DurationFlag{Name: "round", Value: 100 * time.Millisecond, Usage: "the protocol's round (virtual time)"},
+			&ucli.DurationFlag{Name: "margin", Usage: "added to a temporary coordinator's wait: the kill grace (ticketd run: --kill-grace plus its checks)"},
+			&ucli.IntFlag{Name: "suspect", Value: 3, Usage: "rounds without an ACKUPDATE before a process excludes its successor"},
+			&ucli.IntFlag{Name: "window", Value: 3, Usage: "rounds one ALIVE vouches for"},
 			&ucli.IntFlag{Name: "patience", Value: 30, Usage: "rounds an acquisition may take and still count as a success"},
 			&ucli.Uint64Flag{Name: "seed", Value: 1, Usage: "the simulator's seed (the first one with --plot)"},
 			&ucli.IntFlag{Name: "seeds", Value: 3, Usage: "with --plot: seeds per point"},
+			&ucli.StringFlag{Name: "alphas", Usage: "with --sweep or --plot: the α to run, comma-separated (default 0.5,0.8,0.9)"},
+			&ucli.StringFlag{Name: "pfs", Usage: "with --sweep or --plot: the p_f to run, comma-separated (default the model's grid)"},
 			&ucli.BoolFlag{Name: "sweep", Usage: "run the α × p_f grid: one line per point"},
 			&ucli.StringFlag{Name: "plot", Usage: "run the grid and draw it to this .svg, .png or .pdf file (a ticketd built with -tags plot)"},
 			&ucli.StringFlag{Name: "model", Value: "independent", Usage: "independent: every holder crashes with probability --pf each protocol round; paper: --pf per round of the seed's analysis (α exclusions long), and only crashes that leave at most k failed among 2k+1 neighbours"},
@@ -67,7 +75,8 @@ func simCmd(c *ucli.Context) error {
 	}
 	cfg := ticketsim.SimConfig{Processes: c.Int("processes"), Tickets: c.Int("tickets"), K: c.Int("k"), PF: c.Float64("pf"),
 		Alpha: c.Float64("alpha"), Rounds: c.Int("rounds"), Seed: c.Uint64("seed"), Round: c.Duration("round"),
-		Patience: c.Int("patience"), Check: c.Bool("check")}
+		Patience: c.Int("patience"), Check: c.Bool("check"), Margin: c.Duration("margin"),
+		Suspect: c.Int("suspect"), Window: c.Int("window")}
 	if c.Bool("trace") {
 		cfg.Trace = os.Stderr
 	}
@@ -83,6 +92,10 @@ func simCmd(c *ucli.Context) error {
 		return cli.Exitf(cli.ExitUsage, "--k must be 1 to %d", (ticket.MaxList-1)/2)
 	case cfg.Round < time.Millisecond*10:
 		return cli.Exitf(cli.ExitUsage, "--round must be at least 10ms")
+	case cfg.Suspect < 1 || cfg.Window < 1:
+		return cli.Exitf(cli.ExitUsage, "--suspect and --window must be at least 1")
+	case cfg.Margin < 0:
+		return cli.Exitf(cli.ExitUsage, "--margin must not be negative")
 	case cfg.Patience < 1:
 		return cli.Exitf(cli.ExitUsage, "--patience must be at least 1")
 	case c.Int("seeds") < 1:
@@ -105,7 +118,19 @@ func simCmd(c *ucli.Context) error {
 		if cfg.Paper {
 			pfs = ticketsim.SweepPFsPaper
 		}
-		points, err := ticketsim.Sweep(cfg, ticketsim.SweepAlphas, pfs, c.Int("seeds"), func(p ticketsim.SweepPoint) {
+		alphas := ticketsim.SweepAlphas
+		var err error
+		if v := c.String("alphas"); v != "" {
+			if alphas, err = fractions(v, "--alphas", 0, 1, false); err != nil {
+				return err
+			}
+		}
+		if v := c.String("pfs"); v != "" {
+			if pfs, err = fractions(v, "--pfs", 0, 1, true); err != nil {
+				return err
+			}
+		}
+		points, err := ticketsim.Sweep(cfg, alphas, pfs, c.Int("seeds"), func(p ticketsim.SweepPoint) {
 			out.Value(p.Line(), p)
 		})
 		if err != nil {
@@ -126,4 +151,18 @@ func simCmd(c *ucli.Context) error {
 	}
 	out.Value(r.Text(), r)
 	return nil
+}
+
+// fractions parses a comma-separated list of numbers in (lo, hi), or
+// [lo, hi) with loClosed.
+func fractions(v, flag string, lo, hi float64, loClosed bool) ([]float64, error) {
+	var out []float64
+	for _, f := range strings.Split(v, ",") {
+		x, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || x >= hi || x < lo || x == lo && !loClosed {
+			return nil, cli.Exitf(cli.ExitUsage, "%s %q: want numbers from %g to below %g, comma-separated", flag, v, lo, hi)
+		}
+		out = append(out, x)
+	}
+	return out, nil
 }

@@ -54,7 +54,7 @@ func TestSimCommand(t *testing.T) {
 	if string(ja) != string(jb) || a["crashes"] == nil {
 		t.Fatalf("seed 3 twice:\n%s\n%s", ja, jb)
 	}
-	for _, bad := range [][]string{{"--alpha", "1"}, {"--pf", "-0.1"}, {"--processes", "10", "--tickets", "20"}, {"--plot", "x.txt"}, {"--k", "0"}, {"extra"}} {
+	for _, bad := range [][]string{{"--alpha", "1"}, {"--pf", "-0.1"}, {"--processes", "10", "--tickets", "20"}, {"--plot", "x.txt"}, {"--k", "0"}, {"--margin", "-1s"}, {"--suspect", "0"}, {"--sweep", "--pfs", "x"}, {"extra"}} {
 		if code, _, stderr := simRun(t, bad...); code != 64 || stderr == "" {
 			t.Errorf("sim %v: exit %d, want 64 with a message\n%s", bad, code, stderr)
 		}

@@ -180,7 +180,8 @@
 //     ever, and nobody excluded the dead one).
 //   - A successor that a join pushed out of the 2k+1 closest keeps our
 //     ALIVEs for linger (Suspect + 2k+1 rounds + tempFor(2k+1)), or until
-//     it says "gone": its L names us until a new R reaches it, which waits
+//     it says "gone" or that we are not in its L any more (uncounted.go):
+//     its L names us until a new R reaches it, which waits
 //     for the exclusion of any failed process between us. These ALIVEs are
 //     counted apart (Counts.AliveFormer); the 2k+1 bound holds for the
 //     rest. Voters stop them too, so the quorum argument is unchanged.

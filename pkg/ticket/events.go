@@ -2,6 +2,7 @@ package ticket
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/roundtable-go/roundtable/pkg/node"
 )
@@ -70,4 +71,33 @@ type ReclaimedEvent struct {
 func (e ReclaimedEvent) Kind() string { return "reclaimed" }
 func (e ReclaimedEvent) String() string {
 	return fmt.Sprintf("reclaimed %d..%d", e.From, e.To)
+}
+
+// ExcludingEvent: this process suspects its successor and asks for the
+// exclusion of the tickets strictly between From (its own) and To (the
+// candidate new successor's), Algorithm 5. Emitted only with
+// Config.Phases: the simulator times a reclaim's phases with it.
+type ExcludingEvent struct {
+	Event    string `json:"event"` // "excluding"
+	From, To uint32
+}
+
+func (e ExcludingEvent) Kind() string { return "excluding" }
+func (e ExcludingEvent) String() string {
+	return fmt.Sprintf("excluding between %d and %d", e.From, e.To)
+}
+
+// TemporaryEvent: a quorum acknowledged the exclusion of the tickets
+// strictly between From and To; this process is their temporary
+// coordinator for Wait (§4), of which Margin is Config.Margin (the kill
+// grace). Emitted only with Config.Phases.
+type TemporaryEvent struct {
+	Event        string `json:"event"` // "temporary"
+	From, To     uint32
+	Wait, Margin time.Duration
+}
+
+func (e TemporaryEvent) Kind() string { return "temporary" }
+func (e TemporaryEvent) String() string {
+	return fmt.Sprintf("temporary coordinator between %d and %d for %v", e.From, e.To, e.Wait)
 }

@@ -102,6 +102,9 @@ func (m *Machine) nextCandidate(now time.Time) {
 			ex.tries, ex.resend = 1, now.Add(m.cfg.Delta)
 			ex.deadline = now.Add(exTries * m.cfg.Delta)
 			m.send(c.ID, Msg{Type: MsgExclude, Attempt: ex.id})
+			if m.cfg.Phases {
+				m.events = append(m.events, ExcludingEvent{Event: "excluding", From: m.ticket, To: c.Ticket})
+			}
 			return
 		}
 	}
@@ -260,6 +263,9 @@ func (m *Machine) maybeTemp(now time.Time) {
 		wait = m.cfg.Round
 	}
 	m.temp = &temporary{until: now.Add(wait), q: ex.cand, gone: ex.gone}
+	if m.cfg.Phases {
+		m.events = append(m.events, TemporaryEvent{Event: "temporary", From: m.ticket, To: ex.cand.Ticket, Wait: wait, Margin: m.cfg.Margin})
+	}
 	m.ex = nil
 }
 

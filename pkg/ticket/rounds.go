@@ -268,6 +268,9 @@ func (m *Machine) onAlive(now time.Time, from node.ID, msg Msg) {
 		m.send(from, Msg{Type: MsgIntro, Ticket: NoTicket})
 		return
 	}
+	if m.uncounted(from) {
+		m.send(from, Msg{Type: MsgIntro, Ticket: NoTicket, Attempt: introUncounted})
+	}
 	m.alive[from] = now
 	m.counts.AliveRecv++
 	if m.counts.heard == nil {
@@ -511,6 +514,10 @@ func (m *Machine) linger() time.Duration {
 // onIntro: a successor that we do not vouch for yet introduces itself.
 func (m *Machine) onIntro(now time.Time, from node.ID, msg Msg) {
 	if m.st != stCoordinator && m.st != stLinking {
+		return
+	}
+	if msg.Ticket == NoTicket && msg.Attempt == introUncounted {
+		m.onUncounted(from)
 		return
 	}
 	if msg.Ticket == NoTicket { // gone

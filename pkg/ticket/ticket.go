@@ -56,6 +56,10 @@ type Config struct {
 	// numbers grow across restarts and refounds (doc.go, "Fencing").
 	Floor uint64
 
+	// Phases emits ExcludingEvent and TemporaryEvent, with which the
+	// simulator times the phases of a reclaim. The daemon leaves it off.
+	Phases bool
+
 	// bug plants a bug for the checkers. Tests only.
 	bug bug
 }

@@ -3,6 +3,7 @@ package ticketsim
 import (
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -38,6 +39,14 @@ type SimConfig struct {
 	// Check runs Theorem 4.1's checker after every simulation step, not
 	// only once a round (slow with thousands of processes).
 	Check bool
+	// Margin is pkg/ticket's Config.Margin: the kill grace a temporary
+	// coordinator adds to its wait (ticketd run: --kill-grace and its
+	// checks). Default 0.
+	Margin time.Duration
+	// Suspect and Window are pkg/ticket's Config.Suspect and .Window
+	// (default 3 each): rounds without an ACKUPDATE before an exclusion
+	// starts, and rounds one ALIVE vouches for.
+	Suspect, Window int
 	// Trace, if set, gets one line per event and crash.
 	Trace io.Writer
 	// Paper selects the seed's own model (§4.2, "Availability") over
@@ -84,14 +93,40 @@ type SimResult struct {
 	Reclaims          int     `json:"reclaims"`
 	ReclaimRoundsMean float64 `json:"reclaim_rounds_mean"`
 	ReclaimRoundsMax  int     `json:"reclaim_rounds_max"`
+	// Phases: the reclaims above split into their phases (mean rounds,
+	// over PhasesSeen reclaims whose every phase was seen), against the
+	// seed's bound 1/α (§4.2, "Availability").
+	Phases       PhaseRounds `json:"reclaim_phases"`
+	PhasesSeen   int         `json:"reclaim_phases_seen"`
+	ReclaimBound float64     `json:"reclaim_bound"`
 	// Messages per core process per round, and the most ALIVEs one process
 	// sent or heard from distinct senders in a round (the seed: 2k+1).
 	MsgsPerProcRound  float64 `json:"msgs_per_process_round"`
 	AlivePerProcRound float64 `json:"alive_per_process_round"`
 	MaxAliveSent      int     `json:"max_alive_sent"`
+	// MsgsByType breaks MsgsPerProcRound down by message type.
+	MsgsByType []TypeRate `json:"msgs_by_type"`
+	// Settled process-rounds: one round of a process that was Settled
+	// (pkg/ticket) when the round began and when it ended. In those the
+	// seed's §4.2 ("Message overhead") bounds the ALIVEs a process sends
+	// by 2k+1. AliveSettled counts the ALIVEs to the 2k+1 closest
+	// successors, AliveFormer those to successors a join pushed out of
+	// them (pkg/ticket's doc, "Liveness"): mean and most in one round.
+	SettledRounds      int     `json:"settled_rounds"`
+	AliveSettledMean   float64 `json:"alive_settled_mean"`
+	AliveSettledMax    int     `json:"alive_settled_max"`
+	AliveFormerMean    float64 `json:"alive_former_mean"`
+	AliveFormerMax     int     `json:"alive_former_max"`
+	AliveWithFormerMax int     `json:"alive_with_former_max"`
 	// HoldersMean is the mean number of tickets held during measurement.
 	HoldersMean float64       `json:"holders_mean"`
 	Elapsed     time.Duration `json:"elapsed_ns"`
+}
+
+// TypeRate is one message type's messages per core process per round.
+type TypeRate struct {
+	Type string  `json:"type"`
+	Rate float64 `json:"per_process_round"`
 }
 
 func (cfg SimConfig) holders() int { return max(1, int(math.Round(cfg.Alpha*float64(cfg.Tickets)))) }
@@ -128,12 +163,50 @@ warm-up %d rounds; %.1f tickets held on average
 acquisitions %d of %d got a ticket in time: availability %.3f; a ticket ready to hand out in %.1f%% of rounds
 crashes %d; live processes that lost their support %d; reclaims %d, %.1f rounds on average, %d at worst
 messages per core process per round %.2f (ALIVE %.2f; most ALIVEs one process sent in a round %d, 2k+1 = %d)
+by type:%s
+settled process-rounds %d: ALIVEs to the 2k+1 closest %.2f on average, %d at most (2k+1 = %d); to successors a join pushed out %.2f on average, %d at most; %d at most in all
+reclaim by phase (rounds, mean of %d; the seed's bound 1/α = %.2f): detection %.2f, exclusion quorum %.2f, temporary coordinator %.2f, kill grace %.2f, hand-over %.2f
 Theorem 4.1 held at every round; %v`,
 		r.Processes, r.Tickets, r.K, r.Alpha, r.PF, r.Bound, r.Rounds, r.Seed, model,
 		r.WarmupRounds, r.HoldersMean,
 		r.Acquired, r.Attempts, r.Availability, 100*r.FreeRounds,
 		r.Crashes, r.Excluded, r.Reclaims, r.ReclaimRoundsMean, r.ReclaimRoundsMax,
-		r.MsgsPerProcRound, r.AlivePerProcRound, r.MaxAliveSent, 2*r.K+1, r.Elapsed.Round(time.Millisecond))
+		r.MsgsPerProcRound, r.AlivePerProcRound, r.MaxAliveSent, 2*r.K+1, r.byType(),
+		r.SettledRounds, r.AliveSettledMean, r.AliveSettledMax, 2*r.K+1, r.AliveFormerMean, r.AliveFormerMax, r.AliveWithFormerMax,
+		r.PhasesSeen, r.ReclaimBound, r.Phases.Detection, r.Phases.Quorum, r.Phases.Temporary, r.Phases.KillGrace, r.Phases.HandOver,
+		r.Elapsed.Round(time.Millisecond))
+}
+
+func (r SimResult) byType() string {
+	var b strings.Builder
+	for _, t := range r.MsgsByType {
+		fmt.Fprintf(&b, " %s %.3f", t.Type, t.Rate)
+	}
+	return b.String()
+}
+
+// settledAlives accumulates the ALIVEs of settled process-rounds.
+type settledAlives struct {
+	rounds, closest, former int
+	maxClosest, maxFormer   int
+	maxAll                  int
+}
+
+// add notes one process's counts over one simulated round: before and
+// after, and whether it was settled at both ends. A round counts only if
+// the machine ran exactly one of its own rounds in it (clock drift can
+// give a window none or two).
+func (a *settledAlives) add(before, after ticket.Counts, settled bool) {
+	if !settled || after.Rounds-before.Rounds != 1 {
+		return
+	}
+	c, f := after.AliveSent-before.AliveSent, after.AliveFormer-before.AliveFormer
+	a.rounds++
+	a.closest += c
+	a.former += f
+	a.maxClosest = max(a.maxClosest, c)
+	a.maxFormer = max(a.maxFormer, f)
+	a.maxAll = max(a.maxAll, c+f)
 }
 
 // Simulate runs one experiment. Theorem 4.1 is checked once a round (every
@@ -185,7 +258,7 @@ func Simulate(cfg SimConfig) (SimResult, error) {
 	founded := false
 	s := sim.New[ticket.Msg](sim.Options{Seed: cfg.Seed, MinLatency: time.Millisecond, MaxLatency: 5 * time.Millisecond}, ticket.Codec{},
 		func(id node.ID, _ int, rng *rand.Rand) node.Machine[ticket.Msg] {
-			c := ticket.Config{ID: id, Rand: rng, FaultTolerant: true, K: cfg.K, Round: cfg.Round, Contacts: contacts()}
+			c := ticket.Config{ID: id, Rand: rng, FaultTolerant: true, K: cfg.K, Round: cfg.Round, Contacts: contacts(), Margin: cfg.Margin, Suspect: cfg.Suspect, Window: cfg.Window, Phases: true}
 			c.Contacts = slices.DeleteFunc(c.Contacts, func(o node.ID) bool { return o == id })
 			if id == 1 && !founded {
 				c.Tickets, c.Contacts, founded = cfg.Tickets, nil, true
@@ -220,6 +293,9 @@ func Simulate(cfg SimConfig) (SimResult, error) {
 	type attempt struct{ from, to int }
 	var attempts []attempt // measured acquisitions; to = -1 while waiting
 	crashed := map[uint32]int{}
+	phases := map[uint32]*reclaimPhases{} // by crashed ticket, until it is reusable
+	var phaseSum PhaseRounds
+	phaseN := 0
 	var reclaimSum int
 	// ask notes an acquisition: an index into attempts once measuring.
 	ask := func(id node.ID) {
@@ -243,6 +319,10 @@ func Simulate(cfg SimConfig) (SimResult, error) {
 				if i >= 0 {
 					attempts[i].to = round
 				}
+			}
+		case ticket.ExcludingEvent, ticket.TemporaryEvent, ticket.ReclaimedEvent:
+			for t, ph := range phases {
+				ph.note(at, ev, t, uint32(cfg.Tickets))
 			}
 		case ticket.ExcludedEvent:
 			if s.Alive(id) && cfg.Trace != nil {
@@ -313,6 +393,7 @@ func Simulate(cfg SimConfig) (SimResult, error) {
 		asked[id] = -1 // still joining since the warm-up: not judged
 	}
 	sent0Total, alive0 := 0, s.Stats.Sent[uint8(ticket.MsgAlive)]
+	sent0 := maps.Clone(s.Stats.Sent)
 	for _, n := range s.Stats.Sent {
 		sent0Total += n
 	}
@@ -328,6 +409,9 @@ func Simulate(cfg SimConfig) (SimResult, error) {
 		u := cfg.Alpha * float64(machines[1].ExclusionTime()) / float64(cfg.Round)
 		res.PFRound = 1 - math.Pow(1-cfg.PF, 1/u)
 	}
+	var sa settledAlives
+	countsAt := make(map[node.ID]ticket.Counts, cfg.Processes)
+	settledAt := make(map[node.ID]bool, cfg.Processes)
 	for round = 0; round < cfg.Rounds; round++ {
 		// Paper: who counts on whom, as the round begins (crashes within
 		// the round are seen at once through s.Alive).
@@ -359,6 +443,7 @@ func Simulate(cfg SimConfig) (SimResult, error) {
 				}
 				res.Crashes++
 				crashed[t] = round
+				phases[t] = &reclaimPhases{crash: s.Now()}
 				if len(idle) > 0 {
 					nid := idle[0]
 					idle = idle[1:]
@@ -369,8 +454,17 @@ func Simulate(cfg SimConfig) (SimResult, error) {
 				}
 			}
 		}
+		for _, id := range s.IDs() {
+			countsAt[id] = machines[id].Counts()
+			settledAt[id] = s.Alive(id) && machines[id].Settled(s.LocalNow(id))
+		}
 		if err := s.RunFor(cfg.Round); err != nil {
 			return res, fmt.Errorf("seed %d, round %d: %v", cfg.Seed, round, err)
+		}
+		for _, id := range s.IDs() {
+			if settledAt[id] && s.Alive(id) {
+				sa.add(countsAt[id], machines[id].Counts(), machines[id].Settled(s.LocalNow(id)))
+			}
 		}
 		if err := ticket.DisjointActing(machines, acting); err != nil {
 			return res, fmt.Errorf("seed %d, round %d: Theorem 4.1: %v", cfg.Seed, round, err)
@@ -395,6 +489,11 @@ func Simulate(cfg SimConfig) (SimResult, error) {
 						d := round + 1 - at
 						reclaimSum += d
 						res.ReclaimRoundsMax = max(res.ReclaimRoundsMax, d)
+						if ph := phases[t]; ph != nil && ph.complete() {
+							phaseSum.add(ph.rounds(s.Now(), cfg.Round))
+							phaseN++
+						}
+						delete(phases, t)
 					}
 				}
 			}
@@ -420,6 +519,11 @@ func Simulate(cfg SimConfig) (SimResult, error) {
 	if res.Reclaims > 0 {
 		res.ReclaimRoundsMean = float64(reclaimSum) / float64(res.Reclaims)
 	}
+	if phaseN > 0 {
+		res.Phases = phaseSum.mean(phaseN)
+		res.PhasesSeen = phaseN
+	}
+	res.ReclaimBound = 1 / cfg.Alpha
 	total := 0
 	for _, n := range s.Stats.Sent {
 		total += n
@@ -431,7 +535,18 @@ func Simulate(cfg SimConfig) (SimResult, error) {
 	if coreRounds > 0 {
 		res.MsgsPerProcRound = float64(total-sent0Total) / float64(coreRounds)
 		res.AlivePerProcRound = float64(alive) / float64(coreRounds)
+		for _, t := range slices.Sorted(maps.Keys(s.Stats.Sent)) {
+			if n := s.Stats.Sent[t] - sent0[t]; n > 0 {
+				res.MsgsByType = append(res.MsgsByType, TypeRate{Type: ticket.MsgType(t).String(), Rate: float64(n) / float64(coreRounds)})
+			}
+		}
 	}
+	res.SettledRounds = sa.rounds
+	if sa.rounds > 0 {
+		res.AliveSettledMean = float64(sa.closest) / float64(sa.rounds)
+		res.AliveFormerMean = float64(sa.former) / float64(sa.rounds)
+	}
+	res.AliveSettledMax, res.AliveFormerMax, res.AliveWithFormerMax = sa.maxClosest, sa.maxFormer, sa.maxAll
 	res.Elapsed = time.Since(start)
 	return res, nil
 }

@@ -1,6 +1,7 @@
 package ticketsim
 
 import (
+	"reflect"
 	"testing"
 	"time"
 )
@@ -18,7 +19,7 @@ func TestSimulateReplays(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.Elapsed, b.Elapsed = 0, 0
-	if a != b {
+	if !reflect.DeepEqual(a, b) {
 		t.Fatalf("seed 7 ran twice differently:\n%+v\n%+v", a, b)
 	}
 	if a.Crashes == 0 || a.Attempts == 0 {

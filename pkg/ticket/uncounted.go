@@ -1,0 +1,33 @@
+package ticket
+
+import (
+	"slices"
+
+	"github.com/roundtable-go/roundtable/pkg/node"
+)
+
+// introUncounted marks an INTRO with Ticket = NoTicket that answers an
+// ALIVE with "I hold this ticket, but you are not in my L": the sender's
+// ALIVEs do not count towards its support (SupportedUntil reads only
+// L). A plain "gone" leaves Attempt zero.
+const introUncounted = 1
+
+// uncounted reports whether an ALIVE from sender vouches for nothing
+// here: this process has a full L from its predecessor and the sender is
+// not in it. Its answer lets a predecessor stop the ALIVEs it keeps
+// sending to a successor a join pushed out of its 2k+1 closest (former,
+// keepFormer) as soon as the new R has reached that successor, instead
+// of for all of linger; the seed's §4.2 ("Message overhead") bounds a
+// process's ALIVEs by 2k+1 per round.
+func (m *Machine) uncounted(sender node.ID) bool {
+	return m.cfg.FaultTolerant && m.predsFull && !slices.ContainsFunc(m.preds, func(o Owner) bool { return o.ID == sender })
+}
+
+// onUncounted: a former successor no longer counts on our ALIVEs; one of
+// the 2k+1 closest keeps them (its L may not have caught up with a join
+// yet, and will name us again).
+func (m *Machine) onUncounted(from node.ID) {
+	if !slices.ContainsFunc(m.succs, func(o Owner) bool { return o.ID == from }) {
+		delete(m.former, from)
+	}
+}
