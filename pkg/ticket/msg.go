@@ -85,6 +85,13 @@ const (
 	// answerer's mark, Ticket its flags (probeOut, probeDurable), View the
 	// members in its book (Owner.ID; Owner.Ticket unused).
 	MsgProbeAnswer MsgType = 18
+	// MsgLease asks a member's first process for a lease (Config.Quorum,
+	// lease.go): Attempt is the sender's clock when it sent it (Unix ns),
+	// Floor its mark.
+	MsgLease MsgType = 19
+	// MsgLeaseGrant grants it: Attempt echoes the request's, Floor is the
+	// granter's mark.
+	MsgLeaseGrant MsgType = 20
 
 	// MsgJoin is a local request (From == self): take a ticket.
 	MsgJoin MsgType = 64
@@ -114,7 +121,7 @@ var typeNames = map[MsgType]string{
 	MsgAckUpdate: "ackupdate", MsgExclude: "exclude", MsgAckExclude: "ackexclude", MsgReqCoord: "reqcoord",
 	MsgAckCoord: "ackcoord", MsgIntro: "intro", MsgPrCast: "prcast", MsgJoin: "join", MsgLeave: "leave",
 	MsgAnnounce: "announce", MsgGroup: "group", MsgProbe: "probe", MsgProbeAnswer: "probeanswer", MsgLocal: "local",
-	MsgLend: "lend", MsgReturn: "return",
+	MsgLend: "lend", MsgReturn: "return", MsgLease: "lease", MsgLeaseGrant: "leasegrant",
 }
 
 func (t MsgType) String() string {
@@ -181,7 +188,7 @@ type Codec struct{}
 
 func (Codec) Family() wire.Family { return wire.FamilyTicket }
 
-func onWire(t MsgType) bool { return t >= MsgCJoin && t <= MsgProbeAnswer }
+func onWire(t MsgType) bool { return t >= MsgCJoin && t <= MsgLeaseGrant }
 
 func (Codec) Marshal(m Msg) (uint8, []byte, error) {
 	if !onWire(m.Type) {

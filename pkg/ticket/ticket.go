@@ -56,6 +56,12 @@ type Config struct {
 	// numbers grow across restarts and refounds (doc.go, "Fencing").
 	Floor uint64
 
+	// Quorum: a refound needs only a majority of the book's members, and
+	// a member's first process may lend only while it holds a lease from
+	// a majority (lease.go; doc.go, "A refound that needs a majority").
+	// Without it a refound needs an answer from every member.
+	Quorum bool
+
 	// bug plants a bug for the checkers. Tests only.
 	bug bug
 }
