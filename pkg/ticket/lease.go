@@ -33,7 +33,7 @@ import (
 
 const (
 	leaseFor   = 4 // rounds a grant lasts, from the holder's request
-	leaseGrace = 8 // rounds a new process in the core may go without a lease
+	leaseGrace = 8 // rounds a new process in the core may go without a lease (< promiseFor − leaseFor)
 	// promiseFor: rounds a promise lasts, from the answer: past the
 	// prober's founding (at most probeWindow and leaseWait after its
 	// probe went out), and short of refoundAfter, so that promises to
@@ -168,9 +168,11 @@ func (h *Member) tickLease(now time.Time) {
 }
 
 // checkLease takes the process out of the core if it lost its lease, or
-// never had one in leaseGrace rounds (plus a promise's length: the
-// members that promised their grants to a founder grant to no one else
-// meanwhile).
+// never had one in leaseGrace rounds. Only a leased process hands out
+// places (Member.Step drops CJOINs otherwise), so a process admitted to
+// a core whose leases a refound's majority took away was admitted at
+// most leaseFor rounds after the promises, and leaves the core before
+// they end (leaseFor + leaseGrace < promiseFor).
 func (h *Member) checkLease(now time.Time) {
 	ls := &h.ls
 	if outState(h.m.st) {
@@ -184,7 +186,7 @@ func (h *Member) checkLease(now time.Time) {
 		ls.held = true
 		return
 	}
-	if !ls.held && now.Sub(ls.since) < (leaseGrace+promiseFor)*h.round() {
+	if !ls.held && now.Sub(ls.since) < leaseGrace*h.round() {
 		return
 	}
 	cfg := h.next()
@@ -241,8 +243,9 @@ func (h *Member) leaseWake() time.Time {
 // DecideQuorum is DecideRefound's rule under Config.Quorum: self founds
 // when a majority of asked and itself answered "out" (promising self
 // their grants), nobody answered "in", no answer named a member not
-// asked, no lower member that keeps a state file answered, and self keeps
-// one. Silent members and members that promised another prober ("taken")
+// asked, and self keeps a state file. Unlike DecideRefound a lower
+// member does not defer it: the promises keep two probers from both
+// having a majority. Silent members and members that promised another prober ("taken")
 // do not stop it while the majority holds; they are named in Blocking
 // when it does not.
 func DecideQuorum(self node.ID, own uint64, durable bool, asked []node.ID, answers map[node.ID]ProbeAnswer) Refound {
@@ -255,7 +258,7 @@ func DecideQuorum(self node.ID, own uint64, durable bool, asked []node.ID, answe
 			floor = max(floor, a.Floor)
 		}
 	}
-	var silent, lower []node.ID
+	var silent []node.ID
 	outs, unknown := 1, node.None
 	for _, id := range asked {
 		a, ok := answers[id]
@@ -272,9 +275,6 @@ func DecideQuorum(self node.ID, own uint64, durable bool, asked []node.ID, answe
 			continue
 		}
 		outs++
-		if id < self && a.Durable {
-			lower = append(lower, id)
-		}
 		for _, m := range a.Members {
 			if m != self && !slices.Contains(asked, m) && unknown == node.None {
 				unknown = m
@@ -286,8 +286,6 @@ func DecideQuorum(self node.ID, own uint64, durable bool, asked []node.ID, answe
 		return Refound{Blocking: silent, Why: fmt.Sprintf("%d of %d members answered out, %d needed: the core may be among the rest", outs, len(asked)+1, q)}
 	case unknown != node.None:
 		return Refound{Blocking: []node.ID{unknown}, Why: "an answer names a member this one has not heard of yet"}
-	case len(lower) > 0:
-		return Refound{Blocking: lower, Why: whyLower}
 	case !durable:
 		return Refound{Why: "this member keeps no state file, so it does not found"}
 	}
@@ -332,7 +330,7 @@ func (h *Member) tickQuorum(now time.Time, p *probe) {
 		return
 	}
 	r := DecideQuorum(h.base.ID, h.mark(), rf.local.Durable, p.asked, p.answers)
-	if !r.Found || !h.allOut() || now.Before(rf.noFound) || rf.local.Stopping {
+	if !r.Found || !h.allOut() || rf.local.Stopping {
 		rf.p = nil
 		if h.ls.promised == h.base.ID {
 			h.ls.promised = node.None // it founds nothing: free to grant again

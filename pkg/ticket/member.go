@@ -249,6 +249,9 @@ func (h *Member) Step(now time.Time, in node.Envelope[Msg]) error {
 		}
 		return nil
 	}
+	if in.Msg.Type == MsgCJoin && !h.Leased(now) {
+		return nil // no place handed out without a lease (lease.go)
+	}
 	return h.m.Step(now, in)
 }
 

@@ -282,6 +282,12 @@ func (h *Member) tickRefound(now time.Time) {
 	if rf.local.Stopping || rf.stuckSince.IsZero() || now.Sub(rf.stuckSince) < refoundAfter*round {
 		return
 	}
+	if h.quorum() && rf.local.Durable && !h.grantsTo(h.base.ID, now) {
+		// Promised to another prober: no probe of its own until that
+		// promise ends (it cannot count itself meanwhile).
+		rf.stuckSince = h.ls.promiseUntil.Add(-refoundAfter * round)
+		return
+	}
 	rf.stuckSince = now // the next probe, if this one fails, a while later
 	p := &probe{nonce: h.base.Rand.Uint64(), sent: now, asked: h.members(), extra: slices.Clone(rf.local.Excluded),
 		answers: map[node.ID]ProbeAnswer{}}

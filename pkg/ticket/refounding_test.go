@@ -26,10 +26,27 @@ func exchangeRun(seed uint64, bug bug) (refounds int, err error) {
 	return exchangeRunQ(seed, bug, false)
 }
 
-// exchangeRunQ is exchangeRun, with Config.Quorum when quorum is set:
-// then acting also needs the member's lease, and a member sometimes
-// crashes for good, the others going on without it.
+// exchange are exchangeRun's options: split adds splits of the group in
+// two (each side may ask, neither hears the other) and reordered
+// deliveries, and stats, if set, receives the epochs seen.
+type exchange struct {
+	quorum, split bool
+	stats         *exchangeStats
+}
+
+type exchangeStats struct {
+	refounds, taken, lent int
+}
+
 func exchangeRunQ(seed uint64, bug bug, quorum bool) (refounds int, err error) {
+	return exchange{quorum: quorum}.run(seed, bug)
+}
+
+// run is exchangeRun, with Config.Quorum when x.quorum is set: then
+// acting also needs the member's lease, and a member sometimes crashes
+// for good, the others going on without it.
+func (x exchange) run(seed uint64, bug bug) (refounds int, err error) {
+	quorum := x.quorum
 	r := rand.New(rand.NewPCG(seed, 59))
 	procs := 3 + r.IntN(3)
 	n := procs + 1
@@ -45,6 +62,9 @@ func exchangeRunQ(seed uint64, bug bug, quorum bool) (refounds int, err error) {
 	started := false
 	opts := sim.Options{Seed: seed, MinLatency: time.Millisecond, MaxLatency: time.Duration(2+r.IntN(8)) * time.Millisecond,
 		Drop: r.Float64() * 0.05, Dup: r.Float64() * 0.05}
+	if x.split {
+		opts.HeldFirst = 0.5
+	}
 	s := sim.New[Msg](opts, Codec{}, func(id node.ID, _ int, rng *rand.Rand) node.Machine[Msg] {
 		var contacts []node.ID
 		for _, o := range ids {
@@ -193,6 +213,17 @@ func exchangeRunQ(seed uint64, bug bug, quorum bool) (refounds int, err error) {
 					setup(id)
 				}
 			})
+		case f < 9 && x.split && r.IntN(2) == 0: // the group split in two
+			var side, other []node.ID
+			for _, y := range ids {
+				if r.IntN(2) == 0 {
+					side = append(side, y)
+				} else {
+					other = append(other, y)
+				}
+			}
+			s.At(start, func() { s.Partition(side, other) })
+			s.At(start.Add(time.Duration(100+r.IntN(3000))*time.Millisecond), func() { s.Heal() })
 		case f < 9: // one member cut off
 			s.At(start, func() { s.Isolate(id) })
 			s.At(start.Add(time.Duration(100+r.IntN(600))*time.Millisecond), func() { s.Heal() })
@@ -209,6 +240,11 @@ func exchangeRunQ(seed uint64, bug bug, quorum bool) (refounds int, err error) {
 	}
 	if lendErr != nil {
 		return fail(lendErr)
+	}
+	if x.stats != nil {
+		x.stats.refounds += refounds
+		x.stats.taken += epochs.Taken
+		x.stats.lent += epochs.Lent
 	}
 	// Liveness: with everything healed, a pool serves within 8 s (30 s
 	// under Quorum: probers that took each other's promises try again at
