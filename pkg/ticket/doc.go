@@ -272,8 +272,12 @@
 // TestSimEpochsAcrossRefounds checks it (EpochChecker, over every epoch
 // taken and lent) over runs in which every member stalls at once again
 // and again, members crash and restart with and without state files, are
-// cut off and split apart; TestSimEpochsCatchFloorZero plants the floor-0
-// bug and a member that forgets its mark, and shows both caught.
+// cut off and split apart, the refounds decided by probes and answers
+// the simulator delays, drops, duplicates and reorders; the floor-0 bug
+// planted there is caught. TestSimEpochsCatchFloorZero plants it, and a
+// member that forgets its mark, in a model where the rule decides at
+// once on the answers of the members that can answer, and shows both
+// caught.
 //
 // # A refound that needs a majority (Config.Quorum)
 //
@@ -298,13 +302,21 @@
 //     requests sent within that time. It lends its ticket only while it
 //     holds one (the LentEvent's Until is at most its end), and a process
 //     that held one and lost it, or has been in the core for long without
-//     one, leaves the core for good (LeaseLostEvent) and joins again as a
-//     new process, as an excluded one does (§4).
+//     one (leaseGrace rounds), leaves the core for good (LeaseLostEvent)
+//     and joins again as a new process, as an excluded one does (§4).
+//     Only a process that holds a lease hands out places (CJOINs are
+//     dropped otherwise), so a newcomer to an old core was admitted at
+//     most leaseFor rounds after the promises below, and leaves before
+//     they end.
 //   - The promise: a member that answers a probe "out" promises its grants
 //     to the prober for promiseFor rounds: it grants no lease to anyone
 //     else, and answers other probers "taken" (counted neither way). Only
 //     members that keep a state file are promised anything (only they
-//     found); a member probing itself gives way to a lower one.
+//     found). A prober counts itself only under a promise to itself: a
+//     member promised to another prober does not probe until that
+//     promise ends, and a member probing itself gives way to a lower one
+//     before it has decided. No lower-ID deferral is needed: promises
+//     keep two probers from both having a majority.
 //   - Why the old core has stopped before the new one acts. The prober
 //     decides once a majority M promised, and founds leaseWait later
 //     (leaseFor with the drift both ways, a round and Config.Margin). Any
@@ -328,7 +340,8 @@
 //     that carry the new mark, so the next refound starts above it too.
 //
 // TestSimQuorumRefound runs the refound exchange of TestSimRefoundExchange
-// under Config.Quorum, with members crashed for good as well; the epoch
+// under Config.Quorum, with members crashed for good as well, and
+// TestSimEpochsAcrossRefounds runs it on every other seed; the epoch
 // checker and Theorem 4.1 among processes that may act and hold a lease
 // watch every instant. TestSimQuorumWaitsOutLeases cuts one member off
 // from a core of two members while the other two out members still renew
