@@ -138,3 +138,30 @@ func TestSimQuorumWaitsOutLeases(t *testing.T) {
 	}
 	t.Logf("%d seeds; granting after a promise caught in %d of 10", len(seeds), caught)
 }
+
+// TestMemberLocalLearnReset: the service's MsgLearn raises a process's
+// mark and MsgReset drops its join under way, as machine inputs.
+func TestMemberLocalLearnReset(t *testing.T) {
+	now := time.Unix(1000, 0)
+	cfg := Config{ID: 2, Rand: rand.New(rand.NewPCG(1, 2))}
+	h, err := NewMember(cfg, func() []node.ID { return []node.ID{1} }, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	self := func(m Msg) { _ = h.Step(now, node.Envelope[Msg]{From: 2, To: 2, Msg: m}) }
+	self(Msg{Type: MsgLearn, Floor: 1 << 40})
+	if h.Mark() != 1<<40 {
+		t.Fatalf("mark %d after MsgLearn, want %d", h.Mark(), uint64(1<<40))
+	}
+	self(Msg{Type: MsgJoin})
+	if st := h.Machine().State(); st != "joining" {
+		t.Fatalf("state %q after MsgJoin", st)
+	}
+	self(Msg{Type: MsgReset})
+	if st := h.Machine().State(); st != "idle" {
+		t.Fatalf("state %q after MsgReset, want idle", st)
+	}
+	if h.Mark() != 1<<40 {
+		t.Fatalf("mark %d after MsgReset: the new Machine forgot it", h.Mark())
+	}
+}

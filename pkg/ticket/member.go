@@ -217,6 +217,12 @@ func (h *Member) Step(now time.Time, in node.Envelope[Msg]) error {
 	case msg.Type == MsgLeave && self:
 		h.Leave(now)
 		return nil
+	case msg.Type == MsgLearn && self:
+		h.Learn(msg.Floor)
+		return nil
+	case msg.Type == MsgReset && self:
+		h.Reset()
+		return nil
 	case msg.Type == MsgLend && self:
 		h.lend(now)
 		return nil

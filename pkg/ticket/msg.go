@@ -113,6 +113,13 @@ const (
 	// MsgReturn is a local request of a Member: the command the ticket is
 	// lent to is done (ReturnedEvent).
 	MsgReturn MsgType = 70
+	// MsgLearn is a local request of a Member: another member's mark,
+	// Floor, heard by the member's first process (LearnEvent); the mark
+	// rises to it (Member.Learn).
+	MsgLearn MsgType = 71
+	// MsgReset is a local request of a Member: drop a join under way
+	// (FreezeEvent on the member's first process; Member.Reset).
+	MsgReset MsgType = 72
 )
 
 var typeNames = map[MsgType]string{
@@ -121,7 +128,7 @@ var typeNames = map[MsgType]string{
 	MsgAckUpdate: "ackupdate", MsgExclude: "exclude", MsgAckExclude: "ackexclude", MsgReqCoord: "reqcoord",
 	MsgAckCoord: "ackcoord", MsgIntro: "intro", MsgPrCast: "prcast", MsgJoin: "join", MsgLeave: "leave",
 	MsgAnnounce: "announce", MsgGroup: "group", MsgProbe: "probe", MsgProbeAnswer: "probeanswer", MsgLocal: "local",
-	MsgLend: "lend", MsgReturn: "return", MsgLease: "lease", MsgLeaseGrant: "leasegrant",
+	MsgLend: "lend", MsgReturn: "return", MsgLease: "lease", MsgLeaseGrant: "leasegrant", MsgLearn: "learn", MsgReset: "reset",
 }
 
 func (t MsgType) String() string {
