@@ -316,7 +316,9 @@
 //     member promised to another prober does not probe until that
 //     promise ends, and a member probing itself gives way to a lower one
 //     before it has decided. No lower-ID deferral is needed: promises
-//     keep two probers from both having a majority.
+//     keep two probers from both having a majority. A prober founds only
+//     while the promises it counts still hold (promiseFor − 2 rounds
+//     from its probe, on its own clock); one paused past that gives up.
 //   - Why the old core has stopped before the new one acts. The prober
 //     decides once a majority M promised, and founds leaseWait later
 //     (leaseFor with the drift both ways, a round and Config.Margin). Any

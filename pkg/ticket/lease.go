@@ -310,16 +310,20 @@ func (LeaseLostEvent) String() string { return "lease lost: out of the core" }
 func (h *Member) tickQuorum(now time.Time, p *probe) {
 	rf := &h.rf
 	if !p.foundAt.IsZero() {
+		// The promises end promiseFor after the answers (after p.sent):
+		// past that, the majority may grant others again, so the member
+		// founds only well before (a member paused meanwhile gives up).
+		inTime := now.Sub(p.sent) < (promiseFor-2)*h.round()
 		switch {
-		case now.Before(p.foundAt):
+		case inTime && now.Before(p.foundAt):
 			return
-		case !h.Leased(now) && now.Sub(p.sent) < (promiseFor-2)*h.round():
+		case inTime && !h.Leased(now):
 			p.foundAt = now.Add(h.round() / 2) // the new mark has not reached a majority yet
 			return
-		case !h.Leased(now):
+		case !inTime:
 			rf.p = nil
 			h.ls.promised = node.None
-			h.blocked(Refound{Why: "no majority granted a lease with the new mark in time"})
+			h.blocked(Refound{Why: "no majority granted a lease with the new mark while the promises lasted"})
 			return
 		}
 		h.decide(now)
