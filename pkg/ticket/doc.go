@@ -273,8 +273,91 @@
 // TestSimEpochsAcrossRefounds checks it (EpochChecker, over every epoch
 // taken and lent) over runs in which every member stalls at once again
 // and again, members crash and restart with and without state files, are
-// cut off and split apart; TestSimEpochsCatchFloorZero plants the floor-0
-// bug and a member that forgets its mark, and shows both caught.
+// cut off and split apart, the refounds decided by probes and answers
+// the simulator delays, drops, duplicates and reorders; the floor-0 bug
+// planted there is caught. TestSimEpochsCatchFloorZero plants it, and a
+// member that forgets its mark, in a model where the rule decides at
+// once on the answers of the members that can answer, and shows both
+// caught.
+//
+// # A refound that needs a majority (Config.Quorum)
+//
+// The refound above waits for an answer from every member in the book,
+// so one member that is down or cut off stops every refound. With
+// Config.Quorum a majority of the members in the book suffices
+// (lease.go, DecideQuorum). This extends §4's rule that a process acts
+// only while a majority of the processes that could replace it vouch for
+// it (support, Theorem 4.1) from processes to members, with leases in
+// the sense of Gray and Cheriton (SOSP 1989):
+//
+//   - Which majority: more than half of the members in the book, the
+//     member itself included. Books change one member at a time (a join,
+//     a leave, an exclusion), and a majority of one book meets a
+//     majority of the next one, as in Raft's single-server membership
+//     changes (Ongaro, thesis §4.1).
+//   - Which lease: a member's first process asks every member for a
+//     lease each round (MsgLease, carrying its mark); a grant lasts
+//     leaseFor rounds from when the holder sent the request, on the
+//     holder's clock, so the holder never counts on it longer than the
+//     granter allowed. A member holds a lease while a majority granted
+//     requests sent within that time. It lends its ticket only while it
+//     holds one (the LentEvent's Until is at most its end), and a process
+//     that held one and lost it, or has been in the core for long without
+//     one (leaseGrace rounds), leaves the core for good (LeaseLostEvent)
+//     and joins again as a new process, as an excluded one does (§4).
+//     Only a process that holds a lease hands out places (CJOINs are
+//     dropped otherwise), so a newcomer to an old core was admitted at
+//     most leaseFor rounds after the promises below, and leaves before
+//     they end.
+//   - The promise: a member that answers a probe "out" promises its grants
+//     to the prober for promiseFor rounds: it grants no lease to anyone
+//     else, and answers other probers "taken" (counted neither way). Only
+//     members that keep a state file are promised anything (only they
+//     found). A prober counts itself only under a promise to itself: a
+//     member promised to another prober does not probe until that
+//     promise ends, and a member probing itself gives way to a lower one
+//     before it has decided. No lower-ID deferral is needed: promises
+//     keep two probers from both having a majority. A prober founds only
+//     while the promises it counts still hold (promiseFor − 2 rounds
+//     from its probe, on its own clock); one paused past that gives up.
+//   - Why the old core has stopped before the new one acts. The prober
+//     decides once a majority M promised, and founds leaseWait later
+//     (leaseFor with the drift both ways, a round and Config.Margin). Any
+//     process still in an old core (silent to the prober: cut off, slow)
+//     holds a lease only from a majority, which meets M; the members of M
+//     stopped granting it when they promised, so its lease has ended by
+//     the time the prober founds, and it lends nothing more. The same
+//     holds for a second prober: its majority meets the first one's, and
+//     a member is promised to one prober at a time, so two probers cannot
+//     both have a majority within one promise; a later one finds the
+//     first one's pool "in", or takes its members' grants away and waits
+//     its leases out like an old core's.
+//   - Epochs. A lease request carries the holder's mark and every granter
+//     raises its own to it, so the marks of a majority trail any holder's
+//     epochs by at most what one process issues in leaseFor rounds (lends
+//     and at most one reclaim's 2^32 jump), which RefoundJump covers. A
+//     prober's majority meets every holder's, so its pool starts above
+//     them. A founder's own first epoch is RefoundJump above what the
+//     majority knew: it raises its mark to it when it decides, drops the
+//     leases it held, and founds only once a majority granted requests
+//     that carry the new mark, so the next refound starts above it too.
+//
+// TestSimQuorumRefound runs the refound exchange of TestSimRefoundExchange
+// under Config.Quorum, with members crashed for good as well, and
+// TestSimEpochsAcrossRefounds runs it on every other seed; the epoch
+// checker and Theorem 4.1 among processes that may act and hold a lease
+// watch every instant. TestSimQuorumWaitsOutLeases cuts one member off
+// from a core of two members while the other two out members still renew
+// the core's leases: the cut-off member founds with their majority, and
+// members that grant leases after their promise (bugLeaseIgnoresPromise)
+// make two pools act at once, which Theorem 4.1 catches. What it costs:
+// n−1 lease requests and grants per member per round, and after a
+// refound the founder's new pool serves only its founder until the
+// promises end (about promiseFor rounds). Probers that took each other's
+// promises try again at random times; in the simulator a pool serves
+// again within 30 s of the faults ending (8 s without Quorum). ticketd
+// does not set Quorum yet: its other processes per member would need the
+// first one's lease.
 //
 // # A member's process and PrCast (§2)
 //

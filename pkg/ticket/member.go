@@ -32,6 +32,7 @@ type Member struct {
 	pcWake   time.Time
 	group    []node.ID
 	rf       refounding // the member's refounding, on its first process (refounding.go)
+	ls       leasing    // its leases, under Config.Quorum (lease.go)
 	lent     *Epoch     // the use under way: the ticket lent to a local command, and its epoch
 	out      []node.Envelope[Msg]
 	events   []node.Event
@@ -196,6 +197,16 @@ func (h *Member) Step(now time.Time, in node.Envelope[Msg]) error {
 			h.onProbeAnswer(in.From, msg)
 		}
 		return nil
+	case msg.Type == MsgLease || msg.Type == MsgLeaseGrant:
+		if !h.quorum() || self {
+			return nil
+		}
+		if msg.Type == MsgLease {
+			h.onLease(now, in.From, msg)
+		} else {
+			h.onLeaseGrant(now, in.From, msg)
+		}
+		return nil
 	case msg.Type == MsgJoin && self:
 		// A join, with a new Machine if the last one is done; none while
 		// a refound is being decided (refounding.go).
@@ -205,6 +216,12 @@ func (h *Member) Step(now time.Time, in node.Envelope[Msg]) error {
 		return nil
 	case msg.Type == MsgLeave && self:
 		h.Leave(now)
+		return nil
+	case msg.Type == MsgLearn && self:
+		h.Learn(msg.Floor)
+		return nil
+	case msg.Type == MsgReset && self:
+		h.Reset()
 		return nil
 	case msg.Type == MsgLend && self:
 		h.lend(now)
@@ -238,6 +255,9 @@ func (h *Member) Step(now time.Time, in node.Envelope[Msg]) error {
 		}
 		return nil
 	}
+	if in.Msg.Type == MsgCJoin && !h.Leased(now) {
+		return nil // no place handed out without a lease (lease.go)
+	}
 	return h.m.Step(now, in)
 }
 
@@ -248,6 +268,7 @@ func (h *Member) Tick(now time.Time) {
 		h.pc.Tick(now)
 		h.drainPrCast()
 		h.tickRefound(now)
+		h.tickLease(now)
 	}
 }
 
@@ -261,7 +282,7 @@ func (h *Member) Ready() node.Ready[Msg] {
 	if h.pc == nil {
 		return r
 	}
-	for _, w := range []time.Time{h.pcWake, h.refoundWake()} {
+	for _, w := range []time.Time{h.pcWake, h.refoundWake(), h.leaseWake()} {
 		if !w.IsZero() && (r.Wake.IsZero() || w.Before(r.Wake)) {
 			r.Wake = w
 		}
@@ -282,6 +303,10 @@ func (h *Member) lend(now time.Time) {
 		h.events = append(h.events, LendRefusedEvent{Why: "lent already"})
 		return
 	}
+	if !h.Leased(now) {
+		h.events = append(h.events, LendRefusedEvent{Why: "no lease from a majority of the members"})
+		return
+	}
 	e, ok := h.m.Lend(now)
 	if !ok {
 		h.events = append(h.events, LendRefusedEvent{Why: "may not act"})
@@ -289,7 +314,11 @@ func (h *Member) lend(now time.Time) {
 	}
 	t, _, _ := h.m.Ticket()
 	h.lent = &Epoch{Ticket: t, Epoch: e}
-	h.events = append(h.events, LentEvent{Ticket: t, Epoch: e, N: h.m.N(), Until: h.m.SupportedUntil()})
+	until := h.m.SupportedUntil()
+	if l := h.LeaseUntil(); !l.IsZero() && (until.IsZero() || l.Before(until)) {
+		until = l
+	}
+	h.events = append(h.events, LentEvent{Ticket: t, Epoch: e, N: h.m.N(), Until: until})
 }
 
 // Lent is the use under way, if any.

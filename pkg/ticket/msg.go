@@ -85,6 +85,13 @@ const (
 	// answerer's mark, Ticket its flags (probeOut, probeDurable), View the
 	// members in its book (Owner.ID; Owner.Ticket unused).
 	MsgProbeAnswer MsgType = 18
+	// MsgLease asks a member's first process for a lease (Config.Quorum,
+	// lease.go): Attempt is the sender's clock when it sent it (Unix ns),
+	// Floor its mark.
+	MsgLease MsgType = 19
+	// MsgLeaseGrant grants it: Attempt echoes the request's, Floor is the
+	// granter's mark.
+	MsgLeaseGrant MsgType = 20
 
 	// MsgJoin is a local request (From == self): take a ticket.
 	MsgJoin MsgType = 64
@@ -106,6 +113,13 @@ const (
 	// MsgReturn is a local request of a Member: the command the ticket is
 	// lent to is done (ReturnedEvent).
 	MsgReturn MsgType = 70
+	// MsgLearn is a local request of a Member: another member's mark,
+	// Floor, heard by the member's first process (LearnEvent); the mark
+	// rises to it (Member.Learn).
+	MsgLearn MsgType = 71
+	// MsgReset is a local request of a Member: drop a join under way
+	// (FreezeEvent on the member's first process; Member.Reset).
+	MsgReset MsgType = 72
 )
 
 var typeNames = map[MsgType]string{
@@ -114,7 +128,7 @@ var typeNames = map[MsgType]string{
 	MsgAckUpdate: "ackupdate", MsgExclude: "exclude", MsgAckExclude: "ackexclude", MsgReqCoord: "reqcoord",
 	MsgAckCoord: "ackcoord", MsgIntro: "intro", MsgPrCast: "prcast", MsgJoin: "join", MsgLeave: "leave",
 	MsgAnnounce: "announce", MsgGroup: "group", MsgProbe: "probe", MsgProbeAnswer: "probeanswer", MsgLocal: "local",
-	MsgLend: "lend", MsgReturn: "return",
+	MsgLend: "lend", MsgReturn: "return", MsgLease: "lease", MsgLeaseGrant: "leasegrant", MsgLearn: "learn", MsgReset: "reset",
 }
 
 func (t MsgType) String() string {
@@ -181,7 +195,7 @@ type Codec struct{}
 
 func (Codec) Family() wire.Family { return wire.FamilyTicket }
 
-func onWire(t MsgType) bool { return t >= MsgCJoin && t <= MsgProbeAnswer }
+func onWire(t MsgType) bool { return t >= MsgCJoin && t <= MsgLeaseGrant }
 
 func (Codec) Marshal(m Msg) (uint8, []byte, error) {
 	if !onWire(m.Type) {

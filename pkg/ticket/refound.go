@@ -28,6 +28,9 @@ type ProbeAnswer struct {
 	// Durable: the member keeps its mark in a state file. Only such a
 	// member founds, so only such a member's lower ID defers the prober.
 	Durable bool
+	// Taken: out, but its grants are promised to another prober
+	// (Config.Quorum): it counts neither way.
+	Taken bool
 }
 
 // Refound is the decision on one probe.

@@ -17,7 +17,9 @@ import (
 // take tickets all along (Lend). Each member is modelled as ticketd runs
 // it: one Machine at a time, its mark (the highest epoch it knows) kept
 // across its Machines, and on disk when it has a state file; a refound is
-// DecideRefound on the answers of the members that can answer.
+// DecideRefound on the answers of the members that can answer, an
+// instant decision: TestSimEpochsCatchFloorZero's model of the rule
+// (TestSimEpochsAcrossRefounds runs the probes as messages).
 type refounds struct {
 	seed  uint64
 	procs int
@@ -291,27 +293,38 @@ func refoundCase(seed uint64, b bug, forget bool) refounds {
 // never lower, for any ticket, over whole runs in which every member
 // stalls at once (the pool ends and is founded again), members crash and
 // restart with and without state files, are cut off and split apart, and
-// clients take tickets all along. EpochChecker sees every epoch a process
-// took and every epoch lent to a client.
+// clients take tickets all along. The refounds are decided by the
+// members' probes and answers, messages the simulator delays, drops,
+// duplicates and reorders (exchange.run); every other seed runs the
+// majority refound (Config.Quorum). EpochChecker sees every epoch a
+// process took and every epoch lent to a client, and a new Machine that
+// forgets its member's mark (bugFloorZero) must be caught.
 func TestSimEpochsAcrossRefounds(t *testing.T) {
-	var tot refoundStats
+	var all, quorum exchangeStats
 	for _, seed := range sim.Seeds() {
-		st, err := refoundCase(seed, 0, false).run()
-		if err != nil {
+		x := exchange{split: true, quorum: seed%2 == 0, stats: &all}
+		if x.quorum {
+			x.stats = &quorum
+		}
+		if _, err := x.run(seed, 0); err != nil {
 			t.Fatalf("%v\nreplay: go test ./pkg/ticket -run TestSimEpochsAcrossRefounds -seed %d", err, seed)
 		}
-		tot.taken += st.taken
-		tot.lent += st.lent
-		tot.founded += st.founded
-		tot.stalls += st.stalls
-		tot.crashes += st.crashes
-		tot.cuts += st.cuts
 	}
-	t.Logf("%d seeds: %d stalls of every member, %d crashes, %d cut-offs and splits; %d pools founded again; %d tickets taken, %d lent, every epoch new and rising",
-		len(sim.Seeds()), tot.stalls, tot.crashes, tot.cuts, tot.founded, tot.taken, tot.lent)
-	if tot.founded == 0 {
+	t.Logf("%d seeds: %d pools founded again by every member's answer, %d by a majority; %d tickets taken, %d lent, every epoch new and rising",
+		len(sim.Seeds()), all.refounds, quorum.refounds, all.taken+quorum.taken, all.lent+quorum.lent)
+	if all.refounds == 0 || quorum.refounds == 0 {
 		t.Fatal("no pool was founded again: the runs do not test what they claim")
 	}
+	caught := 0
+	for seed := uint64(1); seed <= 20; seed++ {
+		if _, err := (exchange{split: true, quorum: seed%2 == 0}).run(seed, bugFloorZero); err != nil {
+			caught++
+		}
+	}
+	if caught == 0 {
+		t.Fatal("a refounded pool starting from floor 0 went uncaught in 20 runs")
+	}
+	t.Logf("floor-0 bug caught in %d of 20 runs", caught)
 }
 
 // TestSimEpochsCatchFloorZero: a pool founded again from floor 0 (the

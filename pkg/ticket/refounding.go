@@ -154,6 +154,8 @@ type probe struct {
 	asked   []node.ID
 	extra   []node.ID
 	answers map[node.ID]ProbeAnswer
+	foundAt time.Time // Config.Quorum: a majority answered; found then (leaseWait)
+	floor   uint64
 }
 
 func (p *probe) answered(ids []node.ID) bool {
@@ -249,6 +251,13 @@ func (h *Member) tickRefound(now time.Time) {
 	} else if rf.stuckSince.IsZero() {
 		rf.stuckSince = now
 	}
+	if p := rf.p; p != nil && h.quorum() {
+		h.tickQuorum(now, p)
+		if rf.p == nil {
+			rf.probing = time.Time{}
+		}
+		return
+	}
 	if p := rf.p; p != nil {
 		over := now.Sub(p.sent) > probeWindow*round
 		switch {
@@ -273,12 +282,21 @@ func (h *Member) tickRefound(now time.Time) {
 	if rf.local.Stopping || rf.stuckSince.IsZero() || now.Sub(rf.stuckSince) < refoundAfter*round {
 		return
 	}
+	if h.quorum() && rf.local.Durable && !h.grantsTo(h.base.ID, now) {
+		// Promised to another prober: no probe of its own until that
+		// promise ends (it cannot count itself meanwhile).
+		rf.stuckSince = h.ls.promiseUntil.Add(-refoundAfter * round)
+		return
+	}
 	rf.stuckSince = now // the next probe, if this one fails, a while later
 	p := &probe{nonce: h.base.Rand.Uint64(), sent: now, asked: h.members(), extra: slices.Clone(rf.local.Excluded),
 		answers: map[node.ID]ProbeAnswer{}}
 	rf.p = p
 	rf.probes++
 	rf.probing = now.Add(probeWindow * round)
+	if h.quorum() && rf.local.Durable {
+		h.promise(h.base.ID, now) // only a member with a state file founds
+	}
 	h.freeze()
 	for _, id := range append(slices.Clone(p.asked), p.extra...) {
 		h.out = append(h.out, node.Envelope[Msg]{From: h.base.ID, To: id,
@@ -296,6 +314,10 @@ func (h *Member) decide(now time.Time) {
 		return
 	}
 	r := DecideRefound(h.base.ID, h.mark(), rf.local.Durable, p.asked, p.answers)
+	if h.quorum() {
+		r = DecideQuorum(h.base.ID, h.mark(), rf.local.Durable, p.asked, p.answers)
+		r.Floor = max(r.Floor, p.floor)
+	}
 	if !r.Found {
 		h.blocked(r)
 		return
@@ -326,6 +348,24 @@ func (h *Member) onProbe(now time.Time, from node.ID, msg Msg) {
 	h.learnFloor(msg.Floor)
 	out := h.allOut() && !rf.local.Stopping
 	a := Msg{Type: MsgProbeAnswer, Attempt: msg.Attempt, Floor: h.mark(), Ticket: h.flags(out)}
+	if out && h.quorum() {
+		// Under Config.Quorum an "out" promises the prober this member's
+		// grants (lease.go) if it keeps a state file (only such a member
+		// founds); one promised to another prober says so. A member
+		// probing itself gives way to a lower one that keeps a state
+		// file, unless it is about to found.
+		if p := rf.p; h.ls.promised == h.base.ID && from < h.base.ID && msg.Ticket&probeDurable != 0 &&
+			(p == nil || p.foundAt.IsZero()) {
+			rf.p, rf.probing, h.ls.promised = nil, time.Time{}, node.None
+		}
+		switch {
+		case msg.Ticket&probeDurable == 0: // it never founds: nothing to promise
+		case h.grantsTo(from, now):
+			h.promise(from, now)
+		default:
+			a.Ticket |= probeTaken
+		}
+	}
 	if out {
 		for _, id := range h.members() {
 			a.View = append(a.View, Owner{ID: id})
@@ -359,7 +399,8 @@ func (h *Member) onProbeAnswer(from node.ID, msg Msg) {
 	if p == nil || msg.Attempt != p.nonce || !slices.Contains(p.asked, from) && !slices.Contains(p.extra, from) {
 		return
 	}
-	a := ProbeAnswer{Out: msg.Ticket&probeOut != 0, Floor: msg.Floor, Durable: msg.Ticket&probeDurable != 0}
+	a := ProbeAnswer{Out: msg.Ticket&probeOut != 0, Floor: msg.Floor, Durable: msg.Ticket&probeDurable != 0,
+		Taken: msg.Ticket&probeTaken != 0}
 	for _, o := range msg.View {
 		a.Members = append(a.Members, o.ID)
 	}
@@ -373,6 +414,8 @@ func (h *Member) onProbeAnswer(from node.ID, msg Msg) {
 func (h *Member) refoundWake() time.Time {
 	rf, round := &h.rf, h.round()
 	switch {
+	case rf.p != nil && !rf.p.foundAt.IsZero():
+		return rf.p.foundAt
 	case rf.p != nil:
 		return rf.p.sent.Add(probeWindow*round + 1)
 	case !rf.stuckSince.IsZero():

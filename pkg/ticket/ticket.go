@@ -60,6 +60,12 @@ type Config struct {
 	// simulator times the phases of a reclaim. The daemon leaves it off.
 	Phases bool
 
+	// Quorum: a refound needs only a majority of the book's members, and
+	// a member's first process may lend only while it holds a lease from
+	// a majority (lease.go; doc.go, "A refound that needs a majority").
+	// Without it a refound needs an answer from every member.
+	Quorum bool
+
 	// bug plants a bug for the checkers. Tests only.
 	bug bug
 }

@@ -362,6 +362,12 @@ func (d *daemon) findPool(joins []netip.AddrPort, dyn transport.Dynamic) (*cli.R
 	return run, nil
 }
 
+// tell hands a slot's machine a local request (a machine input: the
+// Member decides what it does).
+func (d *daemon) tell(s *slot, msg ticket.Msg) {
+	_ = s.drv.Request(context.Background(), msg)
+}
+
 // do runs fn on a slot's driver goroutine (where its machine lives).
 func (d *daemon) do(s *slot, fn func()) {
 	_ = s.drv.Do(context.Background(), fn)
@@ -720,7 +726,7 @@ func (d *daemon) tick() {
 	if now.Before(d.wantedAt) {
 		for _, s := range d.slots {
 			if mc := s.mc; s.holder == nil && !s.lending && mc.mayAct && !mc.alone && mc.settled && (len(d.queue) == 0 || s.lends > 0) {
-				d.do(s, func() { s.h.Leave(time.Now()) })
+				d.tell(s, ticket.Msg{Type: ticket.MsgLeave})
 				d.wantedAt = time.Time{}
 				d.eagerAt = now.Add(eagerPause)
 				break
@@ -734,7 +740,7 @@ func (d *daemon) tick() {
 	if len(d.queue) == 0 {
 		for _, s := range d.slots[1:] {
 			if mc := s.mc; s.holder == nil && !s.lending && mc.mayAct && !mc.alone && mc.settled && now.Sub(s.idleSince) > idleSlot {
-				d.do(s, func() { s.h.Leave(time.Now()) })
+				d.tell(s, ticket.Msg{Type: ticket.MsgLeave})
 				break
 			}
 		}
@@ -832,7 +838,7 @@ func (d *daemon) left() bool {
 		}
 		done = false
 		if mc.state == "coordinator" {
-			d.do(s, func() { s.h.Leave(time.Now()) })
+			d.tell(s, ticket.Msg{Type: ticket.MsgLeave})
 		}
 	}
 	return done

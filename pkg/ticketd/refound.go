@@ -56,7 +56,7 @@ func (d *daemon) tellLocal(now time.Time) {
 // member), and keeps it in the state file.
 func (d *daemon) learn(floor uint64) {
 	for _, s := range d.slots[1:] {
-		d.do(s, func() { s.h.Learn(floor) })
+		d.tell(s, ticket.Msg{Type: ticket.MsgLearn, Floor: floor})
 	}
 	d.keep(floor)
 }
@@ -79,7 +79,7 @@ func (d *daemon) freeze() {
 	for i, s := range d.slots {
 		if s.mc.state == "joining" {
 			if i > 0 {
-				d.do(s, func() { s.h.Reset() })
+				d.tell(s, ticket.Msg{Type: ticket.MsgReset})
 			}
 			s.mc.state, s.joining = "idle", time.Time{}
 		}
