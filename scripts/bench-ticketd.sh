@@ -31,6 +31,9 @@
 #   scripts/bench-ticketd.sh [ITER] [ROUNDS]     (defaults 200 and 5)
 #   PARTS="4" scripts/bench-ticketd.sh            only the parts listed (default "1 2 3 4")
 #   CLIENTS=50 LOAD_SECS=30 TICKETS=5            part 4's load
+#   HOG=8                                        part 4 beside 8 busy loops (a busy
+#                                                host; each ends with the script, or
+#                                                after 10 min at most)
 . "$(dirname "$0")/lib.sh"
 iter=${1:-200}
 rounds=${2:-5}
@@ -38,6 +41,8 @@ parts=" ${PARTS:-1 2 3 4} "
 clients=${CLIENTS:-50}
 load_secs=${LOAD_SECS:-30}
 pool=${TICKETS:-5}
+hog=${HOG:-0}
+[[ "$hog" =~ ^[0-9]+$ ]] || { echo "bench-ticketd: HOG is a whole number of busy loops" >&2; exit 64; }
 for v in "$iter" "$rounds" "$clients" "$load_secs" "$pool"; do
   [[ "$v" =~ ^[1-9][0-9]*$ ]] || { echo "bench-ticketd: ITER, ROUNDS, CLIENTS, LOAD_SECS and TICKETS are positive whole numbers" >&2; exit 64; }
 done
@@ -239,6 +244,13 @@ load() {
   echo "$tool: load average at the end $(cut -d' ' -f1 /proc/loadavg) ($(nproc) cores)" >&2
   cat "$dir"/c*.count | awk '{ for (k = 1; k <= 5; k++) s[k] += $k } END { print s[1], s[2], s[3], s[4], s[5] }'
 }
+if [ "$hog" -gt 0 ]; then
+  for ((h = 0; h < hog; h++)); do
+    timeout 600 sh -c 'while :; do :; done' &
+    bg+=($!)
+  done
+  echo "beside $hog busy loops ($(nproc) cores)"
+fi
 rf0=$(refounds); term0=$(term)
 load ticketd "$work/lt" >"$work/lt.sums"
 rf1=$(refounds)

@@ -227,6 +227,42 @@
 // Settled (every predecessor vouched within the last round and a half, no
 // exclusion under way here).
 //
+// # Busy hosts (local health, Config.Stretch)
+//
+// A process whose own rounds start late (a Tick at least half a round
+// after the round it asked for) is starved itself: the ALIVEs it
+// needs sit in its socket, and it would read its own lateness as its
+// predecessors' silence. As Lifeguard does for SWIM (Dadgar et al., 2018,
+// §III-A, "local health awareness"), it raises a local-health factor f
+// (1 on time, at most S = Config.Stretch; down by one after healthDecay
+// rounds on time) and stretches its own timeouts instead:
+//
+//   - an ALIVE (or UPDATE) received at r vouches until r + W·f', W the
+//     window, f' the larger of the receiver's f and the sender's (every
+//     message carries its sender's f, Msg.Stretch), never above S;
+//   - it suspects its successor after Suspect rounds times the larger of
+//     its own f and the successor's last word of its own.
+//
+// f rises only after support has been checked, so it never brings back
+// support that ran out: it serves the next stall on a host that keeps
+// running late, which is what a busy host does.
+//
+// The suspicion side is liveness only. The support side is safe because
+// the other side of the inequality never depends on f: a voter's ban and
+// a temporary coordinator's wait both count S windows (vouchMax in
+// tempFor). With t_v the last ACKCOORD of the exclusion's quorum and r_v
+// ≤ t_v + δ the receipt of any banned voter's last ALIVE, a process of
+// E_pq acts at most until
+//
+//	r_v + W·S (·(1+2ρ) between clocks) ≤ t_v + δ + W·S·(1+2ρ)
+//	  < t_v + tempFor(d) = t_v + (W·S + grace + d(R+δ))(1+2ρ) + R + Margin,
+//
+// so a stretch decided alone, by a process nobody hears from, still ends
+// before its range moves. TestSimStretchSafety cuts a process off and
+// stalls it again and again (its f climbs to S, unseen by anyone); the
+// planted bug bugNoStretchWait counts one window in tempFor and is caught
+// by Theorem 4.1. The price is S−1 more windows in every reclaim.
+//
 // # Fencing across refounds
 //
 // Epochs are fencing numbers: no (ticket, epoch) is ever handed out or

@@ -29,6 +29,9 @@ type faults struct {
 	// default; longer in a half of the runs, where the temporary
 	// coordinator's wait is dominated by it).
 	window int
+	// stretch: Config.Stretch (1, or 3 in a half of the runs: pauses
+	// raise the paused processes' local health).
+	stretch int
 }
 
 type faultStats struct {
@@ -67,7 +70,7 @@ func (c faults) run() (st faultStats, err error) {
 				contacts = append(contacts, o)
 			}
 		}
-		cfg := Config{ID: id, Rand: rng, Contacts: contacts, FaultTolerant: true, K: c.k, Round: faultRound, Retry: 20 * time.Millisecond, Window: c.window, bug: c.bug}
+		cfg := Config{ID: id, Rand: rng, Contacts: contacts, FaultTolerant: true, K: c.k, Round: faultRound, Retry: 20 * time.Millisecond, Window: c.window, Stretch: c.stretch, bug: c.bug}
 		if id == 1 && machines[1] == nil {
 			cfg.Tickets, cfg.Contacts = c.n, nil
 		}
@@ -261,7 +264,7 @@ func (c faults) run() (st faultStats, err error) {
 func faultCase(seed uint64, b bug) faults {
 	r := rand.New(rand.NewPCG(seed, 43))
 	return faults{seed: seed, procs: 4 + r.IntN(12), n: 4 + r.IntN(16), k: 1 + r.IntN(2), bug: b, storm: r.IntN(5) == 0,
-		window: []int{3, 3, 5, 8}[r.IntN(4)]}
+		window: []int{3, 3, 5, 8}[r.IntN(4)], stretch: 1 + 2*int(seed%2)}
 }
 
 // TestSimFaults: §4 under crashes, restarts, pauses, cut-off members,

@@ -170,6 +170,12 @@ type Msg struct {
 	// (closest first), and the highest epoch the sender has heard of.
 	Preds, Succs []Owner
 	Floor        uint64
+	// Stretch is the sender's local-health factor (1: on time; up to
+	// Config.Stretch when its own rounds run late; 0 from a sender that
+	// does not say). An ALIVE or UPDATE with it vouches for that many
+	// windows, an ACKUPDATE asks its predecessor for that much more
+	// patience before it suspects the sender (rounds.go).
+	Stretch uint8
 	// Gossip is MsgPrCast's message.
 	Gossip *gossip.Msg
 	// Notice (MsgAnnounce) and Group (MsgGroup): local requests only.
@@ -241,6 +247,7 @@ func (Codec) Marshal(m Msg) (uint8, []byte, error) {
 		}
 	}
 	e.Uvarint(m.Floor)
+	e.U8(m.Stretch)
 	return uint8(m.Type), e.B, nil
 }
 
@@ -287,6 +294,7 @@ func (Codec) Unmarshal(typ uint8, p []byte) (Msg, error) {
 		}
 	}
 	m.Floor = d.Uvarint()
+	m.Stretch = d.U8()
 	if err := d.Done(); err != nil {
 		return Msg{}, err
 	}

@@ -48,7 +48,7 @@ func (m *Machine) grace() time.Duration { return time.Duration(m.cfg.K+2) * m.cf
 // seed's TempRounds = dist(p,q) term is here too: each process of E_pq
 // may pass one new-predecessor grace on to the next.
 func (m *Machine) tempFor(dist uint32) time.Duration {
-	d := float64(m.window()+m.grace()+time.Duration(dist)*(m.cfg.Round+m.cfg.Delta)) * (1 + 2*m.cfg.Drift)
+	d := float64(m.vouchMax()+m.grace()+time.Duration(dist)*(m.cfg.Round+m.cfg.Delta)) * (1 + 2*m.cfg.Drift)
 	return time.Duration(d) + m.cfg.Round + m.cfg.Margin
 }
 
@@ -59,6 +59,115 @@ func (m *Machine) tempFor(dist uint32) time.Duration {
 // time in units of it (its assumption ii).
 func (m *Machine) ExclusionTime() time.Duration {
 	return time.Duration(m.cfg.Suspect)*m.cfg.Round + m.tempFor(1)
+}
+
+// maxStretch bounds Config.Stretch: a busy host's support lasts at most
+// this many windows.
+const maxStretch = 8
+
+// healthDecay: after this many rounds on time in a row, the local-health
+// factor comes down by one (memberlist's awareness score works the same
+// way: up at once on a sign of trouble, down slowly).
+const healthDecay = 8
+
+// health is a process's local health (Lifeguard's "local health
+// awareness", Dadgar, Phillips and Currey, "Lifeguard: Local Health
+// Awareness for More Accurate Failure Detection", 2018, §III-A): a
+// process whose own rounds start late is starved itself, and what it
+// reads as silence from others is its own lateness. It stretches its own
+// timeouts instead of giving up on others: factor is 1 on time, up to
+// Config.Stretch.
+type health struct {
+	level  uint8     // factor − 1
+	late   time.Time // the overdue round already counted
+	onTime int       // rounds on time in a row since the last change
+}
+
+func (h health) factor() uint8 { return h.level + 1 }
+
+// noteLate raises the local-health factor by one when the round this
+// process asked for (its Ready's Wake) is overdue by half a round or
+// more when it next runs, once per overdue round: the driver handed it
+// control that late. Called in Tick once support is checked: the stretch
+// serves the next stall, and never brings back support that had run out
+// (a process must not act again once its support lapsed, doc.go).
+func (m *Machine) noteLate(now time.Time) {
+	if !m.cfg.FaultTolerant || !m.inRing() || m.roundAt.IsZero() || m.health.late.Equal(m.roundAt) ||
+		now.Sub(m.roundAt) < m.lateBy() {
+		return
+	}
+	m.health.late, m.health.onTime = m.roundAt, 0
+	if int(m.health.factor()) < m.stretch() {
+		m.health.level++
+	}
+}
+
+// lateBy is how late a round must start to count as late: half a round
+// (the driver's wake-up and a frame's queueing take microseconds on a
+// healthy host).
+func (m *Machine) lateBy() time.Duration { return m.cfg.Round / 2 }
+
+// healthRound counts a round that started on time (called by round before
+// it sets the next one) and lowers the factor after healthDecay of them.
+func (m *Machine) healthRound(now time.Time) {
+	if m.roundAt.IsZero() || now.Sub(m.roundAt) >= m.lateBy() {
+		return
+	}
+	if m.health.onTime++; m.health.onTime >= healthDecay && m.health.level > 0 {
+		m.health.level--
+		m.health.onTime = 0
+	}
+}
+
+// Health is the local-health factor: 1 when this process's rounds run on
+// time, up to Config.Stretch when they run late (doc.go, "Busy hosts").
+func (m *Machine) Health() int { return int(m.health.factor()) }
+
+// vouchMax is the longest one ALIVE can vouch for its receiver: Stretch
+// windows. The safety side (tempFor: a voter's ban, the temporary
+// coordinator's wait) counts with it, whatever factor is in use, so a
+// stretch decided alone by a starved process is safe (doc.go, "Busy
+// hosts").
+func (m *Machine) vouchMax() time.Duration {
+	if m.cfg.bug == bugNoStretchWait {
+		return m.window()
+	}
+	return time.Duration(m.stretch()) * m.window()
+}
+
+// stretch is Config.Stretch, at least 1.
+func (m *Machine) stretch() int { return max(m.cfg.Stretch, 1) }
+
+// vouchFor is how long the last ALIVE (or UPDATE) from id vouches for
+// this process: a window times the larger of the sender's factor (its
+// ALIVEs come late) and this process's own (it reads them late), at most
+// Stretch. A new predecessor's credit (onUpdate) is never stretched.
+func (m *Machine) vouchFor(id node.ID) time.Duration {
+	v, ok := m.aliveBy[id]
+	if !ok || v == 0 {
+		return m.window()
+	}
+	f := min(max(int(v), int(m.health.factor())), m.stretch())
+	return time.Duration(f) * m.window()
+}
+
+// heard records an ALIVE or UPDATE from id at now, with its sender's
+// local-health factor.
+func (m *Machine) heard(now time.Time, id node.ID, stretch uint8) {
+	m.alive[id] = now
+	if m.aliveBy == nil {
+		m.aliveBy = map[node.ID]uint8{}
+	}
+	m.aliveBy[id] = max(stretch, 1)
+}
+
+// suspectAfter is how long the successor may leave an UPDATE unanswered
+// before it is suspected: Suspect rounds, times the larger of this
+// process's factor and the successor's last word of its own (Lifeguard's
+// peers give a process that says it is slow more time).
+func (m *Machine) suspectAfter() time.Duration {
+	f := max(m.health.factor(), m.succHealth, 1)
+	return time.Duration(m.cfg.Suspect) * m.cfg.Round * time.Duration(min(int(f), m.stretch()))
 }
 
 // needed is how many of a list of l predecessors must vouch for a member:
@@ -80,7 +189,7 @@ func (m *Machine) SupportedUntil() time.Time {
 	ts := buf[:0]
 	for _, o := range m.preds {
 		if at, ok := m.alive[o.ID]; ok {
-			ts = append(ts, at.Add(m.window()))
+			ts = append(ts, at.Add(m.vouchFor(o.ID)))
 		}
 	}
 	slices.SortFunc(ts, func(a, b time.Time) int { return b.Compare(a) })
@@ -150,6 +259,7 @@ func (m *Machine) Settled(now time.Time) bool {
 
 // round is Algorithm 3's main loop, once per Round.
 func (m *Machine) round(now time.Time) {
+	m.healthRound(now)
 	m.roundAt = now.Add(m.cfg.Round)
 	if !m.inRing() {
 		return
@@ -209,7 +319,7 @@ func (m *Machine) round(now time.Time) {
 	// newcomer still linking excludes a successor that died before it
 	// acknowledged the newcomer's NEWSUCC, or it would wait for ever.
 	if m.temp == nil && m.ex == nil && (m.st == stCoordinator && !m.await || m.st == stLinking) &&
-		now.Sub(m.lastAck) >= time.Duration(m.cfg.Suspect)*m.cfg.Round {
+		now.Sub(m.lastAck) >= m.suspectAfter() {
 		m.startExclusion(now)
 	}
 }
@@ -271,7 +381,7 @@ func (m *Machine) onAlive(now time.Time, from node.ID, msg Msg) {
 	if m.uncounted(from) {
 		m.send(from, Msg{Type: MsgIntro, Ticket: NoTicket, Attempt: introUncounted})
 	}
-	m.alive[from] = now
+	m.heard(now, from, msg.Stretch)
 	m.counts.AliveRecv++
 	if m.counts.heard == nil {
 		m.counts.heard = map[node.ID]bool{}
@@ -295,6 +405,7 @@ func (m *Machine) onUpdate(now time.Time, from node.ID, msg Msg) {
 		if len(old) > 0 && !slices.ContainsFunc(old, func(p Owner) bool { return p.ID == o.ID }) {
 			if at, ok := m.alive[o.ID]; !ok || at.Before(now.Add(2*m.cfg.Round-m.window())) {
 				m.alive[o.ID] = now.Add(2*m.cfg.Round - m.window())
+				delete(m.aliveBy, o.ID) // a credit: never stretched
 				m.send(o.ID, Msg{Type: MsgIntro, Ticket: m.ticket})
 			}
 		}
@@ -302,7 +413,7 @@ func (m *Machine) onUpdate(now time.Time, from node.ID, msg Msg) {
 	// The immediate predecessor vouches for us by sending it (it sends
 	// none to a successor it no longer vouches for, round): a new
 	// predecessor's first ALIVE may come after its first UPDATE.
-	m.alive[from] = now
+	m.heard(now, from, msg.Stretch)
 	m.send(from, m.succsMsg(msg.Attempt))
 }
 
@@ -366,6 +477,7 @@ func (m *Machine) onAckUpdate(now time.Time, from node.ID, msg Msg) {
 		}
 	}
 	m.floor = max(m.floor, msg.Floor)
+	m.succHealth = msg.Stretch
 	m.lastNews = now
 	for _, o := range msg.Succs {
 		m.learn(now, o)
@@ -551,7 +663,7 @@ func (m *Machine) introduce(now time.Time) {
 // newSucc puts a new immediate successor at the head of the list.
 func (m *Machine) newSucc(now time.Time, id node.ID, t uint32) {
 	m.ex = nil // an exclusion was about the old successor
-	m.lastAck, m.succAcked = now, false
+	m.lastAck, m.succAcked, m.succHealth = now, false, 0
 	m.pendR, m.sentRs = nil, nil
 	m.recompute(now)
 }

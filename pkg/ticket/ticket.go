@@ -48,6 +48,14 @@ type Config struct {
 	// out the excluded tickets: the time a host needs to stop what an
 	// excluded member was running (the kill grace of ticketd run).
 	Margin time.Duration
+	// Stretch bounds the local-health factor (rounds.go, "Busy hosts" in
+	// doc.go): a process whose own rounds run late counts each ALIVE as
+	// vouching for up to Stretch windows, and suspects its successor only
+	// after up to Stretch times Suspect rounds. Every wait on the safety
+	// side (a voter's ban, a temporary coordinator's wait) assumes the
+	// full Stretch windows, so it must be the same on every member, as
+	// Round and Window are. Default 1: no stretch.
+	Stretch int
 
 	// Floor is the highest epoch this process's member knows of from
 	// earlier lives (earlier Machines of the member, a state file, other
@@ -80,6 +88,7 @@ const (
 	bugShortTemp                       // hand out excluded tickets after one round
 	bugFloorZero                       // a new Machine forgets its member's mark (Config.Floor): a refounded pool starts from 0
 	bugRefoundSilent                   // a Member founds the pool again although members did not answer its probe
+	bugNoStretchWait                   // stretch support by local health but wait out only one window (Config.Stretch)
 )
 
 type state uint8
@@ -175,6 +184,9 @@ type Machine struct {
 	updAt      time.Time
 	updAcked   bool
 	counts     Counts
+	health     health            // local health: how late this process's own rounds run (rounds.go)
+	aliveBy    map[node.ID]uint8 // the local-health factor of each last ALIVE's sender (0: a credit)
+	succHealth uint8             // the successor's factor, from its last ACKUPDATE
 
 	out    []node.Envelope[Msg]
 	events []node.Event
@@ -214,6 +226,12 @@ func New(cfg Config) (*Machine, error) {
 	}
 	if cfg.Window <= 0 {
 		cfg.Window = 3
+	}
+	if cfg.Stretch <= 0 {
+		cfg.Stretch = 1
+	}
+	if cfg.Stretch > maxStretch {
+		return nil, fmt.Errorf("ticket: stretch %d (want 1 to %d)", cfg.Stretch, maxStretch)
 	}
 	if cfg.Drift <= 0 {
 		cfg.Drift = 0.01
@@ -333,6 +351,7 @@ func (m *Machine) inS(t uint32) bool { return t < m.n && (m.ticket-t+m.n)%m.n < 
 // epoch to remember it.
 func (m *Machine) send(to node.ID, msg Msg) {
 	msg.Floor = max(msg.Floor, m.floor)
+	msg.Stretch = m.health.factor()
 	m.out = append(m.out, node.Envelope[Msg]{From: m.cfg.ID, To: to, Msg: msg})
 }
 
@@ -827,6 +846,7 @@ func (m *Machine) leave(now time.Time) {
 // Tick implements node.Machine.
 func (m *Machine) Tick(now time.Time) {
 	m.checkSupport(now)
+	m.noteLate(now) // after: a stretch never brings back support that ran out
 	if m.inRing() && m.cfg.FaultTolerant {
 		m.exclusionTimers(now)
 		if !now.Before(m.roundAt) {
@@ -918,6 +938,7 @@ func (m *Machine) Status() any {
 		st["alive_from"] = heard
 		st["supported_until"] = m.SupportedUntil()
 		st["alive_sent"], st["alive_received"] = m.counts.AliveSent, m.counts.AliveRecv
+		st["health"] = m.Health() // local-health factor, 1 on time (rounds.go)
 	}
 	if m.temp != nil {
 		st["temporary_until"] = m.temp.until

@@ -93,6 +93,13 @@ const maxSlots = 0xF0
 // MaxMemberID is the largest --id: the top byte numbers the slots.
 const MaxMemberID = 1<<24 - 1
 
+// Stretch is every member's ticket.Config.Stretch: a member whose own
+// rounds run late (a busy host) counts its ALIVEs for up to this many
+// support windows and gives its successor as many times the suspicion
+// time; every exclusion waits out the full stretch (docs/ticketd.md,
+// "Busy hosts"). The same on every member, as the round is.
+const Stretch = 3
+
 type daemon struct {
 	mb     *cli.Member
 	cfg    Config
@@ -149,7 +156,7 @@ func Serve(mb *cli.Member, cfg Config) error {
 	// incarnation (its start time).
 	d.bk = newBook(mb.ID, mb.Incarnation, dyn, n)
 	d.tcfg = ticket.Config{FaultTolerant: true, K: cfg.K, Round: cfg.Round,
-		Margin: cfg.KillGrace + 4*cli.CheckEvery + 50*time.Millisecond, Floor: cfg.Floor}
+		Margin: cfg.KillGrace + 4*cli.CheckEvery + 50*time.Millisecond, Floor: cfg.Floor, Stretch: Stretch}
 	first := d.tcfg
 	if len(cfg.Join) == 0 {
 		first.Tickets = cfg.Tickets
