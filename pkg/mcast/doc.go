@@ -87,7 +87,7 @@
 // answer a straggler with the change that ended its view, kept for the
 // last 64 views), and reports what it cannot (LostEvent); suspicion is
 // stretched by the member's own health (Lifeguard's local health
-// multiplier: late ticks, members heard after a near-suspicion).
+// multiplier: ticks that come late).
 // Fault model: loss, duplication, reordering,
 // pauses, crashes, partitions that heal; CheckViews judges a run.
 package mcast

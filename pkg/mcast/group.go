@@ -804,11 +804,10 @@ const maxHealth = 8
 // Suspect, stretched by this member's own health (Dadgar et al.,
 // "Lifeguard: Local Health Awareness for More Accurate Failure Detection",
 // §IV-A, Local Health Multiplier). A member that was not running on time
-// (its ticks came late: a flood's backlog, a loaded machine), or that
-// heard from a member it nearly suspected, takes its own slowness for
-// others' silence less readily; the multiplier falls back by one for each
-// Suspect without such a sign, so an idle group detects a crash in
-// Suspect.
+// (its ticks came late: a flood's backlog, a loaded machine) takes its
+// own slowness for others' silence less readily; the multiplier falls
+// back by one for each Suspect without such a sign, so a member running
+// on time detects a crash in Suspect.
 func (g *Group) suspectFor() time.Duration {
 	return g.cfg.Suspect * time.Duration(1+g.health)
 }

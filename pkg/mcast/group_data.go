@@ -157,12 +157,6 @@ func (g *Group) handle(from node.ID, m GMsg) {
 		g.stats["foreign"]++
 		return
 	}
-	if g.now.Sub(g.heard[i]) > g.cfg.Suspect/2 {
-		// Alive after all, though silent here for most of Suspect: this
-		// member's timer nearly took its own slowness, or the flood's
-		// losses, for a failure (Lifeguard §IV-A).
-		g.unhealthy()
-	}
 	g.heard[i] = g.now
 	switch m.Type {
 	case GData:
