@@ -16,12 +16,14 @@
 #      without it; median and worst of 20 fresh groups (target: median
 #      ≤ 300 ms; corosync's defaults wait out a 3 s token timeout first);
 #   6. agreed (total) order against corosync CPG (installed with lib.sh's
-#      apt_install when missing; one corosync node on loopback, three CPG
-#      clients of scripts/cpgflood.c, built here against libcpg): 3
-#      members, 64-byte messages, a flood of 100,000 each and 3,000 each
-#      at 1,000/s; mcast bench --order total with the sequencer and with
-#      TOTEM, the same counts; delivered msgs/s per member and median
-#      latency, and the ratios.
+#      apt_install when missing; one corosync node on loopback, n CPG
+#      clients of scripts/cpgflood.c, built here against libcpg): 3, 5 and
+#      9 members, 64-byte messages, a flood of 100,000 each and 3,000 each
+#      at 1,000/s; mcast bench --order total in every total order for the
+#      flood, with the sequencer and TOTEM at 1,000/s, the same counts,
+#      every member waiting for every message (as cpgflood does);
+#      delivered msgs/s per member and median latency, and the ratios.
+#      Any sequence-check error of any member fails the script.
 #
 #   scripts/bench-mcast.sh
 . "$(dirname "$0")/lib.sh"
@@ -150,7 +152,7 @@ echo "== 5. view change after SIGKILL: 5 members, --order total, default setting
 go test -run '^$' -bench 'BenchmarkViewChange$' -benchtime 20x ./cmd/mcast | grep -E '^Benchmark'
 
 echo
-echo "== 6. agreed order against corosync CPG: 3 members, 64-byte messages"
+echo "== 6. agreed order against corosync CPG: 3, 5 and 9 members, 64-byte messages"
 if ! command -v corosync >/dev/null 2>&1 || [ ! -e /usr/include/corosync/cpg.h ]; then
   apt_install corosync libcpg-dev || true
 fi
@@ -192,27 +194,47 @@ done
 field() { # file regexp: the last number in the first match
   grep -oE "$2" "$1" | head -1 | grep -oE '[0-9.]+' | tail -1
 }
-coro() { # tag count [rate] (corosync runs in the background: wait for the clients only)
+coro() { # tag members count [rate] (corosync runs in the background: wait for the clients only)
   local c=()
-  for i in 1 2 3; do "$work/cpgflood" "rt$1" 3 "$2" 64 ${3:-} >"$work/coro.$1.$i" & c+=($!); done
+  for ((i = 1; i <= $2; i++)); do "$work/cpgflood" "rt$1" "$2" "$3" 64 ${4:-} >"$work/coro.$1.$i" & c+=($!); done
   wait "${c[@]}"
-  cat "$work/coro.$1.1"
+  echo "corosync CPG, $2 members: $(cat "$work/coro.$1.1")"
 }
-ours() { # tag total count [rate]
-  local c=()
-  peers 3
-  for i in 1 2 3; do "$mc" bench --id "$i" --peers @"$work/peers" --order total --total "$2" --count "$3" ${4:+--rate $4} --size 64 --json 2>/dev/null >"$work/ours.$1.$i" & c+=($!); done
-  wait "${c[@]}"
-  cat "$work/ours.$1.1"
+fails=0
+ours() { # tag total members count [rate]: every member waits for every message
+  local c=() i
+  peers "$3"
+  for ((i = 1; i <= $3; i++)); do "$mc" bench --id "$i" --peers @"$work/peers" --order total --total "$2" --count "$4" ${5:+--rate $5} --size 64 --json 2>/dev/null >"$work/ours.$1.$i" & c+=($!); done
+  wait "${c[@]}" || true
+  echo "mcast $2, $3 members: $(cat "$work/ours.$1.1")"
+  for ((i = 1; i <= $3; i++)); do
+    # A sequence-check error (a hole, a repeat, a bad checksum, a missing
+    # message) at any member fails the bench.
+    e=$(field "$work/ours.$1.$i" '"errors":[0-9]+')
+    if [ "${e:-1}" != 0 ]; then
+      echo "FAIL: $1, member $i: ${e:-no report} errors: $(grep -oE '"first_error":"[^"]*"' "$work/ours.$1.$i")" >&2
+      fails=$((fails + 1))
+    fi
+  done
 }
 ratio() { awk -v a="$1" -v b="$2" -v what="$3" 'BEGIN { printf "ratio %s: %.2f\n", what, a / b }'; }
-coro flood 100000
-ours seqflood sequencer 100000
-ours totemflood totem 100000
-coro rate 3000 1000
-ours seqrate sequencer 3000 1000
-ours totemrate totem 3000 1000
-cf=$(field "$work/coro.flood.1" '[0-9]+ msgs/s')
-for t in seqflood totemflood; do ratio "$(field "$work/ours.$t.1" '"msgs_per_s":[0-9.]+')" "$cf" "$t msgs/s / corosync (target ≥ 1)"; done
-cl=$(field "$work/coro.rate.1" 'p50 [0-9.]+us')
-for t in seqrate totemrate; do ratio "$(field "$work/ours.$t.1" '"p50_us":[0-9]+')" "$cl" "$t median latency / corosync (target ≤ 1)"; done
+for n in 3 5 9; do
+  echo
+  echo "-- $n members: a flood of 100,000 each, then 3,000 each at 1,000/s"
+  coro "flood$n" "$n" 100000
+  for t in sequencer lamport isis totem; do ours "${t}flood$n" "$t" "$n" 100000; done
+  coro "rate$n" "$n" 3000 1000
+  for t in sequencer totem; do ours "${t}rate$n" "$t" "$n" 3000 1000; done
+  cf=$(field "$work/coro.flood$n.1" '[0-9]+ msgs/s')
+  for t in sequencer lamport isis totem; do
+    ratio "$(field "$work/ours.${t}flood$n.1" '"msgs_per_s":[0-9.]+')" "$cf" "$t flood msgs/s / corosync, $n members (target ≥ 1)"
+  done
+  cl=$(field "$work/coro.rate$n.1" 'p50 [0-9.]+us')
+  for t in sequencer totem; do
+    ratio "$(field "$work/ours.${t}rate$n.1" '"p50_us":[0-9]+')" "$cl" "$t median latency at 1,000/s / corosync, $n members (target ≤ 1)"
+  done
+done
+if [ "$fails" -gt 0 ]; then
+  echo "$fails floods failed their sequence check" >&2
+  exit 1
+fi

@@ -4,10 +4,9 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/roundtable-go/roundtable/pkg/cli"
-	"github.com/roundtable-go/roundtable/pkg/mcastd"
 )
 
-var benchFlags = cli.WithEnv(tool, append(append(cli.NodeFlags(), mcastd.GroupFlags...),
+var benchFlags = cli.WithEnv(tool, append(append(cli.NodeFlags(), groupFlags...),
 	orderFlag,
 	&ucli.IntFlag{Name: "size", Value: 64, Usage: "message size in bytes (at least 20: sequence, send time, checksum)"},
 	&ucli.IntFlag{Name: "count", Value: 100000, Usage: "messages this member sends"},

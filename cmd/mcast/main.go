@@ -22,7 +22,7 @@ import (
 
 const tool = "mcast"
 
-var runFlags = cli.WithEnv(tool, append(append(cli.NodeFlags(), mcastd.GroupFlags...),
+var runFlags = cli.WithEnv(tool, append(append(cli.NodeFlags(), groupFlags...),
 	orderFlag,
 	lingerFlag,
 	&ucli.BoolFlag{Name: "base64", Usage: "input lines are base64 and payloads are printed in base64 (binary-safe)"},
@@ -41,7 +41,7 @@ var lingerFlag = &ucli.DurationFlag{Name: "linger", Value: 30 * time.Second, Usa
 var checkFlags = []ucli.Flag{
 	&ucli.StringFlag{Name: "order", Value: "fifo", Usage: "the order the run promised: unordered, fifo, causal or total"},
 	&ucli.BoolFlag{Name: "views", Usage: "the logs of a dynamic group (mcast run --views; implied by --order total)"},
-	mcastd.PartitionsFlag,
+	partitionsFlag,
 }
 
 func main() { cli.Main(newApp()) }
@@ -132,10 +132,10 @@ func run(c *ucli.Context) error {
 	if c.Bool("tree") && !gossipOrder {
 		return cli.Exitf(cli.ExitUsage, "--tree goes with --order gossip")
 	}
-	if mcastd.IsGroup(c) {
+	if isGroup(c) {
 		return runGroup(c)
 	}
-	for _, f := range append(mcastd.GroupOnly, "exit-on-minority") {
+	for _, f := range append(groupOnly, "exit-on-minority") {
 		if c.IsSet(f) {
 			return cli.Exitf(cli.ExitUsage, "--%s goes with --views (or --order total)", f)
 		}
@@ -178,7 +178,7 @@ func runGroup(c *ucli.Context) error {
 		return err
 	}
 	defer mb.Close()
-	cfg, err := mcastd.GroupConfig(c, mb)
+	cfg, err := groupConfig(c, mb)
 	if err != nil {
 		return err
 	}
@@ -190,7 +190,7 @@ func runGroup(c *ucli.Context) error {
 }
 
 func bench(c *ucli.Context) error {
-	cfg := mcastd.BenchConfig{Size: c.Int("size"), Count: c.Int("count"), Rate: c.Int("rate"), Linger: c.Duration("linger"), Group: mcastd.IsGroup(c)}
+	cfg := mcastd.BenchConfig{Size: c.Int("size"), Count: c.Int("count"), Rate: c.Int("rate"), Linger: c.Duration("linger"), Group: isGroup(c)}
 	if !cfg.Group {
 		var err error
 		if cfg.Order, err = mcast.ParseOrder(c.String("order")); err != nil {
@@ -207,7 +207,7 @@ func bench(c *ucli.Context) error {
 	defer mb.Close()
 	var group mcast.GroupConfig
 	if cfg.Group {
-		if group, err = mcastd.GroupConfig(c, mb); err != nil {
+		if group, err = groupConfig(c, mb); err != nil {
 			return err
 		}
 	}

@@ -82,6 +82,12 @@
 // removed from the group joins again under a new incarnation; a member
 // that leaves re-sends the install until the next view's members and the
 // change's survivors confirm it (or Suspect passes), since nobody else
-// may be left to tell them. Fault model: loss, duplication, reordering,
+// may be left to tell them; a member removed from a view sends its
+// messages past the view's cut again from its next incarnation (members
+// answer a straggler with the change that ended its view, kept for the
+// last 64 views), and reports what it cannot (LostEvent); suspicion is
+// stretched by the member's own health (Lifeguard's local health
+// multiplier: ticks that come late).
+// Fault model: loss, duplication, reordering,
 // pauses, crashes, partitions that heal; CheckViews judges a run.
 package mcast

@@ -20,6 +20,17 @@ import (
 // messages arrive numbered 1, 2, 3 ... with no gap and no repeat, and no
 // member is removed from the group (which would explain a gap).
 func flood(t *testing.T, seed uint64, n, count int, cfg GroupConfig, drop float64) error {
+	return floodPaused(t, seed, n, count, cfg, drop, node.None, 0)
+}
+
+// floodPaused is flood with member paused cut off from the others for
+// pause from the flood's 40th millisecond, sending all the while (as a
+// member under a flood's backlog that the others no longer hear): long
+// enough, and the others go on without it. Its own gaps (it missed the views it was out of) are
+// reported to it (RemovedEvent) and excused; the members that stay must
+// see every sender's stream whole, the paused one's included, and the
+// paused one must report no lost message (LostEvent).
+func floodPaused(t *testing.T, seed uint64, n, count int, cfg GroupConfig, drop float64, paused node.ID, pause time.Duration) error {
 	t.Helper()
 	ids := make([]node.ID, n)
 	for i := range ids {
@@ -36,6 +47,16 @@ func flood(t *testing.T, seed uint64, n, count int, cfg GroupConfig, drop float6
 			return m
 		}, ids...)
 	next := map[[2]node.ID]int{}
+	removed := map[node.ID]bool{}
+	healed, back := false, false
+	has := func(id node.ID) bool {
+		for j, from := range ids {
+			if next[[2]node.ID{id, from}] != count*(j+1)/n {
+				return false
+			}
+		}
+		return true
+	}
 	var bad error
 	delivered := 0
 	s.OnEvent = func(_ time.Time, id node.ID, ev node.Event) error {
@@ -43,26 +64,45 @@ func flood(t *testing.T, seed uint64, n, count int, cfg GroupConfig, drop float6
 		case GroupDeliverEvent:
 			k, _ := strconv.Atoi(strings.TrimPrefix(string(e.Payload), fmt.Sprintf("%d-", e.Sender)))
 			key := [2]node.ID{id, e.Sender}
-			if k != next[key]+1 && bad == nil {
+			if k != next[key]+1 && bad == nil && !(removed[id] && k > next[key]) {
 				bad = fmt.Errorf("seed %d: member %d got message %d of %d after %d (view %d, seq %d)", seed, id, k, e.Sender, next[key], e.View, e.Seq)
 			}
 			next[key] = max(next[key], k)
 			delivered++
+		case ViewEvent:
+			if floodDebug && id == paused {
+				fmt.Println("view", id, e)
+			}
+			back = back || id == paused && healed && len(e.Members) == n
 		case RemovedEvent:
-			if bad == nil {
+			if floodDebug {
+				fmt.Println("removed", id, e)
+			}
+			removed[id] = true
+			if bad == nil && id != paused {
 				bad = fmt.Errorf("seed %d: member %d removed from view %d", seed, id, e.View)
+			}
+		case LostEvent:
+			if bad == nil {
+				bad = fmt.Errorf("seed %d: member %d: %v", seed, id, e)
 			}
 		}
 		return nil
 	}
 	sent, ended := make([]int, n), make([]bool, n)
 	for step := 0; step < 20000; step++ {
+		if paused != node.None && step == 40 {
+			s.Isolate(paused)
+			s.At(s.Now().Add(pause), func() { s.Heal(); healed = true })
+		}
 		busy := false
 		for i, id := range ids {
 			if sent[i] == count*(i+1)/n {
 				// As mcast bench: a member leaves once its own sends are
-				// done, while the others still send.
-				if !ended[i] {
+				// done, while the others still send (with a member cut
+				// off: once it is back in a view of all n and it has
+				// every message, as a bench member waits for all).
+				if !ended[i] && (paused == node.None || back && (id == paused || has(id))) {
 					ended[i] = true
 					s.Inject(id, GMsg{Type: GEnd})
 				}
@@ -89,11 +129,26 @@ func flood(t *testing.T, seed uint64, n, count int, cfg GroupConfig, drop float6
 		for _, id := range ids {
 			done = done && s.Machine(id).(*Group).Done()
 		}
+		if done && paused != node.None {
+			// Everyone stayed until every send was done: each member
+			// that was never removed has every sender's whole stream.
+			for _, id := range ids {
+				for j, from := range ids {
+					if k := next[[2]node.ID{id, from}]; !removed[id] && k != count*(j+1)/n {
+						return fmt.Errorf("seed %d: member %d has %d of the %d messages of %d", seed, id, k, count*(j+1)/n, from)
+					}
+				}
+			}
+		}
 		if done {
 			return nil
 		}
 	}
-	return fmt.Errorf("seed %d: %d of %d deliveries, sent %v", seed, delivered, n*n*count, sent)
+	total := 0
+	for _, k := range sent {
+		total += k
+	}
+	return fmt.Errorf("seed %d: %d of %d deliveries, sent %v", seed, delivered, n*total, sent)
 }
 
 // TestFloodSequence: nine members flood under 1% loss in ISIS and TOTEM
@@ -116,5 +171,73 @@ func TestFloodSequence(t *testing.T) {
 		t.Error("planted bug (deliver past a stamp gap) not caught")
 	} else {
 		t.Logf("planted bug caught: %v", err)
+	}
+}
+
+// TestFloodRemovedSender: nine members flood under 1% loss and one of
+// them is cut off for three Suspect times mid-flood, still sending, so
+// the others go on without it while it sends. Virtual synchrony
+// delivers none of its messages past the view's cut at the members that
+// stay; it sends them again from its next incarnation, so every sender's
+// stream stays whole at every member that stayed (the sequence check of
+// mcast bench), and nothing is reported lost. The planted bug that drops
+// them instead is caught as a gap.
+func TestFloodRemovedSender(t *testing.T) {
+	if raceOn {
+		t.Skip("single-goroutine simulator flood: run without -race")
+	}
+	pause := 3 * GroupConfig{}.SuspectTime()
+	for i, total := range []Total{TotalSequencer, TotalISIS, TotalTotem} {
+		seed := uint64(1 + i)
+		if err := floodPaused(t, seed, 9, 3000, GroupConfig{Total: total}, 0.01, 9, pause); err != nil {
+			t.Errorf("%v: %v", total, err)
+		}
+	}
+	if err := floodPaused(t, 1, 9, 3000, GroupConfig{Total: TotalSequencer, bug: gbugNoRequeue}, 0.01, 9, pause); err == nil {
+		t.Error("planted bug (a removed member drops its messages past the cut) not caught")
+	} else {
+		t.Logf("planted bug caught: %v", err)
+	}
+}
+
+var floodDebug = false
+
+// TestLocalHealth: a member whose ticks come late (it was not running on
+// time, as under a flood's backlog on a loaded machine) waits longer
+// before it suspects others, up to (1+maxHealth)·Suspect, and each
+// Suspect on time gives a step back, so an idle member suspects after
+// Suspect (Lifeguard's local health multiplier). The planted bug that
+// ignores lateness keeps Suspect.
+func TestLocalHealth(t *testing.T) {
+	for _, bug := range []gbug{0, gbugNoHealth} {
+		g, err := NewGroup(GroupConfig{ID: 1, Inc: 1, Found: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := time.Unix(1000, 0)
+		g.cfg.bug = bug
+		period, suspect := g.cfg.Period, g.cfg.Suspect
+		g.Tick(now)
+		if got := g.suspectFor(); got != suspect {
+			t.Fatalf("at start: %v, want %v", got, suspect)
+		}
+		for i := 0; i < 20; i++ { // late ticks: 3 Periods apart
+			now = now.Add(3 * period)
+			g.Tick(now)
+		}
+		want := (1 + maxHealth) * suspect
+		if bug != 0 {
+			want = suspect
+		}
+		if got := g.suspectFor(); got != want {
+			t.Errorf("bug %d: after late ticks: %v, want %v", bug, got, want)
+		}
+		for i := 0; i < 2*(maxHealth+1)*int(suspect/period); i++ { // on time
+			now = now.Add(period / 2)
+			g.Tick(now)
+		}
+		if got := g.suspectFor(); got != suspect {
+			t.Errorf("bug %d: after ticks on time: %v, want %v", bug, got, suspect)
+		}
 	}
 }

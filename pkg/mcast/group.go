@@ -141,6 +141,8 @@ const (
 	gbugTransLocal                     // safe: the transitional set leaves out whom this member suspects
 	gbugQuitCounted                    // a quitter is counted like a crashed member
 	gbugQuitSuspected                  // every suspected member is left out of the majority's count, not only quitters
+	gbugNoHealth                       // suspicion ignores this member's own lateness (no local health multiplier)
+	gbugNoRequeue                      // a removed member drops its messages past the cut
 )
 
 // Group events. Text forms: "view 7 members 1,2,4 joined 4 left 3",
@@ -223,6 +225,29 @@ type LeftEvent struct {
 
 func (e LeftEvent) Kind() string   { return "left" }
 func (e LeftEvent) String() string { return fmt.Sprintf("left view %d", e.View) }
+
+// LostEvent: the group went on without this member, and these of its
+// messages of view View (numbers Seqs, sent as incarnation Inc) may be
+// missing at the members that stay: Unknown, the member does not know
+// which of them they delivered; otherwise they were delivered here but
+// not by them. Its other messages past the view's cut are sent again
+// from its next incarnation.
+type LostEvent struct {
+	Event   string   `json:"event"` // "lost"
+	View    uint64   `json:"view"`
+	Inc     uint64   `json:"inc"`
+	Seqs    []uint64 `json:"seqs"`
+	Unknown bool     `json:"unknown"`
+}
+
+func (e LostEvent) Kind() string { return "lost" }
+func (e LostEvent) String() string {
+	what := "not delivered by the members that stay"
+	if e.Unknown {
+		what = "perhaps not delivered by the members that stay"
+	}
+	return fmt.Sprintf("%d messages of view %d %s", len(e.Seqs), e.View, what)
+}
 
 // RemovedEvent: the group went on without this member (it was suspected,
 // or cut off in a minority); it joins again as a new incarnation.
@@ -336,6 +361,9 @@ type Group struct {
 	isis      isisState
 	totem     totemState
 	heard     []time.Time
+	health    int       // Lifeguard's local health multiplier (suspectFor)
+	healthAt  time.Time // when it last changed
+	lastTick  time.Time
 	nextBeat  time.Time
 	nak       map[node.ID]bool
 	held      []heldSnap // what this member held at its last heartbeats (retransmit)
@@ -357,6 +385,7 @@ type Group struct {
 	quitted    bool            // this member quit (GAbandon)
 	quitBy     time.Time       // GAbandon: quit once no change is under way, or at this time
 	lastInst   *Change
+	past       map[uint64]*Change // rememberChange: by the view each ended
 	minority   bool
 	waitSince  time.Time
 	contacts   []node.ID
@@ -581,8 +610,10 @@ func (g *Group) install(v View) {
 	}
 }
 
-// rejoin starts a new incarnation after the group went on without us.
-func (g *Group) rejoin(view uint64) {
+// rejoin starts a new incarnation after the group went on without us;
+// c is the change that did so, when known.
+func (g *Group) rejoin(view uint64, c *Change) {
+	g.requeue(c)
 	for _, m := range g.view.Members {
 		if m.ID != g.cfg.ID && !slices.Contains(g.contacts, m.ID) {
 			g.contacts = append(g.contacts, m.ID)
@@ -597,9 +628,57 @@ func (g *Group) rejoin(view uint64) {
 	g.stats["removed"]++
 }
 
+// requeue: the group went on without this member (change c, nil when
+// not known). Virtual synchrony delivers a message in the view it was
+// sent in or not at all (Nita-Rotaru's CS7610 notes, "virtual
+// synchrony"), so this member's messages past c's cut were delivered by
+// none of the members that stay: they go again, first and in their
+// order, from the next incarnation, so that no sender's stream has a
+// hole. What cannot go again is reported (LostEvent), never dropped
+// silently: without the cut, every message of the view not yet known to
+// be everywhere (its fate is unknown); with it, one delivered here past
+// the cut (sending it again would deliver it twice here).
+func (g *Group) requeue(c *Change) {
+	me, ok := g.pos[g.cfg.ID]
+	if !g.inView || !ok || g.seq == 0 || g.cfg.bug == gbugNoRequeue {
+		return
+	}
+	var again [][]byte
+	var lost []uint64
+	if c == nil || me >= len(c.Cut) {
+		for q := uint64(1); q <= g.seq; q++ {
+			if _, held := g.store[me][q]; held {
+				lost = append(lost, q)
+			}
+		}
+	} else {
+		for q := c.Cut[me] + 1; q <= g.seq; q++ {
+			p, held := g.store[me][q]
+			mine := g.deliv[me] >= q
+			if g.cfg.Total.stamping() {
+				mine = g.delivered[Stamp{g.cfg.ID, q}]
+			}
+			if !held || mine {
+				lost = append(lost, q)
+				continue
+			}
+			again = append(again, p)
+		}
+	}
+	if len(again) > 0 {
+		g.queue = append(again, g.queue...)
+		g.stats["requeued"] += uint64(len(again))
+	}
+	if len(lost) > 0 {
+		g.stats["lost"] += uint64(len(lost))
+		g.events = append(g.events, LostEvent{Event: "lost", View: g.view.ID, Inc: g.me.Inc, Seqs: lost, Unknown: c == nil})
+	}
+}
+
 // Tick implements node.Machine.
 func (g *Group) Tick(now time.Time) {
 	g.now = now
+	g.healthTick(now)
 	if !now.Before(g.tickAt) {
 		g.tickAt = now.Add(g.cfg.Period / 2)
 	}
@@ -714,7 +793,49 @@ func (g *Group) suspected(i int) bool {
 	if _, quit := g.quit[g.view.Members[i]]; quit {
 		return true
 	}
-	return g.view.Members[i].ID != g.cfg.ID && g.now.Sub(g.heard[i]) > g.cfg.Suspect
+	return g.view.Members[i].ID != g.cfg.ID && g.now.Sub(g.heard[i]) > g.suspectFor()
+}
+
+// maxHealth bounds the local health multiplier: suspicion waits at most
+// (1 + maxHealth)·Suspect (Lifeguard's default maximum, 8).
+const maxHealth = 8
+
+// suspectFor is how long a member must stay silent to be suspected here:
+// Suspect, stretched by this member's own health (Dadgar et al.,
+// "Lifeguard: Local Health Awareness for More Accurate Failure Detection",
+// §IV-A, Local Health Multiplier). A member that was not running on time
+// (its ticks came late: a flood's backlog, a loaded machine) takes its
+// own slowness for others' silence less readily; the multiplier falls
+// back by one for each Suspect without such a sign, so a member running
+// on time detects a crash in Suspect.
+func (g *Group) suspectFor() time.Duration {
+	return g.cfg.Suspect * time.Duration(1+g.health)
+}
+
+// unhealthy raises the local health multiplier.
+func (g *Group) unhealthy() {
+	if g.cfg.bug == gbugNoHealth {
+		return
+	}
+	g.health = min(g.health+1, maxHealth)
+	g.healthAt = g.now
+}
+
+// healthTick: a tick that comes late (over a Period after the last, where
+// they are due every half Period) shows this member was not running on
+// time (Lifeguard §IV-A), and its health falls; each Suspect without a
+// sign of trouble restores a step.
+func (g *Group) healthTick(now time.Time) {
+	if !g.lastTick.IsZero() && g.inView && g.cfg.bug != gbugNoHealth {
+		if now.Sub(g.lastTick) > g.cfg.Period {
+			g.unhealthy()
+		}
+	}
+	g.lastTick = now
+	if g.health > 0 && now.Sub(g.healthAt) >= g.cfg.Suspect {
+		g.health--
+		g.healthAt = now
+	}
 }
 
 // acting is the member that leads a change: the first in seniority that

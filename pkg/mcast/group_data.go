@@ -74,7 +74,12 @@ func (g *Group) Step(now time.Time, in node.Envelope[GMsg]) error {
 		if _, ok := g.pos[in.From]; ok && in.Msg.Type != GGone && in.Msg.View <= g.view.ID {
 			if t, ok := g.lagAt[in.From]; !ok || now.Sub(t) >= g.cfg.Period {
 				g.lagAt[in.From] = now
-				g.send(in.From, GMsg{Type: GGone, View: g.view.ID + 1})
+				if c := g.past[in.Msg.View]; c != nil && !g.cfg.EVS && g.cfg.bug != gbugNoRequeue {
+					// The change that ended its view: its cut (laggard).
+					g.send(in.From, GMsg{Type: GInstall, View: in.Msg.View, Change: c})
+				} else {
+					g.send(in.From, GMsg{Type: GGone, View: g.view.ID + 1})
+				}
 			}
 		}
 		return nil
@@ -120,7 +125,7 @@ func (g *Group) handle(from node.ID, m GMsg) {
 	case GGone:
 		if g.inView && m.View > g.view.ID {
 			if _, ok := g.pos[from]; ok {
-				g.rejoin(g.view.ID)
+				g.rejoin(g.view.ID, nil)
 			}
 		}
 		return
@@ -144,7 +149,7 @@ func (g *Group) handle(from node.ID, m GMsg) {
 		return
 	}
 	if m.View < g.view.ID {
-		g.laggard(from, m.Inc)
+		g.laggard(from, m.Inc, m.View)
 		return
 	}
 	i, ok := g.pos[from]
@@ -301,13 +306,41 @@ func (g *Group) isMember(from node.ID) bool {
 // debugf, when set (tests), sees the group protocol's decisions.
 var debugf func(format string, args ...any)
 
+// rememberChange keeps the changes that ended the last views this member
+// was in (a bounded history), so that a member the group went on
+// without, which may come back several views later, learns its cut.
+func (g *Group) rememberChange(c *Change) {
+	if g.past == nil {
+		g.past = map[uint64]*Change{}
+	}
+	g.past[c.Next.ID-1] = c
+	for v := range g.past {
+		if v+changeHistory < c.Next.ID {
+			delete(g.past, v)
+		}
+	}
+}
+
+// changeHistory bounds rememberChange: views.
+const changeHistory = 64
+
 // laggard answers a frame of an older view: its sender missed the
 // install (send it again) or is no longer a member (tell it so).
-func (g *Group) laggard(from node.ID, inc uint64) {
+func (g *Group) laggard(from node.ID, inc, view uint64) {
 	if t, ok := g.lagAt[from]; ok && g.now.Sub(t) < g.cfg.Period {
 		return
 	}
 	g.lagAt[from] = g.now
+	if c := g.past[view]; c != nil && !g.cfg.EVS && (g.cfg.bug != gbugNoRequeue || view+1 == g.view.ID) {
+		// It is still in a view a change this member went through
+		// ended, whether the change kept it or not: the install gives
+		// it the cut, and a member left out sends its messages past the
+		// cut again in its next incarnation (requeue) instead of leaving
+		// a gap. (Under EVS another component may number a view alike:
+		// no cut from here.)
+		g.send(from, GMsg{Type: GInstall, View: view, Change: c})
+		return
+	}
 	if i, ok := g.pos[from]; ok && g.view.Members[i].Inc == inc && g.lastInst != nil {
 		g.send(from, GMsg{Type: GInstall, View: g.view.ID - 1, Change: g.lastInst})
 		return
@@ -475,13 +508,13 @@ func (g *Group) onInstall(from node.ID, c *Change) {
 	case next.ID > g.view.ID+1 || len(c.Cut) != len(g.view.Members):
 		// We missed whole views: the group went on without us.
 		g.stats["missed-views"]++
-		g.rejoin(g.view.ID)
+		g.rejoin(g.view.ID, nil)
 		return
 	}
 	if !slices.Contains(c.Survivors, g.cfg.ID) {
 		// Taken out without flushing: what we delivered in this view may
 		// differ from the survivors; this incarnation ends here.
-		g.rejoin(g.view.ID)
+		g.rejoin(g.view.ID, c)
 		return
 	}
 	if !covers(g.recv, uint64(len(g.stamps)), g.isis.finalRecv, c) && g.cfg.bug != gbugEarlyInstall {
@@ -490,13 +523,14 @@ func (g *Group) onInstall(from node.ID, c *Change) {
 		// and that lacks part of the cut cannot move with the others:
 		// this incarnation ends here.
 		g.stats["install-unready"]++
-		g.rejoin(g.view.ID)
+		g.rejoin(g.view.ID, c)
 		return
 	}
 	if c.Into == node.None || g.cfg.bug != gbugMergeNoFlush {
 		g.finishView(c)
 	}
 	g.lastInst = c
+	g.rememberChange(c)
 	if in {
 		if c.Merged {
 			g.mergeIn(c)
@@ -518,7 +552,7 @@ func (g *Group) onInstall(from node.ID, c *Change) {
 		g.mergeOut(c)
 		return
 	}
-	g.rejoin(g.view.ID)
+	g.rejoin(g.view.ID, c)
 }
 
 // linger: a member that has left stays until every survivor of the

@@ -23,7 +23,10 @@ type BenchConfig struct {
 	// start once the group has formed).
 	Group bool
 	Total mcast.Total
-	// Members: with Group, sending starts once a view has this many.
+	// Members: with Group, sending starts once a view has this many, and
+	// a member leaves once it has delivered Members·Count messages (every
+	// member sends Count), or --linger after its own sends, counting what
+	// is missing as errors.
 	Members int
 	Size    int // bytes per message, at least BenchHeader
 	Count   int
@@ -86,8 +89,32 @@ func Bench(live *cli.Running, m BenchMember, cfg BenchConfig, out *cli.Output, l
 				return
 			}
 		}
+		if cfg.Group && cfg.Members > 0 {
+			// As cpgflood: a member leaves only once it has every
+			// member's messages (main loop), or --linger runs out.
+			sendErr <- nil
+			return
+		}
 		sendErr <- m.End(ctx)
 	}()
+	// With a dynamic group every member sends Count: all of them have
+	// come once Members·Count are delivered here.
+	want := 0
+	if cfg.Group && cfg.Members > 0 {
+		want = cfg.Members * count
+	}
+	ending := false
+	end := func() {
+		if !ending {
+			ending = true
+			go func() {
+				if err := m.End(ctx); err != nil && ctx.Err() == nil {
+					log.Error("leaving the group", "err", err)
+				}
+			}()
+		}
+	}
+	sendsDone := false
 	var (
 		lat       []time.Duration
 		delivered int
@@ -149,8 +176,20 @@ func Bench(live *cli.Running, m BenchMember, cfg BenchConfig, out *cli.Output, l
 			if err != nil {
 				return err
 			}
+			sendsDone = true
 			linger = time.After(cfg.Linger)
+			if want > 0 && delivered >= want {
+				end()
+			}
 		case <-linger:
+			if want > 0 && delivered < want {
+				// Missing messages are a failed check, never a quiet
+				// short count.
+				errs += want - delivered
+				if firstErr == "" {
+					firstErr = fmt.Sprintf("%d of the %d messages never delivered here", want-delivered, want)
+				}
+			}
 			log.Warn("--linger ran out before the group finished")
 			return report()
 		case ev := <-live.Events:
@@ -163,6 +202,9 @@ func Bench(live *cli.Running, m BenchMember, cfg BenchConfig, out *cli.Output, l
 				deliver(ev.Sender, ev.Payload)
 			case mcast.GroupDeliverEvent:
 				deliver(ev.Sender, ev.Payload)
+				if want > 0 && sendsDone && delivered >= want {
+					end()
+				}
 			case mcast.ViewEvent:
 				select {
 				case <-formed:
@@ -172,6 +214,16 @@ func Bench(live *cli.Running, m BenchMember, cfg BenchConfig, out *cli.Output, l
 						close(formed)
 					}
 				}
+			case mcast.LostEvent:
+				// Messages of this member the others may never deliver:
+				// a hole in its stream at their end, so a failed check.
+				errs += len(ev.Seqs)
+				if firstErr == "" {
+					firstErr = ev.String()
+				}
+				log.Warn(ev.String(), "incarnation", ev.Inc)
+			case mcast.RemovedEvent:
+				log.Warn("removed from the view", "view", ev.View, "incarnation", ev.Inc)
 			case mcast.RoomEvent:
 				m.Room()
 			case mcast.DoneEvent:

@@ -24,6 +24,20 @@ type Group struct {
 	room
 	done bool
 	err  error
+	lost []mcast.LostEvent
+}
+
+// Lost is the non-zero exit of a member the group went on without, some
+// of whose messages the members that stay may lack (nil: none).
+func (g *Group) Lost() error {
+	if len(g.lost) == 0 {
+		return nil
+	}
+	n := 0
+	for _, e := range g.lost {
+		n += len(e.Seqs)
+	}
+	return cli.Exitf(cli.ExitLost, "removed from the group with %d of its messages perhaps not delivered by the members that stay (first: %v)", n, g.lost[0])
 }
 
 // Err is why the member must stop now (nil: it goes on).
@@ -84,6 +98,10 @@ func (g *Group) Handle(ev node.Event, p *Printer) {
 		if e, ok := ev.(mcast.MinorityEvent); ok && g.ExitOnMinority {
 			g.err = cli.Exitf(cli.ExitUnavailable, "cut off with a minority of view %d (--exit-on-minority)", e.View)
 		}
+	case mcast.LostEvent:
+		p.Note(ev)
+		g.lost = append(g.lost, ev)
+		fmt.Fprintf(os.Stderr, "mcast: %v\n", ev)
 	case mcast.RoomEvent:
 		g.Room()
 	case mcast.DoneEvent:
@@ -173,6 +191,8 @@ func (p *Printer) Note(ev node.Event) {
 		l.View, l.Inc = e.View, e.Inc
 	case mcast.MinorityEvent:
 		l.View = e.View
+	case mcast.LostEvent:
+		l.View, l.Inc, l.Seqs = e.View, e.Inc, e.Seqs
 	}
 	p.out.JSON(l)
 }
@@ -281,7 +301,7 @@ func ReadViewLog(file string) (*ViewLog, error) {
 				cur, inc = mcast.Member{}, l.Inc
 				continue
 			}
-		case "minority", "room":
+		case "minority", "room", "lost":
 			continue
 		case "exit":
 			clean = true

@@ -192,7 +192,13 @@ func Pipe(live *cli.Running, m Member, in io.Reader, p *Printer, cfg PipeConfig)
 	}
 	finish := func() error {
 		p.Exit(total)
-		return drain()
+		if err := drain(); err != nil {
+			return err
+		}
+		if f, ok := m.(interface{ Lost() error }); ok {
+			return f.Lost()
+		}
+		return nil
 	}
 	for {
 		select {

@@ -44,6 +44,7 @@ type LogLine struct {
 	VT      []uint64       `json:"vt,omitempty"`
 	Payload *string        `json:"payload,omitempty"`
 	Sent    *uint64        `json:"sent,omitempty"`
+	Seqs    []uint64       `json:"seqs,omitempty"` // lost: this member's messages the others may lack
 }
 
 func (p *Printer) payload(b []byte) string {
