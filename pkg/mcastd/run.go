@@ -31,13 +31,10 @@ func Run(mb *cli.Member, cfg RunConfig) error {
 		order  = cfg.Multicast.Order.String()
 	)
 	if g := cfg.Gossip; g != nil {
-		g.ID, g.Peers = mb.ID, cli.IDs(mb.Peers)
-		if g.Rand == nil {
-			g.Rand = mb.Rand()
-		}
-		m, err := gossip.New(*g)
+		mb.Identify(&g.ID, &g.Peers, &g.Rand)
+		m, err := cli.Build(gossip.New(*g))
 		if err != nil {
-			return cli.Exitf(cli.ExitUsage, "%v", err)
+			return err
 		}
 		drv, run, err := cli.StartMachine[gossip.Msg](mb, m, gossip.Codec{Fam: wire.FamilyMcast}, "order", "gossip")
 		if err != nil {
@@ -47,9 +44,9 @@ func Run(mb *cli.Member, cfg RunConfig) error {
 	} else {
 		mc := cfg.Multicast
 		mc.ID, mc.Peers, mc.Backlog = mb.ID, cli.IDs(mb.Peers), Backlog
-		m, err := mcast.New(mc)
+		m, err := cli.Build(mcast.New(mc))
 		if err != nil {
-			return cli.Exitf(cli.ExitUsage, "%v", err)
+			return err
 		}
 		drv, run, err := cli.StartMachine[mcast.Msg](mb, m, mcast.Codec{}, "order", order)
 		if err != nil {
@@ -113,9 +110,9 @@ func RunBench(mb *cli.Member, cfg BenchConfig, group mcast.GroupConfig) error {
 		}
 		live, member = run, NewGroup(drv)
 	} else {
-		m, err := mcast.New(mcast.Config{ID: mb.ID, Peers: cli.IDs(mb.Peers), Order: cfg.Order})
+		m, err := cli.Build(mcast.New(mcast.Config{ID: mb.ID, Peers: cli.IDs(mb.Peers), Order: cfg.Order}))
 		if err != nil {
-			return cli.Exitf(cli.ExitUsage, "%v", err)
+			return err
 		}
 		drv, run, err := cli.StartMachine[mcast.Msg](mb, m, mcast.Codec{}, "order", cfg.Order, "size", cfg.Size, "count", cfg.Count, "rate", cfg.Rate)
 		if err != nil {
