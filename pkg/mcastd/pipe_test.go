@@ -184,7 +184,9 @@ func TestPipeTakesEventsWhileStdoutBlocks(t *testing.T) {
 	stdin, feed := io.Pipe() // input stays open
 	defer feed.Close()
 	go func() {
-		res <- Pipe(live, f, stdin, p, PipeConfig{MaxLine: mcast.MaxPayload, Linger: time.Minute, Stall: 300 * time.Millisecond})
+		// --stall-timeout must outlast feeding 5,000 events: 300 ms did
+		// not at load 40 under -race (866 taken), so give it 5 s.
+		res <- Pipe(live, f, stdin, p, PipeConfig{MaxLine: mcast.MaxPayload, Linger: time.Minute, Stall: 5 * time.Second})
 	}()
 	evs <- mcast.DeliverEvent{Sender: 1, Seq: 1, Payload: []byte("line")}
 	<-g.entered // the first write is blocked from here on
@@ -207,7 +209,7 @@ func TestPipeTakesEventsWhileStdoutBlocks(t *testing.T) {
 		if f.cost() != 0 {
 			t.Fatalf("told the machine %d was written, nothing was", f.cost())
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("the pipe did not give up on a stdout blocked past --stall-timeout")
 	}
 }
