@@ -45,6 +45,9 @@ func transcript(bug bug) *sim.Scenario[Msg] {
 		},
 		Format: func(m Msg) string {
 			m.Attempt = 0 // drawn at random: it says nothing here
+			if m.Stretch == 1 {
+				m.Stretch = 0 // on time: shown only when a sender says it is late
+			}
 			return strings.ReplaceAll(sim.FormatMsg(m), fmt.Sprintf(" ticket=%d", NoTicket), "")
 		},
 		Status: func(s *sim.Sim[Msg], id node.ID, m node.Machine[Msg]) string {
