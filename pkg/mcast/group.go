@@ -575,7 +575,7 @@ func (g *Group) install(v View) {
 	g.flushing, g.promised, g.accepted, g.accBallot, g.readySent, g.lead = false, Ballot{}, nil, Ballot{}, Ballot{}, nil
 	g.minority, g.waitSince, g.installed = false, time.Time{}, g.now
 	for m := range g.joins {
-		if slices.Contains(v.Members, m) {
+		if i, ok := g.pos[m.ID]; ok && v.Members[i].Inc >= m.Inc {
 			delete(g.joins, m)
 			delete(g.mergeJoins, m)
 		}
