@@ -648,6 +648,7 @@ func TestSimGroupsCatchPlantedBugs(t *testing.T) {
 		{"evs: equal views both join the other", TotalNone, gbugMergeEitherWay, "EVS: "},
 		{"safe: the transitional set is the whole old view", TotalNone, gbugTransWholeView, "transitional set"},
 		{"safe: the transitional set leaves out whom a member suspects", TotalNone, gbugTransLocal, `transitional set \(11\)`},
+		{"a change that drops a silent member drops a live one too", TotalSequencer, gbugDropLive, "live component"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
