@@ -143,6 +143,7 @@ const (
 	gbugQuitSuspected                  // every suspected member is left out of the majority's count, not only quitters
 	gbugNoHealth                       // suspicion ignores this member's own lateness (no local health multiplier)
 	gbugNoRequeue                      // a removed member drops its messages past the cut
+	gbugDropLive                       // a change that drops a silent member drops the view's last member too, though it answered
 )
 
 // Group events. Text forms: "view 7 members 1,2,4 joined 4 left 3",
@@ -575,7 +576,7 @@ func (g *Group) install(v View) {
 	g.flushing, g.promised, g.accepted, g.accBallot, g.readySent, g.lead = false, Ballot{}, nil, Ballot{}, Ballot{}, nil
 	g.minority, g.waitSince, g.installed = false, time.Time{}, g.now
 	for m := range g.joins {
-		if slices.Contains(v.Members, m) {
+		if i, ok := g.pos[m.ID]; ok && v.Members[i].Inc >= m.Inc {
 			delete(g.joins, m)
 			delete(g.mergeJoins, m)
 		}
@@ -988,7 +989,7 @@ func (g *Group) tryCommit() {
 		joined = newestPerID(joined)
 		c.Next.ID = g.view.ID + 1
 		for _, m := range g.view.Members {
-			if _, ok := l.acks[m.ID]; ok && !g.leaves[m.ID] && !joinIDs[m.ID] {
+			if _, ok := l.acks[m.ID]; ok && !g.leaves[m.ID] && !joinIDs[m.ID] && !(g.cfg.bug == gbugDropLive && m.ID != g.cfg.ID && m == g.view.Members[len(g.view.Members)-1] && len(l.acks) < len(g.view.Members) && 2*(len(l.acks)-1) > len(g.view.Members)) {
 				c.Next.Members = append(c.Next.Members, m)
 			} else {
 				c.Next.Left = append(c.Next.Left, m)

@@ -356,6 +356,11 @@ func (g *Group) onJoin(m Member, merging bool) {
 	if !g.inView || m.ID == node.None {
 		return
 	}
+	if i, ok := g.pos[m.ID]; ok && g.view.Members[i].Inc > m.Inc {
+		// A late or duplicated join of an earlier incarnation: the view
+		// holds a later one, which a change must not replace with it.
+		return
+	}
 	if i, ok := g.pos[m.ID]; ok && g.view.Members[i] == m {
 		// It is in the view already and missed the install.
 		if g.lastInst != nil {

@@ -36,6 +36,7 @@ type gscenario struct {
 	// only some members; then the next acting leader does the same.
 	leaders bool
 	crashed *int // leaders crashed mid-change (the leader-crash schedule)
+	noLive  bool // without the live-component check (livecheck_test.go)
 }
 
 // run: a group founded by member 1 that the others join; for 4 s members
@@ -98,6 +99,10 @@ func (sc gscenario) runMerges() (sends int, views uint64, blocked bool, merges i
 	left := map[Member]bool{}
 	transitional := map[Member]uint64{} // the view a member announced a transitional configuration in
 	group := func(id node.ID) *Group { g, _ := s.Machine(id).(*Group); return g }
+	live := newLiveCheck(s, group, func(q Member) bool {
+		g := group(q.ID)
+		return !sc.noLive && s.Alive(q.ID) && cur[q.ID] == q && g != nil && g.me == q && !g.ended && !g.quitted && !g.done
+	})
 	// Safe delivery (Nita-Rotaru's CS7610 notes): a message delivered before the view's
 	// transitional configuration is held by every member of the view,
 	// judged from every live member's state at that instant.
@@ -139,6 +144,9 @@ func (sc gscenario) runMerges() (sends int, views uint64, blocked bool, merges i
 			logs[p] = append(logs[p], VRecord{Kind: VTransitional, View: e.View, Members: e.Members})
 		case ViewEvent:
 			logs[p] = append(logs[p], VRecord{Kind: VView, View: e.View, Members: e.Members})
+			if err := live.installed(e.View, p, e.Members); err != nil {
+				return err
+			}
 			views = max(views, e.View)
 		case LeftEvent:
 			r := VRecord{Kind: VLeft, View: e.View}
@@ -640,6 +648,7 @@ func TestSimGroupsCatchPlantedBugs(t *testing.T) {
 		{"evs: equal views both join the other", TotalNone, gbugMergeEitherWay, "EVS: "},
 		{"safe: the transitional set is the whole old view", TotalNone, gbugTransWholeView, "transitional set"},
 		{"safe: the transitional set leaves out whom a member suspects", TotalNone, gbugTransLocal, `transitional set \(11\)`},
+		{"a change that drops a silent member drops a live one too", TotalSequencer, gbugDropLive, "live component"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
