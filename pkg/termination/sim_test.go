@@ -209,7 +209,7 @@ func (j *job) run() error {
 		}
 		all := true
 		for _, id := range ids {
-			if s.Alive(id) && !mach(id).Terminated() {
+			if s.Alive(id) && !mach(id).Settled() {
 				all = false
 			}
 		}

@@ -280,6 +280,7 @@ func (m *Machine) Step(now time.Time, in node.Envelope[Msg]) error {
 		m.announce(msg.Members)
 	case MsgDoneAck:
 		delete(m.doneUnack, in.From)
+		m.settle()
 	default:
 		return fmt.Errorf("termination: unexpected %v from %d", msg.Type, in.From)
 	}
