@@ -14,8 +14,8 @@ import (
 var terminateFlags = cli.WithEnv(tool, append(cli.NodeFlags(),
 	&ucli.IntFlag{Name: "backups", Value: 1, Usage: "back the marker up on the next K processes: the detection survives K consecutive crashed processes"},
 	&ucli.BoolFlag{Name: "passive", Usage: "start passive (no work of its own until some arrives)"},
-	&ucli.DurationFlag{Name: "heartbeat", Value: 50 * time.Millisecond, Usage: "how often a backup probes the processes it watches"},
-	&ucli.DurationFlag{Name: "timeout", Value: 200 * time.Millisecond, Usage: "a watched process silent this long, or work unacknowledged this long, counts as crashed; ≥ 2×heartbeat, > the longest delivery"},
+	&ucli.DurationFlag{Name: "heartbeat", Value: 50 * time.Millisecond, Usage: "how often a backup probes the processes it watches, and unacknowledged work, marker or announcement is resent"},
+	&ucli.DurationFlag{Name: "timeout", Value: 200 * time.Millisecond, Usage: "a watched process silent this long, or work, marker or announcement unacknowledged this long, counts as crashed; ≥ 2×heartbeat, > the longest delivery; on a lossy network many heartbeats"},
 ))
 
 var terminateCommand = &ucli.Command{
@@ -35,6 +35,11 @@ A line it does not understand, or 'send' while passive, exits 64.
 The marker is backed up on the next --backups processes: if the process
 holding it crashes, the next live one takes over, without an election, as
 long as no more than --backups consecutive processes crash.
+
+Work, the marker and the announcement are acknowledged and resent every
+--heartbeat until acknowledged, so the detection survives lost and
+duplicated datagrams; the process that announces the end exits once every
+live process has acknowledged it (or --timeout has passed).
 
 Examples:
    (echo 'send 2'; echo idle) | consensus terminate --id 1 --peers @peers.txt --insecure

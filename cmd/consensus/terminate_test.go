@@ -96,6 +96,77 @@ func TestTerminateHolderKilled(t *testing.T) {
 	}
 }
 
+// TestTerminateLossy: four processes whose every outgoing datagram is
+// dropped with probability 0.2 (--fault-drop) and duplicated with 0.1
+// (--fault-dup). Each sends work to the next and goes passive; work, the
+// marker and the announcement are resent until acknowledged and a
+// duplicate is work once, so every process prints one 'work from' and
+// 'terminated' and exits 0.
+func TestTerminateLossy(t *testing.T) {
+	const n = 4
+	var peers []string
+	for i := 1; i <= n; i++ {
+		c, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		peers = append(peers, fmt.Sprintf("%d=%s", i, c.LocalAddr()))
+		c.Close()
+	}
+	dir := t.TempDir()
+	cmds := make([]*exec.Cmd, n+1)
+	ins := make([]io.WriteCloser, n+1)
+	outs := make([]*syncBuf, n+1)
+	for i := 1; i <= n; i++ {
+		ready := filepath.Join(dir, fmt.Sprintf("%d.ready", i))
+		// A timeout of 40 heartbeats: 0.36^40 (a round trip fails with
+		// probability 1-0.8²) makes a false crash negligible.
+		cmd := exec.Command(bin, "terminate", "--id", fmt.Sprint(i), "--peers", strings.Join(peers, ","),
+			"--backups", "1", "--heartbeat", "25ms", "--timeout", "1s", "--fault-drop", "0.2", "--fault-dup", "0.1",
+			"--ready-file", ready, "--no-color")
+		outs[i] = &syncBuf{}
+		cmd.Stdout = outs[i]
+		in, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds[i], ins[i] = cmd, in
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	}
+	for i := 1; i <= n; i++ {
+		ready := filepath.Join(dir, fmt.Sprintf("%d.ready", i))
+		clitest.WaitFor(t, 15*time.Second, func() bool { _, err := os.Stat(ready); return err == nil })
+	}
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(ins[i], "send %d\n", i%n+1)
+	}
+	for i := 1; i <= n; i++ {
+		from := fmt.Sprintf("work from %d", (i+n-2)%n+1)
+		clitest.WaitFor(t, 15*time.Second, func() bool { return strings.Contains(outs[i].String(), from) })
+	}
+	for i := 1; i <= n; i++ {
+		ins[i].Close()
+	}
+	for i := 1; i <= n; i++ {
+		done := make(chan error, 1)
+		go func() { done <- cmds[i].Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("process %d: %v\n%s", i, err, outs[i].String())
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("process %d did not end within 30 s at 20%% loss: %q", i, outs[i].String())
+		}
+		if got := outs[i].String(); !strings.Contains(got, "terminated (crashed [])") || strings.Count(got, "work from") != 1 {
+			t.Errorf("process %d printed %q, want one 'work from' and 'terminated (crashed [])'", i, got)
+		}
+	}
+}
+
 func TestTerminateUsage(t *testing.T) {
 	for _, args := range [][]string{
 		{"terminate", "--id", "1", "--peers", "1=127.0.0.1:7001,2=127.0.0.1:7002", "--backups", "-1"},

@@ -20,10 +20,15 @@ const (
 	MsgDone     MsgType = 6 // termination; Members the crashed processes
 	MsgSend     MsgType = 7 // local: send work to To
 	MsgIdle     MsgType = 8 // local: this process is passive
+	// MsgMarkerAck: marker emission Seq arrived. The paper assumes reliable
+	// channels; over datagrams each copy is acknowledged and resent.
+	MsgMarkerAck MsgType = 9
+	MsgDoneAck   MsgType = 10 // the announcement arrived
 )
 
 var typeNames = map[MsgType]string{MsgWork: "work", MsgWorkAck: "work-ack", MsgMarker: "marker",
-	MsgProbe: "probe", MsgProbeAck: "probe-ack", MsgDone: "done", MsgSend: "send", MsgIdle: "idle"}
+	MsgProbe: "probe", MsgProbeAck: "probe-ack", MsgDone: "done", MsgSend: "send", MsgIdle: "idle",
+	MsgMarkerAck: "marker-ack", MsgDoneAck: "done-ack"}
 
 func (t MsgType) String() string {
 	if s, ok := typeNames[t]; ok {
@@ -50,7 +55,7 @@ type Codec struct{}
 func (Codec) Family() wire.Family { return wire.FamilyTermination }
 
 func (Codec) Marshal(m Msg) (uint8, []byte, error) {
-	if m.Type < MsgWork || m.Type > MsgDone {
+	if !onWire(m.Type) {
 		return 0, nil, fmt.Errorf("termination: %v is not a wire message", m.Type)
 	}
 	if len(m.White) > maxList || len(m.Members) > maxList || m.NCrashed < 0 || m.NCrashed > len(m.Members) {
@@ -70,7 +75,7 @@ func (Codec) Marshal(m Msg) (uint8, []byte, error) {
 
 func (Codec) Unmarshal(typ uint8, p []byte) (Msg, error) {
 	m := Msg{Type: MsgType(typ)}
-	if m.Type < MsgWork || m.Type > MsgDone {
+	if !onWire(m.Type) {
 		return Msg{}, fmt.Errorf("%w: termination message type %d", wire.ErrMalformed, typ)
 	}
 	d := wire.NewDec(p)
@@ -92,4 +97,9 @@ func (Codec) Unmarshal(typ uint8, p []byte) (Msg, error) {
 	}
 	m.NCrashed = int(nc)
 	return m, nil
+}
+
+// onWire: the types sent between processes (MsgSend and MsgIdle are local).
+func onWire(t MsgType) bool {
+	return t >= MsgWork && t <= MsgDone || t == MsgMarkerAck || t == MsgDoneAck
 }

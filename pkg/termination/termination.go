@@ -32,6 +32,7 @@ package termination
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -57,6 +58,8 @@ const (
 	bugNone bug = iota
 	// bugNoColour: sending work does not blacken the sender.
 	bugNoColour
+	// bugActOnDup: every copy of a work message is taken as new work.
+	bugActOnDup
 )
 
 // Machine is one process's termination detector.
@@ -69,6 +72,7 @@ type Machine struct {
 	black   bool
 	seq     uint64
 	unacked map[uint64]sent
+	recv    map[node.ID]*dedup // work seen, per sender
 
 	// The marker (Fig. 2).
 	count   uint64    // newest emission seen
@@ -79,14 +83,53 @@ type Machine struct {
 	faulty  map[node.ID]bool
 	watched map[node.ID]*watch
 
-	done   bool
-	out    []node.Envelope[Msg]
-	events []node.Event
+	// The latest marker emission, resent to the targets that have not
+	// acknowledged it.
+	emit      Msg
+	emitAt    time.Time
+	emitNext  time.Time
+	emitUnack map[node.ID]bool
+
+	done      bool
+	doneMsg   Msg
+	doneAt    time.Time
+	doneNext  time.Time
+	doneUnack map[node.ID]bool
+	settled   bool
+	out       []node.Envelope[Msg]
+	events    []node.Event
 }
 
 type sent struct {
-	to node.ID
-	at time.Time
+	to       node.ID
+	at, next time.Time // first sent, next resend
+}
+
+// dedup: the work sequence numbers seen from one sender, kept bounded as
+// the highest contiguous one and the few seen above it.
+type dedup struct {
+	low   uint64
+	above map[uint64]bool
+}
+
+const maxAbove = 256
+
+// first records seq and reports whether it is new.
+func (d *dedup) first(seq uint64) bool {
+	if seq <= d.low || d.above[seq] {
+		return false
+	}
+	d.above[seq] = true
+	if len(d.above) > maxAbove {
+		// The lowest gap belongs to work its sender has given up on
+		// (Timeout: it took this process for crashed); skip it.
+		d.low = slices.Min(slices.Collect(maps.Keys(d.above))) - 1
+	}
+	for d.above[d.low+1] {
+		delete(d.above, d.low+1)
+		d.low++
+	}
+	return true
 }
 
 type watch struct{ heard, probe time.Time }
@@ -111,6 +154,16 @@ func (e TerminatedEvent) String() string {
 	return fmt.Sprintf("terminated (crashed %v)", e.Crashed)
 }
 
+// SettledEvent: termination was announced and, at the announcer, every
+// live process acknowledged the announcement (or stayed silent for
+// Timeout); the process may exit. It follows TerminatedEvent.
+type SettledEvent struct {
+	Event string `json:"event"` // "settled"
+}
+
+func (SettledEvent) Kind() string   { return "settled" }
+func (SettledEvent) String() string { return "settled" }
+
 // New returns a Machine. The process with the lowest ID holds the marker
 // first, and the k after it a backup (Fig. 2, Initialisation).
 func New(cfg Config) (*Machine, error) {
@@ -134,7 +187,7 @@ func New(cfg Config) (*Machine, error) {
 		return nil, fmt.Errorf("termination: timeout %v below twice the heartbeat %v", cfg.Timeout, cfg.Heartbeat)
 	}
 	m := &Machine{cfg: cfg, peers: peers, index: map[node.ID]int{}, active: cfg.Active,
-		unacked: map[uint64]sent{}, faulty: map[node.ID]bool{}, watched: map[node.ID]*watch{}}
+		unacked: map[uint64]sent{}, recv: map[node.ID]*dedup{}, faulty: map[node.ID]bool{}, watched: map[node.ID]*watch{}}
 	for i, p := range peers {
 		m.index[p] = i
 	}
@@ -157,6 +210,10 @@ func (m *Machine) Holding() bool { return m.holding }
 // Terminated reports whether termination was announced to this process.
 func (m *Machine) Terminated() bool { return m.done }
 
+// Settled reports whether the announcement is settled: every live
+// process acknowledged it, or this process only received it.
+func (m *Machine) Settled() bool { return m.settled }
+
 // Step implements node.Machine.
 func (m *Machine) Step(now time.Time, in node.Envelope[Msg]) error {
 	msg := in.Msg
@@ -170,7 +227,7 @@ func (m *Machine) Step(now time.Time, in node.Envelope[Msg]) error {
 				return fmt.Errorf("termination: work for %d, not another member", msg.To)
 			}
 			m.seq++
-			m.unacked[m.seq] = sent{msg.To, now}
+			m.unacked[m.seq] = sent{msg.To, now, now.Add(m.cfg.Heartbeat)}
 			if m.cfg.bug != bugNoColour {
 				m.black = true
 			}
@@ -192,7 +249,16 @@ func (m *Machine) Step(now time.Time, in node.Envelope[Msg]) error {
 	}
 	switch msg.Type {
 	case MsgWork:
+		// Every copy is acknowledged; only the first is work.
 		m.send(in.From, Msg{Type: MsgWorkAck, Seq: msg.Seq})
+		d := m.recv[in.From]
+		if d == nil {
+			d = &dedup{above: map[uint64]bool{}}
+			m.recv[in.From] = d
+		}
+		if !d.first(msg.Seq) && m.cfg.bug != bugActOnDup {
+			break
+		}
 		if !m.done {
 			m.active = true
 			m.events = append(m.events, WorkEvent{Event: "work", From: in.From})
@@ -200,12 +266,21 @@ func (m *Machine) Step(now time.Time, in node.Envelope[Msg]) error {
 	case MsgWorkAck:
 		delete(m.unacked, msg.Seq)
 	case MsgMarker:
+		m.send(in.From, Msg{Type: MsgMarkerAck, Seq: msg.Seq})
 		m.takeMarker(now, msg)
+	case MsgMarkerAck:
+		if msg.Seq == m.emit.Seq {
+			delete(m.emitUnack, in.From)
+		}
 	case MsgProbe:
 		m.send(in.From, Msg{Type: MsgProbeAck})
 	case MsgProbeAck:
 	case MsgDone:
+		m.send(in.From, Msg{Type: MsgDoneAck})
 		m.announce(msg.Members)
+	case MsgDoneAck:
+		delete(m.doneUnack, in.From)
+		m.settle()
 	default:
 		return fmt.Errorf("termination: unexpected %v from %d", msg.Type, in.From)
 	}
@@ -283,12 +358,16 @@ func (m *Machine) pass(now time.Time) {
 	}
 	m.black = false
 	if len(m.streak)+len(m.crashed) >= len(m.peers) {
-		m.announce(m.crashed)
+		m.doneMsg = Msg{Type: MsgDone, Members: slices.Clone(m.crashed)}
+		m.doneAt, m.doneNext = now, now.Add(m.cfg.Heartbeat)
+		m.doneUnack = map[node.ID]bool{}
 		for _, p := range m.peers {
 			if p != m.cfg.ID && !slices.Contains(m.crashed, p) {
-				m.send(p, Msg{Type: MsgDone, Members: m.crashed})
+				m.doneUnack[p] = true
+				m.send(p, m.doneMsg)
 			}
 		}
+		m.announce(m.crashed)
 		return
 	}
 	var to []node.ID
@@ -303,9 +382,61 @@ func (m *Machine) pass(now time.Time) {
 	m.count++
 	out := Msg{Type: MsgMarker, Seq: m.count, White: m.streak, NCrashed: len(m.crashed),
 		Members: append(slices.Clone(m.crashed), to...)}
+	m.emit, m.emitAt, m.emitNext = out, now, now.Add(m.cfg.Heartbeat)
+	m.emitUnack = map[node.ID]bool{}
 	for _, p := range to {
+		m.emitUnack[p] = true
 		m.send(p, out)
 	}
+}
+
+// settle emits SettledEvent once no acknowledgement of the announcement
+// is awaited.
+func (m *Machine) settle() {
+	if m.done && !m.settled && len(m.doneUnack) == 0 {
+		m.settled = true
+		m.events = append(m.events, SettledEvent{Event: "settled"})
+	}
+}
+
+// resend: the paper assumes reliable channels (Arantes and Sopena §II);
+// over datagrams, work, the latest marker emission and the announcement
+// go again every Heartbeat to whoever has not acknowledged them, until
+// Timeout takes the silent one for crashed.
+func (m *Machine) resend(now time.Time) {
+	seqs := slices.Sorted(maps.Keys(m.unacked))
+	for _, s := range seqs {
+		w := m.unacked[s]
+		switch {
+		case now.Sub(w.at) >= m.cfg.Timeout:
+			delete(m.unacked, s)
+		case !w.next.After(now):
+			m.send(w.to, Msg{Type: MsgWork, Seq: s})
+			w.next = now.Add(m.cfg.Heartbeat)
+			m.unacked[s] = w
+		}
+	}
+	if len(m.emitUnack) > 0 {
+		if now.Sub(m.emitAt) >= m.cfg.Timeout {
+			m.emitUnack = nil
+		} else if !m.emitNext.After(now) {
+			for _, p := range slices.Sorted(maps.Keys(m.emitUnack)) {
+				m.send(p, m.emit)
+			}
+			m.emitNext = now.Add(m.cfg.Heartbeat)
+		}
+	}
+	if len(m.doneUnack) > 0 {
+		if now.Sub(m.doneAt) >= m.cfg.Timeout {
+			m.doneUnack = nil
+		} else if !m.doneNext.After(now) {
+			for _, p := range slices.Sorted(maps.Keys(m.doneUnack)) {
+				m.send(p, m.doneMsg)
+			}
+			m.doneNext = now.Add(m.cfg.Heartbeat)
+		}
+	}
+	m.settle()
 }
 
 func (m *Machine) announce(crashed []node.ID) {
@@ -314,6 +445,7 @@ func (m *Machine) announce(crashed []node.ID) {
 	}
 	m.done = true
 	m.events = append(m.events, TerminatedEvent{Event: "terminated", Crashed: append([]node.ID{}, crashed...)})
+	m.settle()
 }
 
 func (m *Machine) send(to node.ID, msg Msg) {
@@ -324,11 +456,7 @@ func (m *Machine) send(to node.ID, msg Msg) {
 // and suspect the silent ones; work unacknowledged for Timeout went to a
 // crashed process.
 func (m *Machine) Tick(now time.Time) {
-	for s, w := range m.unacked {
-		if now.Sub(w.at) >= m.cfg.Timeout {
-			delete(m.unacked, s)
-		}
-	}
+	m.resend(now)
 	for _, p := range m.det {
 		if !m.faulty[p] && m.watched[p] == nil {
 			m.watched[p] = &watch{heard: now, probe: now}
@@ -370,7 +498,14 @@ func (m *Machine) Ready() node.Ready[Msg] {
 		wake(w.heard.Add(m.cfg.Timeout))
 	}
 	for _, s := range m.unacked {
+		wake(s.next)
 		wake(s.at.Add(m.cfg.Timeout))
+	}
+	if len(m.emitUnack) > 0 {
+		wake(m.emitNext)
+	}
+	if len(m.doneUnack) > 0 {
+		wake(m.doneNext)
 	}
 	return r
 }

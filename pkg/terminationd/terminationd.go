@@ -17,7 +17,7 @@ import (
 	"github.com/roundtable-go/roundtable/pkg/termination"
 )
 
-// Run runs one process until termination is announced (nil), stdin holds
+// Run runs one process until termination is announced and settled (nil), stdin holds
 // a line it does not understand (64), a signal (128+signal) or a failed
 // transport (69). Stdin lines: 'send ID' sends one unit of work to
 // process ID (only while active); 'idle' makes the process passive.
@@ -55,10 +55,12 @@ func Run(mb *cli.Member, cfg termination.Config, in io.Reader) error {
 	for {
 		select {
 		case ev := <-live.Events:
-			mb.Out.Event(ev)
-			if _, ok := ev.(termination.TerminatedEvent); ok {
+			// The announcer stays until every live process has
+			// acknowledged the end (or stayed silent for Timeout).
+			if _, ok := ev.(termination.SettledEvent); ok {
 				return nil
 			}
+			mb.Out.Event(ev)
 		case err := <-bad:
 			return cli.Exitf(cli.ExitUsage, "%v", err)
 		case err := <-live.Done:
