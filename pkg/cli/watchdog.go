@@ -356,6 +356,9 @@ func (l *Watch) Start(args, env []string, until time.Time) (*Child, error) {
 	// would outlive its lease by that much. A watchdog not up by the
 	// deadline means this lease is over; the Watch, still unarmed, may
 	// be used again (StartLeased keeps it for the next command).
+	if !time.Now().Before(until) {
+		return nil, ErrLeaseOver // a select below could pick either ready case
+	}
 	select {
 	case <-l.guarding:
 	case <-time.After(time.Until(until)):
@@ -382,24 +385,16 @@ func (l *Watch) Start(args, env []string, until time.Time) (*Child, error) {
 	// A watchdog fires only at the deadline, and a command that joined its
 	// group before it fired dies with it. Past the deadline the watchdog
 	// may have cleared the group before the command joined (a watchdog
-	// that has exited but is not yet reaped still holds the group's ID):
-	// if it is gone, the command is killed here instead.
-	if monotonic() >= deadline && exited(l.wd.Process.Pid) {
+	// that has exited but is not yet reaped still holds the group's ID),
+	// or be clearing it right now (killing, not yet exited: on a starved
+	// host that window is long): the lease is over either way, so the
+	// group is killed here.
+	if monotonic() >= deadline {
 		_ = syscall.Kill(-l.wd.Process.Pid, syscall.SIGKILL)
 		<-c.done
 		return nil, ErrLeaseOver
 	}
 	return c, nil // when the command exits, sweep closes l.w: the watchdog clears the group, then exits
-}
-
-// exited reports whether process pid has exited: it is gone, or a zombie.
-func exited(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
-	}
-	i := bytes.LastIndexByte(b, ')')
-	return i < 0 || i+2 >= len(b) || b[i+2] == 'Z' || b[i+2] == 'X'
 }
 
 // Extend moves a leased child's deadline.
