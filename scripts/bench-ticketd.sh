@@ -34,6 +34,9 @@
 #   HOG=8                                        part 4 beside 8 busy loops (a busy
 #                                                host; each ends with the script, or
 #                                                after 10 min at most)
+#   PROFILE=DIR                                  part 4's ticketd members write CPU
+#                                                profiles to DIR/ticketd.cpu.<id>
+#                                                (go tool pprof BINARY FILE)
 . "$(dirname "$0")/lib.sh"
 iter=${1:-200}
 rounds=${2:-5}
@@ -198,7 +201,12 @@ fi
 
 if part 4; then
 echo "== 4. load: $clients clients for ${load_secs}s against 5 ticketd members ($pool tickets), then 5 lockd daemons ($pool locks)"
-scripts/cluster.sh start -j -n 5 -d "$work/lt" "$bin/ticketd" serve --no-color --log-level warn --tickets "$pool" --socket "$work/lt/{id}.sock" >/dev/null
+prof=()
+if [ -n "${PROFILE:-}" ]; then
+  mkdir -p "$PROFILE"; cp "$bin/ticketd" "$PROFILE/ticketd"
+  prof=(env ROUNDTABLE_CPUPROFILE="$(cd "$PROFILE" && pwd)/ticketd.cpu")
+fi
+${prof[@]+"${prof[@]}"} scripts/cluster.sh start -j -n 5 -d "$work/lt" "$bin/ticketd" serve --no-color --log-level warn --tickets "$pool" --socket "$work/lt/{id}.sock" >/dev/null
 scripts/cluster.sh start -n 5 -d "$work/ll" "$bin/lockd" serve --no-color --log-level warn --socket "$work/ll/{id}.sock" >/dev/null
 # every member grants once before the clock starts
 for i in 1 2 3 4 5; do
@@ -254,6 +262,12 @@ fi
 rf0=$(refounds); term0=$(term)
 load ticketd "$work/lt" >"$work/lt.sums"
 rf1=$(refounds)
+if [ -n "${PROFILE:-}" ]; then
+  for i in 1 2 3 4 5; do
+    cp "$work/lt/$i.log" "$PROFILE/ticketd.log.$i" 2>/dev/null || true
+    "$bin/ticketd" status --json --socket "$work/lt/$i.sock" >"$PROFILE/ticketd.status.$i" 2>/dev/null || true
+  done
+fi
 load lockd "$work/ll" >"$work/ll.sums"
 read -r tg tt tu tl to <"$work/lt.sums"
 read -r lg lt lu ll lo <"$work/ll.sums"

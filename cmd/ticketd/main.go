@@ -7,6 +7,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -249,6 +250,11 @@ func serve(c *ucli.Context) error {
 	if !c.IsSet("state-file") {
 		state = cli.DefaultStateFile(fmt.Sprintf("%s-%s-%d.epoch", tool, strings.ReplaceAll(mb.Cluster, "/", "_"), mb.ID))
 	}
+	stopProfile, err := cpuProfile(uint32(mb.ID))
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	floor, err := cli.ReadUint(state)
 	if err != nil {
 		return cli.Exitf(cli.ExitUsage, "--state-file: %v", err)
@@ -267,4 +273,24 @@ func holdCmd(c *ucli.Context) error {
 		return cli.Exitf(cli.ExitUsage, "hold takes no arguments, got %q", c.Args().First())
 	}
 	return ticketd.Hold(claim.WaitOptions(c), cli.NewOutput(os.Stdout, c.Bool(cli.FlagJSON)))
+}
+
+// cpuProfile writes a CPU profile of the daemon to
+// $ROUNDTABLE_CPUPROFILE.<id> until it stops, when that variable is set (a
+// developer's tool for the load benchmark, scripts/bench-ticketd.sh
+// PROFILE=1; not a flag: users never need it).
+func cpuProfile(id uint32) (func(), error) {
+	base := os.Getenv("ROUNDTABLE_CPUPROFILE")
+	if base == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(fmt.Sprintf("%s.%d", base, id))
+	if err != nil {
+		return nil, cli.Exitf(cli.ExitUsage, "ROUNDTABLE_CPUPROFILE: %v", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, cli.Exitf(cli.ExitUsage, "ROUNDTABLE_CPUPROFILE: %v", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }

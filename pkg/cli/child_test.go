@@ -412,3 +412,34 @@ func TestWatchStartsCommandOnceGuarded(t *testing.T) {
 		waitGroupGone(t, c.pgid)
 	}
 }
+
+// TestLeasedChildEndsWithoutWatchdog: a leased command that exits leaving
+// nothing in its group has its group ended by its supervisor, without
+// waiting for the watchdog to wake and look (a release waits for that).
+// The watchdog is stopped (SIGSTOP) before the command exits: only the
+// supervisor can end the group, and Done must find it empty.
+func TestLeasedChildEndsWithoutWatchdog(t *testing.T) {
+	dir := t.TempDir()
+	gate := filepath.Join(dir, "gate")
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wt := PrepareWatch()
+	c, err := wt.Start([]string{"sh", "-c", `while [ -e "$0" ]; do sleep 0.01; done`, gate}, nil, time.Now().Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(c.pgid, syscall.SIGSTOP); err != nil { // the watchdog leads the group
+		t.Fatal(err)
+	}
+	os.Remove(gate) // the command exits by itself
+	select {
+	case <-c.Done():
+	case <-time.After(time.Minute):
+		t.Fatal("the command did not end within a minute")
+	}
+	if err := syscall.Kill(-c.pgid, 0); err != syscall.ESRCH {
+		syscall.Kill(-c.pgid, syscall.SIGKILL)
+		t.Fatalf("the group (its watchdog stopped) was not empty when the command's end was reported: kill 0: %v", err)
+	}
+}

@@ -262,6 +262,10 @@ func PrepareWatch() *Watch {
 	return l
 }
 
+// Guarding is closed once the watchdog is up (Start need not wait for
+// it). A watchdog that failed to start never closes it: Start says why.
+func (l *Watch) Guarding() <-chan struct{} { return l.guarding }
+
 // Cancel ends a Watch that no command will use: its watchdog leaves.
 func (l *Watch) Cancel() {
 	<-l.ready

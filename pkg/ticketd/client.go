@@ -113,6 +113,10 @@ func Run(o claim.RunOpts) error {
 	if o.KillGrace > 0 && o.KillGrace < grace {
 		grace = o.KillGrace
 	}
+	if why := awaitWatch(c, watch, &got, grace); why != "" {
+		_ = c.Send(Request{Op: "release"})
+		return cli.Exitf(cli.ExitLost, "ticket %d lost before the command started (%s)", got.Ticket, why)
+	}
 	env := []string{"TICKETD_TICKET=" + strconv.FormatUint(uint64(got.Ticket), 10),
 		"TICKETD_TICKETS=" + strconv.FormatUint(uint64(got.Tickets), 10),
 		"TICKETD_EPOCH=" + strconv.FormatUint(got.Epoch, 10)}
@@ -130,6 +134,37 @@ func Run(o claim.RunOpts) error {
 	}
 	k := keep(got, func(u time.Time) { child.Extend(u.Add(grace)) })
 	return c.Run(k, sigs, child, grace, Tool, fmt.Sprintf("ticket %d", got.Ticket), Request{Op: "release"})
+}
+
+// awaitWatch waits, when the ticket came before the watchdog was up,
+// until it is, reading the daemon's renewals meanwhile (into got), so that
+// the watchdog's start on a starved host (seconds) does not outlast a
+// lease that the daemon goes on renewing. It returns why the ticket was
+// lost meanwhile, or "". A watchdog that never comes up is left to
+// Start, which says why.
+func awaitWatch(c *client, watch *cli.Watch, got *Reply, grace time.Duration) (lost string) {
+	for {
+		t := time.NewTimer(time.Until(time.Unix(0, got.UntilNS).Add(grace)))
+		select {
+		case <-watch.Guarding():
+			t.Stop()
+			return ""
+		case <-t.C:
+			return "" // Start finds the lease over
+		case r, ok := <-c.Replies():
+			t.Stop()
+			switch {
+			case !ok:
+				return "the daemon went away"
+			case r.Event == "lost" && r.Reason == "":
+				return "the daemon took it back"
+			case r.Event == "lost":
+				return r.Reason
+			case r.Event == "valid" && r.UntilNS > got.UntilNS:
+				got.UntilNS = r.UntilNS
+			}
+		}
+	}
 }
 
 // Hold is 'ticketd hold': take a ticket, print it, and hold it until

@@ -51,7 +51,8 @@ type session struct {
 	busyAt   time.Time // nonblock: answer busy then
 	holds    *slot     // the slot whose ticket it holds
 	epoch    uint64
-	stopping bool // told its ticket is lost; its command is being stopped
+	stopping bool      // told its ticket is lost; its command is being stopped
+	sent     time.Time // the lease's end as last sent to it (taken, valid)
 }
 
 type clientMsg struct {
@@ -75,6 +76,8 @@ type slot struct {
 	lends     int       // lends since this slot took its ticket
 	idleSince time.Time // when its last holder went
 	lending   bool      // asked its Member to lend its ticket, no answer yet
+	yield     bool      // give the ticket back (CLEAVE) when the current use ends
+	takenAt   time.Time // when it took its ticket
 	joining   time.Time // when the current join started (zero: none)
 	ticket    uint32
 	n         uint32
@@ -118,6 +121,7 @@ type daemon struct {
 	wantSent time.Time
 	eagerAt  time.Time // slot 0 joins without a client of our own from then on
 	wantNext int       // the member asked last for a ticket
+	othersAt time.Time // another member last said it waits for a ticket
 	persist  uint64    // the epoch the state file covers
 	stopping bool
 	ready    atomic.Bool // found the pool (or founded it)
@@ -430,7 +434,7 @@ func (d *daemon) control(from node.ID, typ uint8, body []byte) {
 		}
 	case ctlWant:
 		select {
-		case d.ctl <- func() { d.wantedAt = time.Now().Add(d.cfg.roundOr()) }:
+		case d.ctl <- func() { d.othersAt = time.Now(); d.wantedAt = d.othersAt.Add(d.cfg.roundOr()) }:
 		default:
 		}
 	}
@@ -589,7 +593,7 @@ func (d *daemon) event(s *slot, ev node.Event) {
 	d.mb.Out.Event(ev)
 	switch e := ev.(type) {
 	case ticket.TakenEvent:
-		s.joining, s.lends, s.ticket, s.n, s.idleSince = time.Time{}, 0, e.Ticket, e.N, time.Now()
+		s.joining, s.lends, s.ticket, s.n, s.idleSince, s.takenAt, s.yield = time.Time{}, 0, e.Ticket, e.N, time.Now(), time.Now(), false
 		d.serve()
 	case ticket.ExcludedEvent:
 		d.lose(s, "this member was excluded from the core")
@@ -647,7 +651,7 @@ func (d *daemon) serve() {
 		if want <= 0 || d.stopping {
 			return
 		}
-		if s.holder == nil && !s.lending {
+		if s.holder == nil && !s.lending && !s.yield {
 			s.lending = true
 			want--
 			_ = s.drv.Request(context.Background(), ticket.Msg{Type: ticket.MsgLend})
@@ -675,9 +679,21 @@ func (d *daemon) lent(s *slot, e ticket.LentEvent) {
 			d.mb.Log.Warn("cannot persist the epoch", "err", err)
 		}
 	}
+	c.sent = machine{supportedUntil: e.Until}.until(now)
 	c.cn.Send(Reply{Event: "taken", Ticket: e.Ticket, Tickets: e.N, Epoch: e.Epoch,
-		UntilNS: machine{supportedUntil: e.Until}.until(now).UnixNano(), KillGraceNS: int64(d.cfg.KillGrace)})
+		UntilNS: c.sent.UnixNano(), KillGraceNS: int64(d.cfg.KillGrace)})
 	d.announce(Notice{Event: "taken", Ticket: e.Ticket, Epoch: e.Epoch})
+}
+
+// renew reports whether a holder whose lease ends at sent is told of the
+// new end u: when u is later by at least a quarter of what is left of it
+// (and a quarter round). The lease moves one ALIVE at a time (a round) or
+// with the clock when alone; telling every tick (a quarter round) woke the
+// client and its watchdog four times per move, on a host short of CPU.
+// The client's lease is never shorter than three quarters of what it could
+// be, less a quarter round.
+func renew(sent, u, now time.Time, round time.Duration) bool {
+	return u.Sub(sent) >= max(round/4, u.Sub(now)/4)
 }
 
 // giveBack tells slot s's Member that the use of its ticket is over
@@ -700,7 +716,10 @@ func (d *daemon) tick() {
 		d.keep(mc.mark) // the mark the ring carried here survives a restart
 		if c := s.holder; c != nil && !c.stopping {
 			if mc.mayAct {
-				c.cn.Send(Reply{Event: "valid", UntilNS: mc.until(now).UnixNano()})
+				if u := mc.until(now); renew(c.sent, u, now, d.cfg.roundOr()) {
+					c.sent = u
+					c.cn.Send(Reply{Event: "valid", UntilNS: u.UnixNano()})
+				}
 			} else {
 				d.lose(s, "this member lost its support")
 			}
@@ -730,6 +749,12 @@ func (d *daemon) tick() {
 	// Another member waits and no ticket is free: give one back, from an
 	// idle slot. A slot that has been used gives its ticket back even with
 	// clients waiting here (they take another), so no member starves.
+	inCore := 0
+	for _, s := range d.slots {
+		if st := s.mc.state; st == "coordinator" || st == "linking" {
+			inCore++
+		}
+	}
 	if now.Before(d.wantedAt) {
 		for _, s := range d.slots {
 			if mc := s.mc; s.holder == nil && !s.lending && mc.mayAct && !mc.alone && mc.settled && (len(d.queue) == 0 || s.lends > 0) {
@@ -738,6 +763,25 @@ func (d *daemon) tick() {
 				d.eagerAt = now.Add(eagerPause)
 				break
 			}
+		}
+	}
+	// Still wanted, and every ticket here is in use: the one lent longest
+	// is given back when its current use ends (yieldNow), so that a
+	// member busy with clients of its own cannot starve another. A member
+	// with one ticket gives it up only after holding it for holdSlice,
+	// so that tickets do not move at every ask while members have one
+	// each; one holding more gives one up at once.
+	if now.Before(d.wantedAt) {
+		var pick *slot
+		for _, s := range d.slots {
+			if mc := s.mc; s.holder != nil && !s.yield && s.lends > 0 && mc.mayAct && !mc.alone &&
+				(inCore > 1 || now.Sub(s.takenAt) > holdSlice) && (pick == nil || s.takenAt.Before(pick.takenAt)) {
+				pick = s
+			}
+		}
+		if pick != nil {
+			pick.yield = true
+			d.wantedAt = time.Time{}
 		}
 	}
 	// A slot beyond the member's own that has been idle a while gives its
@@ -758,6 +802,18 @@ func (d *daemon) tick() {
 		if st := s.mc.state; st == "joining" || st == "linking" {
 			coming++
 		}
+	}
+	// While other members say they wait, a member that has a ticket
+	// brings no more slots in (nor keeps them trying): a ticket given
+	// back is for the member that asked for it.
+	if inCore > 0 && now.Sub(d.othersAt) < eagerPause {
+		for _, s := range d.slots {
+			if s.mc.state == "joining" {
+				d.tell(s, ticket.Msg{Type: ticket.MsgReset})
+				s.mc.state, s.joining = "idle", time.Time{}
+			}
+		}
+		coming = len(d.queue) // none to bring
 	}
 	for need := len(d.queue) - coming; need > 0; need-- {
 		s := d.outSlot()
@@ -819,6 +875,24 @@ func (d *daemon) outSlot() *slot {
 // out: the machine is in none of the core's states, nor on its way in.
 func out(state string) bool { return state == "idle" || state == "left" || state == "excluded" }
 
+// holdSlice: a member with one ticket and clients of its own gives it to
+// a member that asks for one only once it has held it this long (at most a
+// fifth of a client's default wait).
+const holdSlice = 2 * time.Second
+
+// yieldNow gives slot s's ticket back (CLEAVE) at the end of a use, if it
+// was asked to (tick) and may leave without disturbing a repair.
+func (d *daemon) yieldNow(s *slot) {
+	if !s.yield {
+		return
+	}
+	s.yield = false
+	if mc := s.mc; mc.mayAct && !mc.alone && mc.settled && !d.frozen() {
+		d.tell(s, ticket.Msg{Type: ticket.MsgLeave})
+		d.eagerAt = time.Now().Add(eagerPause)
+	}
+}
+
 // wantEvery: a member that waits for a ticket asks one other member every
 // this many rounds: the ticket given back must reach it (CLEAVE, then its
 // CJOIN finds the new coordinator) before another is asked for.
@@ -865,6 +939,7 @@ func (d *daemon) client(m clientMsg) {
 		if sl := s.holds; sl != nil && sl.holder == s {
 			sl.holder, sl.idleSince = nil, time.Now()
 			d.giveBack(sl)
+			d.yieldNow(sl)
 			d.released(sl, s)
 			d.serve()
 		}
@@ -888,6 +963,7 @@ func (d *daemon) client(m clientMsg) {
 		if sl := s.holds; sl != nil && sl.holder == s {
 			sl.holder, s.holds, sl.idleSince = nil, nil, time.Now()
 			d.giveBack(sl)
+			d.yieldNow(sl)
 			d.released(sl, s)
 			d.serve()
 		}
