@@ -84,7 +84,7 @@ func (Codec) Marshal(m Msg) (uint8, []byte, error) {
 		return 0, nil, fmt.Errorf("gossip: %v is not a wire message", m.Type)
 	}
 	if m.Type >= MsgShuffle {
-		if len(m.View) > maxView {
+		if len(m.View) > MaxView {
 			return 0, nil, fmt.Errorf("gossip: %d view entries are too many", len(m.View))
 		}
 		var e wire.Enc
@@ -124,7 +124,7 @@ func (Codec) Unmarshal(typ uint8, p []byte) (Msg, error) {
 	}
 	d := wire.NewDec(p)
 	if m.Type >= MsgShuffle {
-		if n := d.Count(maxView, 2); n > 0 {
+		if n := d.Count(MaxView, 2); n > 0 {
 			m.View = make([]ViewEntry, n)
 			for i := range m.View {
 				m.View[i] = ViewEntry{ID: d.ID(), Age: d.U8()}

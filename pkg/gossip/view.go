@@ -61,8 +61,8 @@ type ViewEntry struct {
 	Age uint8
 }
 
-// maxView bounds a view and a shuffle on the wire.
-const maxView = 255
+// MaxView bounds a view and a shuffle on the wire.
+const MaxView = 255
 
 // initView fills the view from contacts, at random, up to View entries.
 func (m *Machine) initView(contacts []node.ID) {
@@ -184,8 +184,8 @@ func newViewed(cfg Config) (*Machine, error) {
 		return nil, errors.New("gossip: Config.Rand is required")
 	case cfg.Tree:
 		return nil, errors.New("gossip: a partial view (Config.View) does not go with Tree")
-	case cfg.View > maxView:
-		return nil, fmt.Errorf("gossip: a view of %d entries is more than %d", cfg.View, maxView)
+	case cfg.View > MaxView:
+		return nil, fmt.Errorf("gossip: a view of %d entries is more than %d", cfg.View, MaxView)
 	}
 	if cfg.Shuffle <= 0 {
 		cfg.Shuffle = (cfg.View + 1) / 2
@@ -215,3 +215,9 @@ func newViewed(cfg Config) (*Machine, error) {
 	m.initView(contacts)
 	return m, nil
 }
+
+// Fanout is the number of peers each push goes to.
+func (m *Machine) Fanout() int { return m.cfg.Fanout }
+
+// TTL is the number of rounds an event is pushed on.
+func (m *Machine) TTL() int { return m.cfg.TTL }
