@@ -134,6 +134,9 @@ func (r viewRun) run() (viewResult, error) {
 // without its sender) are caught by the same checks.
 func TestSimViews(t *testing.T) {
 	seeds := sim.Seeds()
+	if raceEnabled {
+		seeds = seeds[:min(10, len(seeds))]
+	}
 	var events, full int
 	var pairs, worst float64 = 0, 1
 	var slowest time.Duration
@@ -168,6 +171,9 @@ func TestSimViews(t *testing.T) {
 func TestSimViewsPlantedBugs(t *testing.T) {
 	for _, bug := range []string{"frozen", "dropSelf"} {
 		caught, runs := 0, 10
+		if raceEnabled {
+			runs = 2
+		}
 		for seed := uint64(1); seed <= uint64(runs); seed++ {
 			r := viewRun{seed: seed, n: 120, events: 20, drop: 0.05, crashes: 10, warm: 10, frozen: bug == "frozen", dropSelf: bug == "dropSelf"}
 			res, err := r.run()
