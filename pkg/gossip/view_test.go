@@ -165,26 +165,31 @@ func TestSimViews(t *testing.T) {
 	}
 }
 
-// TestSimViewsPlantedBugs: views that are never refreshed, and shuffles
-// that leave out their sender's own entry, leave late joiners in no one's
-// view; the overlay check and the delivery check must catch them.
+// TestSimViewsPlantedBugs: views that are never refreshed leave members
+// whose contacts crashed with no one to push to or pull from, and the
+// delivery check (Reach) catches it; shuffles that leave out their
+// sender's own entry leave late joiners in no one's view, which the
+// overlay check (CheckViews) catches (their notices still arrive by their
+// own pulls, so Reach alone does not).
 func TestSimViewsPlantedBugs(t *testing.T) {
 	for _, bug := range []string{"frozen", "dropSelf"} {
 		caught, runs := 0, 10
 		if raceEnabled {
 			runs = 2
 		}
+		worst := 1.0
 		for seed := uint64(1); seed <= uint64(runs); seed++ {
 			r := viewRun{seed: seed, n: 120, events: 20, drop: 0.05, crashes: 10, warm: 10, frozen: bug == "frozen", dropSelf: bug == "dropSelf"}
 			res, err := r.run()
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.views != nil || res.reach.Fraction < 0.999 {
+			worst = min(worst, res.reach.Fraction)
+			if bug == "frozen" && res.reach.Fraction < 0.999 || bug == "dropSelf" && res.views != nil {
 				caught++
 			}
 		}
-		t.Logf("planted bug %s caught in %d of %d runs", bug, caught, runs)
+		t.Logf("planted bug %s caught in %d of %d runs (worst reach %.4f)", bug, caught, runs, worst)
 		if caught < runs {
 			t.Errorf("planted bug %s caught in only %d of %d runs", bug, caught, runs)
 		}
