@@ -30,7 +30,8 @@ func socketFlag() ucli.Flag {
 func serveFlags() []ucli.Flag {
 	node := cli.DropFlags(cli.NodeFlags(), cli.FlagPeers, cli.FlagTransport, cli.FlagAdvertise, cli.FlagResolveEvery, cli.FlagDNSServer)
 	return cli.WithEnv(tool, append(node,
-		&ucli.StringFlag{Name: "join", Usage: "addresses of members of the pool (host:port, comma-separated); none: found a new pool"},
+		&ucli.StringFlag{Name: "join", Usage: "members of the pool to ask, comma-separated: host:port, dns:NAME:PORT (every A/AAAA record of NAME) or srv:NAME (every SRV record), asked until one answers; none: found a new pool"},
+		cli.DNSServerFlag(),
 		&ucli.IntFlag{Name: "tickets", Usage: "n, the pool's size: required to found a pool; with --join, checked against the pool's"},
 		&ucli.IntFlag{Name: "k", Value: 1, Usage: "a member stays in the core while k+1 of its 2k+1 closest predecessors vouch for it; survives k failures among 2k+1 neighbours"},
 		&ucli.DurationFlag{Name: "round", Value: 40 * time.Millisecond, Usage: "the period of ALIVE and UPDATE messages; failures are detected in about 3 rounds; a crashed member's tickets are reclaimed after about 20 rounds plus --max-kill-grace"},
@@ -71,19 +72,26 @@ them only once it has accepted the pool (its --tickets agrees, its --id is
 nobody else's). 'ticketd forget ID' strikes off a member that will not
 come back.
 
+--join also takes names, as --peers does in the other tools: dns:NAME:PORT
+(every A and AAAA record of NAME, at PORT) and srv:NAME (every SRV record,
+its target at its port), looked up once at start; the new member asks every
+address they give (but its own) until one answers.
+
 SIGHUP re-reads --key-file (see docs/design.md, "Changing the key").
 
 Exit codes: 0 after SIGINT or SIGTERM (the ticket is given back
 first; a second signal stops at once); 64 usage (a bad flag, --tickets
 that disagrees with the pool's, or an --id another member holds); 69
-cannot bind, or no member answered at --join; 75 another ticketd already
+cannot bind, a --join name gave no address, or no member answered at
+--join; 75 another ticketd already
 serves --socket; 76 another member forgot this one (start it again with
 --join).
 
 Examples:
    ticketd serve --id 1 --bind 10.0.0.1:7300 --tickets 8 --key-file pool.key
    ticketd serve --id 2 --bind 10.0.0.2:7300 --join 10.0.0.1:7300 --key-file pool.key
-   ticketd serve --id 3 --bind 127.0.0.1:7302 --join 127.0.0.1:7300,127.0.0.1:7301 --socket /tmp/t3.sock`,
+   ticketd serve --id 3 --bind 127.0.0.1:7302 --join 127.0.0.1:7300,127.0.0.1:7301 --socket /tmp/t3.sock
+   ticketd serve --id 4 --bind 10.0.0.4:7300 --join srv:_ticketd._udp.example.com --key-file pool.key`,
 				Flags:  serveFlags(),
 				Action: serve,
 			},
@@ -219,11 +227,10 @@ func serve(c *ucli.Context) error {
 	if c.Args().Len() > 0 {
 		return cli.Exitf(cli.ExitUsage, "serve takes no arguments, got %q", c.Args().First())
 	}
-	var join []string
-	for _, a := range strings.Split(c.String("join"), ",") {
-		if a = strings.TrimSpace(a); a != "" {
-			join = append(join, a)
-		}
+	self, _ := cli.ResolveBind(c.String(cli.FlagBind)) // a bad --bind is reported below
+	join, err := cli.JoinAddrs(c.String("join"), self, c.String(cli.FlagDNSServer))
+	if err != nil {
+		return err
 	}
 	n := c.Int("tickets")
 	switch {

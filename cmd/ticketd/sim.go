@@ -10,6 +10,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/roundtable-go/roundtable/pkg/cli"
+	"github.com/roundtable-go/roundtable/pkg/gossip"
 	"github.com/roundtable-go/roundtable/pkg/ticket"
 	"github.com/roundtable-go/roundtable/pkg/ticketsim"
 )
@@ -34,6 +35,13 @@ FILE.svg|.png|.pdf also draws the median against p_f, the seeds' spread as
 bars, the seed's bound ½(1−α) and its Chernoff bound 1 − (e/4)^(2·p_f·n). Drawing needs a ticketd built with 'go build -tags plot'
 (the plotting library's fonts would otherwise slow every ticketd start).
 
+--prcast runs PrCast's traffic experiment instead: --processes members
+keep partial views of --view others (default ⌈3·ln n⌉), refreshed by a
+shuffle every round, and announce one notice a round for --prcast-rounds
+rounds; the run prints the messages one member sent per round for
+membership (shuffles) and for PrCast (pushes, digests, repairs), mean and
+most, and how many notices reached every member within TTL rounds.
+
 Exit codes: 0 done; 1 a safety violation (the message names the seed); 64
 usage; 69 --plot in a ticketd built without plots.
 
@@ -41,7 +49,8 @@ Examples:
    ticketd sim --processes 400 --tickets 50 --alpha 0.8 --pf 0.001 --rounds 300
    ticketd sim --processes 10000 --tickets 1000 --rounds 100 --json
    ticketd sim --processes 400 --tickets 50 --seeds 3 --sweep --json
-   ticketd sim --processes 400 --tickets 50 --seeds 3 --plot availability.svg`,
+   ticketd sim --processes 400 --tickets 50 --seeds 3 --plot availability.svg
+   ticketd sim --prcast --processes 10000`,
 		Flags: []ucli.Flag{
 			&ucli.IntFlag{Name: "processes", Value: 400, Usage: "processes in all (holders and those waiting outside)"},
 			&ucli.IntFlag{Name: "tickets", Value: 50, Usage: "n, the pool's size"},
@@ -63,6 +72,9 @@ Examples:
 			&ucli.StringFlag{Name: "model", Value: "independent", Usage: "independent: every holder crashes with probability --pf each protocol round; paper: --pf per round of the seed's analysis (α exclusions long), and only crashes that leave at most k failed among 2k+1 neighbours"},
 			&ucli.BoolFlag{Name: "check", Usage: "check Theorem 4.1 after every step, not once a round (slow)"},
 			&ucli.BoolFlag{Name: "trace", Usage: "print every event and crash of the run on stderr, with its virtual time"},
+			&ucli.BoolFlag{Name: "prcast", Usage: "run PrCast's traffic experiment over partial views instead: messages per member and round"},
+			&ucli.IntFlag{Name: "prcast-rounds", Value: 10, Usage: "with --prcast: rounds to measure, one notice each"},
+			&ucli.IntFlag{Name: "view", DefaultText: "⌈3·ln processes⌉", Usage: "with --prcast: members in each partial view"},
 			cli.JSONFlag(),
 		},
 		Action: simCmd,
@@ -72,6 +84,9 @@ Examples:
 func simCmd(c *ucli.Context) error {
 	if c.Args().Len() > 0 {
 		return cli.Exitf(cli.ExitUsage, "sim takes no arguments, got %q", c.Args().First())
+	}
+	if c.Bool("prcast") {
+		return prcastCmd(c)
 	}
 	cfg := ticketsim.SimConfig{Processes: c.Int("processes"), Tickets: c.Int("tickets"), K: c.Int("k"), PF: c.Float64("pf"),
 		Alpha: c.Float64("alpha"), Rounds: c.Int("rounds"), Seed: c.Uint64("seed"), Round: c.Duration("round"),
@@ -165,4 +180,26 @@ func fractions(v, flag string, lo, hi float64, loClosed bool) ([]float64, error)
 		out = append(out, x)
 	}
 	return out, nil
+}
+
+// prcastCmd is `ticketd sim --prcast`.
+func prcastCmd(c *ucli.Context) error {
+	cfg := ticketsim.PrCastConfig{Processes: c.Int("processes"), Rounds: c.Int("prcast-rounds"), View: c.Int("view"),
+		Seed: c.Uint64("seed"), Round: c.Duration("round")}
+	switch {
+	case cfg.Processes < 2 || cfg.Processes > 1<<20:
+		return cli.Exitf(cli.ExitUsage, "--processes %d: want 2 to %d", cfg.Processes, 1<<20)
+	case cfg.Rounds < 1:
+		return cli.Exitf(cli.ExitUsage, "--prcast-rounds must be at least 1")
+	case c.IsSet("view") && (cfg.View < 1 || cfg.View > gossip.MaxView):
+		return cli.Exitf(cli.ExitUsage, "--view must be 1 to %d", gossip.MaxView)
+	case cfg.Round < 10*time.Millisecond:
+		return cli.Exitf(cli.ExitUsage, "--round must be at least 10ms")
+	}
+	r, err := ticketsim.SimulatePrCast(cfg)
+	if err != nil {
+		return cli.Exitf(1, "%v", err)
+	}
+	cli.NewOutput(os.Stdout, c.Bool(cli.FlagJSON)).Value(r.Text(), r)
+	return nil
 }

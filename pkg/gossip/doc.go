@@ -25,6 +25,18 @@
 // where random push sends Fanout·TTL, and bounds the path; it suits groups
 // whose members all know each other and rarely crash.
 //
+// # Partial views
+//
+// Config.View replaces the whole group by a partial view of View members
+// (default ViewSize(n) = ⌈3·ln n⌉), as the seed's PrCast allows:
+// "processes do not need to know all members of the group" (Gidenstam et
+// al. §2). Views are refreshed by a Cyclon shuffle every round (view.go:
+// one message and one answer per member and round whatever n is), and
+// pushes and pulls go to members of the view. Reach measures what the
+// ticket protocol needs (every live member delivers a notice within TTL
+// rounds) and CheckViews the overlay (every live member known by a live
+// member and knowing one).
+//
 // # Bounds and drop policy
 //
 // Everything a process holds is bounded, and nothing is dropped silently

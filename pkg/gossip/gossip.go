@@ -47,6 +47,16 @@ type Config struct {
 	// PullEvery is how many rounds pass between pulls in tree mode
 	// (default 2); random mode pulls every round.
 	PullEvery int
+	// View, when above zero, keeps a partial view of that many members
+	// instead of the whole group (view.go): Peers are then only the
+	// contacts the view starts from (this process need not be among
+	// them), pushes and pulls go to members of the view, the view is
+	// refreshed by a Cyclon shuffle every round, and messages from any
+	// member are accepted. ViewSize(n) gives the default for a group of
+	// about n: ⌈3·ln n⌉. Not with Tree.
+	View int
+	// Shuffle is how many entries a shuffle carries (default ⌈View/2⌉).
+	Shuffle int
 
 	// noDedup plants a bug for the checker: deliver every copy. Tests only.
 	noDedup bool
@@ -55,6 +65,12 @@ type Config struct {
 	// forgetDropped plants a bug: an event cut from a full push buffer is
 	// also forgotten for repair. Tests only.
 	forgetDropped bool
+	// frozenView plants a bug: the partial view is never shuffled. Tests
+	// only.
+	frozenView bool
+	// dropSelf plants a bug: a shuffle leaves out the sender's own entry.
+	// Tests only.
+	dropSelf bool
 }
 
 // DeliverEvent is one delivered broadcast. Text form: "<origin> <seq> <payload>".
@@ -108,6 +124,10 @@ type Machine struct {
 	round time.Time                   // next round
 	busy  bool                        // own broadcasts not yet pushed out
 	stats map[string]uint64
+	view  []ViewEntry // partial view (Config.View > 0)
+	// the shuffle under way: to whom, and the entries sent
+	sentTo node.ID
+	sent   []ViewEntry
 
 	out    []node.Envelope[Msg]
 	events []node.Event
@@ -115,6 +135,9 @@ type Machine struct {
 
 // New returns a Machine.
 func New(cfg Config) (*Machine, error) {
+	if cfg.View > 0 {
+		return newViewed(cfg)
+	}
 	if cfg.ID == node.None || !slices.Contains(cfg.Peers, cfg.ID) {
 		return nil, fmt.Errorf("gossip: id %d is not in the group", cfg.ID)
 	}
@@ -160,6 +183,10 @@ func New(cfg Config) (*Machine, error) {
 // whose membership changes: ticketd's members learn of each other as
 // they come. Events already held are kept.
 func (m *Machine) SetPeers(ids []node.ID) {
+	if m.cfg.View > 0 {
+		m.initView(ids) // contacts fill the free slots
+		return
+	}
 	m.peers = m.peers[:0]
 	for _, p := range ids {
 		if p != m.cfg.ID && p != node.None {
@@ -277,7 +304,24 @@ func (m *Machine) Step(now time.Time, in node.Envelope[Msg]) error {
 		m.busy = true
 		return nil
 	}
-	if !slices.Contains(m.peers, in.From) {
+	if m.cfg.View > 0 {
+		switch msg.Type {
+		case MsgShuffle:
+			m.answerShuffle(in.From, msg.View)
+			return nil
+		case MsgShuffleReply:
+			var sent []ViewEntry
+			if in.From == m.sentTo {
+				sent, m.sentTo, m.sent = m.sent, node.None, nil
+				m.answered(in.From)
+			}
+			m.merge(msg.View, sent)
+			return nil
+		}
+	} else if msg.Type == MsgShuffle || msg.Type == MsgShuffleReply {
+		return fmt.Errorf("gossip: %v from %d, but this member keeps no partial view", msg.Type, in.From)
+	}
+	if m.cfg.View == 0 && !slices.Contains(m.peers, in.From) {
 		return fmt.Errorf("gossip: message from %d, not in the group", in.From)
 	}
 	switch msg.Type {
@@ -354,8 +398,15 @@ func (m *Machine) send(to node.ID, msg Msg) {
 	m.out = append(m.out, node.Envelope[Msg]{From: m.cfg.ID, To: to, Msg: msg})
 }
 
-// pick returns k distinct random peers.
+// pick returns k distinct random peers (of the partial view, with one).
 func (m *Machine) pick(k int) []node.ID {
+	if m.cfg.View > 0 {
+		var out []node.ID
+		for _, e := range m.sample(k, node.None) {
+			out = append(out, e.ID)
+		}
+		return out
+	}
 	k = min(k, len(m.peers))
 	out := make([]node.ID, 0, k)
 	for _, i := range m.cfg.Rand.Perm(len(m.peers))[:k] {
@@ -383,7 +434,12 @@ func (m *Machine) Tick(now time.Time) {
 		m.busy = false
 		m.events = append(m.events, IdleEvent{Event: "idle"})
 	}
-	if len(m.peers) == 0 {
+	if m.cfg.View > 0 {
+		m.shuffle()
+		if len(m.view) == 0 {
+			return
+		}
+	} else if len(m.peers) == 0 {
 		return
 	}
 	if m.cfg.Tree {
@@ -416,7 +472,9 @@ func (m *Machine) Tick(now time.Time) {
 			m.send(p, Msg{Type: MsgPush, Events: push})
 		}
 	}
-	m.pull(m.pick(1)[0])
+	if to := m.pick(1); len(to) > 0 {
+		m.pull(to[0])
+	}
 }
 
 // pull sends the digest to a peer (anti-entropy).

@@ -19,13 +19,19 @@ const (
 	MsgDigest MsgType = 2
 	// MsgRepair answers a digest with events the asker lacks.
 	MsgRepair MsgType = 3
+	// MsgShuffle offers a member entries of the sender's partial view,
+	// the sender's own first (view.go, Cyclon's shuffle).
+	MsgShuffle MsgType = 4
+	// MsgShuffleReply answers a shuffle with entries of the receiver's
+	// view.
+	MsgShuffleReply MsgType = 5
 
 	// MsgBroadcast is a local request (From == self): disseminate the
 	// payloads of Events, in order.
 	MsgBroadcast MsgType = 64
 )
 
-var typeNames = map[MsgType]string{MsgPush: "push", MsgDigest: "digest", MsgRepair: "repair", MsgBroadcast: "broadcast"}
+var typeNames = map[MsgType]string{MsgPush: "push", MsgDigest: "digest", MsgRepair: "repair", MsgShuffle: "shuffle", MsgShuffleReply: "shufflereply", MsgBroadcast: "broadcast"}
 
 func (t MsgType) String() string {
 	if s, ok := typeNames[t]; ok {
@@ -55,6 +61,7 @@ type Msg struct {
 	Type   MsgType
 	Events []Event
 	Digest []Have
+	View   []ViewEntry // MsgShuffle and MsgShuffleReply
 }
 
 // Wire bounds: a frame carries at most maxEvents events, maxPayload bytes
@@ -73,8 +80,20 @@ type Codec struct{ Fam wire.Family }
 func (c Codec) Family() wire.Family { return c.Fam }
 
 func (Codec) Marshal(m Msg) (uint8, []byte, error) {
-	if m.Type < MsgPush || m.Type > MsgRepair {
+	if m.Type < MsgPush || m.Type > MsgShuffleReply {
 		return 0, nil, fmt.Errorf("gossip: %v is not a wire message", m.Type)
+	}
+	if m.Type >= MsgShuffle {
+		if len(m.View) > MaxView {
+			return 0, nil, fmt.Errorf("gossip: %d view entries are too many", len(m.View))
+		}
+		var e wire.Enc
+		e.Uvarint(uint64(len(m.View)))
+		for _, v := range m.View {
+			e.Uvarint(uint64(v.ID))
+			e.U8(v.Age)
+		}
+		return uint8(m.Type), e.B, nil
 	}
 	if len(m.Events) > maxEvents || len(m.Digest) > maxDigest {
 		return 0, nil, fmt.Errorf("gossip: %d events or %d digest entries are too many", len(m.Events), len(m.Digest))
@@ -100,10 +119,27 @@ func (Codec) Marshal(m Msg) (uint8, []byte, error) {
 
 func (Codec) Unmarshal(typ uint8, p []byte) (Msg, error) {
 	m := Msg{Type: MsgType(typ)}
-	if m.Type < MsgPush || m.Type > MsgRepair {
+	if m.Type < MsgPush || m.Type > MsgShuffleReply {
 		return Msg{}, fmt.Errorf("%w: gossip message type %d", wire.ErrMalformed, typ)
 	}
 	d := wire.NewDec(p)
+	if m.Type >= MsgShuffle {
+		if n := d.Count(MaxView, 2); n > 0 {
+			m.View = make([]ViewEntry, n)
+			for i := range m.View {
+				m.View[i] = ViewEntry{ID: d.ID(), Age: d.U8()}
+			}
+		}
+		if err := d.Done(); err != nil {
+			return Msg{}, err
+		}
+		for _, v := range m.View {
+			if v.ID == node.None {
+				return Msg{}, fmt.Errorf("%w: view entry 0", wire.ErrMalformed)
+			}
+		}
+		return m, nil
+	}
 	if n := d.Count(maxEvents, 4); n > 0 {
 		m.Events = make([]Event, n)
 		for i := range m.Events {
