@@ -1,0 +1,62 @@
+package mcast
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/roundtable-go/roundtable/pkg/node"
+)
+
+// TestLeaderTakesHighestAccepted: a view-change leader whose promises
+// report changes accepted under different ballots re-proposes the one of
+// the highest ballot (Paxos phase 1; Nita-Rotaru's CS7610 notes: the next
+// leader takes the highest accepted change): a member may have installed
+// it. The leader-crash schedule re-proposes one change under growing
+// ballots, so its promises never carry two different changes; here they
+// do. Member 2 accepted change A under ballot 1/5, member 3 change B
+// under 2/4, members 4 and 5 are silent: B must be committed.
+func TestLeaderTakesHighestAccepted(t *testing.T) {
+	const inc = 1 << 32
+	g, err := NewGroup(GroupConfig{ID: 1, Inc: inc, Found: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Unix(100, 0)
+	g.now = t0
+	var members []Member
+	for id := node.ID(1); id <= 5; id++ {
+		members = append(members, Member{id, inc})
+	}
+	g.install(View{ID: 5, Members: members})
+	g.Ready()
+	g.now = t0.Add(10 * time.Second) // 4 and 5 long silent
+	zero := make([]uint64, 5)
+	next := func(ids ...node.ID) *Change {
+		c := &Change{Next: View{ID: 6}, Survivors: ids, Cut: slices.Clone(zero)}
+		for _, id := range ids {
+			c.Next.Members = append(c.Next.Members, Member{id, inc})
+		}
+		return c
+	}
+	a, b := next(1, 2, 3), next(1, 2, 4)
+	g.lead = &lead{ballot: Ballot{3, 1}, started: g.now, acks: map[node.ID]GMsg{
+		1: {Type: GAck, Recv: slices.Clone(zero)},
+		2: {Type: GAck, Recv: slices.Clone(zero), Change: a, Accepted: Ballot{1, 5}},
+		3: {Type: GAck, Recv: slices.Clone(zero), Change: b, Accepted: Ballot{2, 4}},
+	}}
+	g.tryCommit()
+	committed := false
+	for _, env := range g.Ready().Msgs {
+		if env.Msg.Type != GCommit {
+			continue
+		}
+		committed = true
+		if got := env.Msg.Change.Next.Members; !slices.Equal(got, b.Next.Members) {
+			t.Fatalf("committed next view %v, want %v (accepted under the higher ballot)", got, b.Next.Members)
+		}
+	}
+	if !committed {
+		t.Fatal("no commit sent")
+	}
+}
