@@ -60,3 +60,32 @@ func TestLeaderTakesHighestAccepted(t *testing.T) {
 		t.Fatal("no commit sent")
 	}
 }
+
+// TestPromiseCountsForItsBallot: a promise (GAck) answers one ballot; a
+// late one for the leader's earlier attempt says nothing of what the
+// member accepted since, so it must not count for the current attempt
+// (Paxos phase 1). The fault runs' retries send each attempt's acks
+// close together, so a stale one has always matched what a fresh one
+// would say.
+func TestPromiseCountsForItsBallot(t *testing.T) {
+	const inc = 1 << 32
+	g, err := NewGroup(GroupConfig{ID: 1, Inc: inc, Found: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Unix(100, 0)
+	g.now = t0
+	members := []Member{{1, inc}, {2, inc}, {3, inc}}
+	g.install(View{ID: 5, Members: members})
+	g.Ready()
+	g.lead = &lead{ballot: Ballot{7, 1}, started: t0, acks: map[node.ID]GMsg{}}
+	for _, b := range []Ballot{{6, 1}, {7, 1}} {
+		ack := GMsg{Type: GAck, View: 5, Inc: inc, Ballot: b, Recv: make([]uint64, 3)}
+		if err := g.Step(t0, node.Envelope[GMsg]{From: 2, To: 1, Msg: ack}); err != nil {
+			t.Fatal(err)
+		}
+		if _, counted := g.lead.acks[2]; counted != (b == g.lead.ballot) {
+			t.Fatalf("a promise for ballot %v, the leader at %v: counted %v", b, g.lead.ballot, counted)
+		}
+	}
+}
