@@ -89,3 +89,40 @@ func TestPromiseCountsForItsBallot(t *testing.T) {
 		}
 	}
 }
+
+// TestCommitBelowPromiseRefused: after promising ballot 5/3, a member
+// accepts no commit of a lower ballot, 5/2 included (the same number from
+// a lower leader): Paxos phase 2 accepts nothing below the promise, or a
+// change the promised leader cannot learn of could be installed; and it
+// tells that leader of the promise, so that it steps back at once rather
+// than resend its commit until it suspects someone. Ballot
+// numbers clash only when two leaders start attempts at once, which the
+// fault runs never line up.
+func TestCommitBelowPromiseRefused(t *testing.T) {
+	const inc = 1 << 32
+	for _, b := range []Ballot{{4, 3}, {5, 2}, {5, 3}} {
+		g, err := NewGroup(GroupConfig{ID: 1, Inc: inc, Found: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t0 := time.Unix(100, 0)
+		g.now = t0
+		members := []Member{{1, inc}, {2, inc}, {3, inc}}
+		g.install(View{ID: 5, Members: members})
+		g.Ready()
+		g.promised = Ballot{5, 3}
+		c := &Change{Next: View{ID: 6, Members: members}, Survivors: []node.ID{1, 2, 3}, Cut: make([]uint64, 3)}
+		if err := g.Step(t0, node.Envelope[GMsg]{From: b.ID, To: 1, Msg: GMsg{Type: GCommit, View: 5, Inc: inc, Ballot: b, Change: c}}); err != nil {
+			t.Fatal(err)
+		}
+		if accepted := g.accepted != nil; accepted != (b == g.promised) {
+			t.Fatalf("promised %v, a commit of ballot %v: accepted %v", g.promised, b, accepted)
+		}
+		told := slices.ContainsFunc(g.Ready().Msgs, func(env node.Envelope[GMsg]) bool {
+			return env.To == b.ID && env.Msg.Type == GAck && env.Msg.Reject && env.Msg.Ballot == Ballot{5, 3}
+		})
+		if told != b.less(Ballot{5, 3}) {
+			t.Fatalf("promised 5/3, a commit of ballot %v: its leader told of the promise %v", b, told)
+		}
+	}
+}
