@@ -126,3 +126,26 @@ func TestCommitBelowPromiseRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestCoversNeedsOrderCut: a member covers an accepted change only if it
+// holds the change's cut and has ordered up to its order cut (and, with
+// ISIS, its final priorities): a leader re-proposes the change only then,
+// or a survivor would install the next view missing part of the order.
+func TestCoversNeedsOrderCut(t *testing.T) {
+	c := &Change{Cut: []uint64{2, 3}, OrderCut: 4}
+	for _, tc := range []struct {
+		recv    []uint64
+		ordered uint64
+		want    bool
+	}{
+		{[]uint64{2, 3}, 4, true},
+		{[]uint64{5, 5}, 9, true},
+		{[]uint64{2, 3}, 3, false},
+		{[]uint64{2, 2}, 4, false},
+		{[]uint64{2}, 4, false},
+	} {
+		if got := covers(tc.recv, tc.ordered, nil, c); got != tc.want {
+			t.Fatalf("received %v, ordered %d, change cut %v order cut %d: covers %v, want %v", tc.recv, tc.ordered, c.Cut, c.OrderCut, got, tc.want)
+		}
+	}
+}
