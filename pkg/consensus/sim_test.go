@@ -1,10 +1,8 @@
 package consensus
 
 import (
-	"flag"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -14,10 +12,9 @@ import (
 
 	"github.com/roundtable-go/roundtable/pkg/node"
 	"github.com/roundtable-go/roundtable/pkg/sim"
+	"github.com/roundtable-go/roundtable/pkg/sim/scenariotest"
 	_ "github.com/roundtable-go/roundtable/pkg/sim/simtest" // -seeds, -seed and SIM_SEEDS for sim.Seeds
 )
-
-var update = flag.Bool("update", false, "rewrite golden transcripts in testdata")
 
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
@@ -320,14 +317,7 @@ func TestThreeGenerals(t *testing.T) {
 		"# \"j -> i round 2: said(a)=v\" means: j tells i that a said v.",
 	}
 	transcript := strings.Join(append(append(header, r.log...), "checker: "+err.Error()), "\n") + "\n"
-	golden := filepath.Join("..", "..", "testdata", "three-generals.txt")
-	if *update {
-		os.WriteFile(golden, []byte(transcript), 0o644)
-	}
-	want, _ := os.ReadFile(golden)
-	if string(want) != transcript {
-		t.Fatalf("transcript differs from %s (run with -update to accept):\n%s", golden, transcript)
-	}
+	scenariotest.Golden(t, filepath.Join("..", "..", "testdata", "three-generals.txt"), transcript)
 	// The same traitor cannot split four generals.
 	r4 := &run{cfgs: map[node.ID]Config{}, faulty: map[node.ID]bool{4: true}}
 	ids4 := []node.ID{1, 2, 3, 4}
