@@ -10,7 +10,7 @@ import (
 
 	"github.com/roundtable-go/roundtable/pkg/node"
 	"github.com/roundtable-go/roundtable/pkg/sim"
-	_ "github.com/roundtable-go/roundtable/pkg/sim/simtest" // -seeds, -seed and SIM_SEEDS for sim.Seeds
+	"github.com/roundtable-go/roundtable/pkg/sim/simtest"
 	"github.com/roundtable-go/roundtable/pkg/wire"
 )
 
@@ -128,7 +128,7 @@ func TestSimGossip(t *testing.T) {
 		r := run{seed: seed, n: 3 + rng.IntN(60), events: 1 + rng.IntN(60), drop: rng.Float64() * 0.3, crashes: rng.IntN(3), tree: seed%2 == 0}
 		res, err := r.go_()
 		if err != nil {
-			t.Fatalf("%v\nreplay: go test ./pkg/gossip -run TestSimGossip -seed %d", err, seed)
+			t.Fatalf("%v\nreplay: %s", err, simtest.Replay(t, seed))
 		}
 		if res.settledRounds > worst {
 			worst, worstSeed = res.settledRounds, seed
@@ -157,7 +157,7 @@ func TestSimBufferFull(t *testing.T) {
 		r := run{seed: seed, n: 5 + rng.IntN(20), events: 400, drop: rng.Float64() * 0.2, buffer: 16}
 		res, err := r.go_()
 		if err != nil {
-			t.Fatalf("%v\nreplay: go test ./pkg/gossip -run TestSimBufferFull -seed %d", err, seed)
+			t.Fatalf("%v\nreplay: %s", err, simtest.Replay(t, seed))
 		}
 		if res.dropped == 0 {
 			t.Fatalf("seed %d: the push buffers never filled", seed)
