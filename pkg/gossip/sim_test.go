@@ -196,25 +196,16 @@ func TestThousandProcesses(t *testing.T) {
 // without the pull, heavy loss leaves processes without events, which the
 // agreement check reports.
 func TestSimCatchesPlantedBugs(t *testing.T) {
-	caught := 0
-	for seed := uint64(1); seed <= 20; seed++ {
-		if _, err := (run{seed: seed, n: 20, events: 20, drop: 0.1, noDedup: true}).go_(); err != nil && strings.Contains(err.Error(), "twice") {
-			caught++
-		}
-	}
-	if caught == 0 {
-		t.Error("delivering every copy was never caught")
-	}
-	missed := 0
-	for seed := uint64(1); seed <= 20; seed++ {
-		if _, err := (run{seed: seed, n: 20, events: 20, drop: 0.5, noPull: true}).go_(); err != nil && strings.Contains(err.Error(), "agreement") {
-			missed++
-		}
-	}
-	if missed == 0 {
-		t.Error("push alone under 50% loss never missed an event: the agreement check sees nothing")
-	}
-	t.Logf("duplicates caught in %d/20 seeds; push alone at 50%% loss missed events in %d/20 seeds", caught, missed)
+	simtest.Catch(t, "delivering every copy", 20, func(seed uint64) error {
+		_, err := (run{seed: seed, n: 20, events: 20, drop: 0.1, noDedup: true}).go_()
+		return err
+	}, "twice")
+	// Push alone under 50% loss must miss an event, or the agreement check
+	// sees nothing.
+	simtest.Catch(t, "push alone at 50% loss", 20, func(seed uint64) error {
+		_, err := (run{seed: seed, n: 20, events: 20, drop: 0.5, noPull: true}).go_()
+		return err
+	}, "agreement")
 }
 
 // glomers runs the Gossip Glomers 3d/3e workload: 25 members, 100 ms
