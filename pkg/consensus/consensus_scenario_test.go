@@ -71,10 +71,7 @@ func TestScenarioTranscripts(t *testing.T) {
 // TestScenarioPlantedBugs: the planted bugs of FloodSet change the
 // transcript that exercises them (docs/testing.md lists them).
 func TestScenarioPlantedBugs(t *testing.T) {
-	play := func(path string, plant func(*Config)) (string, string, error) {
-		return transcript(plant).RunFile(path, false)
-	}
-	scenariotest.CatchPlanted(t, play, []scenariotest.Bug[func(*Config)]{
+	scenariotest.CatchPlanted(t, scenariotest.Plant(transcript), []scenariotest.Bug[func(*Config)]{
 		{Name: "rounds = f", File: "floodset-crash-mid-round.txt", Plant: func(c *Config) { c.rounds = c.F }, Shows: "agreement"},
 		{Name: "bugIgnoreMissed", File: "floodset-cut-off.txt", Plant: func(c *Config) { c.bug = bugIgnoreMissed }, Shows: "1: decide 3"},
 	})

@@ -90,10 +90,7 @@ func TestScenarioTranscripts(t *testing.T) {
 // TestScenarioPlantedBugs: the planted bugs of package gossip change the
 // transcript that exercises them (docs/testing.md lists them).
 func TestScenarioPlantedBugs(t *testing.T) {
-	play := func(path string, plant func(*Config)) (string, string, error) {
-		return transcript(plant).RunFile(path, false)
-	}
-	scenariotest.CatchPlanted(t, play, []scenariotest.Bug[func(*Config)]{
+	scenariotest.CatchPlanted(t, scenariotest.Plant(transcript), []scenariotest.Bug[func(*Config)]{
 		{Name: "noDedup", File: "push-then-pull.txt", Plant: func(c *Config) { c.noDedup = true }, Shows: "failed:"},
 		{Name: "noPull", File: "push-then-pull.txt", Plant: func(c *Config) { c.noPull = true }, Shows: "missing"},
 	})

@@ -90,10 +90,7 @@ func TestScenarioTranscripts(t *testing.T) {
 // TestScenarioPlantedBugs: each planted bug of the central coordinator
 // changes the transcript that exercises it (docs/testing.md lists them).
 func TestScenarioPlantedBugs(t *testing.T) {
-	play := func(path string, plant func(*Config)) (string, string, error) {
-		return scenario(plant).RunFile(path, false)
-	}
-	scenariotest.CatchPlanted(t, play, []scenariotest.Bug[func(*Config)]{
+	scenariotest.CatchPlanted(t, scenariotest.Plant(scenario), []scenariotest.Bug[func(*Config)]{
 		{Name: "noTakeoverWait", File: "central-failover.txt", Plant: func(c *Config) { c.noTakeoverWait = true }, Shows: `two holders of "lockA"`},
 		{Name: "centralLIFO", File: "central-failover.txt", Plant: func(c *Config) { c.centralLIFO = true }, Shows: "5->3 grant term=4 seq=1 name=lockA"},
 	})

@@ -59,6 +59,12 @@ func CatchPlanted[P any](t *testing.T, play func(path string, plant P) (got, wan
 	}
 }
 
+// Plant is CatchPlanted's play for a package whose scenario takes the
+// planted bug: it builds the scenario with the bug and plays the file.
+func Plant[P, M any](scenario func(plant P) *sim.Scenario[M]) func(path string, plant P) (got, want string, err error) {
+	return func(path string, plant P) (string, string, error) { return scenario(plant).RunFile(path, false) }
+}
+
 func catch[P any](b Bug[P], play func(path string, plant P) (got, want string, err error)) error {
 	got, want, err := play(filepath.Join("testdata", b.File), b.Plant)
 	if err != nil {
