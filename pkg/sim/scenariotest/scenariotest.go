@@ -24,9 +24,6 @@ import (
 
 var rewrite = flag.Bool("rewrite", false, "write the output of the transcripts and golden files in testdata/ back into them")
 
-// Rewrite reports whether the test binary was run with -rewrite.
-func Rewrite() bool { return *rewrite }
-
 // Transcripts plays every transcript matching pattern (a filepath.Glob)
 // with play, rewrite true under -rewrite, and fails t with a diff for each
 // one whose output differs from its file (sim.Transcripts). play is
