@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,28 +18,7 @@ import (
 func TestPeersByName(t *testing.T) {
 	d := clitest.StartDNS(t)
 	dir := t.TempDir()
-	var port int
-	for try := 0; try < 20 && port == 0; try++ {
-		var held []net.PacketConn
-		p := 0
-		for i := 1; i <= 3; i++ {
-			c, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.%d:%d", i, p))
-			if err != nil {
-				break
-			}
-			held = append(held, c)
-			p = c.LocalAddr().(*net.UDPAddr).Port
-		}
-		for _, c := range held {
-			c.Close()
-		}
-		if len(held) == 3 {
-			port = p
-		}
-	}
-	if port == 0 {
-		t.Fatal("no port free on 127.0.0.1, .2 and .3")
-	}
+	port := clitest.SharedPort(t, 3)
 	d.SetIP("lockd.rt.test", "127.0.0.1", "127.0.0.2", "127.0.0.3")
 	sock := func(i int) string { return filepath.Join(dir, fmt.Sprintf("%d.sock", i)) }
 	for i := 1; i <= 3; i++ {

@@ -1,7 +1,6 @@
 package clocksync
 
 import (
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -10,9 +9,8 @@ import (
 
 	"github.com/roundtable-go/roundtable/pkg/node"
 	"github.com/roundtable-go/roundtable/pkg/sim"
+	"github.com/roundtable-go/roundtable/pkg/sim/scenariotest"
 )
-
-var rewrite = flag.Bool("rewrite", false, "write the output of the transcripts in testdata/ back into them")
 
 // berkeleyTranscript plays the Berkeley transcripts: a fixed master 1
 // polling every 200ms; node i's clock is off by skews[i].
@@ -51,8 +49,5 @@ func berkeleyTranscript() *sim.Scenario[BerkeleyMsg] {
 
 // TestScenarioTranscripts plays testdata/berkeley-*.txt.
 func TestScenarioTranscripts(t *testing.T) {
-	sc := berkeleyTranscript()
-	sim.Transcripts(t, filepath.Join("testdata", "berkeley-*.txt"), func(path string) (string, string, error) {
-		return sc.RunFile(path, *rewrite)
-	})
+	scenariotest.Transcripts(t, filepath.Join("testdata", "berkeley-*.txt"), berkeleyTranscript().RunFile)
 }

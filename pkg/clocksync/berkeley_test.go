@@ -9,7 +9,7 @@ import (
 
 	"github.com/roundtable-go/roundtable/pkg/node"
 	"github.com/roundtable-go/roundtable/pkg/sim"
-	_ "github.com/roundtable-go/roundtable/pkg/sim/simtest" // -seeds, -seed and SIM_SEEDS for sim.Seeds
+	"github.com/roundtable-go/roundtable/pkg/sim/simtest"
 	"github.com/roundtable-go/roundtable/pkg/wire"
 )
 
@@ -109,7 +109,7 @@ func TestSimBerkeleyProperties(t *testing.T) {
 		for _, lossy := range []bool{false, true} {
 			for _, seed := range sim.Seeds() {
 				if err := berkeleyRun(seed, elected, lossy); err != nil {
-					t.Fatalf("elected=%v lossy=%v: %v\nreplay: go test ./pkg/clocksync -run TestSimBerkeleyProperties -seed %d", elected, lossy, err, seed)
+					t.Fatalf("elected=%v lossy=%v: %v\nreplay: %s", elected, lossy, err, simtest.Replay(t, seed))
 				}
 			}
 		}

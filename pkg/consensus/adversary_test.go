@@ -11,6 +11,7 @@ import (
 
 	"github.com/roundtable-go/roundtable/pkg/node"
 	"github.com/roundtable-go/roundtable/pkg/sim"
+	"github.com/roundtable-go/roundtable/pkg/sim/simtest"
 )
 
 // A coalition is the strongest adversary the unsigned model allows: its
@@ -262,8 +263,8 @@ func TestSimEIGCoalitionProperties(t *testing.T) {
 			t.Fatal(err)
 		}
 		if err := r.check(f, true); err != nil {
-			t.Fatalf("sim seed %d (n=%d f=%d, coalition %s): %v\nreplay: go test ./pkg/consensus -run TestSimEIGCoalitionProperties -seed %d",
-				seed, n, f, c.tactic, err, seed)
+			t.Fatalf("sim seed %d (n=%d f=%d, coalition %s): %v\nreplay: %s",
+				seed, n, f, c.tactic, err, simtest.Replay(t, seed))
 		}
 		per[n]++
 		rewrites += c.sent

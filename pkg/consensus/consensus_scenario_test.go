@@ -1,7 +1,6 @@
 package consensus
 
 import (
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -11,9 +10,8 @@ import (
 
 	"github.com/roundtable-go/roundtable/pkg/node"
 	"github.com/roundtable-go/roundtable/pkg/sim"
+	"github.com/roundtable-go/roundtable/pkg/sim/scenariotest"
 )
-
-var rewrite = flag.Bool("rewrite", false, "write the output of the transcripts in testdata/ back into them")
 
 // transcript plays the consensus transcripts: FloodSet with n = 4, f = 1,
 // inputs 3, 5, 1 and 7, round 1 starting 10ms into the run on a shared
@@ -67,29 +65,14 @@ func transcript(plant func(*Config)) *sim.Scenario[Msg] {
 
 // TestScenarioTranscripts plays testdata/*.txt.
 func TestScenarioTranscripts(t *testing.T) {
-	sc := transcript(nil)
-	sim.Transcripts(t, filepath.Join("testdata", "*.txt"), func(path string) (string, string, error) {
-		return sc.RunFile(path, *rewrite)
-	})
+	scenariotest.Transcripts(t, filepath.Join("testdata", "*.txt"), transcript(nil).RunFile)
 }
 
 // TestScenarioPlantedBugs: the planted bugs of FloodSet change the
 // transcript that exercises them (docs/testing.md lists them).
 func TestScenarioPlantedBugs(t *testing.T) {
-	for _, c := range []struct {
-		bug, file string
-		plant     func(*Config)
-		shows     string // in the output with the bug: a checker's verdict, or the changed line
-	}{
-		{"rounds = f", "floodset-crash-mid-round.txt", func(c *Config) { c.rounds = c.F }, "agreement"},
-		{"bugIgnoreMissed", "floodset-cut-off.txt", func(c *Config) { c.bug = bugIgnoreMissed }, "1: decide 3"},
-	} {
-		got, want, err := transcript(c.plant).RunFile(filepath.Join("testdata", c.file), false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got == want || !strings.Contains(got, c.shows) {
-			t.Errorf("%s: %s does not catch the bug (want %q in the output):\n%s", c.bug, c.file, c.shows, sim.Diff(want, got))
-		}
-	}
+	scenariotest.CatchPlanted(t, scenariotest.Plant(transcript), []scenariotest.Bug[func(*Config)]{
+		{Name: "rounds = f", File: "floodset-crash-mid-round.txt", Plant: func(c *Config) { c.rounds = c.F }, Shows: "agreement"},
+		{Name: "bugIgnoreMissed", File: "floodset-cut-off.txt", Plant: func(c *Config) { c.bug = bugIgnoreMissed }, Shows: "1: decide 3"},
+	})
 }

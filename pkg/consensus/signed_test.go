@@ -11,6 +11,7 @@ import (
 
 	"github.com/roundtable-go/roundtable/pkg/node"
 	"github.com/roundtable-go/roundtable/pkg/sim"
+	"github.com/roundtable-go/roundtable/pkg/sim/simtest"
 )
 
 // testKeys makes n key pairs from rng (deterministic per seed).
@@ -120,8 +121,8 @@ func TestSimSignedProperties(t *testing.T) {
 		r, f, opts := signedRun(seed, n, Honest, 0)
 		k, err := judge(t, r, f, seed, opts)
 		if err != nil {
-			t.Fatalf("sim seed %d (n=%d f=%d): %v\nreplay: go test ./pkg/consensus -run TestSimSignedProperties -seed %d\n%s",
-				seed, n, f, err, seed, strings.Join(r.log, "\n"))
+			t.Fatalf("sim seed %d (n=%d f=%d): %v\nreplay: %s\n%s",
+				seed, n, f, err, simtest.Replay(t, seed), strings.Join(r.log, "\n"))
 		}
 		forged += k
 	}
@@ -172,22 +173,11 @@ func TestSimSignedPlantedBug(t *testing.T) {
 // TestSimSignedRepeatSignerBug: loyal processes that accept a chain with
 // a repeated signer take a forger's late value that only some of them see.
 func TestSimSignedRepeatSignerBug(t *testing.T) {
-	caught, seeds := 0, min(200, len(sim.Seeds()))
-	var first error
-	for seed := uint64(1); seed <= uint64(seeds); seed++ {
-		n := 4 + int(seed%6)
-		r, f, opts := signedRun(seed, n, Forger, bugRepeatSigner)
-		if _, err := judge(t, r, f, seed, opts); err != nil {
-			caught++
-			if first == nil {
-				first = err
-			}
-		}
-	}
-	if caught == 0 {
-		t.Fatalf("planted bug (repeated signer accepted) never caught in %d seeds", seeds)
-	}
-	t.Logf("planted bug (repeated signer accepted): caught in %d of %d seeds, e.g. %v", caught, seeds, first)
+	simtest.Catch(t, "repeated signer accepted", min(200, len(sim.Seeds())), func(seed uint64) error {
+		r, f, opts := signedRun(seed, 4+int(seed%6), Forger, bugRepeatSigner)
+		_, err := judge(t, r, f, seed, opts)
+		return err
+	})
 }
 
 // TestSignedRefusesTwoF: n ≤ 2f is refused with the reason, as EIG refuses

@@ -1,10 +1,8 @@
 package consensus
 
 import (
-	"flag"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -14,10 +12,9 @@ import (
 
 	"github.com/roundtable-go/roundtable/pkg/node"
 	"github.com/roundtable-go/roundtable/pkg/sim"
-	_ "github.com/roundtable-go/roundtable/pkg/sim/simtest" // -seeds, -seed and SIM_SEEDS for sim.Seeds
+	"github.com/roundtable-go/roundtable/pkg/sim/scenariotest"
+	"github.com/roundtable-go/roundtable/pkg/sim/simtest"
 )
-
-var update = flag.Bool("update", false, "rewrite golden transcripts in testdata")
 
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
@@ -214,8 +211,8 @@ func TestSimFloodSetProperties(t *testing.T) {
 			t.Fatal(err)
 		}
 		if err := r.check(f, false); err != nil {
-			t.Fatalf("sim seed %d: %v\nreplay: go test ./pkg/consensus -run TestSimFloodSetProperties -seed %d\n%s",
-				seed, err, seed, strings.Join(r.log, "\n"))
+			t.Fatalf("sim seed %d: %v\nreplay: %s\n%s",
+				seed, err, simtest.Replay(t, seed), strings.Join(r.log, "\n"))
 		}
 	}
 	t.Logf("floodset: %d seeds passed (n 3..8, f 1..3, up to f crashes mid-broadcast)", len(sim.Seeds()))
@@ -224,9 +221,7 @@ func TestSimFloodSetProperties(t *testing.T) {
 // TestSimFloodSetTooFewRoundsIsCaught is the negative control: FloodSet run
 // for f rounds against f crashes must lose agreement on some seed.
 func TestSimFloodSetTooFewRoundsIsCaught(t *testing.T) {
-	caught := 0
-	var example error
-	for seed := uint64(1); seed <= 500; seed++ {
+	simtest.Catch(t, "f rounds against f crashes", 500, func(seed uint64) error {
 		r, f, opts := floodRun(seed, -1)
 		for id, c := range r.cfgs {
 			c.rounds = f
@@ -234,15 +229,8 @@ func TestSimFloodSetTooFewRoundsIsCaught(t *testing.T) {
 		}
 		r.execute(seed, opts, time.Duration(f+3)*50*time.Millisecond)
 		// The run lasts f rounds, so termination is checked against f.
-		if err := r.check(f-1, false); err != nil && strings.Contains(err.Error(), "agreement") {
-			caught++
-			example = err
-		}
-	}
-	if caught == 0 {
-		t.Fatal("FloodSet with f rounds never disagreed in 500 seeds: the checker cannot fail")
-	}
-	t.Logf("f rounds against f crashes: disagreement found in %d/500 seeds, e.g. %v", caught, example)
+		return r.check(f-1, false)
+	}, "agreement")
 }
 
 func eigRun(seed uint64, n, f int) (*run, sim.Options) {
@@ -280,8 +268,8 @@ func TestSimEIGProperties(t *testing.T) {
 				t.Fatal(err)
 			}
 			if err := r.check(f, true); err != nil {
-				t.Fatalf("sim seed %d (n=%d f=%d): %v\nreplay: go test ./pkg/consensus -run TestSimEIGProperties -seed %d\n%s",
-					seed, n, f, err, seed, strings.Join(r.log, "\n"))
+				t.Fatalf("sim seed %d (n=%d f=%d): %v\nreplay: %s\n%s",
+					seed, n, f, err, simtest.Replay(t, seed), strings.Join(r.log, "\n"))
 			}
 		}
 		t.Logf("eig n=%d f=%d: %d seeds passed (up to f traitors: silent, random, two-faced, liar)", n, f, len(sim.Seeds()))
@@ -320,14 +308,7 @@ func TestThreeGenerals(t *testing.T) {
 		"# \"j -> i round 2: said(a)=v\" means: j tells i that a said v.",
 	}
 	transcript := strings.Join(append(append(header, r.log...), "checker: "+err.Error()), "\n") + "\n"
-	golden := filepath.Join("..", "..", "testdata", "three-generals.txt")
-	if *update {
-		os.WriteFile(golden, []byte(transcript), 0o644)
-	}
-	want, _ := os.ReadFile(golden)
-	if string(want) != transcript {
-		t.Fatalf("transcript differs from %s (run with -update to accept):\n%s", golden, transcript)
-	}
+	scenariotest.Golden(t, filepath.Join("..", "..", "testdata", "three-generals.txt"), transcript)
 	// The same traitor cannot split four generals.
 	r4 := &run{cfgs: map[node.ID]Config{}, faulty: map[node.ID]bool{4: true}}
 	ids4 := []node.ID{1, 2, 3, 4}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/roundtable-go/roundtable/pkg/node"
 	"github.com/roundtable-go/roundtable/pkg/sim"
+	"github.com/roundtable-go/roundtable/pkg/sim/simtest"
 )
 
 // asleep is a process that is not running yet: until wake, messages to it
@@ -175,8 +176,8 @@ func TestSimStaggeredStarts(t *testing.T) {
 			t.Fatal(err)
 		}
 		if err := r.checkStaggered(schedule); err != nil {
-			t.Fatalf("sim seed %d (%s, f=%d): %v\nreplay: go test ./pkg/consensus -run TestSimStaggeredStarts -seed %d\n%s",
-				seed, startNames[schedule], f, err, seed, strings.Join(r.log, "\n"))
+			t.Fatalf("sim seed %d (%s, f=%d): %v\nreplay: %s\n%s",
+				seed, startNames[schedule], f, err, simtest.Replay(t, seed), strings.Join(r.log, "\n"))
 		}
 		if len(r.undecided) > 0 {
 			undecided[schedule]++
@@ -195,18 +196,9 @@ func TestSimStaggeredStarts(t *testing.T) {
 // missed more than f peers in some round (the rule UndecidedEvent keeps)
 // disagrees with the others on some seed, and the checker says so.
 func TestSimStaggeredStartsPlantedBug(t *testing.T) {
-	caught, seeds := 0, 300
-	var example error
-	for seed := uint64(1); seed <= uint64(seeds); seed++ {
+	simtest.Catch(t, "decide without the rounds it needs", 300, func(seed uint64) error {
 		r, _, schedule, opts, horizon := staggeredRun(seed, bugIgnoreMissed)
 		r.execute(seed, opts, horizon)
-		if err := r.checkStaggered(schedule); err != nil && strings.Contains(err.Error(), "agreement") {
-			caught++
-			example = err
-		}
-	}
-	if caught == 0 {
-		t.Fatalf("deciding without the rounds it needs never disagreed in %d seeds: the checker cannot fail", seeds)
-	}
-	t.Logf("planted bug (decide without the rounds it needs): caught in %d/%d seeds, e.g. %v", caught, seeds, example)
+		return r.checkStaggered(schedule)
+	}, "agreement")
 }

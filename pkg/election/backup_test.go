@@ -9,6 +9,7 @@ import (
 
 	"github.com/roundtable-go/roundtable/pkg/node"
 	"github.com/roundtable-go/roundtable/pkg/sim"
+	"github.com/roundtable-go/roundtable/pkg/sim/simtest"
 )
 
 func TestCodecClaim(t *testing.T) {
@@ -159,35 +160,23 @@ func (br *backupRun) run() error {
 // leading.
 func TestSimClaimBackups(t *testing.T) {
 	var regen, crashes, emits, copies, restarts int
-	for _, seed := range seeds1000() {
+	n := simtest.EverySeedOf(t, simtest.AtLeast(1000), func(seed uint64) error {
 		br := &backupRun{seed: seed}
 		if err := br.run(); err != nil {
-			t.Fatalf("seed %d (n=%d k=%d): %v\nreplay: go test ./pkg/election -run TestSimClaimBackups -seed %d", seed, br.n, br.k, err, seed)
+			return fmt.Errorf("n=%d k=%d: %v", br.n, br.k, err)
 		}
 		regen += br.backups
 		crashes += br.crashed
 		emits += br.emits
 		copies += br.copies
 		restarts += br.restarts
-	}
+		return nil
+	})
 	t.Logf("%d seeds: %d crashes, %d claims regenerated from backups, %d emissions carrying %d copies, %d elections started again",
-		len(seeds1000()), crashes, regen, emits, copies, restarts)
+		n, crashes, regen, emits, copies, restarts)
 	if regen == 0 {
 		t.Fatal("no claim was ever regenerated from a backup: the crashes missed the claims")
 	}
-}
-
-// seeds1000 is sim.Seeds, at least 1,000 of them unless one is replayed.
-func seeds1000() []uint64 {
-	s := sim.Seeds()
-	if len(s) == 1 || len(s) >= 1000 {
-		return s
-	}
-	out := make([]uint64, 1000)
-	for i := range out {
-		out[i] = uint64(i + 1)
-	}
-	return out
 }
 
 // TestSimClaimBackupsCatchBugs: the claim checker catches a backup that
@@ -195,19 +184,10 @@ func seeds1000() []uint64 {
 // and the holder is alive.
 func TestSimClaimBackupsCatchBugs(t *testing.T) {
 	for _, bug := range []backupBug{bugOldCopy, bugEager} {
-		caught := 0
-		var first error
-		for seed := uint64(1); seed <= 1000 && caught == 0; seed++ {
+		simtest.CatchOne(t, fmt.Sprintf("backup bug %d", bug), 1000, func(seed uint64) error {
 			br := &backupRun{seed: seed, bug: bug}
-			if err := br.run(); err != nil {
-				caught++
-				first = fmt.Errorf("seed %d: %v", seed, err)
-			}
-		}
-		if caught == 0 {
-			t.Fatalf("planted bug %d was not caught in 1,000 seeds", bug)
-		}
-		t.Logf("planted bug %d caught: %v", bug, first)
+			return br.run()
+		})
 	}
 }
 

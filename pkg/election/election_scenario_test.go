@@ -1,7 +1,6 @@
 package election
 
 import (
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -11,9 +10,8 @@ import (
 
 	"github.com/roundtable-go/roundtable/pkg/node"
 	"github.com/roundtable-go/roundtable/pkg/sim"
+	"github.com/roundtable-go/roundtable/pkg/sim/scenariotest"
 )
-
-var rewrite = flag.Bool("rewrite", false, "write the output of the transcripts in testdata/ back into them")
 
 // transcript plays the election transcripts: bully with the default timing,
 // and with lease > 0 leader leases of that length; the term and lease
@@ -61,44 +59,33 @@ func transcript(lease time.Duration, plant func(*Config)) *sim.Scenario[Msg] {
 	}
 }
 
-func play(t *testing.T, file string, plant func(*Config)) (got, want string) {
+// play plays the transcript at path with plant switched on; files named
+// lease-* run with 200ms leader leases.
+func play(path string, plant func(*Config), rewrite bool) (got, want string, err error) {
 	lease := time.Duration(0)
-	if strings.HasPrefix(filepath.Base(file), "lease-") {
+	if strings.HasPrefix(filepath.Base(path), "lease-") {
 		lease = 200 * time.Millisecond
 	}
-	got, want, err := transcript(lease, plant).RunFile(file, *rewrite && plant == nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return got, want
+	return transcript(lease, plant).RunFile(path, rewrite)
 }
 
 // TestScenarioTranscripts plays testdata/*.txt; files named lease-* run
 // with 200ms leader leases.
 func TestScenarioTranscripts(t *testing.T) {
-	sim.Transcripts(t, filepath.Join("testdata", "*.txt"), func(path string) (string, string, error) {
-		got, want := play(t, path, nil)
-		return got, want, nil
+	scenariotest.Transcripts(t, filepath.Join("testdata", "*.txt"), func(path string, rewrite bool) (string, string, error) {
+		return play(path, nil, rewrite)
 	})
 }
 
 // TestScenarioPlantedBugs: each planted bug of package election changes
 // the transcript that exercises it (docs/testing.md lists them).
 func TestScenarioPlantedBugs(t *testing.T) {
-	for _, c := range []struct {
-		bug, file string
-		plant     func(*Config)
-		shows     string // in the output with the bug: a checker's verdict, or the changed line
-	}{
-		{"naiveTerms", "bully-crashed-candidate.txt", func(c *Config) { c.naiveTerms = true }, "two leaders for term 2"},
-		{"bugIgnorePromises", "lease-partition.txt", func(c *Config) { c.leaseBug = bugIgnorePromises }, "two lease holders at once"},
-		{"bugNoDrift", "lease-partition.txt", func(c *Config) { c.leaseBug = bugNoDrift }, "+1.13s 3: lease lost term 2"},
-		{"bugNoQuiet", "lease-partition.txt", func(c *Config) { c.leaseBug = bugNoQuiet }, "+202ms 3: lease held term 2"},
-		{"bugNoGuard", "lease-partition.txt", func(c *Config) { c.leaseBug = bugNoGuard }, "closer than the guard"},
-	} {
-		got, want := play(t, filepath.Join("testdata", c.file), c.plant)
-		if got == want || !strings.Contains(got, c.shows) {
-			t.Errorf("%s: %s does not catch the bug (want %q in the output):\n%s", c.bug, c.file, c.shows, sim.Diff(want, got))
-		}
-	}
+	planted := func(path string, plant func(*Config)) (string, string, error) { return play(path, plant, false) }
+	scenariotest.CatchPlanted(t, planted, []scenariotest.Bug[func(*Config)]{
+		{Name: "naiveTerms", File: "bully-crashed-candidate.txt", Plant: func(c *Config) { c.naiveTerms = true }, Shows: "two leaders for term 2"},
+		{Name: "bugIgnorePromises", File: "lease-partition.txt", Plant: func(c *Config) { c.leaseBug = bugIgnorePromises }, Shows: "two lease holders at once"},
+		{Name: "bugNoDrift", File: "lease-partition.txt", Plant: func(c *Config) { c.leaseBug = bugNoDrift }, Shows: "+1.13s 3: lease lost term 2"},
+		{Name: "bugNoQuiet", File: "lease-partition.txt", Plant: func(c *Config) { c.leaseBug = bugNoQuiet }, Shows: "+202ms 3: lease held term 2"},
+		{Name: "bugNoGuard", File: "lease-partition.txt", Plant: func(c *Config) { c.leaseBug = bugNoGuard }, Shows: "closer than the guard"},
+	})
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/roundtable-go/roundtable/pkg/node"
 	"github.com/roundtable-go/roundtable/pkg/sim"
+	"github.com/roundtable-go/roundtable/pkg/sim/simtest"
 )
 
 // starved is the outcome of one run in which a follower's scheduler
@@ -109,8 +110,8 @@ func TestSimStarvedFollower(t *testing.T) {
 					t.Fatalf("seed %d: %v", seed, err)
 				}
 				if got.changes != 0 {
-					t.Fatalf("seed %d: %d spurious changes with local health on, first %s\nreplay: go test ./pkg/election -run 'TestSimStarvedFollower/%s' -seed %d",
-						seed, got.changes, got.first, algo, seed)
+					t.Fatalf("seed %d: %d spurious changes with local health on, first %s\nreplay: %s",
+						seed, got.changes, got.first, simtest.Replay(t, seed))
 				}
 				off, err := starveFollower(algo, seed, -1, 10*time.Second, 0)
 				if err != nil {
@@ -167,8 +168,8 @@ func TestSimStarvedFailover(t *testing.T) {
 					}
 				}
 				if follow < 0 || follow > bound || lease < 0 || lease > bound {
-					t.Fatalf("seed %d: after the leader crashed, survivors followed 4 after %v and 4 held its lease after %v (-1: never); bound %v\nreplay: go test ./pkg/election -run 'TestSimStarvedFailover/%s' -seed %d",
-						seed, follow, lease, bound, algo, seed)
+					t.Fatalf("seed %d: after the leader crashed, survivors followed 4 after %v and 4 held its lease after %v (-1: never); bound %v\nreplay: %s",
+						seed, follow, lease, bound, simtest.Replay(t, seed))
 				}
 				worst, worstLease = max(worst, follow), max(worstLease, lease)
 			}

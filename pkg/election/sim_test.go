@@ -9,7 +9,7 @@ import (
 
 	"github.com/roundtable-go/roundtable/pkg/node"
 	"github.com/roundtable-go/roundtable/pkg/sim"
-	_ "github.com/roundtable-go/roundtable/pkg/sim/simtest" // -seeds, -seed and SIM_SEEDS for sim.Seeds
+	"github.com/roundtable-go/roundtable/pkg/sim/simtest"
 )
 
 // livenessBound is how long after the last fault every live, connected
@@ -213,32 +213,28 @@ func (sc *scenario) run() (time.Duration, uint64, error) {
 		return 0, 0, err
 	}
 	// Fault phase: 4 s of crashes, restarts, pauses and partitions.
-	for step := 0; step < 20; step++ {
-		id := ids[r.IntN(len(ids))]
-		switch r.IntN(7) {
-		case 0:
-			if s.Live() > 1 {
-				s.Crash(id)
-				if err := sc.leases.Crashed(id, s.Now()); err != nil {
-					return 0, 0, fmt.Errorf("sim seed %d: %v", sc.seed, err)
-				}
+	err := s.RunFaults(r, sim.Faults{
+		Steps:  20,
+		Faults: []sim.Fault{sim.Crash, sim.Restart, sim.Pause, sim.Resume, sim.Partition, sim.Isolate, sim.Heal},
+		Gap:    50 * time.Millisecond, Jitter: 350 * time.Millisecond,
+		Pick: func(f sim.Fault, _ node.ID) sim.Fault {
+			if f == sim.Crash && s.Live() <= 1 {
+				return sim.Skip // one process stays up
 			}
-		case 1:
-			s.Restart(id)
-		case 2:
-			s.Pause(id)
-		case 3:
-			s.Resume(id)
-		case 4:
-			s.RandomPartition(r)
-		case 5:
-			s.Isolate(id)
-		case 6:
-			s.Heal()
-		}
-		if err := s.RunFor(time.Duration(50+r.IntN(350)) * time.Millisecond); err != nil {
-			return 0, 0, err
-		}
+			return f
+		},
+		Done: func(f sim.Fault, id node.ID) error {
+			if f != sim.Crash {
+				return nil
+			}
+			if err := sc.leases.Crashed(id, s.Now()); err != nil {
+				return fmt.Errorf("sim seed %d: %v", sc.seed, err)
+			}
+			return nil
+		},
+	})
+	if err != nil {
+		return 0, 0, err
 	}
 	// Faults stop: heal, resume, restart some of the crashed.
 	s.Heal()
@@ -302,7 +298,7 @@ func TestSimProperties(t *testing.T) {
 				sc := newScenario(algo, seed)
 				conv, _, err := sc.run()
 				if err != nil {
-					t.Fatalf("%v\nreplay: go test ./pkg/election -run 'TestSimProperties/%s' -seed %d", err, algo, seed)
+					t.Fatalf("%v\nreplay: %s", err, simtest.Replay(t, seed))
 				}
 				if conv > worst {
 					worst, worstSeed = conv, seed
@@ -310,8 +306,8 @@ func TestSimProperties(t *testing.T) {
 				// After healing, a stale leader hears the new one's heartbeat
 				// and steps down within the failure-detection time.
 				if fd := 4 * DefaultConfig().Heartbeat; sc.twoWorstHeal > fd {
-					t.Fatalf("seed %d: two leaders of different terms for %v after healing (bound: failure detection, %v)\nreplay: go test ./pkg/election -run 'TestSimProperties/%s' -seed %d",
-						seed, sc.twoWorstHeal, fd, algo, seed)
+					t.Fatalf("seed %d: two leaders of different terms for %v after healing (bound: failure detection, %v)\nreplay: %s",
+						seed, sc.twoWorstHeal, fd, simtest.Replay(t, seed))
 				}
 				if sc.twoWorstHeal > twoHeal {
 					twoHeal, twoSeed = sc.twoWorstHeal, seed
@@ -339,7 +335,7 @@ func TestSimLeases(t *testing.T) {
 				sc := newScenario(algo, seed)
 				sc.lease = 200 * time.Millisecond
 				if _, _, err := sc.run(); err != nil {
-					t.Fatalf("%v\nreplay: go test ./pkg/election -run 'TestSimLeases/%s' -seed %d", err, algo, seed)
+					t.Fatalf("%v\nreplay: %s", err, simtest.Replay(t, seed))
 				}
 				intervals += sc.leases.Intervals
 			}
@@ -351,44 +347,24 @@ func TestSimLeases(t *testing.T) {
 // TestSimCatchesLeaseBug plants a bug the lease checker must catch:
 // followers acknowledge a new leader while still promised to the old one.
 func TestSimCatchesLeaseBug(t *testing.T) {
-	caught := 0
-	var first error
-	for seed := uint64(1); seed <= 200; seed++ {
+	simtest.Catch(t, "lease promises ignored", 200, func(seed uint64) error {
 		sc := newScenario(Bully, seed)
 		sc.lease, sc.leaseBug = 200*time.Millisecond, bugIgnorePromises
-		if _, _, err := sc.run(); err != nil && strings.Contains(err.Error(), "two lease holders") {
-			caught++
-			if first == nil {
-				first = err
-			}
-		}
-	}
-	if caught == 0 {
-		t.Fatal("planted lease bug (promises ignored) never caught in 200 seeds")
-	}
-	t.Logf("planted lease bug caught in %d/200 seeds, e.g. %v", caught, first)
+		_, _, err := sc.run()
+		return err
+	}, "two lease holders")
 }
 
 // TestSimCatchesReusedTerm: a restarted process that forgot its term (no
 // stable storage) can win a term it already led; the checker says so
 // itself (it used to be caught only through pkg/mutex's fencing check).
 func TestSimCatchesReusedTerm(t *testing.T) {
-	caught := 0
-	var first error
-	for seed := uint64(1); seed <= 200; seed++ {
+	simtest.Catch(t, "a term reused after a restart", 200, func(seed uint64) error {
 		sc := newScenario(Bully, seed)
 		sc.forgetTerm = true
-		if _, _, err := sc.run(); err != nil && strings.Contains(err.Error(), "twice") {
-			caught++
-			if first == nil {
-				first = err
-			}
-		}
-	}
-	if caught == 0 {
-		t.Fatal("a term reused after a restart was never caught in 200 seeds")
-	}
-	t.Logf("reused term caught in %d/200 random seeds, e.g. %v", caught, first)
+		_, _, err := sc.run()
+		return err
+	}, "twice")
 	// The targeted schedule: the leader crashes and restarts before the
 	// others suspect it, so it wins its first owned term again.
 	for _, forget := range []bool{false, true} {
@@ -492,7 +468,7 @@ func TestSimLeaseSchedules(t *testing.T) {
 			for _, seed := range seeds {
 				chk, err := leaseSchedule(seed, 0, restart, g)
 				if err != nil {
-					t.Fatalf("restart=%v guard=%v: %v\nreplay: go test ./pkg/election -run TestSimLeaseSchedules -seed %d", restart, g, err, seed)
+					t.Fatalf("restart=%v guard=%v: %v\nreplay: %s", restart, g, err, simtest.Replay(t, seed))
 				}
 				intervals += chk.Intervals
 				if chk.compared && (closest < 0 || chk.Closest < closest) {
@@ -553,23 +529,14 @@ func TestSimDeterministic(t *testing.T) {
 // term, and the property run must say so.
 func TestSimCatchesPlantedBug(t *testing.T) {
 	for _, algo := range []Algo{Bully, Ring, ChangRoberts} {
-		caught := 0
-		var first error
-		for seed := uint64(1); seed <= 200; seed++ {
-			sc := newScenario(algo, seed)
-			sc.naiveTerms = true
-			if _, _, err := sc.run(); err != nil && strings.Contains(err.Error(), "two leaders for term") {
-				caught++
-				if first == nil {
-					first = err
-				}
-			}
-		}
-		if caught == 0 {
-			t.Errorf("%v: planted bug (naive terms) never caught in 200 seeds", algo)
-		} else {
-			t.Logf("%v: planted bug caught in %d/200 seeds, e.g. %v", algo, caught, first)
-		}
+		t.Run(algo.String(), func(t *testing.T) {
+			simtest.Catch(t, "naive terms", 200, func(seed uint64) error {
+				sc := newScenario(algo, seed)
+				sc.naiveTerms = true
+				_, _, err := sc.run()
+				return err
+			}, "two leaders for term")
+		})
 	}
 }
 
@@ -729,7 +696,7 @@ func TestSimRingTies(t *testing.T) {
 		}
 		s, _ := sc.build(sim.Options{MinLatency: time.Millisecond, MaxLatency: time.Duration(2+r.IntN(10)) * time.Millisecond})
 		fail := func(err error) {
-			t.Fatalf("seed %d (%d members, one priority): %v\nreplay: go test ./pkg/election -run TestSimRingTies -seed %d", seed, sc.n, err, seed)
+			t.Fatalf("seed %d (%d members, one priority): %v\nreplay: %s", seed, sc.n, err, simtest.Replay(t, seed))
 		}
 		for round := 0; round < 2; round++ {
 			if err := s.RunFor(time.Second); err != nil {

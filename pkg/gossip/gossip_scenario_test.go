@@ -1,7 +1,6 @@
 package gossip
 
 import (
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -11,9 +10,8 @@ import (
 
 	"github.com/roundtable-go/roundtable/pkg/node"
 	"github.com/roundtable-go/roundtable/pkg/sim"
+	"github.com/roundtable-go/roundtable/pkg/sim/scenariotest"
 )
-
-var rewrite = flag.Bool("rewrite", false, "write the output of the transcripts in testdata/ back into them")
 
 // transcript plays the gossip transcripts: random push with Fanout 1 and
 // TTL 2 over 100ms rounds, the integrity and agreement checker installed;
@@ -86,29 +84,14 @@ func transcript(plant func(*Config)) *sim.Scenario[Msg] {
 
 // TestScenarioTranscripts plays testdata/*.txt.
 func TestScenarioTranscripts(t *testing.T) {
-	sc := transcript(nil)
-	sim.Transcripts(t, filepath.Join("testdata", "*.txt"), func(path string) (string, string, error) {
-		return sc.RunFile(path, *rewrite)
-	})
+	scenariotest.Transcripts(t, filepath.Join("testdata", "*.txt"), transcript(nil).RunFile)
 }
 
 // TestScenarioPlantedBugs: the planted bugs of package gossip change the
 // transcript that exercises them (docs/testing.md lists them).
 func TestScenarioPlantedBugs(t *testing.T) {
-	for _, c := range []struct {
-		bug, file string
-		plant     func(*Config)
-		shows     string // in the output with the bug: a checker's verdict, or the changed line
-	}{
-		{"noDedup", "push-then-pull.txt", func(c *Config) { c.noDedup = true }, "failed:"},
-		{"noPull", "push-then-pull.txt", func(c *Config) { c.noPull = true }, "missing"},
-	} {
-		got, want, err := transcript(c.plant).RunFile(filepath.Join("testdata", c.file), false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got == want || !strings.Contains(got, c.shows) {
-			t.Errorf("%s: %s does not catch the bug (want %q in the output):\n%s", c.bug, c.file, c.shows, sim.Diff(want, got))
-		}
-	}
+	scenariotest.CatchPlanted(t, scenariotest.Plant(transcript), []scenariotest.Bug[func(*Config)]{
+		{Name: "noDedup", File: "push-then-pull.txt", Plant: func(c *Config) { c.noDedup = true }, Shows: "failed:"},
+		{Name: "noPull", File: "push-then-pull.txt", Plant: func(c *Config) { c.noPull = true }, Shows: "missing"},
+	})
 }

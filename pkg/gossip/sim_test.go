@@ -10,7 +10,7 @@ import (
 
 	"github.com/roundtable-go/roundtable/pkg/node"
 	"github.com/roundtable-go/roundtable/pkg/sim"
-	_ "github.com/roundtable-go/roundtable/pkg/sim/simtest" // -seeds, -seed and SIM_SEEDS for sim.Seeds
+	"github.com/roundtable-go/roundtable/pkg/sim/simtest"
 	"github.com/roundtable-go/roundtable/pkg/wire"
 )
 
@@ -128,7 +128,7 @@ func TestSimGossip(t *testing.T) {
 		r := run{seed: seed, n: 3 + rng.IntN(60), events: 1 + rng.IntN(60), drop: rng.Float64() * 0.3, crashes: rng.IntN(3), tree: seed%2 == 0}
 		res, err := r.go_()
 		if err != nil {
-			t.Fatalf("%v\nreplay: go test ./pkg/gossip -run TestSimGossip -seed %d", err, seed)
+			t.Fatalf("%v\nreplay: %s", err, simtest.Replay(t, seed))
 		}
 		if res.settledRounds > worst {
 			worst, worstSeed = res.settledRounds, seed
@@ -157,7 +157,7 @@ func TestSimBufferFull(t *testing.T) {
 		r := run{seed: seed, n: 5 + rng.IntN(20), events: 400, drop: rng.Float64() * 0.2, buffer: 16}
 		res, err := r.go_()
 		if err != nil {
-			t.Fatalf("%v\nreplay: go test ./pkg/gossip -run TestSimBufferFull -seed %d", err, seed)
+			t.Fatalf("%v\nreplay: %s", err, simtest.Replay(t, seed))
 		}
 		if res.dropped == 0 {
 			t.Fatalf("seed %d: the push buffers never filled", seed)
@@ -196,25 +196,16 @@ func TestThousandProcesses(t *testing.T) {
 // without the pull, heavy loss leaves processes without events, which the
 // agreement check reports.
 func TestSimCatchesPlantedBugs(t *testing.T) {
-	caught := 0
-	for seed := uint64(1); seed <= 20; seed++ {
-		if _, err := (run{seed: seed, n: 20, events: 20, drop: 0.1, noDedup: true}).go_(); err != nil && strings.Contains(err.Error(), "twice") {
-			caught++
-		}
-	}
-	if caught == 0 {
-		t.Error("delivering every copy was never caught")
-	}
-	missed := 0
-	for seed := uint64(1); seed <= 20; seed++ {
-		if _, err := (run{seed: seed, n: 20, events: 20, drop: 0.5, noPull: true}).go_(); err != nil && strings.Contains(err.Error(), "agreement") {
-			missed++
-		}
-	}
-	if missed == 0 {
-		t.Error("push alone under 50% loss never missed an event: the agreement check sees nothing")
-	}
-	t.Logf("duplicates caught in %d/20 seeds; push alone at 50%% loss missed events in %d/20 seeds", caught, missed)
+	simtest.Catch(t, "delivering every copy", 20, func(seed uint64) error {
+		_, err := (run{seed: seed, n: 20, events: 20, drop: 0.1, noDedup: true}).go_()
+		return err
+	}, "twice")
+	// Push alone under 50% loss must miss an event, or the agreement check
+	// sees nothing.
+	simtest.Catch(t, "push alone at 50% loss", 20, func(seed uint64) error {
+		_, err := (run{seed: seed, n: 20, events: 20, drop: 0.5, noPull: true}).go_()
+		return err
+	}, "agreement")
 }
 
 // glomers runs the Gossip Glomers 3d/3e workload: 25 members, 100 ms

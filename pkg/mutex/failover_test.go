@@ -10,6 +10,7 @@ import (
 
 	"github.com/roundtable-go/roundtable/pkg/node"
 	"github.com/roundtable-go/roundtable/pkg/sim"
+	"github.com/roundtable-go/roundtable/pkg/sim/simtest"
 )
 
 // coordinatorOf is the daemon that leads central, and whether its
@@ -104,12 +105,11 @@ func centralFailover(seed uint64, plant bool) (crashes int, err error) {
 // times back to back, each successor crashed in or just after its
 // takeover (see centralFailover). Replay one seed with -seed N.
 func TestSimCentralFailoverRepeated(t *testing.T) {
-	for _, seed := range sim.Seeds() {
-		if _, err := centralFailover(seed, false); err != nil {
-			t.Fatalf("%v\nreplay: go test ./pkg/mutex -run TestSimCentralFailoverRepeated -seed %d", err, seed)
-		}
-	}
-	t.Logf("central: %d seeds passed, three coordinators crashed back to back in each", len(sim.Seeds()))
+	n := simtest.EverySeed(t, func(seed uint64) error {
+		_, err := centralFailover(seed, false)
+		return err
+	})
+	t.Logf("central: %d seeds passed, three coordinators crashed back to back in each", n)
 }
 
 // TestSimCentralFailoverCatchesPlantedBug: a successor that grants without

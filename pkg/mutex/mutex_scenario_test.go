@@ -1,7 +1,6 @@
 package mutex
 
 import (
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -13,9 +12,8 @@ import (
 
 	"github.com/roundtable-go/roundtable/pkg/node"
 	"github.com/roundtable-go/roundtable/pkg/sim"
+	"github.com/roundtable-go/roundtable/pkg/sim/scenariotest"
 )
-
-var rewrite = flag.Bool("rewrite", false, "write the output of the transcripts in testdata/ back into them")
 
 // scenario plays lockd's transcripts: central coordinator daemons with a
 // 400ms lease, the mutual exclusion checkers installed; plant switches a
@@ -86,29 +84,14 @@ func local(r *sim.Run[Msg], t MsgType, args []string) error {
 
 // TestScenarioTranscripts plays testdata/*.txt.
 func TestScenarioTranscripts(t *testing.T) {
-	sc := scenario(nil)
-	sim.Transcripts(t, filepath.Join("testdata", "*.txt"), func(path string) (string, string, error) {
-		return sc.RunFile(path, *rewrite)
-	})
+	scenariotest.Transcripts(t, filepath.Join("testdata", "*.txt"), scenario(nil).RunFile)
 }
 
 // TestScenarioPlantedBugs: each planted bug of the central coordinator
 // changes the transcript that exercises it (docs/testing.md lists them).
 func TestScenarioPlantedBugs(t *testing.T) {
-	for _, c := range []struct {
-		bug, file string
-		plant     func(*Config)
-		shows     string // in the output with the bug
-	}{
-		{"noTakeoverWait", "central-failover.txt", func(c *Config) { c.noTakeoverWait = true }, `two holders of "lockA"`},
-		{"centralLIFO", "central-failover.txt", func(c *Config) { c.centralLIFO = true }, "5->3 grant term=4 seq=1 name=lockA"},
-	} {
-		got, want, err := scenario(c.plant).RunFile(filepath.Join("testdata", c.file), false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got == want || !strings.Contains(got, c.shows) {
-			t.Errorf("%s: %s does not catch the bug (want %q in the output):\n%s", c.bug, c.file, c.shows, sim.Diff(want, got))
-		}
-	}
+	scenariotest.CatchPlanted(t, scenariotest.Plant(scenario), []scenariotest.Bug[func(*Config)]{
+		{Name: "noTakeoverWait", File: "central-failover.txt", Plant: func(c *Config) { c.noTakeoverWait = true }, Shows: `two holders of "lockA"`},
+		{Name: "centralLIFO", File: "central-failover.txt", Plant: func(c *Config) { c.centralLIFO = true }, Shows: "5->3 grant term=4 seq=1 name=lockA"},
+	})
 }

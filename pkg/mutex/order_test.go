@@ -11,6 +11,7 @@ import (
 
 	"github.com/roundtable-go/roundtable/pkg/node"
 	"github.com/roundtable-go/roundtable/pkg/sim"
+	"github.com/roundtable-go/roundtable/pkg/sim/simtest"
 )
 
 // Order properties the seeds promise, checked once faults have stopped
@@ -252,19 +253,10 @@ func TestSimOrderCheckersCatchPlantedBugs(t *testing.T) {
 		{RicartAgrawala, "ricart-agrawala order", func(w *world) { w.raHandoff = true }},
 		{Central, "central FCFS", func(w *world) { w.centralLIFO = true }},
 	} {
-		caught, seeds := 0, 100
-		var example error
-		for seed := uint64(1); seed <= uint64(seeds); seed++ {
+		simtest.Catch(t, c.algo.String()+" order", 100, func(seed uint64) error {
 			_, err := runWorldWith(seed, c.algo, false, c.set)
-			if err != nil && strings.Contains(err.Error(), c.what) {
-				caught++
-				example = err
-			}
-		}
-		if caught == 0 {
-			t.Fatalf("%v: the planted order bug was never caught in %d seeds", c.algo, seeds)
-		}
-		t.Logf("%v: planted order bug caught in %d/%d seeds, e.g. %v", c.algo, caught, seeds, example)
+			return err
+		}, c.what)
 	}
 }
 
@@ -287,7 +279,7 @@ func evenSplit(t *testing.T, algo Algo) {
 			Start: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 		w := newWorld(seed, 4, opts, algo, false, nil)
 		fail := func(err error) {
-			t.Fatalf("%v\nreplay: go test ./pkg/mutex -run %s -seed %d", err, t.Name(), seed)
+			t.Fatalf("%v\nreplay: %s", err, simtest.Replay(t, seed))
 		}
 		if err := w.s.RunFor(time.Second + time.Duration(r.Int64N(int64(time.Second)))); err != nil {
 			fail(err)
@@ -353,7 +345,7 @@ func TestSimCentralTakeoverKeepsHolder(t *testing.T) {
 		}
 		s.Invariant = func() error { return Exclusive(s) }
 		fail := func(err error) {
-			t.Fatalf("%v\nreplay: go test ./pkg/mutex -run TestSimCentralTakeoverKeepsHolder -seed %d", err, seed)
+			t.Fatalf("%v\nreplay: %s", err, simtest.Replay(t, seed))
 		}
 		run := func(d time.Duration) {
 			if err := s.RunFor(d); err != nil {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/roundtable-go/roundtable/pkg/node"
 	"github.com/roundtable-go/roundtable/pkg/sim"
-	_ "github.com/roundtable-go/roundtable/pkg/sim/simtest" // -seeds, -seed and SIM_SEEDS for sim.Seeds
+	"github.com/roundtable-go/roundtable/pkg/sim/simtest"
 )
 
 // Checker verifies mutual exclusion. Tokens: every grant of a name carries
@@ -343,33 +343,28 @@ func runWorldWith(seed uint64, algo Algo, plant bool, set func(*world)) (w *worl
 	if err := s.RunFor(time.Second); err != nil {
 		return w, err
 	}
-	for step := 0; step < 12; step++ {
-		id := ids[r.IntN(len(ids))]
-		action := r.IntN(7)
-		if !partitions && action >= 2 {
-			action = r.IntN(2) // crash or restart only
-		}
-		switch action {
-		case 0:
-			if algo != Central && s.Live() == 1 {
-				break // RA, token ring: some process that saw the latest entries stays up
+	err = s.RunFaults(r, sim.Faults{
+		Steps:  12,
+		Faults: []sim.Fault{sim.Crash, sim.Restart, sim.Pause, sim.Resume, sim.Partition, sim.Partition, sim.Heal},
+		Gap:    100 * time.Millisecond, Jitter: 500 * time.Millisecond,
+		Pick: func(f sim.Fault, _ node.ID) sim.Fault {
+			if !partitions && f != sim.Crash && f != sim.Restart {
+				f = []sim.Fault{sim.Crash, sim.Restart}[r.IntN(2)] // crash or restart only
 			}
-			s.Crash(id)
-			w.log = append(w.log, fmt.Sprintf("+%v crash %d", s.Now().Sub(opts.Start), id))
-		case 1:
-			s.Restart(id)
-		case 2:
-			s.Pause(id)
-		case 3:
-			s.Resume(id)
-		case 4, 5:
-			s.RandomPartition(r)
-		case 6:
-			s.Heal()
-		}
-		if err := s.RunFor(time.Duration(100+r.IntN(500)) * time.Millisecond); err != nil {
-			return w, err
-		}
+			if f == sim.Crash && algo != Central && s.Live() == 1 {
+				return sim.Skip // RA, token ring: some process that saw the latest entries stays up
+			}
+			return f
+		},
+		Done: func(f sim.Fault, id node.ID) error {
+			if f == sim.Crash {
+				w.log = append(w.log, fmt.Sprintf("+%v crash %d", s.Now().Sub(opts.Start), id))
+			}
+			return nil
+		},
+	})
+	if err != nil {
+		return w, err
 	}
 	s.Heal()
 	s.SetFaults(0, 0)
@@ -416,34 +411,25 @@ const (
 )
 
 func TestSimRicartAgrawalaProperties(t *testing.T) {
-	for _, seed := range sim.Seeds() {
-		if _, err := runWorld(seed, RicartAgrawala, false); err != nil {
-			t.Fatalf("%v\nreplay: go test ./pkg/mutex -run TestSimRicartAgrawalaProperties -seed %d", err, seed)
-		}
-	}
-	t.Logf("ricart-agrawala: %d seeds passed (3-5 daemons, 2 clients each, loss, duplication, reordering, crashes, restarts, skewed clocks)", len(sim.Seeds()))
+	n := simtest.EverySeed(t, func(seed uint64) error {
+		_, err := runWorld(seed, RicartAgrawala, false)
+		return err
+	})
+	t.Logf("ricart-agrawala: %d seeds passed (3-5 daemons, 2 clients each, loss, duplication, reordering, crashes, restarts, skewed clocks)", n)
 }
 
 func TestSimRicartAgrawalaCatchesPlantedBug(t *testing.T) {
-	caught := 0
-	var example error
-	for seed := uint64(1); seed <= 100; seed++ {
-		if _, err := runWorld(seed, RicartAgrawala, true); err != nil && strings.Contains(err.Error(), "two holders") {
-			caught++
-			example = err
-		}
-	}
-	if caught == 0 {
-		t.Fatal("planted bug (OK despite an earlier own request) never caught in 100 seeds")
-	}
-	t.Logf("planted bug caught in %d/100 seeds, e.g. %v", caught, example)
+	simtest.Catch(t, "OK despite an earlier own request", 100, func(seed uint64) error {
+		_, err := runWorld(seed, RicartAgrawala, true)
+		return err
+	}, "two holders")
 }
 
 func TestSimCentralProperties(t *testing.T) {
 	grants := 0
 	for _, seed := range sim.Seeds() {
 		if err := runCentral(seed, false); err != nil {
-			t.Fatalf("%v\nreplay: go test ./pkg/mutex -run TestSimCentralProperties -seed %d", err, seed)
+			t.Fatalf("%v\nreplay: %s", err, simtest.Replay(t, seed))
 		}
 		grants++
 	}
@@ -456,18 +442,7 @@ func TestSimCentralCatchesPlantedBug(t *testing.T) {
 	if raceOn {
 		t.Skip("single-goroutine simulator sweep: run without -race")
 	}
-	caught := 0
-	var example error
-	for seed := uint64(1); seed <= 300; seed++ {
-		if err := runCentral(seed, true); err != nil && strings.Contains(err.Error(), "two holders") {
-			caught++
-			example = err
-		}
-	}
-	if caught == 0 {
-		t.Fatal("planted bug (no takeover wait) never caught in 300 seeds")
-	}
-	t.Logf("planted bug caught in %d/300 seeds, e.g. %v", caught, example)
+	simtest.Catch(t, "no takeover wait", 300, func(seed uint64) error { return runCentral(seed, true) }, "two holders")
 }
 
 // TestComparisonTable reproduces Tanenbaum ch. 6's table for the central
@@ -552,12 +527,11 @@ func measureEntryAt(t *testing.T, algo Algo, types []MsgType, from node.ID) (int
 }
 
 func TestSimTokenRingProperties(t *testing.T) {
-	for _, seed := range sim.Seeds() {
-		if _, err := runWorld(seed, TokenRing, false); err != nil {
-			t.Fatalf("%v\nreplay: go test ./pkg/mutex -run TestSimTokenRingProperties -seed %d", err, seed)
-		}
-	}
-	t.Logf("token-ring: %d seeds passed (3-5 daemons, k = n-1, 2 clients each, loss, duplication, reordering, crashes, restarts, skewed clocks; ring order after healing)", len(sim.Seeds()))
+	n := simtest.EverySeed(t, func(seed uint64) error {
+		_, err := runWorld(seed, TokenRing, false)
+		return err
+	})
+	t.Logf("token-ring: %d seeds passed (3-5 daemons, k = n-1, 2 clients each, loss, duplication, reordering, crashes, restarts, skewed clocks; ring order after healing)", n)
 }
 
 // TestSimTokenRingCatchesPlantedBugs: UseBackup without the count bump lets a
@@ -568,25 +542,14 @@ func TestSimTokenRingCatchesPlantedBugs(t *testing.T) {
 	if raceOn {
 		t.Skip("single-goroutine simulator sweep: run without -race")
 	}
-	caught, fair := 0, 0
-	var example, fairExample error
-	for seed := uint64(1); seed <= 200; seed++ {
-		if _, err := runWorld(seed, TokenRing, true); err != nil && (strings.Contains(err.Error(), "two holders") || strings.Contains(err.Error(), "went from")) {
-			caught++
-			example = err
-		}
-	}
-	for seed := uint64(1); seed <= 50; seed++ {
-		if _, err := runWorldOpts(seed, TokenRing, false, true); err != nil && strings.Contains(err.Error(), "ring order") {
-			fair++
-			fairExample = err
-		}
-	}
-	if caught == 0 || fair == 0 {
-		t.Fatalf("planted bugs caught: no count bump %d/200, regrant %d/50", caught, fair)
-	}
-	t.Logf("no count bump caught in %d/200 seeds, e.g. %v", caught, example)
-	t.Logf("regrant on the freeing visit caught in %d/50 seeds, e.g. %v", fair, fairExample)
+	simtest.Catch(t, "no count bump", 200, func(seed uint64) error {
+		_, err := runWorld(seed, TokenRing, true)
+		return err
+	}, "two holders", "went from")
+	simtest.Catch(t, "regrant on the freeing visit", 50, func(seed uint64) error {
+		_, err := runWorldOpts(seed, TokenRing, false, true)
+		return err
+	}, "ring order")
 }
 
 // TestTokenRingTable reproduces Tanenbaum ch. 6's row for the token ring on five
@@ -670,12 +633,11 @@ func TestTokenRingTable(t *testing.T) {
 }
 
 func TestSimVotingProperties(t *testing.T) {
-	for _, seed := range sim.Seeds() {
-		if _, err := runWorld(seed, Voting, false); err != nil {
-			t.Fatalf("%v\nreplay: go test ./pkg/mutex -run TestSimVotingProperties -seed %d", err, seed)
-		}
-	}
-	t.Logf("voting: %d seeds passed (3-5 daemons, m = n/2+1, 2 clients each, loss, duplication, reordering, crashes and restarts that forget votes, pauses, partitions, skewed clocks)", len(sim.Seeds()))
+	n := simtest.EverySeed(t, func(seed uint64) error {
+		_, err := runWorld(seed, Voting, false)
+		return err
+	})
+	t.Logf("voting: %d seeds passed (3-5 daemons, m = n/2+1, 2 clients each, loss, duplication, reordering, crashes and restarts that forget votes, pauses, partitions, skewed clocks)", n)
 }
 
 // TestSimVotingCatchesPlantedBug: a coordinator that counts votes as given
@@ -684,18 +646,10 @@ func TestSimVotingCatchesPlantedBug(t *testing.T) {
 	if raceOn {
 		t.Skip("single-goroutine simulator sweep: run without -race")
 	}
-	caught := 0
-	var example error
-	for seed := uint64(1); seed <= 100; seed++ {
-		if _, err := runWorld(seed, Voting, true); err != nil && (strings.Contains(err.Error(), "two holders") || strings.Contains(err.Error(), "went from")) {
-			caught++
-			example = err
-		}
-	}
-	if caught == 0 {
-		t.Fatal("planted bug (early vote expiry) never caught in 100 seeds")
-	}
-	t.Logf("planted bug caught in %d/100 seeds, e.g. %v", caught, example)
+	simtest.Catch(t, "early vote expiry", 100, func(seed uint64) error {
+		_, err := runWorld(seed, Voting, true)
+		return err
+	}, "two holders", "went from")
 }
 
 // TestVotingTable reproduces Tanenbaum ch. 6's row for decentralised voting on a
@@ -870,7 +824,7 @@ func TestSimVotingRestartDuringHold(t *testing.T) {
 		r := rand.New(rand.NewPCG(seed, 11))
 		s, granted := votingTrio(seed, r, lease)
 		fail := func(err error) {
-			t.Fatalf("%v\nreplay: go test ./pkg/mutex -run TestSimVotingRestartDuringHold -seed %d", err, seed)
+			t.Fatalf("%v\nreplay: %s", err, simtest.Replay(t, seed))
 		}
 		// Past the daemons' own quiet lease after boot, daemon 1's client
 		// asks and holds from then on (renewing).
@@ -917,11 +871,11 @@ func holdWithRivalCutOff(t *testing.T, s *sim.Sim[Msg], granted *bool, r *rand.R
 	run := func(d time.Duration) {
 		t.Helper()
 		if err := s.RunFor(d); err != nil {
-			t.Fatalf("%v\nreplay: go test ./pkg/mutex -run %s -seed %d", err, t.Name(), seed)
+			t.Fatalf("%v\nreplay: %s", err, simtest.Replay(t, seed))
 		}
 	}
 	if err := rivalCutOff(s, granted, r, lease); err != nil {
-		t.Fatalf("seed %d: %v\nreplay: go test ./pkg/mutex -run %s -seed %d", seed, err, t.Name(), seed)
+		t.Fatalf("seed %d: %v\nreplay: %s", seed, err, simtest.Replay(t, seed))
 	}
 	return run
 }
@@ -985,7 +939,7 @@ func TestSimVotingSlowAcks(t *testing.T) {
 	for _, late := range []time.Duration{lease / 3, lease / 8} {
 		for _, seed := range sim.Seeds() {
 			if err := votingSlowAcks(t, seed, lease, late, nil); err != nil {
-				t.Fatalf("acks %v late: %v\nreplay: go test ./pkg/mutex -run %s -seed %d", late, err, t.Name(), seed)
+				t.Fatalf("acks %v late: %v\nreplay: %s", late, err, simtest.Replay(t, seed))
 			}
 		}
 	}
@@ -1124,19 +1078,7 @@ func ringTwoHoldersCrash(seed uint64, plant bool) error {
 // TestSimRingTwoHoldersCrash runs ringTwoHoldersCrash over every seed, and
 // with the count bump of UseBackup planted away over 200.
 func TestSimRingTwoHoldersCrash(t *testing.T) {
-	for _, seed := range sim.Seeds() {
-		if err := ringTwoHoldersCrash(seed, false); err != nil {
-			t.Fatalf("%v\nreplay: go test ./pkg/mutex -run TestSimRingTwoHoldersCrash -seed %d", err, seed)
-		}
-	}
-	caught := 0
-	for seed := uint64(1); seed <= 200; seed++ {
-		if err := ringTwoHoldersCrash(seed, true); err != nil && strings.Contains(err.Error(), "went from") {
-			caught++
-		}
-	}
-	t.Logf("token-ring: %d seeds passed (two consecutive holders crash, the second while its client is inside); no count bump caught in %d/200", len(sim.Seeds()), caught)
-	if caught == 0 {
-		t.Error("UseBackup without the count bump was never caught")
-	}
+	n := simtest.EverySeed(t, func(seed uint64) error { return ringTwoHoldersCrash(seed, false) })
+	t.Logf("token-ring: %d seeds passed (two consecutive holders crash, the second while its client is inside)", n)
+	simtest.Catch(t, "UseBackup without the count bump", 200, func(seed uint64) error { return ringTwoHoldersCrash(seed, true) }, "went from")
 }

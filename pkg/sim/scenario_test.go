@@ -1,7 +1,6 @@
 package sim_test
 
 import (
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -13,9 +12,8 @@ import (
 
 	"github.com/roundtable-go/roundtable/pkg/node"
 	"github.com/roundtable-go/roundtable/pkg/sim"
+	"github.com/roundtable-go/roundtable/pkg/sim/scenariotest"
 )
-
-var rewrite = flag.Bool("rewrite", false, "write the output the transcripts in testdata/ produce back into them")
 
 // relay passes a hop count around the ring of peers: a node handed h > 0
 // reports it and passes h−1 to its successor. A local request starts a
@@ -108,10 +106,7 @@ func relayScenario() *sim.Scenario[uint64] {
 // TestScenarioTranscripts plays testdata/*.txt, the runner's own
 // transcripts, which use every built-in command.
 func TestScenarioTranscripts(t *testing.T) {
-	sc := relayScenario()
-	sim.Transcripts(t, filepath.Join("testdata", "*.txt"), func(path string) (string, string, error) {
-		return sc.RunFile(path, *rewrite)
-	})
+	scenariotest.Transcripts(t, filepath.Join("testdata", "*.txt"), relayScenario().RunFile)
 }
 
 // TestScenarioCatchesMismatch proves a transcript fails when the output

@@ -3,47 +3,13 @@ package termination
 import (
 	"fmt"
 	"math/rand/v2"
-	"reflect"
 	"testing"
 	"time"
 
 	"github.com/roundtable-go/roundtable/pkg/node"
 	"github.com/roundtable-go/roundtable/pkg/sim"
-	_ "github.com/roundtable-go/roundtable/pkg/sim/simtest" // -seeds, -seed and SIM_SEEDS for sim.Seeds
-	"github.com/roundtable-go/roundtable/pkg/wire"
+	"github.com/roundtable-go/roundtable/pkg/sim/simtest"
 )
-
-func TestCodec(t *testing.T) {
-	for _, m := range []Msg{
-		{Type: MsgWork, Seq: 9},
-		{Type: MsgMarker, Seq: 1 << 40, NCrashed: 1, White: []node.ID{2, 3}, Members: []node.ID{4, 5, 6}},
-		{Type: MsgDone, Members: []node.ID{4}},
-		{Type: MsgMarkerAck, Seq: 7},
-		{Type: MsgDoneAck},
-	} {
-		typ, p, err := Codec{}.Marshal(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := Codec{}.Unmarshal(typ, p)
-		if err != nil || !reflect.DeepEqual(got, m) {
-			t.Fatalf("%+v -> %+v, %v", m, got, err)
-		}
-	}
-	if _, _, err := (Codec{}).Marshal(Msg{Type: MsgIdle}); err == nil {
-		t.Fatal("a local request must not be encodable")
-	}
-}
-
-func FuzzCodec(f *testing.F) {
-	typ, p, _ := Codec{}.Marshal(Msg{Type: MsgMarker, Seq: 3, NCrashed: 1, Members: []node.ID{1, 2}})
-	f.Add(typ, p)
-	f.Fuzz(func(t *testing.T, typ uint8, p []byte) {
-		if err := wire.RoundTrip[Msg](Codec{}, typ, p); err != nil {
-			t.Fatal(err)
-		}
-	})
-}
 
 // job is one simulated distributed computation: every process starts
 // active, works for a while in sessions, sends work to random others
@@ -243,11 +209,10 @@ func TestSimTermination(t *testing.T) {
 		for _, crash := range []bool{false, true} {
 			var worst time.Duration
 			crashes, holders, dropped := 0, 0, 0
-			for _, seed := range seeds1000() {
+			n := simtest.EverySeedOf(t, simtest.AtLeast(1000), func(seed uint64) error {
 				j := &job{seed: seed, crash: crash, lossy: lossy}
 				if err := j.run(); err != nil {
-					t.Fatalf("lossy=%v crashes=%v seed %d (n=%d k=%d drop=%.2f dup=%.2f): %v\nreplay: go test ./pkg/termination -run TestSimTermination -seed %d",
-						lossy, crash, seed, j.n, j.k, j.drop, j.dup, err, seed)
+					return fmt.Errorf("lossy=%v crashes=%v (n=%d k=%d drop=%.2f dup=%.2f): %v", lossy, crash, j.n, j.k, j.drop, j.dup, err)
 				}
 				worst = max(worst, j.took)
 				crashes += j.crashes
@@ -255,9 +220,10 @@ func TestSimTermination(t *testing.T) {
 				for _, n := range j.stats.Dropped {
 					dropped += n
 				}
-			}
+				return nil
+			})
 			t.Logf("lossy=%v crashes=%v: %d seeds, %d messages lost, %d crashes (%d of the marker's holder), announced everywhere at most %v after the last work",
-				lossy, crash, len(seeds1000()), dropped, crashes, holders, worst)
+				lossy, crash, n, dropped, crashes, holders, worst)
 			if crash && holders == 0 {
 				t.Fatal("no crash hit the marker's holder")
 			}
@@ -273,14 +239,9 @@ func TestSimTermination(t *testing.T) {
 // a lost acknowledgement) counts more work than was sent; the checker
 // sees it.
 func TestSimTerminationCatchesDuplicateWork(t *testing.T) {
-	for seed := uint64(1); seed <= 1000; seed++ {
-		j := &job{seed: seed, bug: bugActOnDup, lossy: true}
-		if err := j.run(); err != nil {
-			t.Logf("caught at seed %d: %v", seed, err)
-			return
-		}
-	}
-	t.Fatal("acting on duplicate work was not caught in 1,000 seeds")
+	simtest.CatchOne(t, "acting on duplicate work", 1000, func(seed uint64) error {
+		return (&job{seed: seed, bug: bugActOnDup, lossy: true}).run()
+	})
 }
 
 // TestSimAckCost counts what the acknowledgements cost on a reliable
@@ -318,24 +279,7 @@ func TestSimAckCost(t *testing.T) {
 // TestSimTerminationCatchesBug: a sender that stays white lets the marker
 // announce termination while work is still on its way; the checker sees it.
 func TestSimTerminationCatchesBug(t *testing.T) {
-	for seed := uint64(1); seed <= 1000; seed++ {
-		j := &job{seed: seed, bug: bugNoColour}
-		if err := j.run(); err != nil {
-			t.Logf("caught at seed %d: %v", seed, err)
-			return
-		}
-	}
-	t.Fatal("a sender that stays white was not caught in 1,000 seeds")
-}
-
-func seeds1000() []uint64 {
-	s := sim.Seeds()
-	if len(s) == 1 || len(s) >= 1000 {
-		return s
-	}
-	out := make([]uint64, 1000)
-	for i := range out {
-		out[i] = uint64(i + 1)
-	}
-	return out
+	simtest.CatchOne(t, "a sender that stays white", 1000, func(seed uint64) error {
+		return (&job{seed: seed, bug: bugNoColour}).run()
+	})
 }

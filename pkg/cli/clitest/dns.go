@@ -1,8 +1,10 @@
 package clitest
 
 import (
+	"fmt"
 	"net"
 	"net/netip"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -99,4 +101,33 @@ func (d *DNS) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 		}
 	}
 	w.WriteMsg(m)
+}
+
+// SharedPort returns a UDP port that is free on each of 127.0.0.1 to
+// 127.0.0.n at the same time, for n members on those addresses that find
+// each other through the A records of one name (the records carry no
+// port, so every member listens on the same one). It fails the test when
+// 20 tries find none.
+func SharedPort(t testing.TB, n int) int {
+	t.Helper()
+	for try := 0; try < 20; try++ {
+		var held []net.PacketConn
+		p := 0
+		for i := 1; i <= n; i++ {
+			c, err := net.ListenPacket("udp", net.JoinHostPort(fmt.Sprintf("127.0.0.%d", i), strconv.Itoa(p)))
+			if err != nil {
+				break
+			}
+			held = append(held, c)
+			p = c.LocalAddr().(*net.UDPAddr).Port
+		}
+		for _, c := range held {
+			c.Close()
+		}
+		if len(held) == n {
+			return p
+		}
+	}
+	t.Fatalf("no UDP port free on all of 127.0.0.1 to 127.0.0.%d", n)
+	return 0
 }

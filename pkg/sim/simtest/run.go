@@ -1,0 +1,134 @@
+package simtest
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/roundtable-go/roundtable/pkg/sim"
+)
+
+// EverySeed runs run on each seed sim.Seeds chooses and stops t at the
+// first error, with the seed and the command that replays it alone. It
+// returns how many seeds ran.
+func EverySeed(t testing.TB, run func(seed uint64) error) int {
+	t.Helper()
+	return EverySeedOf(t, sim.Seeds(), run)
+}
+
+// EverySeedOf is EverySeed over the given seeds (AtLeast's, say).
+func EverySeedOf(t testing.TB, seeds []uint64, run func(seed uint64) error) int {
+	t.Helper()
+	for _, seed := range seeds {
+		if err := run(seed); err != nil {
+			t.Fatalf("seed %d: %v\nreplay: %s", seed, err, Replay(t, seed))
+		}
+	}
+	return len(seeds)
+}
+
+// AtLeast returns the seeds sim.Seeds chooses, 1..n when it chooses
+// fewer, unless -seed replays one.
+func AtLeast(n int) []uint64 {
+	s := sim.Seeds()
+	if len(s) == 1 || len(s) >= n {
+		return s
+	}
+	out := make([]uint64, n)
+	for i := range out {
+		out[i] = uint64(i + 1)
+	}
+	return out
+}
+
+// Catch runs run on seeds 1..n with a planted bug switched on, and counts
+// the runs whose error contains one of want (a checker's verdict; with no
+// want, any error). It fails t when none does, and logs how many did and the first such error.
+// It returns the count.
+func Catch(t testing.TB, bug string, n int, run func(seed uint64) error, want ...string) int {
+	t.Helper()
+	caught, first := catch(n, run, want, false)
+	if caught == 0 {
+		t.Fatalf("planted bug (%s) never caught in %d seeds", bug, n)
+	}
+	t.Logf("planted bug (%s) caught in %d/%d seeds, e.g. %v", bug, caught, n, first)
+	return caught
+}
+
+// CatchOne runs run on seeds 1..n with a planted bug switched on until
+// one run fails with an error that contains one of want; it fails t when
+// none does, and logs the seed that caught it.
+func CatchOne(t testing.TB, bug string, n int, run func(seed uint64) error, want ...string) {
+	t.Helper()
+	caught, first := catch(n, run, want, true)
+	if caught == 0 {
+		t.Fatalf("planted bug (%s) never caught in %d seeds", bug, n)
+	}
+	t.Logf("planted bug (%s) caught: %v", bug, first)
+}
+
+func catch(n int, run func(seed uint64) error, want []string, stop bool) (int, error) {
+	caught := 0
+	var first error
+	for seed := uint64(1); seed <= uint64(n); seed++ {
+		if err := run(seed); err != nil && containsAny(err.Error(), want) {
+			caught++
+			if first == nil {
+				first = fmt.Errorf("seed %d: %w", seed, err)
+			}
+			if stop {
+				break
+			}
+		}
+	}
+	return caught, first
+}
+
+// containsAny: s contains one of subs; any s when there are none.
+func containsAny(s string, subs []string) bool {
+	if len(subs) == 0 {
+		return true
+	}
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// Replay is the command that runs t again on seed alone, from the
+// module's root: go test ./pkg/x -run '^TestY$/^sub$' -seed N.
+func Replay(t testing.TB, seed uint64) string {
+	var run []string
+	for _, part := range strings.Split(t.Name(), "/") {
+		run = append(run, "^"+regexp.QuoteMeta(part)+"$")
+	}
+	return fmt.Sprintf("go test %s -run '%s' -seed %d", pkgDir(), strings.Join(run, "/"), seed)
+}
+
+// pkgDir is the test's package directory as go test takes it from the
+// module's root ("./pkg/mutex"), or "." when there is no go.mod above.
+func pkgDir() string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "."
+	}
+	for root := wd; ; {
+		if _, err := os.Stat(filepath.Join(root, "go.mod")); err == nil {
+			rel, err := filepath.Rel(root, wd)
+			if err != nil || rel == "." {
+				return "."
+			}
+			return "./" + filepath.ToSlash(rel)
+		}
+		up := filepath.Dir(root)
+		if up == root {
+			return "."
+		}
+		root = up
+	}
+}
