@@ -345,6 +345,7 @@ type Group struct {
 	// per view
 	seq       uint64
 	store     []map[uint64][]byte
+	gcLow     []uint64 // per member: its messages up to here are collected
 	recv      []uint64
 	above     []map[uint64]bool
 	deliv     []uint64 // FIFO: delivered per member
@@ -563,7 +564,7 @@ func (g *Group) install(v View) {
 	for i := range g.store {
 		g.store[i], g.above[i] = map[uint64][]byte{}, map[uint64]bool{}
 	}
-	g.recv, g.deliv = make([]uint64, n), make([]uint64, n)
+	g.recv, g.deliv, g.gcLow = make([]uint64, n), make([]uint64, n), make([]uint64, n)
 	g.delivered, g.stampAt, g.stamped = map[Stamp]bool{}, map[uint64]Stamp{}, map[Stamp]bool{}
 	g.ts, g.clk, g.clkSeq, g.ackRecv = map[Stamp]uint64{}, make([]uint64, n), make([]uint64, n), nil
 	g.isisReset(n)
