@@ -96,6 +96,9 @@ func missedRun(t *testing.T, seed uint64, cfg GroupConfig) (holes, reported map[
 // removed it), in every order; the planted bug that reports nothing
 // leaves the holes unreported.
 func TestRemovedReportsMissed(t *testing.T) {
+	if raceOn {
+		t.Skip("single-goroutine simulator runs: run without -race")
+	}
 	for _, total := range []Total{TotalNone, TotalSequencer, TotalLamport, TotalISIS, TotalTotem} {
 		withHoles := 0
 		for seed := uint64(1); seed <= 3; seed++ {
