@@ -26,7 +26,14 @@
 #      Any sequence-check error of any member fails the script.
 #
 #   scripts/bench-mcast.sh
+#   PARTS="6" MEMBERS="9" scripts/bench-mcast.sh   only the steps listed
+#       (default "1 2 3 4 5 6"), and in step 6 only these member counts
+#       (default "3 5 9"); COUNT sets step 6's flood per member (default
+#       100000), BENCH_TIMEOUT the longest one member of one run of step 6
+#       may take (default 300 s; a member that takes longer fails the bench)
 . "$(dirname "$0")/lib.sh"
+parts=" ${PARTS:-1 2 3 4 5 6} "
+part() { [[ "$parts" == *" $1 "* ]]; }
 work=$(mktemp -d)
 pids=()
 cleanup() {
@@ -47,19 +54,24 @@ peers() { # n
   for p in $(ports "$1"); do printf '%d=127.0.0.1:%d\n' "$i" "$p"; i=$((i + 1)); done >"$work/peers"
 }
 
+if part 1; then
 echo "== 1. flood: 3 members, mcast bench flat out, 64-byte messages, 200,000 sent by each"
 peers 3
 for i in 1 2 3; do "$mc" bench --id "$i" --peers @"$work/peers" --count 200000 --size 64 2>/dev/null >"$work/flood.$i" & done
 wait
 cat "$work"/flood.*
+fi
 
+if part 2; then
 echo
 echo "== 2. latency at 1,000 msgs/s from each of 3 members (3,000 each)"
 peers 3
 for i in 1 2 3; do "$mc" bench --id "$i" --peers @"$work/peers" --count 3000 --rate 1000 --size 64 2>/dev/null >"$work/rate.$i" & done
 wait
 cat "$work"/rate.*
+fi
 
+if part 3; then
 echo
 echo "== 3. pipes: 3 members, each piping 200,000 64-byte lines through stdin to stdout"
 peers 3
@@ -70,7 +82,9 @@ ms=$(( ($(date +%s%N) - start) / 1000000 ))
 for i in 1 2 3; do
   awk -v n="$(cat "$work/pipe.$i")" -v ms="$ms" -v i="$i" 'BEGIN { printf "member %d: %d lines delivered in %d ms: %.0f lines/s\n", i, n, ms, n * 1000 / ms }'
 done
+fi
 
+if part 4; then
 echo
 echo "== 4. dissemination: 10 local members, one line to the last member's output, median of 20"
 ts_ns() { date -d "$1" +%s%N; }
@@ -110,8 +124,7 @@ echo "mcast: median $(awk -v u="$mcast_us" 'BEGIN { printf "%.2f ms", u / 1000 }
 command -v serf >/dev/null 2>&1 || apt_install serf || true
 if ! command -v serf >/dev/null 2>&1; then
   echo "(serf is not installed and cannot be here: the serf comparison is skipped)"
-  exit 0
-fi
+else
 cat >"$work/handler.sh" <<EOF
 #!/bin/sh
 read -r payload
@@ -146,11 +159,16 @@ done
 serf_us=$(median <"$work/serf.lat")
 echo "serf:  median $(awk -v u="$serf_us" 'BEGIN { printf "%.2f ms", u / 1000 }') from 'serf event' to the last of the 10 agents running its handler"
 awk -v a="$mcast_us" -v b="$serf_us" 'BEGIN { printf "ratio: mcast takes %.3f of serf'"'"'s time (target ≤ 0.5)\n", a / b }'
+fi
+fi
 
+if part 5; then
 echo
 echo "== 5. view change after SIGKILL: 5 members, --order total, default settings, 20 fresh groups"
 go test -run '^$' -bench 'BenchmarkViewChange$' -benchtime 20x ./cmd/mcast | grep -E '^Benchmark'
+fi
 
+part 6 || exit 0
 echo
 echo "== 6. agreed order against corosync CPG: 3, 5 and 9 members, 64-byte messages"
 if ! command -v corosync >/dev/null 2>&1 || [ ! -e /usr/include/corosync/cpg.h ]; then
@@ -196,15 +214,17 @@ field() { # file regexp: the last number in the first match
 }
 coro() { # tag members count [rate] (corosync runs in the background: wait for the clients only)
   local c=()
-  for ((i = 1; i <= $2; i++)); do "$work/cpgflood" "rt$1" "$2" "$3" 64 ${4:-} >"$work/coro.$1.$i" & c+=($!); done
-  wait "${c[@]}"
+  for ((i = 1; i <= $2; i++)); do timeout "$tmo" "$work/cpgflood" "rt$1" "$2" "$3" 64 ${4:-} >"$work/coro.$1.$i" & c+=($!); done
+  wait "${c[@]}" || echo "corosync CPG, $2 members: a client failed or took over $tmo s" >&2
   echo "corosync CPG, $2 members: $(cat "$work/coro.$1.1")"
 }
 fails=0
+tmo=${BENCH_TIMEOUT:-300}
+count=${COUNT:-100000}
 ours() { # tag total members count [rate]: every member waits for every message
   local c=() i
   peers "$3"
-  for ((i = 1; i <= $3; i++)); do "$mc" bench --id "$i" --peers @"$work/peers" --order total --total "$2" --count "$4" ${5:+--rate $5} --size 64 --json 2>/dev/null >"$work/ours.$1.$i" & c+=($!); done
+  for ((i = 1; i <= $3; i++)); do timeout "$tmo" "$mc" bench --id "$i" --peers @"$work/peers" --order total --total "$2" --count "$4" ${5:+--rate $5} --size 64 --json 2>/dev/null >"$work/ours.$1.$i" & c+=($!); done
   wait "${c[@]}" || true
   echo "mcast $2, $3 members: $(cat "$work/ours.$1.1")"
   for ((i = 1; i <= $3; i++)); do
@@ -218,11 +238,11 @@ ours() { # tag total members count [rate]: every member waits for every message
   done
 }
 ratio() { awk -v a="$1" -v b="$2" -v what="$3" 'BEGIN { printf "ratio %s: %.2f\n", what, a / b }'; }
-for n in 3 5 9; do
+for n in ${MEMBERS:-3 5 9}; do
   echo
-  echo "-- $n members: a flood of 100,000 each, then 3,000 each at 1,000/s"
-  coro "flood$n" "$n" 100000
-  for t in sequencer lamport isis totem; do ours "${t}flood$n" "$t" "$n" 100000; done
+  echo "-- $n members: a flood of $count each, then 3,000 each at 1,000/s"
+  coro "flood$n" "$n" "$count"
+  for t in sequencer lamport isis totem; do ours "${t}flood$n" "$t" "$n" "$count"; done
   coro "rate$n" "$n" 3000 1000
   for t in sequencer totem; do ours "${t}rate$n" "$t" "$n" 3000 1000; done
   cf=$(field "$work/coro.flood$n.1" '[0-9]+ msgs/s')

@@ -183,6 +183,12 @@ func TestGroupPausedMemberRejoins(t *testing.T) {
 		m.write(t, 1, 50)
 	}
 	stopped := ms[2]
+	// Stopped once it has everything of its view, it misses nothing of
+	// it and exits 0 (TestGroupPausedMemberReportsMissed has it miss
+	// some).
+	clitest.WaitFor(t, 30*time.Second, func() bool {
+		return strings.Count(readFile(stopped.log), `"event":"deliver"`) >= 250
+	})
 	stopped.cmd.Process.Signal(syscall.SIGSTOP)
 	rest := without(ms, stopped.id)
 	inView(t, rest, []int{1, 2, 4, 5}, 30*time.Second)

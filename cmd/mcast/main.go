@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
@@ -211,7 +212,30 @@ func bench(c *ucli.Context) error {
 			return err
 		}
 	}
+	stop, err := benchProfile(os.Getenv("MCAST_BENCH_CPUPROFILE"))
+	if err != nil {
+		return err
+	}
+	defer stop()
 	return mcastd.RunBench(mb, cfg, group)
+}
+
+// benchProfile writes a CPU profile of the bench to file when it is set
+// (MCAST_BENCH_CPUPROFILE, for 'go tool pprof'; not a flag: it is for
+// whoever works on mcast's speed, not for users).
+func benchProfile(file string) (stop func(), err error) {
+	if file == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return nil, cli.Exitf(cli.ExitUsage, "MCAST_BENCH_CPUPROFILE: %v", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, cli.Exitf(cli.ExitUsage, "MCAST_BENCH_CPUPROFILE: %v", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 func check(c *ucli.Context) error {

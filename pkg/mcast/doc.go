@@ -85,7 +85,9 @@
 // may be left to tell them; a member removed from a view sends its
 // messages past the view's cut again from its next incarnation (members
 // answer a straggler with the change that ended its view, kept for the
-// last 64 views), and reports what it cannot (LostEvent); suspicion is
+// last 64 views), and reports what it cannot (LostEvent) and the
+// messages of the view the members that stay delivered and it did not
+// (MissedEvent); suspicion is
 // stretched by the member's own health (Lifeguard's local health
 // multiplier: ticks that come late).
 // Fault model: loss, duplication, reordering,

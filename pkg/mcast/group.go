@@ -144,6 +144,7 @@ const (
 	gbugNoHealth                       // suspicion ignores this member's own lateness (no local health multiplier)
 	gbugNoRequeue                      // a removed member drops its messages past the cut
 	gbugDropLive                       // a change that drops a silent member drops the view's last member too, though it answered
+	gbugNoMissed                       // a removed member does not report the messages of its view it missed
 )
 
 // Group events. Text forms: "view 7 members 1,2,4 joined 4 left 3",
@@ -250,6 +251,31 @@ func (e LostEvent) String() string {
 	return fmt.Sprintf("%d messages of view %d %s", len(e.Seqs), e.View, what)
 }
 
+// MissedEvent: the group went on without this member, and the members
+// that stay delivered in view View these messages of Sender (its
+// incarnation Inc, numbers Seqs) that this member did not deliver.
+// Unknown: this member does not know the view's cut, so messages of the
+// view past those it delivered may be missing here (no Sender, no Seqs).
+// What the member lacks of views it was not in is not reported: those
+// were never its views (RemovedEvent; the next view's number shows the
+// jump).
+type MissedEvent struct {
+	Event   string   `json:"event"` // "missed"
+	View    uint64   `json:"view"`
+	Sender  node.ID  `json:"sender,omitempty"`
+	Inc     uint64   `json:"inc,omitempty"`
+	Seqs    []uint64 `json:"seqs,omitempty"`
+	Unknown bool     `json:"unknown,omitempty"`
+}
+
+func (e MissedEvent) Kind() string { return "missed" }
+func (e MissedEvent) String() string {
+	if e.Unknown {
+		return fmt.Sprintf("missed perhaps messages of view %d delivered by the members that stay (the view's cut is unknown here)", e.View)
+	}
+	return fmt.Sprintf("missed %d messages of %d in view %d delivered by the members that stay", len(e.Seqs), e.Sender, e.View)
+}
+
 // RemovedEvent: the group went on without this member (it was suspected,
 // or cut off in a minority); it joins again as a new incarnation.
 type RemovedEvent struct {
@@ -345,6 +371,7 @@ type Group struct {
 	// per view
 	seq       uint64
 	store     []map[uint64][]byte
+	gcLow     []uint64 // per member: its messages up to here are collected
 	recv      []uint64
 	above     []map[uint64]bool
 	deliv     []uint64 // FIFO: delivered per member
@@ -563,7 +590,7 @@ func (g *Group) install(v View) {
 	for i := range g.store {
 		g.store[i], g.above[i] = map[uint64][]byte{}, map[uint64]bool{}
 	}
-	g.recv, g.deliv = make([]uint64, n), make([]uint64, n)
+	g.recv, g.deliv, g.gcLow = make([]uint64, n), make([]uint64, n), make([]uint64, n)
 	g.delivered, g.stampAt, g.stamped = map[Stamp]bool{}, map[uint64]Stamp{}, map[Stamp]bool{}
 	g.ts, g.clk, g.clkSeq, g.ackRecv = map[Stamp]uint64{}, make([]uint64, n), make([]uint64, n), nil
 	g.isisReset(n)
@@ -615,6 +642,7 @@ func (g *Group) install(v View) {
 // c is the change that did so, when known.
 func (g *Group) rejoin(view uint64, c *Change) {
 	g.requeue(c)
+	g.missed(c)
 	for _, m := range g.view.Members {
 		if m.ID != g.cfg.ID && !slices.Contains(g.contacts, m.ID) {
 			g.contacts = append(g.contacts, m.ID)
@@ -673,6 +701,41 @@ func (g *Group) requeue(c *Change) {
 	if len(lost) > 0 {
 		g.stats["lost"] += uint64(len(lost))
 		g.events = append(g.events, LostEvent{Event: "lost", View: g.view.ID, Inc: g.me.Inc, Seqs: lost, Unknown: c == nil})
+	}
+}
+
+// missed: the group went on without this member (change c, nil when not
+// known). The members that stay deliver every message of the view up to
+// c's cut (virtual synchrony, Nita-Rotaru's CS7610 notes); those this
+// member did not deliver are holes in its output, reported per sender
+// (MissedEvent) so that its runner can say so and exit non-zero, never
+// left to a reader to infer from its 'removed' line. Without the cut it
+// reports that the view's messages past its own deliveries may be
+// missing.
+func (g *Group) missed(c *Change) {
+	if !g.inView || g.cfg.bug == gbugNoMissed {
+		return
+	}
+	if c == nil || len(c.Cut) != len(g.view.Members) {
+		g.stats["missed-unknown"]++
+		g.events = append(g.events, MissedEvent{Event: "missed", View: g.view.ID, Unknown: true})
+		return
+	}
+	for j, m := range g.view.Members {
+		var seqs []uint64
+		from := g.deliv[j] + 1 // delivered in each sender's order
+		if g.cfg.Total.stamping() {
+			from = 1 // delivered in stamp order: look at each
+		}
+		for q := from; q <= c.Cut[j]; q++ {
+			if !g.delivered[Stamp{m.ID, q}] || !g.cfg.Total.stamping() {
+				seqs = append(seqs, q)
+			}
+		}
+		if len(seqs) > 0 {
+			g.stats["missed"] += uint64(len(seqs))
+			g.events = append(g.events, MissedEvent{Event: "missed", View: g.view.ID, Sender: m.ID, Inc: m.Inc, Seqs: seqs})
+		}
 	}
 }
 

@@ -43,6 +43,7 @@ type isisState struct {
 	got       map[uint64][]Prio // own messages: proposals received, by position in the view
 	finalSent uint64            // own messages: agreed up to here
 	prioOut   map[node.ID][]PrioItem
+	finalOut  []PrioItem // own messages agreed while handling a frame, not yet sent
 }
 
 func (g *Group) isisReset(n int) {
@@ -64,9 +65,20 @@ func (g *Group) isisPropose(j int, q uint64) {
 	s.prioOut[m] = append(s.prioOut[m], PrioItem{Sender: m, Seq: q, Prio: p})
 }
 
-// isisFlush sends the proposals gathered while handling a frame.
+// isisFlush sends the proposals and the agreed priorities gathered
+// while handling a frame: one frame per member for all of them, not one
+// per proposal that completed an agreement (a frame of proposals for
+// many messages agrees on many at once).
 func (g *Group) isisFlush() {
 	s := &g.isis
+	for out := s.finalOut; len(out) > 0; {
+		k := min(len(out), maxPrios)
+		for _, id := range g.others() {
+			g.send(id, GMsg{Type: GFinal, View: g.view.ID, Prios: slices.Clone(out[:k])})
+		}
+		out = out[k:]
+	}
+	s.finalOut = s.finalOut[:0]
 	for _, to := range slices.Sorted(func(yield func(node.ID) bool) {
 		for id := range s.prioOut {
 			if !yield(id) {
@@ -96,8 +108,8 @@ func (g *Group) isisGot(q uint64, i int, p Prio) {
 		s.got[q] = ps
 	}
 	ps[i] = p
-	// Agree in sequence order, once every member has proposed.
-	var out []PrioItem
+	// Agree in sequence order, once every member has proposed; sent by
+	// isisFlush.
 	me := g.pos[g.cfg.ID]
 	for q := s.finalSent + 1; q <= g.seq; q++ {
 		ps := s.got[q]
@@ -122,14 +134,7 @@ func (g *Group) isisGot(q uint64, i int, p Prio) {
 		s.final[Stamp{g.cfg.ID, q}] = best
 		s.finalRecv[me] = q
 		s.n = max(s.n, best.N)
-		out = append(out, PrioItem{Sender: g.cfg.ID, Seq: q, Prio: best})
-	}
-	for len(out) > 0 {
-		k := min(len(out), maxPrios)
-		for _, id := range g.others() {
-			g.send(id, GMsg{Type: GFinal, View: g.view.ID, Prios: slices.Clone(out[:k])})
-		}
-		out = out[k:]
+		s.finalOut = append(s.finalOut, PrioItem{Sender: g.cfg.ID, Seq: q, Prio: best})
 	}
 }
 

@@ -224,6 +224,10 @@ func Bench(live *cli.Running, m BenchMember, cfg BenchConfig, out *cli.Output, l
 				log.Warn(ev.String(), "incarnation", ev.Inc)
 			case mcast.RemovedEvent:
 				log.Warn("removed from the view", "view", ev.View, "incarnation", ev.Inc)
+			case mcast.MissedEvent:
+				// Its holes fail the sequence check (or the count) of
+				// what follows: said here, counted there.
+				log.Warn(ev.String())
 			case mcast.RoomEvent:
 				m.Room()
 			case mcast.DoneEvent:

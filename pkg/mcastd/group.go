@@ -22,22 +22,34 @@ type Group struct {
 	// (exit 69) instead of waiting for the majority to come back.
 	ExitOnMinority bool
 	room
-	done bool
-	err  error
-	lost []mcast.LostEvent
+	done   bool
+	err    error
+	lost   []mcast.LostEvent
+	missed []mcast.MissedEvent
 }
 
 // Lost is the non-zero exit of a member the group went on without, some
-// of whose messages the members that stay may lack (nil: none).
+// of whose messages the members that stay may lack, or which missed
+// messages of its view that they delivered (nil: neither).
 func (g *Group) Lost() error {
-	if len(g.lost) == 0 {
-		return nil
+	if len(g.lost) > 0 {
+		n := 0
+		for _, e := range g.lost {
+			n += len(e.Seqs)
+		}
+		return cli.Exitf(cli.ExitLost, "removed from the group with %d of its messages perhaps not delivered by the members that stay (first: %v)", n, g.lost[0])
 	}
-	n := 0
-	for _, e := range g.lost {
-		n += len(e.Seqs)
+	if len(g.missed) > 0 {
+		n := 0
+		for _, e := range g.missed {
+			n += len(e.Seqs)
+		}
+		if n == 0 {
+			return cli.Exitf(cli.ExitLost, "removed from the group: %v", g.missed[0])
+		}
+		return cli.Exitf(cli.ExitLost, "removed from the group having missed %d messages the members that stay delivered (first: %v)", n, g.missed[0])
 	}
-	return cli.Exitf(cli.ExitLost, "removed from the group with %d of its messages perhaps not delivered by the members that stay (first: %v)", n, g.lost[0])
+	return nil
 }
 
 // Err is why the member must stop now (nil: it goes on).
@@ -101,6 +113,10 @@ func (g *Group) Handle(ev node.Event, p *Printer) {
 	case mcast.LostEvent:
 		p.Note(ev)
 		g.lost = append(g.lost, ev)
+		fmt.Fprintf(os.Stderr, "mcast: %v\n", ev)
+	case mcast.MissedEvent:
+		p.Note(ev)
+		g.missed = append(g.missed, ev)
 		fmt.Fprintf(os.Stderr, "mcast: %v\n", ev)
 	case mcast.RoomEvent:
 		g.Room()
@@ -175,7 +191,7 @@ func (p *Printer) Merge(ev mcast.MergeEvent) {
 }
 
 // Note prints what happened to this member: 'left view 8', 'removed from
-// view 6', 'minority in view 5'.
+// view 6', 'minority in view 5', its lost and missed messages.
 func (p *Printer) Note(ev node.Event) {
 	p.lines++
 	if !p.out.IsJSON() {
@@ -192,7 +208,9 @@ func (p *Printer) Note(ev node.Event) {
 	case mcast.MinorityEvent:
 		l.View = e.View
 	case mcast.LostEvent:
-		l.View, l.Inc, l.Seqs = e.View, e.Inc, e.Seqs
+		l.View, l.Inc, l.Seqs, l.Unknown = e.View, e.Inc, e.Seqs, e.Unknown
+	case mcast.MissedEvent:
+		l.View, l.Sender, l.Inc, l.Seqs, l.Unknown = e.View, e.Sender, e.Inc, e.Seqs, e.Unknown
 	}
 	p.out.JSON(l)
 }
@@ -301,7 +319,7 @@ func ReadViewLog(file string) (*ViewLog, error) {
 				cur, inc = mcast.Member{}, l.Inc
 				continue
 			}
-		case "minority", "room", "lost":
+		case "minority", "room", "lost", "missed":
 			continue
 		case "exit":
 			clean = true

@@ -44,7 +44,8 @@ type LogLine struct {
 	VT      []uint64       `json:"vt,omitempty"`
 	Payload *string        `json:"payload,omitempty"`
 	Sent    *uint64        `json:"sent,omitempty"`
-	Seqs    []uint64       `json:"seqs,omitempty"` // lost: this member's messages the others may lack
+	Seqs    []uint64       `json:"seqs,omitempty"`    // lost: this member's messages the others may lack; missed: the sender's messages this member lacks
+	Unknown bool           `json:"unknown,omitempty"` // lost, missed: the view's cut is unknown here
 }
 
 func (p *Printer) payload(b []byte) string {
