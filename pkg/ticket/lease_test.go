@@ -165,3 +165,56 @@ func TestMemberLocalLearnReset(t *testing.T) {
 		t.Fatalf("mark %d after MsgReset: the new Machine forgot it", h.Mark())
 	}
 }
+
+// TestMemberOtherProcessLease: under Config.Quorum a member's other
+// process (no PrCast, no leases of its own) lends, with Until capped at
+// the lease's end, only under the lease the service hands it (MsgLeased),
+// and leaves the core once that lease ends, as the first process does.
+func TestMemberOtherProcessLease(t *testing.T) {
+	now := time.Unix(1000, 0)
+	round := 100 * time.Millisecond
+	cfg := Config{ID: 1<<24 | 2, Tickets: 2, Quorum: true, FaultTolerant: true, Round: round, Rand: rand.New(rand.NewPCG(1, 2))}
+	h, err := NewMember(cfg, func() []node.ID { return nil }, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	self := func(m Msg) []node.Event {
+		_ = h.Step(now, node.Envelope[Msg]{From: cfg.ID, To: cfg.ID, Msg: m})
+		return h.Ready().Events
+	}
+	tick := func() []node.Event { h.Tick(now); return h.Ready().Events }
+	self(Msg{Type: MsgJoin})
+	tick()
+	if _, _, ok := h.Machine().Ticket(); !ok {
+		t.Fatalf("the founder owns no ticket: %s", h.Machine().State())
+	}
+	if evs := self(Msg{Type: MsgLend}); len(evs) != 1 || evs[0].Kind() != "lend-refused" {
+		t.Fatalf("lend without the member's lease: %v, want lend-refused", evs)
+	}
+	end := now.Add(4 * round)
+	self(Msg{Type: MsgLeased, Attempt: uint64(end.UnixNano())})
+	self(Msg{Type: MsgLeased, Attempt: uint64(now.UnixNano())}) // stale: the lease never moves back
+	evs := self(Msg{Type: MsgLend})
+	var lent LentEvent
+	for _, ev := range evs {
+		if e, ok := ev.(LentEvent); ok {
+			lent = e
+		}
+	}
+	if lent.Epoch == 0 || lent.Until.IsZero() || lent.Until.After(end) {
+		t.Fatalf("lend under a lease to %v: %v", end, evs)
+	}
+	now = end.Add(time.Millisecond)
+	var lost bool
+	for _, ev := range tick() {
+		if e, ok := ev.(LeaseLostEvent); ok {
+			lost = e.Lent != nil && e.Lent.Epoch == lent.Epoch
+		}
+	}
+	if !lost || !outState(h.Machine().st) {
+		t.Fatalf("lease over: lost %v, state %s; want the process out of the core with its lend", lost, h.Machine().State())
+	}
+	if evs := self(Msg{Type: MsgLend}); len(evs) != 1 || evs[0].Kind() != "lend-refused" {
+		t.Fatalf("lend after the lease ended: %v, want lend-refused", evs)
+	}
+}

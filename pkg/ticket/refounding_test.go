@@ -73,6 +73,12 @@ func (x exchange) run(seed uint64, bug bug) (refounds int, err error) {
 			}
 		}
 		cfg := Config{ID: id, Rand: rng, FaultTolerant: true, Round: faultRound, Retry: 20 * time.Millisecond, bug: bug, Quorum: quorum}
+		if quorum {
+			// A host's time to stop a command (ticketd's kill grace), 0 to
+			// 5 rounds: a prober's founding must fit inside the promises
+			// whatever it is (lease.go, promiseTime).
+			cfg.Margin = time.Duration(rand.New(rand.NewPCG(seed, 71)).IntN(6)) * faultRound
+		}
 		if durable[id] {
 			cfg.Floor = stateFile[id]
 		}
