@@ -42,12 +42,13 @@ const (
 	promiseFor = probeWindow + 2*leaseFor + 4
 )
 
-// promiseTime is how long a promise lasts: promiseFor rounds (with the
-// clocks' drift) and Config.Margin, which leaseWait adds too, so that a
-// prober's founding fits inside the promises whatever the Margin (doc.go,
-// "A refound that needs a majority").
+// promiseTime is how long a promise lasts: promiseFor rounds and
+// Config.Margin, which leaseWait adds too, with the clocks' drift, so
+// that a prober's founding (foundBy on its own clock) fits inside the
+// promises whatever the Margin (doc.go, "A refound that needs a
+// majority").
 func (h *Member) promiseTime() time.Duration {
-	return time.Duration(float64(promiseFor*h.round())*(1+2*h.m.cfg.Drift)) + h.m.cfg.Margin
+	return time.Duration(float64(promiseFor*h.round()+h.m.cfg.Margin) * (1 + 2*h.m.cfg.Drift))
 }
 
 // foundBy is how long after its probe went out a prober may still found:
