@@ -360,7 +360,9 @@
 //     keep two probers from both having a majority. A prober founds only
 //     while the promises it counts still hold (promiseFor − 2 rounds
 //     and Margin from its probe, on its own clock); one paused past that
-//     gives up.
+//     gives up. A member promised to another prober joins no pool until
+//     the promise ends (Frozen): it could hold no lease, and a process
+//     of it in the new pool would leave again after leaseGrace.
 //   - Founding fits inside the promises. A promise lasts
 //     (promiseFor·R + Margin)(1+2ρ) from the answer, which is after the
 //     probe went out; the prober decides at most probeWindow·R after
