@@ -265,3 +265,30 @@ func TestIsolateOneOfFive(t *testing.T) {
 			victim, delay, worstCut, worstBefore, detect, c.statuses())
 	}
 }
+
+// TestTwoMembersNeedBoth: in a pool of two members a lease needs both, so
+// while one is stopped (SIGSTOP) the other lends nothing (a --nonblock
+// client is told busy); once it is back the pool serves again.
+func TestTwoMembersNeedBoth(t *testing.T) {
+	c := startPool(t, 2, 2)
+	c.waitSettled(2)
+	file := filepath.Join(c.Dir, "witness")
+	c.run(1, file, 10*time.Millisecond, "--timeout", "20s").exits(t, 0, "a client of a pool of two")
+	c.Ctl("pause", "2")
+	t.Cleanup(func() { exec.Command(clitest.Script(t, "cluster.sh"), "resume", "2", "-d", c.Dir).Run() })
+	// Member 1 stops lending within its lease (four rounds) and the
+	// support it had: a --nonblock client is told busy, in a bounded
+	// number of tries.
+	busy := false
+	for i := 0; i < 50 && !busy; i++ {
+		cl := c.run(1, file, 10*time.Millisecond, "--nonblock")
+		cl.wait()
+		busy = cl.code == 75
+	}
+	if !busy {
+		t.Fatalf("member 1 kept lending while member 2, half of the pool, was stopped\n%s", c.statuses())
+	}
+	c.Ctl("resume", "2")
+	c.run(1, file, 10*time.Millisecond, "--timeout", "60s").exits(t, 0, "a client once both members are back")
+	checkWitness(t, file, 2, nil)
+}
