@@ -333,7 +333,9 @@
 //     changes (Ongaro, thesis §4.1).
 //   - Which lease: a member's first process asks every member for a
 //     lease each round (MsgLease, carrying its mark); a grant lasts
-//     leaseFor rounds from when the holder sent the request, on the
+//     leaseFor·S rounds (S = Config.Stretch: a busy host's support
+//     stretches that far, its lease with it) from when the holder sent
+//     the request, on the
 //     holder's clock, so the holder never counts on it longer than the
 //     granter allowed. A member holds a lease while a majority granted
 //     requests sent within that time. It lends its ticket only while it
@@ -364,21 +366,27 @@
 //     the promise ends (Frozen): it could hold no lease, and a process
 //     of it in the new pool would leave again after leaseGrace.
 //   - Founding fits inside the promises. A promise lasts
-//     (promiseFor·R + Margin)(1+2ρ) from the answer, which is after the
-//     probe went out; the prober decides at most probeWindow·R after
-//     that, founds leaseWait = leaseFor·R(1+2ρ) + R + Margin later, once
+//     (promiseFor·R + Margin)(1+2ρ) from the answer, promiseFor =
+//     probeWindow + 2·leaseFor·S + 4, which is after the probe went out;
+//     the prober decides at most probeWindow·R after that, founds
+//     leaseWait = leaseFor·S·R(1+2ρ) + R + Margin later, once
 //     a majority granted its new mark (a round trip), and gives up
 //     unless all of it is within (promiseFor − 2)·R + Margin. So it
-//     needs probeWindow + leaseFor(1+2ρ) + 1 + x < promiseFor − 2, that
-//     is 10 + 4.08 + 1 + x < 20 at ρ = 0.01 (x, the grants of the new
-//     mark and a late tick, has 4.9 rounds), and, the prober's clock
+//     needs probeWindow + leaseFor·S(1+2ρ) + 1 + x < promiseFor − 2, that
+//     is 10 + 4.08·S + 1 + x < 12 + 8·S at ρ = 0.01 (x, the grants of the
+//     new mark and a late tick, has 1 + 3.92·S rounds), and, the prober's clock
 //     against the promisers', ((promiseFor − 2)·R + Margin)(1+2ρ) <
 //     (promiseFor·R + Margin)(1+2ρ).
 //     Margin (ticketd: its --max-kill-grace and 90 ms) is on both sides,
 //     so any Margin fits; it only makes a promise, and so the wait of a
 //     member promised to a prober that gave up, longer than refoundAfter
-//     once it passes 30/(1+2ρ) − 22 ≈ 7.4 rounds (ticketd's defaults:
-//     190 ms, 4.75 rounds of 40 ms).
+//     once it passes 30/(1+2ρ) − promiseFor rounds (7.4 with S = 1;
+//     ticketd's S = 3 makes promiseFor 38 rounds, so its promises always
+//     outlast refoundAfter: a member promised to a prober that gave up
+//     probes 38 rounds and the margin, 1.7 s with ticketd's defaults,
+//     after its answer). A newcomer admitted to an old core leaves it
+//     before the promise ends: leaseGrace + leaseFor·S < promiseFor.
+//     TestFoundingFitsInsidePromises checks all of it for every S.
 //   - Why the old core has stopped before the new one acts. The prober
 //     decides once a majority M promised, and founds leaseWait later
 //     (leaseFor with the drift both ways, a round and Config.Margin). Any

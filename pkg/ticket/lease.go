@@ -32,15 +32,26 @@ import (
 // promised (leaseWait).
 
 const (
-	leaseFor   = 4 // rounds a grant lasts, from the holder's request
-	leaseGrace = 8 // rounds a new process in the core may go without a lease (< promiseFor − leaseFor)
-	// promiseFor: rounds a promise lasts, from the answer, on top of
-	// Config.Margin (promiseTime): past the prober's founding (at most
-	// probeWindow and leaseWait after its probe went out), and, for a
-	// Margin of a few rounds, short of refoundAfter, so that promises to
-	// probers that gave up do not stop the next probes for long.
-	promiseFor = probeWindow + 2*leaseFor + 4
+	leaseFor   = 4 // rounds a grant lasts, from the holder's request, times Config.Stretch (leaseTime)
+	leaseGrace = 8 // rounds a new process in the core may go without a lease (< promiseFor − leaseFor·S)
 )
+
+// leaseTime is how long a grant lasts, from the holder's request:
+// leaseFor rounds for every unit of Config.Stretch, so that a busy host,
+// whose support stretches that far, does not lose its lease first.
+func (h *Member) leaseTime() time.Duration {
+	return time.Duration(leaseFor*h.m.cfg.Stretch) * h.round()
+}
+
+// promiseFor is how many rounds a promise lasts, from the answer, on top
+// of Config.Margin (promiseTime): past the prober's founding (at most
+// probeWindow and leaseWait after its probe went out), with 4 rounds to
+// spare. With Stretch 1 and a Margin of a few rounds it is short of
+// refoundAfter, so that promises to probers that gave up do not stop the
+// next probes for long.
+func (h *Member) promiseFor() int {
+	return probeWindow + 2*leaseFor*h.m.cfg.Stretch + 4
+}
 
 // promiseTime is how long a promise lasts: promiseFor rounds and
 // Config.Margin, which leaseWait adds too, with the clocks' drift, so
@@ -48,14 +59,14 @@ const (
 // promises whatever the Margin (doc.go, "A refound that needs a
 // majority").
 func (h *Member) promiseTime() time.Duration {
-	return time.Duration(float64(promiseFor*h.round()+h.m.cfg.Margin) * (1 + 2*h.m.cfg.Drift))
+	return time.Duration(float64(time.Duration(h.promiseFor())*h.round()+h.m.cfg.Margin) * (1 + 2*h.m.cfg.Drift))
 }
 
 // foundBy is how long after its probe went out a prober may still found:
 // two rounds short of the promises (promiseTime, on the prober's own
 // clock, which runs at most 2ρ slower than a promiser's).
 func (h *Member) foundBy() time.Duration {
-	return (promiseFor-2)*h.round() + h.m.cfg.Margin
+	return time.Duration(h.promiseFor()-2)*h.round() + h.m.cfg.Margin
 }
 
 // bugLeaseIgnoresPromise: under Quorum a member that promised its grants
@@ -90,7 +101,7 @@ func majority(n int) int { return n/2 + 1 }
 // promise, measured on another clock (Config.Drift both ways), and a
 // round for the holder to notice.
 func (h *Member) leaseWait() time.Duration {
-	d := time.Duration(float64(leaseFor*h.round()) * (1 + 2*h.m.cfg.Drift))
+	d := time.Duration(float64(h.leaseTime()) * (1 + 2*h.m.cfg.Drift))
 	return d + h.round() + h.m.cfg.Margin
 }
 
@@ -165,7 +176,7 @@ func (h *Member) recount(now time.Time) {
 		return
 	}
 	slices.SortFunc(times, func(a, b time.Time) int { return b.Compare(a) })
-	if u := times[q-1].Add(leaseFor * h.round()); u.After(ls.until) {
+	if u := times[q-1].Add(h.leaseTime()); u.After(ls.until) {
 		ls.until = u
 	}
 }
@@ -201,7 +212,7 @@ func (h *Member) tickLease(now time.Time) {
 // places (Member.Step drops CJOINs otherwise), so a process admitted to
 // a core whose leases a refound's majority took away was admitted at
 // most leaseFor rounds after the promises, and leaves the core before
-// they end (leaseFor + leaseGrace < promiseFor).
+// they end (leaseFor·S + leaseGrace < promiseFor).
 func (h *Member) checkLease(now time.Time) {
 	ls := &h.ls
 	if outState(h.m.st) {
@@ -370,7 +381,8 @@ func (h *Member) tickQuorum(now time.Time, p *probe) {
 		}
 		// Probers that took each other's promises try again at random
 		// times, the next at least once the promises are over.
-		wait := time.Duration(promiseFor+1+h.base.Rand.IntN(promiseFor))*h.round() + h.m.cfg.Margin
+		pf := h.promiseFor()
+		wait := time.Duration(pf+1+h.base.Rand.IntN(pf))*h.round() + h.m.cfg.Margin
 		rf.stuckSince = now.Add(wait - refoundAfter*h.round())
 		h.blocked(r)
 		return

@@ -220,24 +220,32 @@ func TestMemberOtherProcessLease(t *testing.T) {
 }
 
 // TestFoundingFitsInsidePromises checks doc.go's inequality ("Founding
-// fits inside the promises") for margins of 0 to 100 rounds: a prober
-// that decides at the end of its probe window founds, after leaseWait and
-// two rounds for the new mark's grants, before it gives up, and gives up,
-// on a clock 2ρ slow, before any promise it counted ends.
+// fits inside the promises") for margins of 0 to 100 rounds and every
+// Stretch: a prober that decides at the end of its probe window founds,
+// after leaseWait and two rounds for the new mark's grants, before it
+// gives up, and gives up, on a clock 2ρ slow, before any promise it
+// counted ends; and a newcomer to an old core leaves it (leaseGrace after
+// its last possible admission, a lease after the promise) before the
+// promise ends.
 func TestFoundingFitsInsidePromises(t *testing.T) {
 	round := 40 * time.Millisecond
-	for margin := time.Duration(0); margin <= 100*round; margin += round / 2 {
-		h, err := NewMember(Config{ID: 1, Round: round, Margin: margin, Quorum: true, FaultTolerant: true, Rand: rand.New(rand.NewPCG(1, 2))},
-			func() []node.ID { return nil }, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rho := h.m.cfg.Drift
-		if found := probeWindow*round + h.leaseWait() + 2*round; found >= h.foundBy() {
-			t.Fatalf("margin %v: founding at %v after the probe, past the %v the prober allows itself", margin, found, h.foundBy())
-		}
-		if by := time.Duration(float64(h.foundBy()) * (1 + 2*rho)); by >= h.promiseTime() {
-			t.Fatalf("margin %v: the prober may found %v after its probe by a promiser's clock, the promise lasts %v", margin, by, h.promiseTime())
+	for stretch := 1; stretch <= maxStretch; stretch++ {
+		for margin := time.Duration(0); margin <= 100*round; margin += round / 2 {
+			h, err := NewMember(Config{ID: 1, Round: round, Margin: margin, Stretch: stretch, Quorum: true, FaultTolerant: true, Rand: rand.New(rand.NewPCG(1, 2))},
+				func() []node.ID { return nil }, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rho := h.m.cfg.Drift
+			if leaseGrace*round+h.leaseTime() >= time.Duration(h.promiseFor())*round {
+				t.Fatalf("stretch %d: leaseGrace and a lease outlast the promise", stretch)
+			}
+			if found := probeWindow*round + h.leaseWait() + 2*round; found >= h.foundBy() {
+				t.Fatalf("margin %v: founding at %v after the probe, past the %v the prober allows itself", margin, found, h.foundBy())
+			}
+			if by := time.Duration(float64(h.foundBy()) * (1 + 2*rho)); by >= h.promiseTime() {
+				t.Fatalf("margin %v: the prober may found %v after its probe by a promiser's clock, the promise lasts %v", margin, by, h.promiseTime())
+			}
 		}
 	}
 }
