@@ -333,7 +333,9 @@
 //     changes (Ongaro, thesis §4.1).
 //   - Which lease: a member's first process asks every member for a
 //     lease each round (MsgLease, carrying its mark); a grant lasts
-//     leaseFor rounds from when the holder sent the request, on the
+//     leaseFor·S rounds (S = Config.Stretch: a busy host's support
+//     stretches that far, its lease with it) from when the holder sent
+//     the request, on the
 //     holder's clock, so the holder never counts on it longer than the
 //     granter allowed. A member holds a lease while a majority granted
 //     requests sent within that time. It lends its ticket only while it
@@ -344,7 +346,11 @@
 //     Only a process that holds a lease hands out places (CJOINs are
 //     dropped otherwise), so a newcomer to an old core was admitted at
 //     most leaseFor rounds after the promises below, and leaves before
-//     they end.
+//     they end. A member's other processes (ticketd's slots) ask for no
+//     lease of their own: the service hands them the first one's end
+//     (MsgLeased), a time on the same host's clock that never moves
+//     back, and each lends, hands out places and stays in the core under
+//     it by the same rules, so a member's processes stop together.
 //   - The promise: a member that answers a probe "out" promises its grants
 //     to the prober for promiseFor rounds: it grants no lease to anyone
 //     else, and answers other probers "taken" (counted neither way). Only
@@ -355,7 +361,32 @@
 //     before it has decided. No lower-ID deferral is needed: promises
 //     keep two probers from both having a majority. A prober founds only
 //     while the promises it counts still hold (promiseFor − 2 rounds
-//     from its probe, on its own clock); one paused past that gives up.
+//     and Margin from its probe, on its own clock); one paused past that
+//     gives up. A member promised to another prober joins no pool until
+//     the promise ends (Frozen): it could hold no lease, and a process
+//     of it in the new pool would leave again after leaseGrace.
+//   - Founding fits inside the promises. A promise lasts
+//     (promiseFor·R + Margin)(1+2ρ) from the answer, promiseFor =
+//     probeWindow + 2·leaseFor·S + 4, which is after the probe went out;
+//     the prober decides at most probeWindow·R after that, founds
+//     leaseWait = leaseFor·S·R(1+2ρ) + R + Margin later, once
+//     a majority granted its new mark (a round trip), and gives up
+//     unless all of it is within (promiseFor − 2)·R + Margin. So it
+//     needs probeWindow + leaseFor·S(1+2ρ) + 1 + x < promiseFor − 2, that
+//     is 10 + 4.08·S + 1 + x < 12 + 8·S at ρ = 0.01 (x, the grants of the
+//     new mark and a late tick, has 1 + 3.92·S rounds), and, the prober's clock
+//     against the promisers', ((promiseFor − 2)·R + Margin)(1+2ρ) <
+//     (promiseFor·R + Margin)(1+2ρ).
+//     Margin (ticketd: its --max-kill-grace and 90 ms) is on both sides,
+//     so any Margin fits; it only makes a promise, and so the wait of a
+//     member promised to a prober that gave up, longer than refoundAfter
+//     once it passes 30/(1+2ρ) − promiseFor rounds (7.4 with S = 1;
+//     ticketd's S = 3 makes promiseFor 38 rounds, so its promises always
+//     outlast refoundAfter: a member promised to a prober that gave up
+//     probes 38 rounds and the margin, 1.7 s with ticketd's defaults,
+//     after its answer). A newcomer admitted to an old core leaves it
+//     before the promise ends: leaseGrace + leaseFor·S < promiseFor.
+//     TestFoundingFitsInsidePromises checks all of it for every S.
 //   - Why the old core has stopped before the new one acts. The prober
 //     decides once a majority M promised, and founds leaseWait later
 //     (leaseFor with the drift both ways, a round and Config.Margin). Any
@@ -368,10 +399,12 @@
 //     both have a majority within one promise; a later one finds the
 //     first one's pool "in", or takes its members' grants away and waits
 //     its leases out like an old core's.
-//   - Epochs. A lease request carries the holder's mark and every granter
-//     raises its own to it, so the marks of a majority trail any holder's
-//     epochs by at most what one process issues in leaseFor rounds (lends
-//     and at most one reclaim's 2^32 jump), which RefoundJump covers. A
+//   - Epochs. A lease request carries the holder's mark (its other
+//     processes' included, at most a service tick old: Local.Floor) and
+//     every granter raises its own to it, so the marks of a majority
+//     trail any holder's epochs by at most what the member's processes
+//     issue in leaseFor rounds and a tick (lends and at most one
+//     reclaim's 2^32 jump each), which RefoundJump covers. A
 //     prober's majority meets every holder's, so its pool starts above
 //     them. A founder's own first epoch is RefoundJump above what the
 //     majority knew: it raises its mark to it when it decides, drops the
@@ -392,8 +425,8 @@
 // promises end (about promiseFor rounds). Probers that took each other's
 // promises try again at random times; in the simulator a pool serves
 // again within 30 s of the faults ending (8 s without Quorum). ticketd
-// does not set Quorum yet: its other processes per member would need the
-// first one's lease.
+// sets Quorum; TestMemberOtherProcessLease holds a member's other
+// process to the lease it is handed.
 //
 // # A member's process and PrCast (§2)
 //

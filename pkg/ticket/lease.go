@@ -32,14 +32,42 @@ import (
 // promised (leaseWait).
 
 const (
-	leaseFor   = 4 // rounds a grant lasts, from the holder's request
-	leaseGrace = 8 // rounds a new process in the core may go without a lease (< promiseFor − leaseFor)
-	// promiseFor: rounds a promise lasts, from the answer: past the
-	// prober's founding (at most probeWindow and leaseWait after its
-	// probe went out), and short of refoundAfter, so that promises to
-	// probers that gave up do not stop the next probes.
-	promiseFor = probeWindow + 2*leaseFor + 4
+	leaseFor   = 4 // rounds a grant lasts, from the holder's request, times Config.Stretch (leaseTime)
+	leaseGrace = 8 // rounds a new process in the core may go without a lease (< promiseFor − leaseFor·S)
 )
+
+// leaseTime is how long a grant lasts, from the holder's request:
+// leaseFor rounds for every unit of Config.Stretch, so that a busy host,
+// whose support stretches that far, does not lose its lease first.
+func (h *Member) leaseTime() time.Duration {
+	return time.Duration(leaseFor*h.m.cfg.Stretch) * h.round()
+}
+
+// promiseFor is how many rounds a promise lasts, from the answer, on top
+// of Config.Margin (promiseTime): past the prober's founding (at most
+// probeWindow and leaseWait after its probe went out), with 4 rounds to
+// spare. With Stretch 1 and a Margin of a few rounds it is short of
+// refoundAfter, so that promises to probers that gave up do not stop the
+// next probes for long.
+func (h *Member) promiseFor() int {
+	return probeWindow + 2*leaseFor*h.m.cfg.Stretch + 4
+}
+
+// promiseTime is how long a promise lasts: promiseFor rounds and
+// Config.Margin, which leaseWait adds too, with the clocks' drift, so
+// that a prober's founding (foundBy on its own clock) fits inside the
+// promises whatever the Margin (doc.go, "A refound that needs a
+// majority").
+func (h *Member) promiseTime() time.Duration {
+	return time.Duration(float64(time.Duration(h.promiseFor())*h.round()+h.m.cfg.Margin) * (1 + 2*h.m.cfg.Drift))
+}
+
+// foundBy is how long after its probe went out a prober may still found:
+// two rounds short of the promises (promiseTime, on the prober's own
+// clock, which runs at most 2ρ slower than a promiser's).
+func (h *Member) foundBy() time.Duration {
+	return time.Duration(h.promiseFor()-2)*h.round() + h.m.cfg.Margin
+}
 
 // bugLeaseIgnoresPromise: under Quorum a member that promised its grants
 // to a prober grants leases to others all the same. Tests only.
@@ -73,15 +101,15 @@ func majority(n int) int { return n/2 + 1 }
 // promise, measured on another clock (Config.Drift both ways), and a
 // round for the holder to notice.
 func (h *Member) leaseWait() time.Duration {
-	d := time.Duration(float64(leaseFor*h.round()) * (1 + 2*h.m.cfg.Drift))
+	d := time.Duration(float64(h.leaseTime()) * (1 + 2*h.m.cfg.Drift))
 	return d + h.round() + h.m.cfg.Margin
 }
 
 // Leased reports whether the member holds a lease at now (always true
-// without Config.Quorum, and on a member's other processes, whose service
-// checks the first one's).
+// without Config.Quorum). A member's other processes know the lease the
+// first one holds from the service (MsgLeased).
 func (h *Member) Leased(now time.Time) bool {
-	if !h.quorum() {
+	if !h.base.Quorum {
 		return true
 	}
 	return now.Before(h.ls.until)
@@ -89,10 +117,23 @@ func (h *Member) Leased(now time.Time) bool {
 
 // LeaseUntil is when the member's lease ends (zero without Config.Quorum).
 func (h *Member) LeaseUntil() time.Time {
-	if !h.quorum() {
+	if !h.base.Quorum {
 		return time.Time{}
 	}
 	return h.ls.until
+}
+
+// leased takes the lease the member's first process holds, until the
+// Unix time in ns (MsgLeased), on a member's other process. Both run on
+// one host's clock, so the time needs no drift allowance; a lease never
+// moves back, so a stale word only makes the process stop sooner.
+func (h *Member) leased(untilNS uint64) {
+	if h.pc != nil || !h.base.Quorum || untilNS == 0 || untilNS > uint64(1<<63-1) {
+		return
+	}
+	if u := time.Unix(0, int64(untilNS)); u.After(h.ls.until) {
+		h.ls.until = u
+	}
 }
 
 // LeaseStats: how many times a process of this member lost its lease.
@@ -110,8 +151,7 @@ func (h *Member) grantsTo(id node.ID, now time.Time) bool {
 // promise gives the member's grants to prober until now+promiseFor
 // rounds (with the clocks' drift).
 func (h *Member) promise(prober node.ID, now time.Time) {
-	d := time.Duration(float64(promiseFor*h.round()) * (1 + 2*h.m.cfg.Drift))
-	h.ls.promised, h.ls.promiseUntil = prober, now.Add(d)
+	h.ls.promised, h.ls.promiseUntil = prober, now.Add(h.promiseTime())
 }
 
 // recount raises the lease to what a majority of the book granted. A
@@ -136,7 +176,7 @@ func (h *Member) recount(now time.Time) {
 		return
 	}
 	slices.SortFunc(times, func(a, b time.Time) int { return b.Compare(a) })
-	if u := times[q-1].Add(leaseFor * h.round()); u.After(ls.until) {
+	if u := times[q-1].Add(h.leaseTime()); u.After(ls.until) {
 		ls.until = u
 	}
 }
@@ -172,7 +212,7 @@ func (h *Member) tickLease(now time.Time) {
 // places (Member.Step drops CJOINs otherwise), so a process admitted to
 // a core whose leases a refound's majority took away was admitted at
 // most leaseFor rounds after the promises, and leaves the core before
-// they end (leaseFor + leaseGrace < promiseFor).
+// they end (leaseFor·S + leaseGrace < promiseFor).
 func (h *Member) checkLease(now time.Time) {
 	ls := &h.ls
 	if outState(h.m.st) {
@@ -313,7 +353,7 @@ func (h *Member) tickQuorum(now time.Time, p *probe) {
 		// The promises end promiseFor after the answers (after p.sent):
 		// past that, the majority may grant others again, so the member
 		// founds only well before (a member paused meanwhile gives up).
-		inTime := now.Sub(p.sent) < (promiseFor-2)*h.round()
+		inTime := now.Sub(p.sent) < h.foundBy()
 		switch {
 		case inTime && now.Before(p.foundAt):
 			return
@@ -341,7 +381,8 @@ func (h *Member) tickQuorum(now time.Time, p *probe) {
 		}
 		// Probers that took each other's promises try again at random
 		// times, the next at least once the promises are over.
-		wait := time.Duration(promiseFor+1+h.base.Rand.IntN(promiseFor)) * h.round()
+		pf := h.promiseFor()
+		wait := time.Duration(pf+1+h.base.Rand.IntN(pf))*h.round() + h.m.cfg.Margin
 		rf.stuckSince = now.Add(wait - refoundAfter*h.round())
 		h.blocked(r)
 		return

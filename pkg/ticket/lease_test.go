@@ -165,3 +165,87 @@ func TestMemberLocalLearnReset(t *testing.T) {
 		t.Fatalf("mark %d after MsgReset: the new Machine forgot it", h.Mark())
 	}
 }
+
+// TestMemberOtherProcessLease: under Config.Quorum a member's other
+// process (no PrCast, no leases of its own) lends, with Until capped at
+// the lease's end, only under the lease the service hands it (MsgLeased),
+// and leaves the core once that lease ends, as the first process does.
+func TestMemberOtherProcessLease(t *testing.T) {
+	now := time.Unix(1000, 0)
+	round := 100 * time.Millisecond
+	cfg := Config{ID: 1<<24 | 2, Tickets: 2, Quorum: true, FaultTolerant: true, Round: round, Rand: rand.New(rand.NewPCG(1, 2))}
+	h, err := NewMember(cfg, func() []node.ID { return nil }, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	self := func(m Msg) []node.Event {
+		_ = h.Step(now, node.Envelope[Msg]{From: cfg.ID, To: cfg.ID, Msg: m})
+		return h.Ready().Events
+	}
+	tick := func() []node.Event { h.Tick(now); return h.Ready().Events }
+	self(Msg{Type: MsgJoin})
+	tick()
+	if _, _, ok := h.Machine().Ticket(); !ok {
+		t.Fatalf("the founder owns no ticket: %s", h.Machine().State())
+	}
+	if evs := self(Msg{Type: MsgLend}); len(evs) != 1 || evs[0].Kind() != "lend-refused" {
+		t.Fatalf("lend without the member's lease: %v, want lend-refused", evs)
+	}
+	end := now.Add(4 * round)
+	self(Msg{Type: MsgLeased, Attempt: uint64(end.UnixNano())})
+	self(Msg{Type: MsgLeased, Attempt: uint64(now.UnixNano())}) // stale: the lease never moves back
+	evs := self(Msg{Type: MsgLend})
+	var lent LentEvent
+	for _, ev := range evs {
+		if e, ok := ev.(LentEvent); ok {
+			lent = e
+		}
+	}
+	if lent.Epoch == 0 || lent.Until.IsZero() || lent.Until.After(end) {
+		t.Fatalf("lend under a lease to %v: %v", end, evs)
+	}
+	now = end.Add(time.Millisecond)
+	var lost bool
+	for _, ev := range tick() {
+		if e, ok := ev.(LeaseLostEvent); ok {
+			lost = e.Lent != nil && e.Lent.Epoch == lent.Epoch
+		}
+	}
+	if !lost || !outState(h.Machine().st) {
+		t.Fatalf("lease over: lost %v, state %s; want the process out of the core with its lend", lost, h.Machine().State())
+	}
+	if evs := self(Msg{Type: MsgLend}); len(evs) != 1 || evs[0].Kind() != "lend-refused" {
+		t.Fatalf("lend after the lease ended: %v, want lend-refused", evs)
+	}
+}
+
+// TestFoundingFitsInsidePromises checks doc.go's inequality ("Founding
+// fits inside the promises") for margins of 0 to 100 rounds and every
+// Stretch: a prober that decides at the end of its probe window founds,
+// after leaseWait and two rounds for the new mark's grants, before it
+// gives up, and gives up, on a clock 2ρ slow, before any promise it
+// counted ends; and a newcomer to an old core leaves it (leaseGrace after
+// its last possible admission, a lease after the promise) before the
+// promise ends.
+func TestFoundingFitsInsidePromises(t *testing.T) {
+	round := 40 * time.Millisecond
+	for stretch := 1; stretch <= maxStretch; stretch++ {
+		for margin := time.Duration(0); margin <= 100*round; margin += round / 2 {
+			h, err := NewMember(Config{ID: 1, Round: round, Margin: margin, Stretch: stretch, Quorum: true, FaultTolerant: true, Rand: rand.New(rand.NewPCG(1, 2))},
+				func() []node.ID { return nil }, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rho := h.m.cfg.Drift
+			if leaseGrace*round+h.leaseTime() >= time.Duration(h.promiseFor())*round {
+				t.Fatalf("stretch %d: leaseGrace and a lease outlast the promise", stretch)
+			}
+			if found := probeWindow*round + h.leaseWait() + 2*round; found >= h.foundBy() {
+				t.Fatalf("margin %v: founding at %v after the probe, past the %v the prober allows itself", margin, found, h.foundBy())
+			}
+			if by := time.Duration(float64(h.foundBy()) * (1 + 2*rho)); by >= h.promiseTime() {
+				t.Fatalf("margin %v: the prober may found %v after its probe by a promiser's clock, the promise lasts %v", margin, by, h.promiseTime())
+			}
+		}
+	}
+}

@@ -223,6 +223,9 @@ func (h *Member) Step(now time.Time, in node.Envelope[Msg]) error {
 	case msg.Type == MsgReset && self:
 		h.Reset()
 		return nil
+	case msg.Type == MsgLeased && self:
+		h.leased(msg.Attempt)
+		return nil
 	case msg.Type == MsgLend && self:
 		h.lend(now)
 		return nil
@@ -264,6 +267,9 @@ func (h *Member) Step(now time.Time, in node.Envelope[Msg]) error {
 // Tick implements node.Machine.
 func (h *Member) Tick(now time.Time) {
 	h.m.Tick(now)
+	if h.pc == nil && h.base.Quorum {
+		h.checkLease(now) // the first process's lease, as told (MsgLeased)
+	}
 	if h.pc != nil {
 		h.pc.Tick(now)
 		h.drainPrCast()
@@ -306,6 +312,9 @@ func (h *Member) lend(now time.Time) {
 	if !h.Leased(now) {
 		h.events = append(h.events, LendRefusedEvent{Why: "no lease from a majority of the members"})
 		return
+	}
+	if h.base.Quorum && !outState(h.m.st) {
+		h.ls.held = true // it leaves the core once this lease ends (checkLease)
 	}
 	e, ok := h.m.Lend(now)
 	if !ok {

@@ -120,6 +120,12 @@ const (
 	// MsgReset is a local request of a Member: drop a join under way
 	// (FreezeEvent on the member's first process; Member.Reset).
 	MsgReset MsgType = 72
+	// MsgLeased is a local request of a Member's other process (not the
+	// first): the member's lease, which its first process holds
+	// (Config.Quorum, lease.go), lasts until Attempt (Unix ns on the
+	// host's clock; 0: no lease). The process lends, hands out places and
+	// stays in the core only under it, as the first process does.
+	MsgLeased MsgType = 73
 )
 
 var typeNames = map[MsgType]string{
@@ -129,6 +135,7 @@ var typeNames = map[MsgType]string{
 	MsgAckCoord: "ackcoord", MsgIntro: "intro", MsgPrCast: "prcast", MsgJoin: "join", MsgLeave: "leave",
 	MsgAnnounce: "announce", MsgGroup: "group", MsgProbe: "probe", MsgProbeAnswer: "probeanswer", MsgLocal: "local",
 	MsgLend: "lend", MsgReturn: "return", MsgLease: "lease", MsgLeaseGrant: "leasegrant", MsgLearn: "learn", MsgReset: "reset",
+	MsgLeased: "leased",
 }
 
 func (t MsgType) String() string {

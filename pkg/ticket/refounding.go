@@ -184,8 +184,15 @@ type refounding struct {
 func (h *Member) RefoundStats() (probes, refounds int) { return h.rf.probes, h.rf.refounds }
 
 // Frozen reports whether the member starts no join at now (a probe of its
-// own or another member's is under way).
+// own or another member's is under way). Under Config.Quorum a member
+// whose grants are promised to another prober stays frozen until the
+// promise ends, "refounded" heard or not: until then it can hold no lease,
+// and a process of it that joined the new pool would leave it again
+// after leaseGrace, abruptly, as a crashed one does (lease.go).
 func (h *Member) Frozen(now time.Time) bool {
+	if h.quorum() && h.ls.promised != node.None && h.ls.promised != h.base.ID && now.Before(h.ls.promiseUntil) {
+		return true
+	}
 	return now.Before(h.rf.frozenUntil) || now.Before(h.rf.probing)
 }
 

@@ -69,9 +69,11 @@ type Config struct {
 	Phases bool
 
 	// Quorum: a refound needs only a majority of the book's members, and
-	// a member's first process may lend only while it holds a lease from
-	// a majority (lease.go; doc.go, "A refound that needs a majority").
-	// Without it a refound needs an answer from every member.
+	// a member's processes lend only while the member holds a lease from
+	// a majority: the first process holds it, the others are told its
+	// end (MsgLeased; lease.go; doc.go, "A refound that needs a
+	// majority"). Without it a refound needs an answer from every member.
+	// ticketd sets it.
 	Quorum bool
 
 	// bug plants a bug for the checkers. Tests only.

@@ -160,7 +160,8 @@ func Serve(mb *cli.Member, cfg Config) error {
 	// incarnation (its start time).
 	d.bk = newBook(mb.ID, mb.Incarnation, dyn, n)
 	d.tcfg = ticket.Config{FaultTolerant: true, K: cfg.K, Round: cfg.Round,
-		Margin: cfg.KillGrace + 4*cli.CheckEvery + 50*time.Millisecond, Floor: cfg.Floor, Stretch: Stretch}
+		Margin: cfg.KillGrace + 4*cli.CheckEvery + 50*time.Millisecond, Floor: cfg.Floor, Stretch: Stretch,
+		Quorum: true} // a refound needs a majority of the members, a lend their lease (ticket's doc.go)
 	first := d.tcfg
 	if len(cfg.Join) == 0 {
 		first.Tickets = cfg.Tickets
@@ -373,6 +374,15 @@ func (d *daemon) findPool(joins []netip.AddrPort, dyn transport.Dynamic) (*cli.R
 	return run, nil
 }
 
+// leased hands another slot the lease slot 0 holds, as slot 0's last
+// look saw it (ticket.MsgLeased): the slot's Member lends, serves joins
+// and stays in the core under it.
+func (d *daemon) leased(s *slot) {
+	if u := d.slots[0].mc.leaseUntil; !u.IsZero() {
+		d.tell(s, ticket.Msg{Type: ticket.MsgLeased, Attempt: uint64(u.UnixNano())})
+	}
+}
+
 // tell hands a slot's machine a local request (a machine input: the
 // Member decides what it does).
 func (d *daemon) tell(s *slot, msg ticket.Msg) {
@@ -534,7 +544,9 @@ type machine struct {
 	ticket         uint32
 	n              uint32
 	supportedUntil time.Time
-	mark           uint64 // the highest epoch the slot's machines issued or heard of
+	leased         bool      // the member holds a lease from a majority (slot 0's, as told to the others)
+	leaseUntil     time.Time // when it ends
+	mark           uint64    // the highest epoch the slot's machines issued or heard of
 	// Slot 0's refounding: no joins meanwhile, probes sent, pools founded.
 	frozen           bool
 	probes, refounds int
@@ -545,7 +557,8 @@ func (d *daemon) look(s *slot) machine {
 	d.do(s, func() {
 		m := s.h.Machine()
 		now := time.Now()
-		mc = machine{state: m.State(), mayAct: m.MayAct(now), alone: m.Alone(), settled: m.Settled(now), n: m.N(), supportedUntil: m.SupportedUntil()}
+		mc = machine{state: m.State(), mayAct: m.MayAct(now), alone: m.Alone(), settled: m.Settled(now), n: m.N(), supportedUntil: m.SupportedUntil(),
+			leased: s.h.Leased(now), leaseUntil: s.h.LeaseUntil()}
 		mc.ticket, _, _ = m.Ticket()
 		mc.mark = s.h.Mark()
 		mc.frozen = s.h.Frozen(now)
@@ -558,15 +571,17 @@ func (d *daemon) look(s *slot) machine {
 	return mc
 }
 
-// until is how long a grant made now is good for.
+// until is how long a grant made now is good for: while the process is
+// supported and the member holds its lease, a second at most.
 func (mc machine) until(now time.Time) time.Time {
-	if mc.supportedUntil.IsZero() {
-		return now.Add(aloneLease)
+	u := now.Add(aloneLease)
+	if !mc.supportedUntil.IsZero() && mc.supportedUntil.Before(u) {
+		u = mc.supportedUntil
 	}
-	if cap := now.Add(aloneLease); cap.Before(mc.supportedUntil) {
-		return cap
+	if !mc.leaseUntil.IsZero() && mc.leaseUntil.Before(u) {
+		u = mc.leaseUntil
 	}
-	return mc.supportedUntil
+	return u
 }
 
 func (d *daemon) event(s *slot, ev node.Event) {
@@ -597,6 +612,8 @@ func (d *daemon) event(s *slot, ev node.Event) {
 		d.serve()
 	case ticket.ExcludedEvent:
 		d.lose(s, "this member was excluded from the core")
+	case ticket.LeaseLostEvent:
+		d.lose(s, "this member lost its lease from a majority of the members")
 	case ticket.LeftEvent:
 		d.lose(s, "the ticket was given back")
 	case ticket.ReclaimedEvent:
@@ -708,20 +725,26 @@ func (d *daemon) giveBack(s *slot) {
 func (d *daemon) tick() {
 	now := time.Now()
 	free := 0
-	for _, s := range d.slots {
+	for i, s := range d.slots {
+		if i > 0 {
+			d.leased(s)
+		}
 		mc := d.look(s)
 		if s.holder == nil && mc.state == "coordinator" { // owns its ticket (ticket.Machine.Ticket)
 			free++
 		}
 		d.keep(mc.mark) // the mark the ring carried here survives a restart
 		if c := s.holder; c != nil && !c.stopping {
-			if mc.mayAct {
+			switch {
+			case !mc.mayAct:
+				d.lose(s, "this member lost its support")
+			case !mc.leased:
+				d.lose(s, "this member lost its lease from a majority of the members")
+			default:
 				if u := mc.until(now); renew(c.sent, u, now, d.cfg.roundOr()) {
 					c.sent = u
 					c.cn.Send(Reply{Event: "valid", UntilNS: u.UnixNano()})
 				}
-			} else {
-				d.lose(s, "this member lost its support")
 			}
 		}
 	}
@@ -868,6 +891,7 @@ func (d *daemon) outSlot() *slot {
 		d.mb.Log.Warn("cannot open another slot", "err", err)
 		return nil
 	}
+	d.leased(s)
 	d.look(s)
 	return s
 }

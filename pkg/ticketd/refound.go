@@ -108,7 +108,7 @@ func (d *daemon) refoundEvent(ev node.Event) bool {
 	case ticket.RefoundedEvent:
 		d.keep(e.Floor + 1)
 		d.look(d.slots[0])
-		d.mb.Log.Warn("the pool had ended (no process of it in the core, every member agrees): founded it again", "tickets", e.N, "members", e.Members, "floor", e.Floor)
+		d.mb.Log.Warn("the pool had ended (no process of it in the core, a majority of the members agrees): founded it again", "tickets", e.N, "members", e.Members, "floor", e.Floor)
 		d.serve()
 	default:
 		return false
