@@ -21,10 +21,16 @@ import (
 // first coordinator led, and the first of them. Mutual exclusion and
 // growing tokens are checked throughout (runWorld's checkers).
 func starveCoordinator(seed uint64, span time.Duration) (changes int, first string, err error) {
+	_, changes, first, err = starveCoordinatorSim(seed, span)
+	return changes, first, err
+}
+
+// starveCoordinatorSim is starveCoordinator, returning the simulation too.
+func starveCoordinatorSim(seed uint64, span time.Duration) (w *world, changes int, first string, err error) {
 	r := rand.New(rand.NewPCG(seed, 32))
 	opts := sim.Options{MinLatency: time.Millisecond, MaxLatency: time.Duration(2+r.IntN(4)) * time.Millisecond,
 		Start: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	w := newWorld(seed, 3, opts, Central, false, nil)
+	w = newWorld(seed, 3, opts, Central, false, nil)
 	s := w.s
 	settled := false
 	inner := s.OnEvent
@@ -38,11 +44,11 @@ func starveCoordinator(seed uint64, span time.Duration) (changes int, first stri
 		return inner(at, id, ev)
 	}
 	if err := s.RunFor(time.Second); err != nil {
-		return 0, "", err
+		return w, 0, "", err
 	}
 	c, active := coordinatorOf(s)
 	if c == node.None || !active {
-		return 0, "", fmt.Errorf("sim seed %d: no active coordinator after a second", seed)
+		return w, 0, "", fmt.Errorf("sim seed %d: no active coordinator after a second", seed)
 	}
 	settled = true
 	d := election.DefaultConfig()
@@ -66,15 +72,15 @@ func starveCoordinator(seed uint64, span time.Duration) (changes int, first stri
 	// unstretched Timeout.
 	for i := 0; i < 3; i++ {
 		if err := stall(d.Timeout/2 + time.Duration(r.IntN(40))*time.Millisecond); err != nil {
-			return changes, first, err
+			return w, changes, first, err
 		}
 	}
 	for end := s.Now().Add(span); s.Now().Before(end); {
 		if err := stall(d.Timeout + time.Duration(10+r.IntN(290))*time.Millisecond); err != nil {
-			return changes, first, err
+			return w, changes, first, err
 		}
 	}
-	return changes, first, s.RunFor(100 * time.Millisecond)
+	return w, changes, first, s.RunFor(100 * time.Millisecond)
 }
 
 // TestSimStarvedCoordinator: a coordinator whose own timers fire late
@@ -97,4 +103,55 @@ func TestSimStarvedCoordinator(t *testing.T) {
 		}
 	}
 	t.Logf("%d seeds: no coordinator change through 10 s of stalls of 210-500 ms", len(seeds))
+}
+
+// TestSimStarvedCoordinatorCrash: the stretch must not hide a real crash
+// for long. After stalls have raised the coordinator's score to its
+// maximum, it crashes: both survivors follow a new coordinator within 1 s
+// ((1+Awareness)·Timeout of silence, an AnswerTimeout, message delays).
+func TestSimStarvedCoordinatorCrash(t *testing.T) {
+	seeds := sim.Seeds()
+	if len(seeds) > 50 {
+		seeds = seeds[:50]
+	}
+	const bound = time.Second
+	var worst time.Duration
+	for _, seed := range seeds {
+		w, _, _, err := starveCoordinatorSim(seed, 2*time.Second)
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		s := w.s
+		c, _ := coordinatorOf(s)
+		if c == node.None {
+			t.Fatalf("seed %d: no coordinator before the crash", seed)
+		}
+		if k := s.Machine(c).(*fcfsProbe).Machine.(*central).el.Status().(map[string]any)["health"]; k != election.DefaultConfig().Awareness {
+			t.Fatalf("seed %d: coordinator's health score %v before the crash, want the maximum", seed, k)
+		}
+		s.Crash(c)
+		t0 := s.Now()
+		follow := time.Duration(-1)
+		for s.Now().Sub(t0) < 3*bound && follow < 0 {
+			if err := s.RunFor(time.Millisecond); err != nil {
+				t.Fatalf("seed %d: %v", seed, err)
+			}
+			var coords []node.ID
+			for _, id := range s.IDs() {
+				if id != c {
+					coord, _ := s.Machine(id).(*fcfsProbe).Machine.(*central).Coordinator()
+					coords = append(coords, coord)
+				}
+			}
+			if coords[0] != c && coords[0] != node.None && coords[0] == coords[1] {
+				follow = s.Now().Sub(t0)
+			}
+		}
+		if follow < 0 || follow > bound {
+			t.Fatalf("seed %d: after the starved coordinator crashed, the survivors agreed on a new one after %v (-1: never), bound %v\nreplay: go test ./pkg/mutex -run TestSimStarvedCoordinatorCrash -seed %d",
+				seed, follow, bound, seed)
+		}
+		worst = max(worst, follow)
+	}
+	t.Logf("%d seeds: a coordinator at the maximum health score crashed, survivors followed a new one after at most %v (bound %v)", len(seeds), worst, bound)
 }
