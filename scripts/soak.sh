@@ -9,7 +9,7 @@
 # of a fresh cluster TRIALS times and times the failover: until every
 # survivor reports the new leader, and until it holds its lease.
 #
-#   scripts/soak.sh [--load] [--secs N] [--trials N] [--bin DIR]
+#   scripts/soak.sh [--load] [--secs N] [--trials N] [--bin DIR] [--keep DIR]
 #
 #   --load       run beside one busy loop per core and a memory-heavy
 #                race-detector workload (`go test -race -count=1 ./pkg/mcast`
@@ -18,6 +18,10 @@
 #   --trials N   failover trials (default 5; 0 skips them)
 #   --bin DIR    use DIR/elect and DIR/lockd instead of building ./cmd/...
 #                (to measure another revision with the same script)
+#   --keep DIR   keep every member's events and log in DIR (elect/, lockd/,
+#                failover-T/: i.out is stdout, i.log is stderr at
+#                --log-level info, both timestamped) to tell afterwards
+#                why a leader or coordinator changed
 #
 # Beside the soak, leased commands nobody extends run back to back for the
 # same time (pkg/cli's TestWatchdogLateness, WATCHDOG_SOAK): each must die
@@ -29,23 +33,37 @@
 # command died within the slack, 1 otherwise.
 . "$(dirname "$0")/lib.sh"
 
-load=0; secs=300; trials=5; bin=""
+load=0; secs=300; trials=5; bin=""; keep=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --load) load=1; shift;;
     --secs) secs=$2; shift 2;;
     --trials) trials=$2; shift 2;;
     --bin) bin=$2; shift 2;;
-    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0;;
+    --keep) keep=$2; shift 2;;
+    -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0;;
     *) echo "soak.sh: unknown argument $1" >&2; exit 64;;
   esac
 done
 [[ "$secs" =~ ^[0-9]+$ && "$trials" =~ ^[0-9]+$ ]] || { echo "soak.sh: --secs and --trials want whole numbers" >&2; exit 64; }
+if [ -n "$keep" ]; then
+  mkdir -p "$keep" || exit 64
+  keep=$(cd "$keep" && pwd)
+fi
+loglevel=warn; [ -n "$keep" ] && loglevel=info
+# keep_dir SRC NAME: copy a cluster's events and logs into the keep dir.
+keep_dir() {
+  [ -n "$keep" ] && [ -d "$1" ] || return 0
+  mkdir -p "$keep/$2"
+  cp "$1"/*.out "$1"/*.log "$keep/$2/" 2>/dev/null || true
+  [ ! -e "$work/watchdog.out" ] || cp "$work/watchdog.out" "$keep/"
+}
 
 work=$(mktemp -d)
 loaders=()
 cleanup() {
   for c in "$work/e" "$work/l" "$work/f"; do scripts/cluster.sh stop -d "$c" >/dev/null 2>&1 || true; done
+  keep_dir "$work/e" elect; keep_dir "$work/l" lockd
   for p in ${loaders[@]+"${loaders[@]}"}; do kill -KILL -- "-$p" 2>/dev/null || true; done
   rm -rf "$work"
 }
@@ -117,8 +135,8 @@ lines() { local i; for ((i = 1; i <= $2; i++)); do wc -l <"$1/$i.out"; done; }
 echo "soak: load=$load, $(nproc) cores, load average before: $(loadavg)"
 bad=0
 if [ "$secs" -gt 0 ]; then
-  scripts/cluster.sh start -n 5 -d "$work/e" "$bin/elect" run --json --no-color --log-level warn -- sh -c 'sleep 3600' >/dev/null
-  scripts/cluster.sh start -n 3 -d "$work/l" "$bin/lockd" serve --socket "$work/l/{id}.sock" --json --no-color --log-level warn >/dev/null
+  scripts/cluster.sh start -n 5 -d "$work/e" "$bin/elect" run --json --no-color --log-level "$loglevel" -- sh -c 'sleep 3600' >/dev/null
+  scripts/cluster.sh start -n 3 -d "$work/l" "$bin/lockd" serve --socket "$work/l/{id}.sock" --json --no-color --log-level "$loglevel" >/dev/null
   e0=$(settle "$work/e" leader 5); l0=$(settle "$work/l" coordinator 3)
   eoff=($(lines "$work/e" 5)); loff=($(lines "$work/l" 3))
   echo "soak: settled: elect leader/term $e0, lockd coordinator/term $l0; running ${secs}s"
@@ -154,6 +172,7 @@ if [ "$secs" -gt 0 ]; then
     bad=1
   fi
   scripts/cluster.sh stop -d "$work/e" >/dev/null; scripts/cluster.sh stop -d "$work/l" >/dev/null
+  keep_dir "$work/e" elect; keep_dir "$work/l" lockd
 fi
 
 # first_time FILE LEADER [SKIP]: the time of the first JSON line naming
@@ -173,7 +192,7 @@ wait_for() { # what command...: poll for up to 30 s
 fo=(); le=()
 for ((t = 1; t <= trials; t++)); do
   rm -rf "$work/f"
-  scripts/cluster.sh start -n 5 -d "$work/f" "$bin/elect" run --json --no-color --log-level warn >/dev/null
+  scripts/cluster.sh start -n 5 -d "$work/f" "$bin/elect" run --json --no-color --log-level "$loglevel" >/dev/null
   for i in 1 2 3 4 5; do wait_for "member $i reports leader 5" first_time "$work/f/$i.out" 5; done
   wait_for "5 holds its lease" lease_time "$work/f/5.out"
   off=(0 $(lines "$work/f" 5))
@@ -188,6 +207,7 @@ for ((t = 1; t <= trials; t++)); do
   fo+=("$us"); le+=("$lus")
   echo "failover trial $t: every survivor follows 4 after $(fmt "$us"), 4 holds its lease after $(fmt "$lus") (load $(loadavg))"
   scripts/cluster.sh stop -d "$work/f" >/dev/null
+  keep_dir "$work/f" "failover-$t"
 done
 if [ "$trials" -gt 0 ]; then
   med() { local s=($(printf '%s\n' "$@" | sort -n)); echo "${s[$(( (${#s[@]} - 1) / 2 ))]} ${s[$(( ${#s[@]} - 1 ))]}"; }

@@ -87,7 +87,13 @@
 //     score drops by one for every HealthDecay without new trouble.
 //   - The leader's suspicion timeout (Timeout) stretches to (1+score)× its
 //     value, and the time a follower was demonstrably not running (its
-//     lateness) is not counted as the leader's silence. The timeouts of a
+//     lateness) is not counted as the leader's silence.
+//   - A leader's own stalls show only at the leader, so every heartbeat
+//     carries the leader's 1+score (Stretch, with or without leases), and a
+//     follower stretches Timeout by the larger of its own 1+score and the
+//     leader's latest, at most 1+Awareness: a leader whose timers fire
+//     late is not voted out for a stall of up to that many Timeouts. A
+//     leader that predates the field sends 0, read as 1. The timeouts of a
 //     running election (AnswerTimeout, CoordinatorTimeout) do not stretch:
 //     once the leader is suspected, a quick election matters more than a
 //     slow member's vote.
@@ -117,7 +123,8 @@
 // only delays the next lease: a new leader still waits for every promise
 // to the old one. That is the cost: after a real crash of a leader whose
 // score was s, failover takes up to (1+s)·Lease instead of Lease, and a
-// follower with score s suspects after up to (1+s)·Timeout of silence.
+// follower with score s, or whose leader's was s, suspects after up to
+// (1+s)·Timeout of silence.
 // Awareness bounds both; a negative Awareness turns local health off.
 //
 // # Filling the seeds' gaps

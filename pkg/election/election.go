@@ -279,7 +279,11 @@ type Machine struct {
 		at    time.Time
 		round uint64
 	}
-	down map[node.ID]time.Time // peers believed down (did not answer), when marked
+	// leaderStretch is the multiple (1 + its score) the leader's latest
+	// heartbeat said its own health asks for: a leader whose timers fire
+	// late is given that much longer before it is suspected.
+	leaderStretch uint8
+	down          map[node.ID]time.Time // peers believed down (did not answer), when marked
 
 	// deadlines; zero = not armed
 	joinUntil   time.Time // start-up: wait to hear a leader before campaigning
@@ -415,7 +419,19 @@ func (m *Machine) awake(now time.Time) {
 	if now.After(m.lastNow) {
 		m.lastNow = now
 	}
-	m.hb.Bound = m.stretch(m.cfg.Timeout, now)
+	m.hb.Bound = m.suspectAfter(now)
+}
+
+// suspectAfter is the silence after which the leader is suspected at now:
+// Timeout stretched by this process's own score or by the leader's, as its
+// latest heartbeat gave it, whichever is larger (doc.go "Local health"),
+// at most (1+Awareness)·Timeout.
+func (m *Machine) suspectAfter(now time.Time) time.Duration {
+	k := 1 + m.health.Score(now)
+	if m.health.Max > 0 {
+		k = min(max(k, int(m.leaderStretch)), 1+m.health.Max)
+	}
+	return m.cfg.Timeout * time.Duration(k)
 }
 
 // trouble raises the health score for a sign of trouble at now. Signs
@@ -427,11 +443,6 @@ func (m *Machine) trouble(now time.Time) {
 	}
 	m.troubleAt = now
 	m.health.Trouble(now)
-}
-
-// stretch scales a timeout by the local health score at now.
-func (m *Machine) stretch(d time.Duration, now time.Time) time.Duration {
-	return m.health.Scale(d, now)
 }
 
 // burst: two successive heartbeats of the leader, sent a Heartbeat apart,
@@ -482,6 +493,10 @@ func (m *Machine) Step(now time.Time, in node.Envelope[Msg]) error {
 	case MsgHeartbeat:
 		m.burst(now, msg)
 		m.claim(now, msg.Leader, msg.Term)
+		if msg.Leader == m.leader && msg.Term == m.leaderTerm {
+			m.leaderStretch = msg.Stretch
+			m.hb.Bound = m.suspectAfter(now)
+		}
 		if m.cfg.Lease > 0 {
 			m.leaseHeartbeat(now, msg.Leader, msg.Term, msg.Round, msg.Stretch)
 		}
@@ -608,6 +623,7 @@ func (m *Machine) claim(now time.Time, l node.ID, t uint64) {
 
 func (m *Machine) adopt(l node.ID, t uint64) {
 	m.leader, m.leaderTerm = l, t
+	m.leaderStretch = 0
 	m.endElection()
 	m.settledClaims(t)
 	m.events = append(m.events, LeaderEvent{Event: "leader", Leader: l, Term: t, Self: l == m.cfg.ID})
@@ -670,6 +686,10 @@ func (m *Machine) Tick(now time.Time) {
 		var k uint8
 		if m.cfg.Lease > 0 {
 			seq, k = m.leaseBeat(now)
+		} else if m.health.Max > 0 {
+			// Without leases too, a heartbeat says how long the leader's
+			// own health asks its followers to wait (doc.go "Local health").
+			k = m.stretchNow(now)
 		}
 		for _, p := range m.peers {
 			if p != m.cfg.ID {

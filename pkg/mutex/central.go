@@ -825,8 +825,16 @@ func (m *central) Tick(now time.Time) {
 	// member's ticks come late (it is starved of CPU) and the budget
 	// cannot carry every due renewal, the delay is shared by all locks,
 	// instead of the locks made last being put off at every tick until
-	// their leases run out.
-	slices.SortStableFunc(renewable, func(a, b *request) int { return a.next.Compare(b.next) })
+	// their leases run out. Longest due means nearest its lease's end: a
+	// renewal that was lost (the coordinator's socket overflowed) or
+	// answered late leaves its lock the least time, and it goes at the
+	// head of the next batch rather than wherever its lock fell before.
+	slices.SortStableFunc(renewable, func(a, b *request) int {
+		if c := a.validUntil.Compare(b.validUntil); c != 0 {
+			return c
+		}
+		return a.next.Compare(b.next)
+	})
 	size := 0 // the renewals' bytes, against renewBurst
 	for _, r := range renewable {
 		if size += len(r.key.name) + 4*binary.MaxVarintLen64; size > renewBurst {
