@@ -162,6 +162,13 @@
 //   - Support is checked before every message, not only at ticks: a
 //     process waking from a pause finds the ALIVEs of before the pause in
 //     its socket, and must not take them as fresh once its support is gone.
+//     TestSimPauseMidExclusion pauses the processes of an exclusion under
+//     way (the excluder from its first unanswered round to the end of its
+//     wait as temporary coordinator, the successor it excludes, the
+//     voters while their ban runs) again and again, back to back, and
+//     mostly hands a resumed process its queued messages before its
+//     first tick, as a real driver may; counting those vouches first
+//     (the planted bugHeldVouch) is caught there by Theorem 4.1.
 //   - Known successors age against the last ACKUPDATE, not the clock: a
 //     process whose successor failed (it is excluding it, or is a
 //     temporary coordinator and sends no UPDATE) hears nothing new of the
