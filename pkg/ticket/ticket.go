@@ -864,6 +864,7 @@ func (m *Machine) Tick(now time.Time) {
 		}
 		m.checkSupport(now)
 	}
+	m.strandedVouch(now)
 	if m.st == stJoining && !now.Before(m.joinAt) {
 		m.joinSilence()
 		m.sendJoin(now)
@@ -901,6 +902,7 @@ func (m *Machine) Ready() node.Ready[Msg] {
 	if m.st == stLeaving {
 		due = append(due, m.leaveAt)
 	}
+	due = append(due, m.strandedWake())
 	if m.inRing() && m.cfg.FaultTolerant {
 		due = append(due, m.roundAt, m.SupportedUntil())
 		if !m.updAcked {
