@@ -14,7 +14,8 @@ import (
 type pauseStats struct {
 	pauses, excluderPauses, reclaimed int
 	// beyond: a process other than the one being excluded was paused
-	// past its support window, a second failure among 2k+1 neighbours.
+	// for Suspect rounds or more, so its predecessor excludes it too: a
+	// second failure among 2k+1 neighbours.
 	beyond bool
 	// live: after healing, every ticket lay in the range of a process
 	// that may act.
@@ -22,9 +23,10 @@ type pauseStats struct {
 }
 
 // midExclusion lists the processes that are in the middle of an
-// exclusion at this instant: an excluder that has asked its voters or
-// is a temporary coordinator waiting, the successor it is excluding, and
-// the voters whose ban is running.
+// exclusion at this instant: an excluder from the first round its
+// successor leaves unanswered to the end of its wait as temporary
+// coordinator, the successor it is excluding, and the voters whose ban
+// is running.
 func (p *pool) midExclusion() (excluders, others []node.ID) {
 	now := func(id node.ID) time.Time { return p.s.LocalNow(id) }
 	for _, id := range p.ids {
@@ -58,13 +60,14 @@ func (p *pool) midExclusion() (excluders, others []node.ID) {
 // it asks its voters and while it waits as temporary coordinator, b, the
 // voters while their ban runs) is paused again and again, back to back:
 // for a fraction of a round, for about the support window, or past the
-// temporary coordinator's wait. In three runs of four a resumed process
-// is handed every message it queued before its first tick
-// (sim.Options.HeldFirst 1, as a real driver that reads its socket
-// first); in the fourth the tick comes first. Theorem 4.1 is checked at
-// every step, the epochs of every ticket taken, and, once the pauses and
-// the cut end, that every ticket lies in the range of a process that may
-// act.
+// temporary coordinator's wait; the excluder also right after it sends
+// EXCLUDE (its answer queues up) and right after it becomes temporary
+// coordinator. In three runs of four a resumed process is handed every
+// message it queued before its first tick (sim.Options.HeldFirst 1, as a
+// real driver that reads its socket first); in the fourth the tick comes
+// first. Theorem 4.1 is checked at every step and the epochs of every
+// ticket taken; once the pauses and the cut end, whether every ticket
+// lies in the range of a process that may act is reported (st.live).
 func pauseRun(seed uint64, b bug) (st pauseStats, err error) {
 	k := 1 + int(seed%2)
 	procs := 2*k + 5
@@ -74,7 +77,8 @@ func pauseRun(seed uint64, b bug) (st pauseStats, err error) {
 	}
 	margin := []time.Duration{0, 300 * time.Millisecond}[seed/2%2]
 	// The support window: the default 3 rounds, or 12, where an excluder
-	// can be paused for most of a second and come back with its support.
+	// paused for most of a second comes back with its support (its
+	// predecessor has suspected it by then).
 	window := []int{3, 12}[seed/4%2]
 	p, err := settledPoolWith(seed, procs, procs-1, k, window, margin, held, func(c *Config) { c.Phases, c.bug = true, b })
 	if err != nil {
