@@ -162,6 +162,13 @@
 //   - Support is checked before every message, not only at ticks: a
 //     process waking from a pause finds the ALIVEs of before the pause in
 //     its socket, and must not take them as fresh once its support is gone.
+//     TestSimPauseMidExclusion pauses the processes of an exclusion under
+//     way (the excluder from its first unanswered round to the end of its
+//     wait as temporary coordinator, the successor it excludes, the
+//     voters while their ban runs) again and again, back to back, and
+//     mostly hands a resumed process its queued messages before its
+//     first tick, as a real driver may; counting those vouches first
+//     (the planted bugHeldVouch) is caught there by Theorem 4.1.
 //   - Known successors age against the last ACKUPDATE, not the clock: a
 //     process whose successor failed (it is excluding it, or is a
 //     temporary coordinator and sends no UPDATE) hears nothing new of the
@@ -226,6 +233,42 @@
 // by design. ticketd therefore gives a ticket back voluntarily only when
 // Settled (every predecessor vouched within the last round and a half, no
 // exclusion under way here).
+//
+// Why a stranded process is not re-supported. With k = 1, two crashes
+// next to each other (a and b, the closest predecessors of x) leave x
+// one of the three processes of its L, so it loses its support a window
+// after the second crash, and the processes after it, whose Ls hold a,
+// b and x, one by one after it; the repair (c, the predecessor of b,
+// excluding E = {b, a} with x as its new successor) comes Suspect rounds
+// plus tempFor later, and tempFor holds the window too. x cannot tell
+// that case from a and b alive behind a cut, excluding x with the votes
+// of a and b (a strict majority of {a, b, c}, the L they sent it). Two
+// rules would keep x: neither is safe.
+//
+//   - A process that lost its support goes on sending ALIVEs. Let c be
+//     cut off from its successor b and from a after it, both alive, and
+//     exclude E = {b, a} with the votes of itself and e (a strict majority
+//     of b's L, {c, d, e}; its REQCOORDs to d were lost). b loses its
+//     support; a (L = {b, c, d}) would too, d alone vouching, but with b
+//     vouching on it keeps two of three and acts when c hands its ticket
+//     out: Corollary 4.1 needs every process of E_pq silent once it has
+//     stopped. TestSimStrandedVouchUnsafe plays this schedule; it holds
+//     with the rules as they are and catches the rule (bugStrandedVouch).
+//     Bounding that vouching by Z rounds would add Z to tempFor for every
+//     k+1 processes of E_pq, and Z must outlast a repair, which holds
+//     tempFor: no Z fits.
+//   - x takes c's R as its L once c's exclusion quorum over E = {b, a}
+//     has formed (c would send it during its wait). If a and b are alive
+//     and excluded x first (a's quorum at a_q), x answered c's EXCLUDE
+//     while still supported, so c's quorum came up to a window and the
+//     requests later; a hands x's range out at a_q + tempFor(dist(a, y)),
+//     and a is only known to have stopped by c_q plus c's own wait: x and
+//     a (or a newcomer a placed there) may act on the same tickets
+//     between (from the bounds on the two waits; no test plays it).
+//
+// Re-supporting x is safe only once every process of E_pq has stopped,
+// which is when c's wait ends and the repair reaches x today. pkg/ticketsim
+// measures what that costs (docs/ticketd.md, "Measured availability").
 //
 // # Busy hosts (local health, Config.Stretch)
 //

@@ -35,13 +35,22 @@ func (p *pool) coreOf() []node.ID {
 // reports, and what a script waits for before it counts on the pool
 // surviving a fault). Theorem 4.1 is checked at every step from the start.
 func settledPool(seed uint64, procs, tickets, k, window int, margin time.Duration) (*pool, error) {
+	return settledPoolWith(seed, procs, tickets, k, window, margin, 0, nil)
+}
+
+// settledPoolWith is settledPool with sim.Options.HeldFirst, and tweak
+// (if set) applied to every machine's Config.
+func settledPoolWith(seed uint64, procs, tickets, k, window int, margin time.Duration, heldFirst float64, tweak func(*Config)) (*pool, error) {
 	p := &pool{r: rand.New(rand.NewPCG(seed, 47)), machines: map[node.ID]*Machine{}}
 	for i := 1; i <= procs; i++ {
 		p.ids = append(p.ids, node.ID(i))
 	}
-	p.s = sim.New[Msg](sim.Options{Seed: seed, MinLatency: 100 * time.Microsecond, MaxLatency: time.Duration(1+p.r.IntN(5)) * time.Millisecond}, Codec{},
+	p.s = sim.New[Msg](sim.Options{Seed: seed, MinLatency: 100 * time.Microsecond, MaxLatency: time.Duration(1+p.r.IntN(5)) * time.Millisecond, HeldFirst: heldFirst}, Codec{},
 		func(id node.ID, _ int, rng *rand.Rand) node.Machine[Msg] {
 			cfg := Config{ID: id, Rand: rng, FaultTolerant: true, K: k, Round: 100 * time.Millisecond, Margin: margin, Window: window}
+			if tweak != nil {
+				tweak(&cfg)
+			}
 			for _, o := range p.ids {
 				if o != id {
 					cfg.Contacts = append(cfg.Contacts, o)

@@ -385,7 +385,9 @@ func (m *Machine) Step(now time.Time, in node.Envelope[Msg]) error {
 	// Support first: a process that wakes from a pause may find the ALIVEs
 	// of before the pause waiting in its socket, and must not take them as
 	// fresh after it has lost its support (its range may be reclaimed).
-	m.checkSupport(now)
+	if !m.heldVouchBug(msg.Type) {
+		m.checkSupport(now)
+	}
 	if in.From == m.cfg.ID {
 		switch msg.Type {
 		case MsgJoin:
@@ -864,6 +866,7 @@ func (m *Machine) Tick(now time.Time) {
 		}
 		m.checkSupport(now)
 	}
+	m.strandedVouch(now)
 	if m.st == stJoining && !now.Before(m.joinAt) {
 		m.joinSilence()
 		m.sendJoin(now)
@@ -901,6 +904,7 @@ func (m *Machine) Ready() node.Ready[Msg] {
 	if m.st == stLeaving {
 		due = append(due, m.leaveAt)
 	}
+	due = append(due, m.strandedWake())
 	if m.inRing() && m.cfg.FaultTolerant {
 		due = append(due, m.roundAt, m.SupportedUntil())
 		if !m.updAcked {
