@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/roundtable-go/roundtable/pkg/cli"
 	"github.com/roundtable-go/roundtable/pkg/cli/clitest"
 )
 
@@ -85,10 +87,63 @@ func reclaimOnce(t *testing.T, victim int) time.Duration {
 	if !clitest.Gone(victimChild) {
 		t.Fatalf("the killed member's command (pid %d) still ran when its ticket was handed out again", victimChild)
 	}
-	if got := strings.TrimSpace(readFile(t, filepath.Join(dir, "w.ticket"))); got != lost {
-		t.Fatalf("the waiter got ticket %s, not the killed member's %s", got, lost)
+	got := strings.TrimSpace(readFile(t, filepath.Join(dir, "w.ticket")))
+	if got == lost {
+		return d
 	}
+	// A survivor's member starved on a busy host can lose its own support
+	// or lease (docs/ticketd.md, "Busy hosts"): its client is told (exit
+	// 76) and its command stopped before the ticket goes to the next
+	// client, which may be this waiter. That is correct, but it is not
+	// the reclaim being timed: the killed member's ticket must still come
+	// back (a member reports "reclaimed" for it), and the try counts as a
+	// survivor's loss.
+	for i, h := range holders {
+		if i+1 == victim || strings.TrimSpace(readFile(t, filepath.Join(dir, fmt.Sprintf("h%d.ticket", i+1)))) != got {
+			continue
+		}
+		done := make(chan error, 1)
+		go func() { done <- h.Wait() }()
+		select {
+		case err := <-done:
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != cli.ExitLost {
+				t.Fatalf("the waiter got ticket %s, not the killed member's %s, from member %d's client, which did not report a loss: %v", got, lost, i+1, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the waiter got ticket %s, not the killed member's %s, while member %d's client still held it", got, lost, i+1)
+		}
+		holders[i] = exec.Command("true") // waited for: the cleanup skips it
+		_ = holders[i].Run()
+		clitest.WaitFor(t, 30*time.Second, func() bool {
+			for m := 1; m <= 4; m++ {
+				if m != victim && reclaims(readFile(t, c.File(m, "out")), lost) {
+					return true
+				}
+			}
+			return false
+		})
+		t.Logf("member %d's client lost ticket %s to its starved member and the waiter got it; the killed member's ticket %s was reclaimed too", i+1, got, lost)
+		return -d
+	}
+	t.Fatalf("the waiter got ticket %s, not the killed member's %s, and no client had held it", got, lost)
 	return d
+}
+
+// reclaims reports whether a member's stdout has a "reclaimed A..B" line
+// whose range holds ticket.
+func reclaims(out, ticket string) bool {
+	n, err := strconv.Atoi(ticket)
+	if err != nil {
+		return false
+	}
+	for _, l := range strings.Split(out, "\n") {
+		var a, b int
+		if _, err := fmt.Sscanf(l, "reclaimed %d..%d", &a, &b); err == nil && a <= n && n <= b {
+			return true
+		}
+	}
+	return false
 }
 
 // busyLoops starts n shell busy loops, each ended by the returned stop or
@@ -135,19 +190,32 @@ func TestReclaimBusyHost(t *testing.T) {
 		return s[(len(s)-1)/2]
 	}
 	var idle, busy []time.Duration
+	losses := 0
+	try := func(what string, i int, into *[]time.Duration) {
+		d := reclaimOnce(t, 1+i%4)
+		if d < 0 { // a survivor lost its ticket: not a reclaim time
+			losses++
+			t.Logf("%s try %d: a survivor's ticket went to the waiter; the killed member's was reclaimed", what, i+1)
+			return
+		}
+		*into = append(*into, d)
+		t.Logf("%s try %d: reclaimed after %v", what, i+1, d)
+	}
 	for i := range tries {
-		idle = append(idle, reclaimOnce(t, 1+i%4))
-		t.Logf("idle try %d: reclaimed after %v", i+1, idle[len(idle)-1])
+		try("idle", i, &idle)
 	}
 	loops := 4 * runtime.NumCPU()
 	stop := busyLoops(t, loops, time.Duration(tries)*90*time.Second)
 	for i := range tries {
-		busy = append(busy, reclaimOnce(t, 1+i%4))
-		t.Logf("busy try %d: reclaimed after %v", i+1, busy[len(busy)-1])
+		try("busy", i, &busy)
 	}
 	stop()
-	t.Logf("reclaimed %d of %d idle (median %v, %v) and %d of %d beside %d busy loops (median %v, %v)",
-		len(idle), tries, median(idle), idle, len(busy), tries, loops, median(busy), busy)
+	if len(idle) == 0 || len(busy) == 0 {
+		t.Logf("%d tries of %d had a survivor's ticket reach the waiter: no median to compare (idle %v, busy %v)", losses, 2*tries, idle, busy)
+		return
+	}
+	t.Logf("reclaimed %d of %d idle (median %v, %v) and %d of %d beside %d busy loops (median %v, %v); %d tries a survivor's ticket went to the waiter",
+		len(idle), tries, median(idle), idle, len(busy), tries, loops, median(busy), busy, losses)
 	if median(busy) > 3*median(idle) {
 		t.Errorf("busy median %v above 3 × the idle median %v", median(busy), median(idle))
 	}
