@@ -167,8 +167,9 @@
 //     wait as temporary coordinator, the successor it excludes, the
 //     voters while their ban runs) again and again, back to back, and
 //     mostly hands a resumed process its queued messages before its
-//     first tick, as a real driver may; counting those vouches first
-//     (the planted bugHeldVouch) is caught there by Theorem 4.1.
+//     first tick, as a real driver may; counting those vouches first,
+//     dated at their reading (the planted bugHeldVouch), is caught there
+//     by Theorem 4.1.
 //   - A vouch read after a stall is dated at the last instant the process
 //     ran on time, not at its reading (held.go): while a round it asked
 //     for is overdue by half a round, and for δ after. Safety (§4,

@@ -24,7 +24,7 @@ type held struct {
 
 // noteRun is called with every Step and Tick, before anything is read.
 func (m *Machine) noteRun(now time.Time) {
-	if m.cfg.bug == bugHeldFresh {
+	if m.cfg.bug == bugHeldFresh || m.cfg.bug == bugHeldVouch {
 		return
 	}
 	h := &m.held

@@ -250,7 +250,10 @@ func TestSimPauseMidExclusion(t *testing.T) {
 // being excluded, paused before the bans and resumed after them, takes
 // the ALIVEs queued while it slept as fresh. Only a resumed process
 // handed its queued messages before its first tick shows it, so only the
-// seeds with HeldFirst can catch it. Theorem 4.1 catches it; the test
+// seeds with HeldFirst can catch it. The planted bug also dates those
+// vouches at their reading (bugHeldFresh): dated before the stall (the
+// rule) they could not revive the support whatever the order. Theorem
+// 4.1 catches it; the test
 // stops once it has been caught in three seeds.
 func TestSimPauseMidExclusionCatchesHeldVouch(t *testing.T) {
 	if raceOn {
