@@ -167,8 +167,20 @@
 //     wait as temporary coordinator, the successor it excludes, the
 //     voters while their ban runs) again and again, back to back, and
 //     mostly hands a resumed process its queued messages before its
-//     first tick, as a real driver may; counting those vouches first
-//     (the planted bugHeldVouch) is caught there by Theorem 4.1.
+//     first tick, as a real driver may; counting those vouches first,
+//     dated at their reading (the planted bugHeldVouch), is caught there
+//     by Theorem 4.1.
+//   - A vouch read after a stall is dated at the last instant the process
+//     ran on time, not at its reading (held.go): while a round it asked
+//     for is overdue by half a round, and for δ after. Safety (§4,
+//     Theorem 4.1) bounds the reading of a voter's last ALIVE by t_v + δ;
+//     a process that slept through that δ with its support still running
+//     (a stretched window) would otherwise read ALIVEs sent before the
+//     ban as fresh and act past the excluder's wait. Dated so, each
+//     counts from at most its sending plus δ. TestHeldVouchDatedBeforeStall
+//     checks the dating; the planted bugHeldFresh dates at the reading and
+//     is caught by Theorem 4.1 in seeds 574 and 718 of
+//     TestSimPauseMidExclusion (TestSimPauseMidExclusionHeldFresh).
 //   - Known successors age against the last ACKUPDATE, not the clock: a
 //     process whose successor failed (it is excluding it, or is a
 //     temporary coordinator and sends no UPDATE) hears nothing new of the

@@ -7,7 +7,10 @@ import "time"
 // its socket as fresh although its support ran out while it slept
 // (doc.go, "Liveness": support is checked before every message). Only a
 // driver that hands a resumed process its queued messages before its
-// first tick shows it (sim.Options.HeldFirst). Tests only.
+// first tick shows it (sim.Options.HeldFirst). It dates those vouches at
+// their reading too (bugHeldFresh, held.go): dated at the last instant
+// the process ran on time they could not bring back its support, and
+// the missing check would go unseen. Tests only.
 const bugHeldVouch bug = 128
 
 // heldVouchBug reports whether the planted bugHeldVouch skips the support

@@ -154,7 +154,7 @@ func (m *Machine) vouchFor(id node.ID) time.Duration {
 // heard records an ALIVE or UPDATE from id at now, with its sender's
 // local-health factor.
 func (m *Machine) heard(now time.Time, id node.ID, stretch uint8) {
-	m.alive[id] = now
+	m.alive[id] = m.vouchAt(now) // after a stall: when this process last ran on time (held.go)
 	if m.aliveBy == nil {
 		m.aliveBy = map[node.ID]uint8{}
 	}
@@ -403,8 +403,9 @@ func (m *Machine) onUpdate(now time.Time, from node.ID, msg Msg) {
 	// our INTRO): it counts as vouching for two rounds (doc.go, "Safety").
 	for _, o := range m.preds {
 		if len(old) > 0 && !slices.ContainsFunc(old, func(p Owner) bool { return p.ID == o.ID }) {
-			if at, ok := m.alive[o.ID]; !ok || at.Before(now.Add(2*m.cfg.Round-m.window())) {
-				m.alive[o.ID] = now.Add(2*m.cfg.Round - m.window())
+			credit := m.vouchAt(now).Add(2*m.cfg.Round - m.window())
+			if at, ok := m.alive[o.ID]; !ok || at.Before(credit) {
+				m.alive[o.ID] = credit
 				delete(m.aliveBy, o.ID) // a credit: never stretched
 				m.send(o.ID, Msg{Type: MsgIntro, Ticket: m.ticket})
 			}

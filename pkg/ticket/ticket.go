@@ -189,6 +189,7 @@ type Machine struct {
 	health     health            // local health: how late this process's own rounds run (rounds.go)
 	aliveBy    map[node.ID]uint8 // the local-health factor of each last ALIVE's sender (0: a credit)
 	succHealth uint8             // the successor's factor, from its last ACKUPDATE
+	held       held              // how vouches read after a stall are dated (held.go)
 
 	out    []node.Envelope[Msg]
 	events []node.Event
@@ -382,6 +383,7 @@ func (m *Machine) handOver(tickets []uint32) []Epoch {
 // Step implements node.Machine.
 func (m *Machine) Step(now time.Time, in node.Envelope[Msg]) error {
 	msg := in.Msg
+	m.noteRun(now)
 	// Support first: a process that wakes from a pause may find the ALIVEs
 	// of before the pause waiting in its socket, and must not take them as
 	// fresh after it has lost its support (its range may be reclaimed).
@@ -849,6 +851,7 @@ func (m *Machine) leave(now time.Time) {
 
 // Tick implements node.Machine.
 func (m *Machine) Tick(now time.Time) {
+	m.noteRun(now)
 	m.checkSupport(now)
 	m.noteLate(now) // after: a stretch never brings back support that ran out
 	if m.inRing() && m.cfg.FaultTolerant {
