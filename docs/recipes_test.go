@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -208,28 +209,65 @@ type proc struct {
 
 // leftovers waits up to grace for the processes whose environment holds
 // tag to end (a stopped cluster's members may take a moment to be
-// reaped), and returns those still running then.
+// reaped), and returns those still running then. It returns nothing
+// only after two scans, 50 ms apart, in which every live process could
+// be read: a process caught inside execve shows an empty environment
+// for a moment, and a scan that stopped there would miss it. A process
+// whose environment stays empty for a second (one started with env -i)
+// is not inside execve and is passed over.
 func leftovers(tag string, grace time.Duration) []proc {
 	deadline := time.Now().Add(grace)
+	clean := 0
+	empty := map[string]time.Time{} // pid and start time → first seen empty
 	for {
 		var left []proc
+		unsure := false
 		dirs, _ := filepath.Glob("/proc/[0-9]*")
 		for _, d := range dirs {
-			env, err := os.ReadFile(d + "/environ")
-			if err != nil || !bytes.Contains(append([]byte{0}, env...), []byte("\x00"+tag+"\x00")) {
+			stat, err := os.ReadFile(d + "/stat")
+			if err != nil {
+				continue // gone
+			}
+			i := bytes.LastIndexByte(stat, ')')
+			if i < 0 {
 				continue
 			}
-			if stat, err := os.ReadFile(d + "/stat"); err == nil {
-				// A zombie has ended; its parent has yet to reap it.
-				if i := bytes.LastIndexByte(stat, ')'); i > 0 && bytes.HasPrefix(stat[i+1:], []byte(" Z")) {
-					continue
+			f := strings.Fields(string(stat[i+1:]))
+			// A zombie has ended; its parent has yet to reap it. A kernel
+			// thread (flags, field 9, has PF_KTHREAD) has no environment.
+			if len(f) < 20 || f[0] == "Z" {
+				continue
+			}
+			if flags, _ := strconv.ParseUint(f[6], 10, 64); flags&0x00200000 != 0 {
+				continue
+			}
+			env, err := os.ReadFile(d + "/environ")
+			if errors.Is(err, fs.ErrPermission) {
+				continue // another user's
+			}
+			if err != nil || len(env) == 0 {
+				key := d + " " + f[19] // field 22, the start time
+				if first, ok := empty[key]; !ok {
+					empty[key] = time.Now()
+					unsure = true
+				} else if time.Since(first) < time.Second {
+					unsure = true // inside execve, or not yet readable
 				}
+				continue
+			}
+			if !bytes.Contains(append([]byte{0}, env...), []byte("\x00"+tag+"\x00")) {
+				continue
 			}
 			pid, _ := strconv.Atoi(filepath.Base(d))
 			args, _ := os.ReadFile(d + "/cmdline")
 			left = append(left, proc{pid, strings.TrimSpace(string(bytes.ReplaceAll(args, []byte{0}, []byte{' '})))})
 		}
-		if len(left) == 0 || time.Now().After(deadline) {
+		if len(left) == 0 && !unsure {
+			clean++
+		} else {
+			clean = 0
+		}
+		if clean >= 2 || time.Now().After(deadline) {
 			return left
 		}
 		time.Sleep(50 * time.Millisecond)
