@@ -16,6 +16,7 @@ type Reading struct {
 	Bound time.Duration // the worst error the reading allows; meaningful when OK
 	OK    bool          // the source is synchronised (every member answered)
 	Why   string        // when not OK: what is missing
+	Quiet bool          // nothing answered this look (Why says so)
 	Text  string        // the reading, for the progress line
 }
 
@@ -40,16 +41,21 @@ func Wait(cfg WaitConfig) error {
 	start := time.Now()
 	deadline := start.Add(cfg.Timeout)
 	nextSay := start.Add(time.Second)
-	var last Reading
+	var last, heard Reading // heard: the last look something answered
 	for {
 		last = cfg.Probe(min(cfg.Every, max(time.Until(deadline), time.Millisecond)))
+		if !last.Quiet || heard.Text == "" && heard.Why == "" {
+			heard = last
+		}
 		if last.OK && last.Bound <= cfg.MaxOffset {
 			fmt.Fprintf(cfg.Progress, "clocksync: within %v after %v: %s\n", cfg.MaxOffset, time.Since(start).Round(time.Millisecond), last.Text)
 			return nil
 		}
 		now := time.Now()
 		if !now.Before(deadline) {
-			return cli.Exitf(cli.ExitBusy, "not within %v after %v: %s", cfg.MaxOffset, cfg.Timeout, last.describe())
+			// The last look may have had only what was left of the
+			// timeout to wait for an answer: name what was last heard.
+			return cli.Exitf(cli.ExitBusy, "not within %v after %v: %s", cfg.MaxOffset, cfg.Timeout, heard.describe())
 		}
 		if !now.Before(nextSay) {
 			fmt.Fprintf(cfg.Progress, "clocksync: waiting %v of %v: %s\n", now.Sub(start).Round(time.Second), cfg.Timeout, last.describe())
@@ -87,7 +93,7 @@ func ProbeServer(target string) (func(wait time.Duration) Reading, error) {
 		defer conn.Close()
 		rep, s, ok := exchange(conn, time.Now, wait)
 		if !ok {
-			return Reading{Why: "no answer from " + target}
+			return Reading{Why: "no answer from " + target, Quiet: true}
 		}
 		if rep.Leap == clocksync.LeapAlarm || rep.Stratum < 1 || rep.Stratum > 15 {
 			return Reading{Why: fmt.Sprintf("%s is not synchronised (stratum %d)", target, rep.Stratum)}
