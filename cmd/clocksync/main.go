@@ -102,11 +102,7 @@ relative to this host's, and prints the spread.
 Examples:
    clocksync now --socket /run/clocksync.sock
    clocksync now --peers @peers.txt --json`,
-				Flags: cli.WithEnv(tool, append(cli.ClientFlags(),
-					socketFlag(),
-					&ucli.DurationFlag{Name: "wait", Value: time.Second, Usage: "how long to wait for answers"},
-					&ucli.StringFlag{Name: cli.FlagTransport, Value: "udp", Usage: "udp or tcp"},
-				)),
+				Flags:  cli.WithEnv(tool, append(append(cli.ClientFlags(), socketFlag()), cli.QueryFlags()...)),
 				Action: nowCmd,
 			},
 			{
