@@ -200,11 +200,7 @@ func nowCmd(c *ucli.Context) error {
 	if c.String(cli.FlagPeers) == "" {
 		return cli.Exitf(cli.ExitUsage, "now needs --socket PATH (a serve node on this host) or --peers (Berkeley members)")
 	}
-	cm, err := cli.Setup(c, tool)
-	if err != nil {
-		return err
-	}
-	replies, err := cm.QueryAll(c)
+	cm, replies, err := cli.QueryStatus(c, tool)
 	if err != nil {
 		return err
 	}

@@ -163,11 +163,7 @@ func status(c *ucli.Context) error {
 	if c.Args().Len() > 0 {
 		return cli.Exitf(cli.ExitUsage, "status takes no arguments, got %q", c.Args().First())
 	}
-	cm, err := cli.Setup(c, tool)
-	if err != nil {
-		return err
-	}
-	replies, err := cm.QueryAll(c)
+	cm, replies, err := cli.QueryStatus(c, tool)
 	if err != nil {
 		return err
 	}
