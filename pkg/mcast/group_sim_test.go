@@ -715,10 +715,6 @@ func allLeave(seed uint64, bug gbug) ([]node.ID, error) {
 	return stuck, nil
 }
 
-// TestSimAllLeave: a group whose members all leave at once over lossy
-// links ends: a member that leaves lingers until the others confirm the
-// install. Without that (the planted bug) members that missed the last
-// install wait for ever.
 // TestSimLeaderCrashes: a view change whose acting leader crashes once
 // its commit, or its install, has reached only some members, and then its
 // successor the same way (Nita-Rotaru's CS7610 notes: the leader of a view change may fail; the next
@@ -764,6 +760,10 @@ func TestSimQuit(t *testing.T) {
 	}
 }
 
+// TestSimAllLeave: a group whose members all leave at once over lossy
+// links ends: a member that leaves lingers until the others confirm the
+// install. Without that (the planted bug) members that missed the last
+// install wait for ever.
 func TestSimAllLeave(t *testing.T) {
 	leave := func(bug gbug) func(seed uint64) error {
 		return func(seed uint64) error {
