@@ -102,11 +102,7 @@ relative to this host's, and prints the spread.
 Examples:
    clocksync now --socket /run/clocksync.sock
    clocksync now --peers @peers.txt --json`,
-				Flags: cli.WithEnv(tool, append(cli.ClientFlags(),
-					socketFlag(),
-					&ucli.DurationFlag{Name: "wait", Value: time.Second, Usage: "how long to wait for answers"},
-					&ucli.StringFlag{Name: cli.FlagTransport, Value: "udp", Usage: "udp or tcp"},
-				)),
+				Flags:  cli.WithEnv(tool, append(append(cli.ClientFlags(), socketFlag()), cli.QueryFlags()...)),
 				Action: nowCmd,
 			},
 			{
@@ -204,11 +200,7 @@ func nowCmd(c *ucli.Context) error {
 	if c.String(cli.FlagPeers) == "" {
 		return cli.Exitf(cli.ExitUsage, "now needs --socket PATH (a serve node on this host) or --peers (Berkeley members)")
 	}
-	cm, err := cli.Setup(c, tool)
-	if err != nil {
-		return err
-	}
-	replies, err := cm.QueryAll(c)
+	cm, replies, err := cli.QueryStatus(c, tool)
 	if err != nil {
 		return err
 	}

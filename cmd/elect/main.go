@@ -35,10 +35,7 @@ var runFlags = cli.WithEnv(tool, append(cli.NodeFlags(),
 	&ucli.IntFlag{Name: "backups", Usage: "chang-roberts: back every claim up on the next K members, so that the election survives K consecutive crashed claim holders; 0: acknowledged hops"},
 ))
 
-var statusFlags = cli.WithEnv(tool, append(cli.ClientFlags(),
-	&ucli.DurationFlag{Name: "wait", Value: time.Second, Usage: "how long to wait for answers"},
-	&ucli.StringFlag{Name: cli.FlagTransport, Value: "udp", Usage: "udp or tcp"},
-))
+var statusFlags = cli.WithEnv(tool, append(cli.ClientFlags(), cli.QueryFlags()...))
 
 func main() { cli.Main(newApp()) }
 
@@ -166,11 +163,7 @@ func status(c *ucli.Context) error {
 	if c.Args().Len() > 0 {
 		return cli.Exitf(cli.ExitUsage, "status takes no arguments, got %q", c.Args().First())
 	}
-	cm, err := cli.Setup(c, tool)
-	if err != nil {
-		return err
-	}
-	replies, err := cm.QueryAll(c)
+	cm, replies, err := cli.QueryStatus(c, tool)
 	if err != nil {
 		return err
 	}

@@ -1,37 +1,18 @@
 package main
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 )
 
-// TestCheckCommand: `mcast check` on logs with a causal slip exits 1 and
-// prints the smallest counterexample as file:line references; the same
-// logs pass as FIFO.
+// TestCheckCommand: `mcast check` on logs with a causal slip (pkg/mcastd's
+// testdata) exits 1 and prints the smallest counterexample as file:line
+// references; the same logs pass as FIFO.
 func TestCheckCommand(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name string, lines ...string) string {
-		f := filepath.Join(dir, name)
-		if err := os.WriteFile(f, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return f
-	}
-	a := write("1.log",
-		`{"event":"send","member":1,"seq":1,"payload":"question"}`,
-		`{"event":"deliver","member":1,"sender":2,"seq":1,"payload":"answer"}`,
-		`{"event":"exit","member":1}`)
-	b := write("2.log",
-		`{"event":"deliver","member":2,"sender":1,"seq":1,"payload":"question"}`,
-		`{"event":"send","member":2,"seq":1,"payload":"answer"}`,
-		`{"event":"exit","member":2}`)
-	c := write("3.log",
-		`{"event":"deliver","member":3,"sender":2,"seq":1,"payload":"answer"}`,
-		`{"event":"deliver","member":3,"sender":1,"seq":1,"payload":"question"}`,
-		`{"event":"exit","member":3}`)
+	logs := filepath.Join("..", "..", "pkg", "mcastd", "testdata", "causal-slip")
+	a, b, c := filepath.Join(logs, "1.log"), filepath.Join(logs, "2.log"), filepath.Join(logs, "3.log")
 	cmd := exec.Command(mcastBin, "check", "--order", "causal", a, b, c)
 	out, err := cmd.CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {

@@ -37,19 +37,11 @@ func isGroup(c *ucli.Context) bool { return c.String("order") == "total" || c.Bo
 // --period, --suspect) and hands them, typed, to mcastd.NewGroupConfig.
 func groupConfig(c *ucli.Context, mb *cli.Member) (mcast.GroupConfig, error) {
 	var o mcastd.GroupOptions
+	var err error
 	switch ord := c.String("order"); ord {
 	case "total":
-		switch t := c.String("total"); t {
-		case "sequencer":
-			o.Total = mcast.TotalSequencer
-		case "lamport":
-			o.Total = mcast.TotalLamport
-		case "isis":
-			o.Total = mcast.TotalISIS
-		case "totem":
-			o.Total = mcast.TotalTotem
-		default:
-			return mcast.GroupConfig{}, cli.Exitf(cli.ExitUsage, "--total: %q is not one of: sequencer, lamport, isis, totem", t)
+		if o.Total, err = mcastd.ParseTotal(c.String("total")); err != nil {
+			return mcast.GroupConfig{}, err
 		}
 	case "fifo":
 	default:
@@ -65,12 +57,8 @@ func groupConfig(c *ucli.Context, mb *cli.Member) (mcast.GroupConfig, error) {
 			o.Join = append(o.Join, id)
 		}
 	}
-	switch p := c.String("partitions"); p {
-	case "primary":
-	case "evs":
-		o.EVS = true
-	default:
-		return mcast.GroupConfig{}, cli.Exitf(cli.ExitUsage, "--partitions: %q is not one of: primary, evs", p)
+	if o.EVS, err = mcastd.ParsePartitions(c.String("partitions")); err != nil {
+		return mcast.GroupConfig{}, err
 	}
 	o.StartWith = -1
 	if c.IsSet("start-with") {

@@ -7,9 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"runtime/pprof"
-	"slices"
-	"strings"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
@@ -18,7 +15,6 @@ import (
 	"github.com/roundtable-go/roundtable/pkg/gossip"
 	"github.com/roundtable-go/roundtable/pkg/mcast"
 	"github.com/roundtable-go/roundtable/pkg/mcastd"
-	"github.com/roundtable-go/roundtable/pkg/node"
 )
 
 const tool = "mcast"
@@ -212,7 +208,7 @@ func bench(c *ucli.Context) error {
 			return err
 		}
 	}
-	stop, err := benchProfile(os.Getenv("MCAST_BENCH_CPUPROFILE"))
+	stop, err := mcastd.CPUProfile(os.Getenv("MCAST_BENCH_CPUPROFILE"))
 	if err != nil {
 		return err
 	}
@@ -220,154 +216,28 @@ func bench(c *ucli.Context) error {
 	return mcastd.RunBench(mb, cfg, group)
 }
 
-// benchProfile writes a CPU profile of the bench to file when it is set
-// (MCAST_BENCH_CPUPROFILE, for 'go tool pprof'; not a flag: it is for
-// whoever works on mcast's speed, not for users).
-func benchProfile(file string) (stop func(), err error) {
-	if file == "" {
-		return func() {}, nil
-	}
-	f, err := os.Create(file)
-	if err != nil {
-		return nil, cli.Exitf(cli.ExitUsage, "MCAST_BENCH_CPUPROFILE: %v", err)
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, cli.Exitf(cli.ExitUsage, "MCAST_BENCH_CPUPROFILE: %v", err)
-	}
-	return func() { pprof.StopCPUProfile(); f.Close() }, nil
-}
-
 func check(c *ucli.Context) error {
-	if c.Bool("views") || c.String("order") == "total" {
-		return checkViews(c)
+	cfg := mcastd.CheckConfig{Files: c.Args().Slice(), Views: c.Bool("views") || c.String("order") == "total"}
+	var err error
+	switch {
+	case !cfg.Views:
+		if cfg.Order, err = mcast.ParseOrder(c.String("order")); err != nil {
+			return cli.Exitf(cli.ExitUsage, "--order: %v", err)
+		}
+	case c.String("order") == "total":
+		cfg.Total = true
+	case c.String("order") != "fifo":
+		return cli.Exitf(cli.ExitUsage, "--views goes with --order fifo or total")
 	}
-	order, err := mcast.ParseOrder(c.String("order"))
+	if cfg.Views {
+		if cfg.EVS, err = mcastd.ParsePartitions(c.String("partitions")); err != nil {
+			return err
+		}
+	}
+	msg, err := mcastd.Check(cfg)
 	if err != nil {
-		return cli.Exitf(cli.ExitUsage, "--order: %v", err)
-	}
-	if c.Args().Len() == 0 {
-		return cli.Exitf(cli.ExitUsage, "check needs the --json logs of the members (mcast check LOG...)")
-	}
-	logs := map[node.ID][]mcast.Record{}
-	files := map[node.ID]string{}
-	crashed := map[node.ID]bool{}
-	deliveries := 0
-	for _, file := range c.Args().Slice() {
-		id, recs, clean, err := mcastd.ReadLog(file)
-		if err != nil {
-			return cli.Exitf(cli.ExitUsage, "%s: %v", file, err)
-		}
-		if _, dup := logs[id]; dup {
-			return cli.Exitf(cli.ExitUsage, "%s: a second log of member %d", file, id)
-		}
-		logs[id] = recs
-		files[id] = file
-		crashed[id] = !clean
-		deliveries += len(recs)
-	}
-	if err := mcast.Check(order, logs, crashed); err != nil {
-		return checkFailed(err, files)
-	}
-	var down []string
-	for id, c := range crashed {
-		if c {
-			down = append(down, id.String())
-		}
-	}
-	slices.Sort(down)
-	msg := fmt.Sprintf("ok: %d members, %d sends and deliveries, %s order holds", len(logs), deliveries, order)
-	if len(down) > 0 {
-		msg += fmt.Sprintf("; members without a clean exit (agreement not required of them): %v", down)
+		return err
 	}
 	fmt.Println(msg)
 	return nil
-}
-
-// checkViews is 'mcast check --views': Nita-Rotaru's properties of virtual
-// synchrony over the logs of a dynamic group.
-func checkViews(c *ucli.Context) error {
-	total := false
-	switch c.String("order") {
-	case "total":
-		total = true
-	case "fifo":
-	default:
-		return cli.Exitf(cli.ExitUsage, "--views goes with --order fifo or total")
-	}
-	if c.Args().Len() == 0 {
-		return cli.Exitf(cli.ExitUsage, "check needs the --json logs of the members (mcast check --views LOG...)")
-	}
-	logs := map[mcast.Member][]mcast.VRecord{}
-	final := map[mcast.Member]bool{}
-	files := map[node.ID]string{}
-	lines, views, safe, merged := 0, map[uint64]bool{}, false, false
-	for _, file := range c.Args().Slice() {
-		vl, err := mcastd.ReadViewLog(file)
-		if err != nil {
-			return cli.Exitf(cli.ExitUsage, "%s: %v", file, err)
-		}
-		if _, dup := files[vl.ID]; dup {
-			return cli.Exitf(cli.ExitUsage, "%s: a second log of member %d", file, vl.ID)
-		}
-		files[vl.ID] = file
-		for m, recs := range vl.Lives {
-			logs[m] = recs
-			lines += len(recs)
-			for _, r := range recs {
-				switch r.Kind {
-				case mcast.VView:
-					views[r.View] = true
-				case mcast.VTransitional:
-					safe = true
-				case mcast.VMerge:
-					merged = true
-				}
-			}
-		}
-		if vl.Final != nil {
-			final[*vl.Final] = true
-		}
-	}
-	evs := false
-	switch p := c.String("partitions"); p {
-	case "primary":
-	case "evs":
-		evs = true
-	default:
-		return cli.Exitf(cli.ExitUsage, "--partitions: %q is not one of: primary, evs", p)
-	}
-	if merged && !evs {
-		return cli.Exitf(cli.ExitUsage, "the logs show merges of components: check them with --partitions evs")
-	}
-	if err := mcast.CheckViewsEVS(total, evs, logs, final); err != nil {
-		return checkFailed(err, files)
-	}
-	what := "virtual synchrony"
-	if total {
-		what += ", total order"
-	}
-	if safe {
-		what += ", safe delivery"
-	}
-	if evs {
-		what += ", extended virtual synchrony"
-	}
-	what += " hold"
-	fmt.Printf("ok: %d members (%d incarnations), %d views, %d records; %s\n", len(files), len(logs), len(views), lines, what)
-	return nil
-}
-
-// checkFailed reports a failed check on stderr, with a violation's log
-// lines as FILE:LINE, and exits 1.
-func checkFailed(err error, files map[node.ID]string) error {
-	msg := err.Error()
-	if v, ok := err.(*mcast.Violation); ok {
-		msg = v.Detail()
-		for id, f := range files {
-			msg = strings.ReplaceAll(msg, fmt.Sprintf("member %d line ", id), f+":")
-		}
-	}
-	fmt.Fprintf(os.Stderr, "mcast: check failed: %s\n", msg)
-	return &cli.ExitError{Code: 1}
 }

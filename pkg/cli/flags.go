@@ -106,6 +106,15 @@ func ClientFlags() []ucli.Flag {
 	}, LogFlags()...)
 }
 
+// QueryFlags are --wait and --transport of a command that asks the
+// members of --peers for their status (QueryAll).
+func QueryFlags() []ucli.Flag {
+	return []ucli.Flag{
+		&ucli.DurationFlag{Name: "wait", Value: time.Second, Usage: "how long to wait for answers"},
+		&ucli.StringFlag{Name: FlagTransport, Value: "udp", Usage: "udp or tcp"},
+	}
+}
+
 // The flags below are shared one by one, so that a flag means the same
 // (and reads the same environment variable the same way) in every command.
 

@@ -226,3 +226,14 @@ func (cm *Common) Query(ctx context.Context, ids []node.ID, wait time.Duration) 
 func (cm *Common) QueryAll(c *ucli.Context) (map[node.ID]driver.StatusReply, error) {
 	return cm.Query(context.Background(), IDs(cm.Peers), c.Duration("wait"))
 }
+
+// QueryStatus is a status command's start: the client flags (Setup), then
+// every member's answer within --wait (QueryAll).
+func QueryStatus(c *ucli.Context, tool string) (*Common, map[node.ID]driver.StatusReply, error) {
+	cm, err := Setup(c, tool)
+	if err != nil {
+		return nil, nil, err
+	}
+	replies, err := cm.QueryAll(c)
+	return cm, replies, err
+}

@@ -1,17 +1,16 @@
 package mcast
 
 import (
-	"cmp"
 	"flag"
 	"fmt"
 	"math/rand/v2"
-	"regexp"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/roundtable-go/roundtable/pkg/node"
 	"github.com/roundtable-go/roundtable/pkg/sim"
+	"github.com/roundtable-go/roundtable/pkg/sim/simtest"
 	"github.com/roundtable-go/roundtable/pkg/wire"
 )
 
@@ -586,11 +585,11 @@ func TestSimGroups(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
 				sends, views, blocked, runs := 0, uint64(0), 0, 0
-				for _, seed := range sim.Seeds() {
+				simtest.EverySeed(t, func(seed uint64) error {
 					// Safe delivery rides on each order: it takes every
 					// other seed, the flush schedule on half of those.
 					if mode == "/safe" && seed%2 == 1 && len(sim.Seeds()) > 1 {
-						continue
+						return nil
 					}
 					runs++
 					flush := mode == "/flush" || mode == "/safe" && seed%4 == 0
@@ -603,11 +602,12 @@ func TestSimGroups(t *testing.T) {
 						blocked++
 					}
 					if err != nil {
-						t.Fatalf("%v\nreplay: go test ./pkg/mcast -run 'TestSimGroups/%s$' -seed %d", err, name, seed)
+						return err
 					}
 					sends += k
 					views += v
-				}
+					return nil
+				})
 				t.Logf("%s: %d seeds passed (%d left blocked: a view without a live majority), %d messages, %d views", name, runs, blocked, sends, views)
 				if 20*blocked > runs {
 					t.Errorf("%d of %d runs left blocked", blocked, runs)
@@ -635,44 +635,32 @@ func TestSimGroupsCatchPlantedBugs(t *testing.T) {
 		name  string
 		total Total
 		bug   gbug
-		want  string
+		want  []string // one of these verdicts
 	}{
-		{"install before the flush completes", TotalNone, gbugEarlyInstall, "virtual synchrony"},
-		{"deliver during the flush", TotalNone, gbugFlushDeliver, "virtual synchrony"},
-		{"skip a stamp gap", TotalSequencer, gbugSkipGap, "fifo|agreed order"},
-		{"lamport: deliver the head before everyone acknowledged it", TotalLamport, gbugLamportNoAck, "agreed order|total order|order"},
-		{"safe: do not wait for the view's last member", TotalSequencer, gbugSafeSkipLast, "safe delivery"},
-		{"isis: deliver on the proposed priority, before it is agreed", TotalISIS, gbugISISEarly, "agreed order"},
-		{"totem: a token with a stale aru goes through", TotalTotem, gbugTotemStaleAru, "safe delivery"},
-		{"evs: a component merges into another without its flush", TotalNone, gbugMergeNoFlush, "virtual synchrony|self delivery"},
-		{"evs: equal views both join the other", TotalNone, gbugMergeEitherWay, "EVS: "},
-		{"safe: the transitional set is the whole old view", TotalNone, gbugTransWholeView, "transitional set"},
-		{"safe: the transitional set leaves out whom a member suspects", TotalNone, gbugTransLocal, `transitional set \(11\)`},
-		{"a change that drops a silent member drops a live one too", TotalSequencer, gbugDropLive, "live component"},
+		{"install before the flush completes", TotalNone, gbugEarlyInstall, []string{"virtual synchrony"}},
+		{"deliver during the flush", TotalNone, gbugFlushDeliver, []string{"virtual synchrony"}},
+		{"skip a stamp gap", TotalSequencer, gbugSkipGap, []string{"fifo", "agreed order"}},
+		{"lamport: deliver the head before everyone acknowledged it", TotalLamport, gbugLamportNoAck, []string{"order"}},
+		{"safe: do not wait for the view's last member", TotalSequencer, gbugSafeSkipLast, []string{"safe delivery"}},
+		{"isis: deliver on the proposed priority, before it is agreed", TotalISIS, gbugISISEarly, []string{"agreed order"}},
+		{"totem: a token with a stale aru goes through", TotalTotem, gbugTotemStaleAru, []string{"safe delivery"}},
+		{"evs: a component merges into another without its flush", TotalNone, gbugMergeNoFlush, []string{"virtual synchrony", "self delivery"}},
+		{"evs: equal views both join the other", TotalNone, gbugMergeEitherWay, []string{"EVS: "}},
+		{"safe: the transitional set is the whole old view", TotalNone, gbugTransWholeView, []string{"transitional set"}},
+		{"safe: the transitional set leaves out whom a member suspects", TotalNone, gbugTransLocal, []string{"transitional set (11)"}},
+		{"a change that drops a silent member drops a live one too", TotalSequencer, gbugDropLive, []string{"live component"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			want := regexp.MustCompile(c.want)
-			caught, runs := 0, 0
-			var first error
-			for seed := uint64(1); seed <= seeds && caught < enough; seed++ {
-				for _, flush := range []bool{false, true} {
-					evs := c.bug == gbugMergeNoFlush || c.bug == gbugMergeEitherWay
-					sc := gscenario{seed: seed, total: c.total, bug: c.bug, flush: flush, safe: c.bug == gbugSafeSkipLast || c.bug == gbugTotemStaleAru || c.bug == gbugTransWholeView || c.bug == gbugTransLocal, evs: evs}
-					runs++
-					if _, _, _, err := sc.run(); err != nil && want.MatchString(err.Error()) {
-						caught++
-						if first == nil {
-							first = err
-						}
-					}
-				}
-			}
-			if caught == 0 {
-				t.Errorf("planted bug %q never caught in %d runs", c.name, runs)
-			} else {
-				t.Logf("planted bug %q caught in %d of the first %d runs (random and flush schedules), e.g. %v", c.name, caught, runs, first)
-			}
+			// Runs 2s-1 and 2s are seed s under the random and the flush
+			// schedule.
+			simtest.CatchSome(t, c.name, 2*seeds, enough, func(i uint64) error {
+				seed, flush := (i+1)/2, i%2 == 0
+				evs := c.bug == gbugMergeNoFlush || c.bug == gbugMergeEitherWay
+				sc := gscenario{seed: seed, total: c.total, bug: c.bug, flush: flush, safe: c.bug == gbugSafeSkipLast || c.bug == gbugTotemStaleAru || c.bug == gbugTransWholeView || c.bug == gbugTransLocal, evs: evs}
+				_, _, _, err := sc.run()
+				return err
+			}, c.want...)
 		})
 	}
 }
@@ -727,10 +715,6 @@ func allLeave(seed uint64, bug gbug) ([]node.ID, error) {
 	return stuck, nil
 }
 
-// TestSimAllLeave: a group whose members all leave at once over lossy
-// links ends: a member that leaves lingers until the others confirm the
-// install. Without that (the planted bug) members that missed the last
-// install wait for ever.
 // TestSimLeaderCrashes: a view change whose acting leader crashes once
 // its commit, or its install, has reached only some members, and then its
 // successor the same way (Nita-Rotaru's CS7610 notes: the leader of a view change may fail; the next
@@ -741,14 +725,13 @@ func TestSimLeaderCrashes(t *testing.T) {
 		t.Run(total.String(), func(t *testing.T) {
 			t.Parallel()
 			crashed := 0
-			for _, seed := range sim.Seeds() {
-				if _, _, _, err := (gscenario{seed: seed, total: total, leaders: true, safe: seed%2 == 0, crashed: &crashed}).run(); err != nil {
-					t.Fatalf("%v\nreplay: go test ./pkg/mcast -run 'TestSimLeaderCrashes/%s$' -seed %d", err, total, seed)
-				}
-			}
-			t.Logf("%v: %d seeds passed, %d leaders crashed mid-change (commit or install out to some members only)", total, len(sim.Seeds()), crashed)
-			if 2*crashed < len(sim.Seeds()) {
-				t.Errorf("only %d leaders crashed mid-change in %d runs: the schedule misses its aim", crashed, len(sim.Seeds()))
+			n := simtest.EverySeed(t, func(seed uint64) error {
+				_, _, _, err := gscenario{seed: seed, total: total, leaders: true, safe: seed%2 == 0, crashed: &crashed}.run()
+				return err
+			})
+			t.Logf("%v: %d seeds passed, %d leaders crashed mid-change (commit or install out to some members only)", total, n, crashed)
+			if 2*crashed < n {
+				t.Errorf("only %d leaders crashed mid-change in %d runs: the schedule misses its aim", crashed, n)
 			}
 		})
 	}
@@ -763,51 +746,37 @@ func TestSimQuit(t *testing.T) {
 		t.Run(total.String(), func(t *testing.T) {
 			t.Parallel()
 			sends := 0
-			for _, seed := range sim.Seeds() {
+			n := simtest.EverySeed(t, func(seed uint64) error {
 				k, _, _, err := gscenario{seed: seed, total: total, quit: true, safe: seed%3 == 0}.run()
-				if err != nil {
-					t.Fatalf("%v\nreplay: go test ./pkg/mcast -run 'TestSimQuit/%s$' -seed %d", err, total, seed)
-				}
 				sends += k
-			}
-			// The planted bug: quitters counted like crashed members.
-			caught, runs := 0, 0
-			var first error
-			for seed := uint64(1); seed <= 50 && caught < 3; seed++ {
-				runs++
-				if _, _, _, err := (gscenario{seed: seed, total: total, quit: true, bug: gbugQuitCounted}).run(); err != nil {
-					caught++
-					first = cmp.Or(first, err)
-				}
-			}
-			t.Logf("%v: %d seeds passed, %d messages; planted bug (quitters counted) caught in %d of %d runs, e.g. %v", total, len(sim.Seeds()), sends, caught, runs, first)
-			if caught == 0 {
-				t.Errorf("planted bug (quitters counted like crashed members) never caught in %d runs", runs)
-			}
+				return err
+			})
+			t.Logf("%v: %d seeds passed, %d messages", total, n, sends)
+			simtest.CatchSome(t, "quitters counted like crashed members", 50, 3, func(seed uint64) error {
+				_, _, _, err := gscenario{seed: seed, total: total, quit: true, bug: gbugQuitCounted}.run()
+				return err
+			})
 		})
 	}
 }
 
+// TestSimAllLeave: a group whose members all leave at once over lossy
+// links ends: a member that leaves lingers until the others confirm the
+// install. Without that (the planted bug) members that missed the last
+// install wait for ever.
 func TestSimAllLeave(t *testing.T) {
-	caught := 0
-	for _, seed := range sim.Seeds() {
-		stuck, err := allLeave(seed, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(stuck) > 0 {
-			t.Fatalf("seed %d: members %v have not left 10 s after every input ended\nreplay: go test ./pkg/mcast -run TestSimAllLeave -seed %d", seed, stuck, seed)
-		}
-		if seed <= 200 {
-			if stuck, _ := allLeave(seed, gbugNoLinger); len(stuck) > 0 {
-				caught++
+	leave := func(bug gbug) func(seed uint64) error {
+		return func(seed uint64) error {
+			stuck, err := allLeave(seed, bug)
+			if err == nil && len(stuck) > 0 {
+				err = fmt.Errorf("members %v have not left 10 s after every input ended", stuck)
 			}
+			return err
 		}
 	}
-	t.Logf("all leave at once, 30%% loss: %d seeds passed; planted bug (no linger) caught in %d of %d", len(sim.Seeds()), caught, min(200, len(sim.Seeds())))
-	if caught == 0 {
-		t.Error("the planted bug (a member that leaves stops at once) was never caught")
-	}
+	n := simtest.EverySeed(t, leave(0))
+	t.Logf("all leave at once, 30%% loss: %d seeds passed", n)
+	simtest.Catch(t, "no linger: a member that leaves stops at once", min(200, n), leave(gbugNoLinger), "have not left")
 }
 
 // TestGroupMessageCost counts the frames each total order spends per

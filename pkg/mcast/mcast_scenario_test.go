@@ -1,7 +1,6 @@
 package mcast
 
 import (
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -10,9 +9,8 @@ import (
 
 	"github.com/roundtable-go/roundtable/pkg/node"
 	"github.com/roundtable-go/roundtable/pkg/sim"
+	"github.com/roundtable-go/roundtable/pkg/sim/scenariotest"
 )
-
-var rewrite = flag.Bool("rewrite", false, "write the output of the transcripts in testdata/ back into them")
 
 // transcript plays the group transcripts: member 1 founds the group, the
 // others join through everyone; the total order comes from the file's
@@ -49,6 +47,8 @@ func transcript(total Total, safe bool, bug gbug) *sim.Scenario[GMsg] {
 	}
 }
 
+// playGroup plays one group transcript; the file's name picks the total
+// order.
 func playGroup(file string, bug gbug, rewrite bool) (got, want string, err error) {
 	base := filepath.Base(file)
 	total, safe := TotalNone, false
@@ -63,29 +63,17 @@ func playGroup(file string, bug gbug, rewrite bool) (got, want string, err error
 
 // TestScenarioTranscripts plays testdata/*.txt.
 func TestScenarioTranscripts(t *testing.T) {
-	sim.Transcripts(t, filepath.Join("testdata", "*.txt"), func(path string) (string, string, error) {
-		return playGroup(path, 0, *rewrite)
+	scenariotest.Transcripts(t, filepath.Join("testdata", "*.txt"), func(path string, rewrite bool) (string, string, error) {
+		return playGroup(path, 0, rewrite)
 	})
 }
 
 // TestScenarioPlantedBugs: the planted bugs of the group protocols change
 // the transcript that exercises them (docs/testing.md lists them).
 func TestScenarioPlantedBugs(t *testing.T) {
-	for _, c := range []struct {
-		bug   string
-		file  string
-		plant gbug
-		shows string // in the output with the bug: the changed line
-	}{
-		{"gbugISISEarly", "isis-flush-cut.txt", gbugISISEarly, "+300ms 2: 2 2.1 a"},
-		{"gbugTotemStaleAru", "totem-lost-token.txt", gbugTotemStaleAru, "+441ms 2: 2 2.2 b"}, // delivered while 1 lacks it
-	} {
-		got, want, err := playGroup(filepath.Join("testdata", c.file), c.plant, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got == want || !strings.Contains(got, c.shows) {
-			t.Errorf("%s: %s does not catch the bug (want %q in the output):\n%s", c.bug, c.file, c.shows, sim.Diff(want, got))
-		}
-	}
+	play := func(path string, bug gbug) (string, string, error) { return playGroup(path, bug, false) }
+	scenariotest.CatchPlanted(t, play, []scenariotest.Bug[gbug]{
+		{Name: "gbugISISEarly", File: "isis-flush-cut.txt", Plant: gbugISISEarly, Shows: "+300ms 2: 2 2.1 a"},
+		{Name: "gbugTotemStaleAru", File: "totem-lost-token.txt", Plant: gbugTotemStaleAru, Shows: "+441ms 2: 2 2.2 b"}, // delivered while 1 lacks it
+	})
 }

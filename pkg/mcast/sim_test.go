@@ -3,13 +3,12 @@ package mcast
 import (
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/roundtable-go/roundtable/pkg/node"
 	"github.com/roundtable-go/roundtable/pkg/sim"
-	_ "github.com/roundtable-go/roundtable/pkg/sim/simtest" // -seeds, -seed and SIM_SEEDS for sim.Seeds
+	"github.com/roundtable-go/roundtable/pkg/sim/simtest"
 )
 
 var dbg bool
@@ -139,14 +138,12 @@ func TestSimOrders(t *testing.T) {
 		t.Run(order.String(), func(t *testing.T) {
 			t.Parallel()
 			total := 0
-			for _, seed := range sim.Seeds() {
+			n := simtest.EverySeed(t, func(seed uint64) error {
 				k, err := scenario{seed: seed, order: order}.run()
-				if err != nil {
-					t.Fatalf("%v\nreplay: go test ./pkg/mcast -run 'TestSimOrders/%s' -seed %d", err, order, seed)
-				}
 				total += k
-			}
-			t.Logf("%v: %d seeds passed, %d messages multicast", order, len(sim.Seeds()), total)
+				return err
+			})
+			t.Logf("%v: %d seeds passed, %d messages multicast", order, n, total)
 		})
 	}
 }
@@ -166,20 +163,9 @@ func TestSimCatchesPlantedBug(t *testing.T) {
 		{"no vector merge", Causal, bugNoMerge, "causal"},
 		{"no relay", FIFO, bugNoRelay, "not done"}, // members that lack a crashed sender's message never agree they are done
 	} {
-		caught := 0
-		var first error
-		for seed := uint64(1); seed <= 200; seed++ {
-			if _, err := (scenario{seed: seed, order: c.order, bug: c.bug}).run(); err != nil && strings.Contains(err.Error(), c.want) {
-				caught++
-				if first == nil {
-					first = err
-				}
-			}
-		}
-		if caught == 0 {
-			t.Errorf("planted bug %q never caught in 200 seeds", c.name)
-		} else {
-			t.Logf("planted bug %q caught in %d/200 seeds, e.g. %v", c.name, caught, first)
-		}
+		simtest.Catch(t, c.name, 200, func(seed uint64) error {
+			_, err := scenario{seed: seed, order: c.order, bug: c.bug}.run()
+			return err
+		}, c.want)
 	}
 }

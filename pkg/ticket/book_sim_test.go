@@ -9,6 +9,7 @@ import (
 
 	"github.com/roundtable-go/roundtable/pkg/node"
 	"github.com/roundtable-go/roundtable/pkg/sim"
+	"github.com/roundtable-go/roundtable/pkg/sim/simtest"
 )
 
 // excludedRun: a settled core of four members, each with the address book
@@ -156,25 +157,22 @@ func excludedRun(seed uint64, strike bool) (Refound, error) {
 // excluded member in their books (no strike) must be blocked by its
 // silence: that is what the test catches.
 func TestSimExcludedLeaveBook(t *testing.T) {
-	runs := 0
-	for _, seed := range sim.Seeds() {
+	runs := simtest.EverySeed(t, func(seed uint64) error {
 		d, err := excludedRun(seed, true)
-		if err != nil {
-			t.Fatalf("seed %d: %v\nreplay: go test ./pkg/ticket -run TestSimExcludedLeaveBook -seed %d", seed, err, seed)
+		if err == nil && !d.Found {
+			err = fmt.Errorf("the lowest survivor does not found the pool again: %s %v", d.Why, d.Blocking)
 		}
-		if !d.Found {
-			t.Fatalf("seed %d: the lowest survivor does not found the pool again: %s %v\nreplay: go test ./pkg/ticket -run TestSimExcludedLeaveBook -seed %d", seed, d.Why, d.Blocking, seed)
-		}
-		runs++
-	}
-	for _, seed := range sim.Seeds()[:min(5, len(sim.Seeds()))] {
+		return err
+	})
+	simtest.EverySeedOf(t, sim.Seeds()[:min(5, len(sim.Seeds()))], func(seed uint64) error {
 		d, err := excludedRun(seed, false)
 		if err != nil {
-			t.Fatalf("seed %d without the strike: %v", seed, err)
+			return fmt.Errorf("without the strike: %w", err)
 		}
 		if d.Found || len(d.Blocking) != 1 {
-			t.Fatalf("seed %d: with the excluded member kept in the books the refound was not blocked by it: %+v", seed, d)
+			return fmt.Errorf("with the excluded member kept in the books the refound was not blocked by it: %+v", d)
 		}
-	}
+		return nil
+	})
 	t.Logf("%d seeds: the crashed member was excluded, struck off every book, and the pool founded again without it", runs)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/roundtable-go/roundtable/pkg/node"
 	"github.com/roundtable-go/roundtable/pkg/sim"
+	"github.com/roundtable-go/roundtable/pkg/sim/simtest"
 )
 
 // faults is one §4 run: processes join, leave, crash, restart, pause and
@@ -280,10 +281,10 @@ func faultCase(seed uint64, b bug) faults {
 func TestSimFaults(t *testing.T) {
 	var tot faultStats
 	ended, covered, lived := 0, 0, 0
-	for _, seed := range sim.Seeds() {
+	n := simtest.EverySeed(t, func(seed uint64) error {
 		st, err := faultCase(seed, 0).run()
 		if err != nil {
-			t.Fatalf("%v\nreplay: go test ./pkg/ticket -run TestSimFaults -seed %d", err, seed)
+			return err
 		}
 		tot.taken += st.taken
 		tot.lent += st.lent
@@ -302,9 +303,10 @@ func TestSimFaults(t *testing.T) {
 		default:
 			lived++
 		}
-	}
+		return nil
+	})
 	t.Logf("%d seeds passed (Theorem 4.1 and the audit at every step): %d crashes, %d pauses, %d cut-offs; %d tickets taken, %d lent, %d exclusions, %d ranges reclaimed; most ALIVE senders heard in a round %d",
-		len(sim.Seeds()), tot.crashes, tot.pauses, tot.cuts, tot.taken, tot.lent, tot.excluded, tot.reclaimed, tot.maxFrom)
+		n, tot.crashes, tot.pauses, tot.cuts, tot.taken, tot.lent, tot.excluded, tot.reclaimed, tot.maxFrom)
 	t.Logf("liveness (reported): %d pools ended, %d lived; %d of those settled with every ticket owned or coordinated",
 		ended, lived, covered)
 }
@@ -326,22 +328,10 @@ func TestSimFaultsCatchesPlantedBugs(t *testing.T) {
 		{"hand out excluded tickets after one round", bugShortTemp}} {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
-			caught, tried := 0, 0
-			var first error
-			for seed := uint64(1); seed <= seeds && caught < enough; seed++ {
-				tried++
-				if _, err := faultCase(seed, b.bug).run(); err != nil {
-					caught++
-					if first == nil {
-						first = err
-					}
-				}
-			}
-			if caught == 0 {
-				t.Errorf("planted bug %q never caught in %d seeds", b.name, seeds)
-			} else {
-				t.Logf("planted bug %q caught in %d of the first %d seeds, e.g. %v", b.name, caught, tried, first)
-			}
+			simtest.CatchSome(t, b.name, seeds, enough, func(seed uint64) error {
+				_, err := faultCase(seed, b.bug).run()
+				return err
+			})
 		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/roundtable-go/roundtable/pkg/node"
 	"github.com/roundtable-go/roundtable/pkg/sim"
+	"github.com/roundtable-go/roundtable/pkg/sim/simtest"
 )
 
 // pool is a simulated pool whose core has settled.
@@ -189,7 +190,7 @@ func reclaimRun(seed uint64, procs, tickets, k int, bound time.Duration) (time.D
 // intact while its range is handed out again.
 func TestSimLinkCut(t *testing.T) {
 	cuts := 0
-	for _, seed := range sim.Seeds() {
+	simtest.EverySeed(t, func(seed uint64) error {
 		k := []int{1, 2, 2}[seed%3] // k = 2 in two thirds: only there can a reach fewer than a strict majority while keeping its own predecessor
 		// reach < 2: a's REQCOORDs reach only k−1+reach of the other
 		// voters (below).
@@ -216,17 +217,17 @@ func TestSimLinkCut(t *testing.T) {
 		}
 		p, err := settledPool(seed, procs, procs-1, k, window, margin)
 		if err != nil {
-			t.Fatalf("seed %d: %v\nreplay: go test ./pkg/ticket -run TestSimLinkCut -seed %d", seed, err, seed)
+			return err
 		}
 		p.s.OnEvent = nil // exclusions are expected from here on
 		core := p.coreOf()
 		a := core[p.r.IntN(len(core))]
 		b := p.machines[a].succ
 		if b == a || b == node.None {
-			continue
+			return nil
 		}
 		if err := p.s.RunFor(time.Duration(p.r.Int64N(int64(300 * time.Millisecond)))); err != nil {
-			t.Fatalf("seed %d: %v", seed, err)
+			return err
 		}
 		p.s.Cut(a, b)
 		p.s.Cut(b, a)
@@ -261,9 +262,10 @@ func TestSimLinkCut(t *testing.T) {
 			err = p.s.RunFor(time.Second)
 		}
 		if err != nil {
-			t.Fatalf("seed %d (k=%d, link %d-%d cut): %v\nreplay: go test ./pkg/ticket -run TestSimLinkCut -seed %d", seed, k, a, b, err, seed)
+			return fmt.Errorf("k=%d, link %d-%d cut: %w", k, a, b, err)
 		}
-	}
+		return nil
+	})
 	t.Logf("link cut: %d seeds passed (a settled core of 2k+4 (14 when the excluder reaches too few voters), one member cut off from its successor, and in two thirds of them from all but k-1 or k of its other predecessors; support windows of 3, 5 and 12 rounds)", cuts)
 }
 
@@ -275,16 +277,17 @@ func TestSimLinkCut(t *testing.T) {
 func TestSimCrashReclaim(t *testing.T) {
 	var worst, sum time.Duration
 	n := 0
-	for _, seed := range sim.Seeds() {
+	simtest.EverySeed(t, func(seed uint64) error {
 		k := 1 + int(seed%2)
 		core := 2*k + 2
 		m := &Machine{cfg: Config{K: k, Round: 100 * time.Millisecond, Delta: 50 * time.Millisecond, Window: 3, Drift: 0.01, Margin: 300 * time.Millisecond}}
 		bound := 3*m.cfg.Round + 2*exTries*m.cfg.Delta + m.tempFor(1) + m.cfg.Round + 10*50*time.Millisecond
 		d, err := reclaimRun(seed, core+1, core, k, bound)
 		if err != nil {
-			t.Fatalf("seed %d (k=%d): %v\nreplay: go test ./pkg/ticket -run TestSimCrashReclaim -seed %d", seed, k, err, seed)
+			return fmt.Errorf("k=%d: %w", k, err)
 		}
 		worst, sum, n = max(worst, d), sum+d, n+1
-	}
+		return nil
+	})
 	t.Logf("%d seeds: a crashed process's ticket was taken again after %v on average, %v at worst", n, sum/time.Duration(n), worst)
 }

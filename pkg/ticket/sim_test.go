@@ -8,7 +8,7 @@ import (
 
 	"github.com/roundtable-go/roundtable/pkg/node"
 	"github.com/roundtable-go/roundtable/pkg/sim"
-	_ "github.com/roundtable-go/roundtable/pkg/sim/simtest" // -seeds, -seed and SIM_SEEDS for sim.Seeds
+	"github.com/roundtable-go/roundtable/pkg/sim/simtest"
 )
 
 // churn is one §3 run: a founder and joiners that join and leave at random
@@ -90,16 +90,18 @@ func (c churn) run() (taken int, err error) {
 // coordinated once things settle (Lemma 3.1), and epochs grow per ticket.
 func TestSimChurn(t *testing.T) {
 	taken := 0
-	for _, seed := range sim.Seeds() {
-		r := rand.New(rand.NewPCG(seed, 5))
-		c := churn{seed: seed, procs: 3 + r.IntN(30), n: 2 + r.IntN(12)}
-		k, err := c.run()
-		if err != nil {
-			t.Fatalf("%v\nreplay: go test ./pkg/ticket -run TestSimChurn -seed %d", err, seed)
-		}
+	n := simtest.EverySeed(t, func(seed uint64) error {
+		k, err := churnOf(seed, 0).run()
 		taken += k
-	}
-	t.Logf("%d seeds, %d tickets taken, no ticket in two ranges", len(sim.Seeds()), taken)
+		return err
+	})
+	t.Logf("%d seeds, %d tickets taken, no ticket in two ranges", n, taken)
+}
+
+// churnOf draws a churn run's size from its seed.
+func churnOf(seed uint64, b bug) churn {
+	r := rand.New(rand.NewPCG(seed, 5))
+	return churn{seed: seed, procs: 3 + r.IntN(30), n: 2 + r.IntN(12), bug: b}
 }
 
 // TestSimCatchesPlantedBugs: serving a CLEAVE from a process that is not
@@ -113,22 +115,9 @@ func TestSimCatchesPlantedBugs(t *testing.T) {
 		name string
 		bug  bug
 	}{{"cleave from anyone", bugCleaveFromAnyone}, {"grant keeps the old successor", bugKeepSucc}} {
-		caught := 0
-		var first error
-		for seed := uint64(1); seed <= 300; seed++ {
-			r := rand.New(rand.NewPCG(seed, 5))
-			c := churn{seed: seed, procs: 3 + r.IntN(30), n: 2 + r.IntN(12), bug: b.bug}
-			if _, err := c.run(); err != nil {
-				caught++
-				if first == nil {
-					first = err
-				}
-			}
-		}
-		if caught == 0 {
-			t.Errorf("planted bug %q never caught in 300 seeds", b.name)
-		} else {
-			t.Logf("planted bug %q caught in %d/300 seeds, e.g. %v", b.name, caught, first)
-		}
+		simtest.Catch(t, b.name, 300, func(seed uint64) error {
+			_, err := churnOf(seed, b.bug).run()
+			return err
+		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/roundtable-go/roundtable/pkg/node"
+	"github.com/roundtable-go/roundtable/pkg/sim/simtest"
 )
 
 // strandedRun plays the schedule of doc.go's "Why a stranded process is
@@ -70,26 +71,18 @@ func strandedRun(seed uint64, b bug) (formed bool, err error) {
 // rules out.
 func TestSimStrandedVouchUnsafe(t *testing.T) {
 	const seeds = 20
-	formed, caught := 0, 0
-	var first error
-	for seed := uint64(1); seed <= seeds; seed++ {
+	formed := 0
+	caught := simtest.Catch(t, "bugStrandedVouch", seeds, func(seed uint64) error {
 		ok, err := strandedRun(seed, 0)
 		if err != nil {
-			t.Fatalf("seed %d: %v\nreplay: go test ./pkg/ticket -run TestSimStrandedVouchUnsafe -seed %d", seed, err, seed)
+			t.Fatalf("seed %d: %v\nreplay: %s", seed, err, simtest.Replay(t, seed))
 		}
 		if !ok {
-			continue
+			return nil
 		}
 		formed++
-		if _, err := strandedRun(seed, bugStrandedVouch); err != nil {
-			caught++
-			if first == nil {
-				first = fmt.Errorf("seed %d: %w", seed, err)
-			}
-		}
-	}
-	if caught == 0 {
-		t.Fatalf("bugStrandedVouch never caught in %d seeds (%d reached a quorum without d)", seeds, formed)
-	}
-	t.Logf("%d of %d seeds reached a quorum without d and kept Theorem 4.1; bugStrandedVouch caught in %d of them, e.g. %v", formed, seeds, caught, first)
+		_, err = strandedRun(seed, bugStrandedVouch)
+		return err
+	})
+	t.Logf("%d of %d seeds reached a quorum without d and kept Theorem 4.1; bugStrandedVouch caught in %d of them", formed, seeds, caught)
 }

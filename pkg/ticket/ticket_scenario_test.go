@@ -1,7 +1,6 @@
 package ticket
 
 import (
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -11,9 +10,8 @@ import (
 
 	"github.com/roundtable-go/roundtable/pkg/node"
 	"github.com/roundtable-go/roundtable/pkg/sim"
+	"github.com/roundtable-go/roundtable/pkg/sim/scenariotest"
 )
-
-var rewrite = flag.Bool("rewrite", false, "write the output of the transcripts in testdata/ back into them")
 
 // transcript plays the ticket transcripts: §4 (fault tolerant) with k = 1
 // and 50ms rounds; process 1 founds a pool of 8 tickets, the others join
@@ -93,35 +91,20 @@ func transcript(bug bug) *sim.Scenario[Msg] {
 
 // TestScenarioTranscripts plays testdata/*.txt.
 func TestScenarioTranscripts(t *testing.T) {
-	sc := transcript(0)
-	sim.Transcripts(t, filepath.Join("testdata", "*.txt"), func(path string) (string, string, error) {
-		return sc.RunFile(path, *rewrite)
-	})
+	scenariotest.Transcripts(t, filepath.Join("testdata", "*.txt"), transcript(0).RunFile)
 }
 
 // TestScenarioPlantedBugs: the planted bugs of package ticket change the
 // transcript that exercises them (docs/testing.md lists them).
 func TestScenarioPlantedBugs(t *testing.T) {
-	for _, c := range []struct {
-		name, file string
-		bug        bug
-		shows      string // in the output with the bug: a checker's verdict, or the changed line
-	}{
+	scenariotest.CatchPlanted(t, scenariotest.Plant(transcript), []scenariotest.Bug[bug]{
 		// The temporary coordinator reclaims 3's ticket after one round,
 		// not after the wait of §4.
-		{"bugShortTemp", "exclusion.txt", bugShortTemp, "+736.724009ms 2: reclaimed 1..0"},
-		{"bugKeepSucc", "exclusion.txt", bugKeepSucc, "ticket 5 is in the ranges of both 1 (coordinator) and 4 (linking)"},
+		{Name: "bugShortTemp", File: "exclusion.txt", Plant: bugShortTemp, Shows: "+736.724009ms 2: reclaimed 1..0"},
+		{Name: "bugKeepSucc", File: "exclusion.txt", Plant: bugKeepSucc, Shows: "ticket 5 is in the ranges of both 1 (coordinator) and 4 (linking)"},
 		// 1 serves 2's CJOIN that it must refuse (reject, then 2 asks 4).
-		{"bugServeWhileTemp", "exclusion.txt", bugServeWhileTemp, "+40.657217ms 1->2 ackcjoin ticket=6"},
+		{Name: "bugServeWhileTemp", File: "exclusion.txt", Plant: bugServeWhileTemp, Shows: "+40.657217ms 1->2 ackcjoin ticket=6"},
 		// The voters go on vouching for 3, so 3 keeps acting.
-		{"bugNoBan", "exclusion-partial-cut.txt", bugNoBan, "ticket 1 is in the ranges of both 2 (coordinator) and 3 (coordinator)"},
-	} {
-		got, want, err := transcript(c.bug).RunFile(filepath.Join("testdata", c.file), false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got == want || !strings.Contains(got, c.shows) {
-			t.Errorf("%s: %s does not catch the bug (want %q in the output):\n%s", c.name, c.file, c.shows, sim.Diff(want, got))
-		}
-	}
+		{Name: "bugNoBan", File: "exclusion-partial-cut.txt", Plant: bugNoBan, Shows: "ticket 1 is in the ranges of both 2 (coordinator) and 3 (coordinator)"},
+	})
 }

@@ -263,7 +263,7 @@ func (d *daemon) initSlot(s *slot, cfg ticket.Config, f *wire.Framer) error {
 	cfg.ID = s.id
 	cfg.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
 	self := s.id
-	h, err := ticket.NewMember(cfg, func() []node.ID {
+	h, err := cli.Build(ticket.NewMember(cfg, func() []node.ID {
 		var out []node.ID
 		for _, id := range d.bk.ids() {
 			if id != self {
@@ -271,9 +271,9 @@ func (d *daemon) initSlot(s *slot, cfg ticket.Config, f *wire.Framer) error {
 			}
 		}
 		return out
-	}, s.idx == 0) // the member's first process runs its PrCast
+	}, s.idx == 0)) // the member's first process runs its PrCast
 	if err != nil {
-		return cli.Exitf(cli.ExitUsage, "%v", err)
+		return err
 	}
 	s.h = h
 	s.drv = driver.New[ticket.Msg](h, ticket.Codec{}, s.net, driver.Config{Framer: f, Log: d.mb.Log, Seen: d.bk.seen, Control: d.control})

@@ -50,7 +50,7 @@ func AtLeast(n int) []uint64 {
 // It returns the count.
 func Catch(t testing.TB, bug string, n int, run func(seed uint64) error, want ...string) int {
 	t.Helper()
-	caught, first := catch(n, run, want, false)
+	caught, _, first := catch(n, 0, "seed", run, want)
 	if caught == 0 {
 		t.Fatalf("planted bug (%s) never caught in %d seeds", bug, n)
 	}
@@ -63,28 +63,45 @@ func Catch(t testing.TB, bug string, n int, run func(seed uint64) error, want ..
 // none does, and logs the seed that caught it.
 func CatchOne(t testing.TB, bug string, n int, run func(seed uint64) error, want ...string) {
 	t.Helper()
-	caught, first := catch(n, run, want, true)
+	caught, _, first := catch(n, 1, "seed", run, want)
 	if caught == 0 {
 		t.Fatalf("planted bug (%s) never caught in %d seeds", bug, n)
 	}
 	t.Logf("planted bug (%s) caught: %v", bug, first)
 }
 
-func catch(n int, run func(seed uint64) error, want []string, stop bool) (int, error) {
-	caught := 0
-	var first error
-	for seed := uint64(1); seed <= uint64(n); seed++ {
-		if err := run(seed); err != nil && containsAny(err.Error(), want) {
+// CatchSome runs run on runs 1..n with a planted bug switched on until
+// enough of them fail with an error that contains one of want, so that a
+// slow sweep stops once the catch is shown not to be a fluke. It fails t
+// when none does, and logs how many did in how many runs and the first
+// such error. It returns the count.
+func CatchSome(t testing.TB, bug string, n, enough int, run func(i uint64) error, want ...string) int {
+	t.Helper()
+	caught, runs, first := catch(n, enough, "run", run, want)
+	if caught == 0 {
+		t.Fatalf("planted bug (%s) never caught in %d runs", bug, n)
+	}
+	t.Logf("planted bug (%s) caught in %d of the first %d runs, e.g. %v", bug, caught, runs, first)
+	return caught
+}
+
+// catch runs run on 1..n until enough runs (0: no limit) failed with one
+// of want; it returns how many did, how many ran and the first, prefixed
+// with its label and number ("seed 3: ...") unless it says so already.
+func catch(n, enough int, label string, run func(i uint64) error, want []string) (caught, runs int, first error) {
+	for i := uint64(1); i <= uint64(n) && (enough == 0 || caught < enough); i++ {
+		runs++
+		if err := run(i); err != nil && containsAny(err.Error(), want) {
 			caught++
 			if first == nil {
-				first = fmt.Errorf("seed %d: %w", seed, err)
-			}
-			if stop {
-				break
+				first = err
+				if name := fmt.Sprintf("%s %d", label, i); !strings.HasPrefix(err.Error(), name+" ") {
+					first = fmt.Errorf("%s: %w", name, err)
+				}
 			}
 		}
 	}
-	return caught, first
+	return caught, runs, first
 }
 
 // containsAny: s contains one of subs; any s when there are none.

@@ -24,7 +24,7 @@ func TestReplay(t *testing.T) {
 }
 
 // TestCatchCounts: only errors with one of the wanted verdicts count; with
-// none wanted, any error does; stop ends at the first.
+// none wanted, any error does; a run stops once enough were caught.
 func TestCatchCounts(t *testing.T) {
 	run := func(seed uint64) error {
 		switch seed % 3 {
@@ -35,17 +35,27 @@ func TestCatchCounts(t *testing.T) {
 		}
 		return nil
 	}
-	if n, first := catch(9, run, []string{"two holders"}, false); n != 3 || !strings.HasPrefix(first.Error(), "seed 3:") {
-		t.Fatalf("got %d, %v", n, first)
+	if n, runs, first := catch(9, 0, "seed", run, []string{"two holders"}); n != 3 || runs != 9 || !strings.HasPrefix(first.Error(), "seed 3:") {
+		t.Fatalf("got %d of %d, %v", n, runs, first)
 	}
-	if n, _ := catch(9, run, nil, false); n != 6 {
+	if n, _, _ := catch(9, 0, "seed", run, nil); n != 6 {
 		t.Fatalf("any error: got %d", n)
 	}
-	if n, first := catch(9, run, []string{"holders", "liveness"}, true); n != 1 || !strings.HasPrefix(first.Error(), "seed 1:") {
-		t.Fatalf("stop: got %d, %v", n, first)
+	if n, runs, first := catch(9, 1, "seed", run, []string{"holders", "liveness"}); n != 1 || runs != 1 || !strings.HasPrefix(first.Error(), "seed 1:") {
+		t.Fatalf("stop at one: got %d of %d, %v", n, runs, first)
 	}
-	if n, _ := catch(9, run, []string{"went from"}, false); n != 0 {
-		t.Fatalf("a verdict no run gives: got %d", n)
+	if n, runs, _ := catch(9, 2, "seed", run, []string{"two holders"}); n != 2 || runs != 6 {
+		t.Fatalf("stop at two: got %d of %d runs, want 2 of 6", n, runs)
+	}
+	if n, runs, _ := catch(9, 2, "seed", run, []string{"went from"}); n != 0 || runs != 9 {
+		t.Fatalf("a verdict no run gives: got %d of %d runs", n, runs)
+	}
+	named := func(i uint64) error { return fmt.Errorf("seed %d (5 members): two holders", i) }
+	if _, _, first := catch(9, 1, "seed", named, nil); first.Error() != "seed 1 (5 members): two holders" {
+		t.Fatalf("an error that names its seed is prefixed again: %v", first)
+	}
+	if _, _, first := catch(9, 1, "run", named, nil); first.Error() != "run 1: seed 1 (5 members): two holders" {
+		t.Fatalf("a run's error: %v", first)
 	}
 }
 
