@@ -29,7 +29,7 @@
 . "$(dirname "$0")/lib.sh"
 runs=${1:-200}
 case $runs in '' | *[!0-9]*) echo "usage: $script [RUNS]" >&2; exit 64;; esac
-[ "$runs" -ge 4 ] || { echo "$script: RUNS must be at least 4" >&2; exit 64; }
+[ "$runs" -ge 10 ] || { echo "$script: RUNS must be at least 10" >&2; exit 64; }
 work=$(mktemp -d)
 cleanup() {
   scripts/cluster.sh stop -d "$work/c" >/dev/null 2>&1 || true
@@ -168,7 +168,7 @@ go test -count=1 -run XXX -bench 'Version|CompletionCommands|Prepare' -benchmem 
 grep '^Benchmark' "$work/bench"
 benchus() { awk -v b="Benchmark$1-" 'index($1, b) == 1 { printf "%.1f", $3 / 1000 }' "$work/bench"; }
 
-# Whole starts: hyperfine -N, RUNS per variant, in four rounds that
+# Whole starts: hyperfine -N, RUNS per variant, in ten rounds that
 # rotate the order, so a change in load falls on every variant.
 say "whole lockd run L -- true, $runs starts per variant"
 variants=(base notify stamped nodocs)
@@ -182,7 +182,7 @@ whole() { # variant count
   esac
   cmd+=(run --socket "$sock" L -- true)
   if command -v hyperfine >/dev/null 2>&1; then
-    env "${env[@]}" hyperfine -N -w 3 -r "$2" --export-json "$work/hf.json" "${cmd[*]}" >/dev/null 2>&1
+    env "${env[@]}" hyperfine -N -w 2 -r "$2" --export-json "$work/hf.json" "${cmd[*]}" >/dev/null 2>&1
     awk '/"times": \[/ { t = 1; next } t && /\]/ { t = 0 } t { v = $1; sub(/,$/, "", v); printf "%d\n", v * 1000000 }' "$work/hf.json"
   else
     local i t0 t1
@@ -192,8 +192,8 @@ whole() { # variant count
     done
   fi
 }
-per=$(( (runs + 3) / 4 ))
-for round in 0 1 2 3; do
+per=$(( (runs + 9) / 10 ))
+for round in 0 1 2 3 4 5 6 7 8 9; do
   for ((k = 0; k < ${#variants[@]}; k++)); do
     v=${variants[(k + round) % ${#variants[@]}]}
     whole "$v" "$per" >>"$work/w.$v"
