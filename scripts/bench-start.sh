@@ -68,7 +68,7 @@ features=(
   "--log-format json|-|pkg/cli/logfmt.go"
   "keyring, SIGHUP|-|pkg/wire/keyring.go"
   "peers by name, --advertise|-|pkg/cli/names.go pkg/cli/join.go"
-  "version stamp|-|pkg/cli/version.go:Version,versionOf,versionCommand"
+  "version stamp|runtime/debug|pkg/cli/version.go:Version,versionOf,versionCommand"
   "shell completions|-|pkg/cli/version.go:completionCommand,completionScript"
   "(urfave/cli's man-page generator)|github.com/cpuguy83/go-md2man/v2/md2man|-"
 )
