@@ -170,29 +170,7 @@ func peersBySRV(t *testing.T, tr string) {
 func TestPeersByA(t *testing.T) {
 	d := clitest.StartDNS(t)
 	dir := t.TempDir()
-	var port uint16
-	for try := 0; try < 20 && port == 0; try++ {
-		p := freePort(t)
-		var held []net.PacketConn
-		ok := true
-		for i := 1; i <= 3; i++ {
-			c, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.%d:%d", i, p))
-			if err != nil {
-				ok = false
-				break
-			}
-			held = append(held, c)
-		}
-		for _, c := range held {
-			c.Close()
-		}
-		if ok {
-			port = p
-		}
-	}
-	if port == 0 {
-		t.Fatal("no port free on 127.0.0.1, .2 and .3")
-	}
+	port := clitest.SharedPort(t, 3) // the records carry no port: one for all three
 	d.SetIP("rt.test", "127.0.0.1", "127.0.0.2", "127.0.0.3")
 	peers := fmt.Sprintf("dns:rt.test.:%d", port)
 	for i := 1; i <= 3; i++ {
