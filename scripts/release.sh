@@ -107,7 +107,10 @@ trap 'rm -rf "$work"' EXIT
 # build ARCH DIR: the six static binaries into DIR.
 build() {
   echo "building $version for linux/$1" >&2
-  CGO_ENABLED=0 GOOS=linux GOARCH=$1 go build -trimpath \
+  # urfave_cli_no_docs leaves out urfave/cli's man-page generator, 0.6-0.9 ms
+  # of package initialisation on every start (docs/performance.md); the
+  # man pages come from the test helpers (scripts/man.sh).
+  CGO_ENABLED=0 GOOS=linux GOARCH=$1 go build -trimpath -tags urfave_cli_no_docs \
     -ldflags "-s -w -X $module/pkg/cli.stamped=$version" -o "$2/" ./cmd/... ||
     die "go build for linux/$1 failed" 69
 }
