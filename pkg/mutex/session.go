@@ -2,6 +2,7 @@ package mutex
 
 import (
 	"cmp"
+	"encoding/binary"
 	"slices"
 	"time"
 
@@ -138,19 +139,27 @@ func (m *central) onSessionAck(now time.Time, from node.ID, msg Msg) {
 		return
 	}
 	// The sessions differ: a joining renewal or a release was lost, or
-	// is still on its way. Send both again; a lock the coordinator no
-	// longer counts falls back to per-lock renewals as its lease runs
-	// short, and is revoked there.
+	// is still on its way. Send again the joining renewals whose answer
+	// is overdue (an eighth of a lease), at most renewBurst bytes of them
+	// (a starved coordinator must not be flooded), and the releases; a
+	// lock the coordinator no longer counts falls back to per-lock
+	// renewals as its lease runs short, and is revoked there.
 	var renewals []LockRec
 	keys := make([]reqKey, 0, len(m.joining))
 	for k := range m.joining {
 		keys = append(keys, k)
 	}
 	sortKeys(keys)
+	size := 0
 	for _, k := range keys {
-		if r := m.reqs[k]; r != nil && r.held {
-			renewals = append(renewals, m.renewal(now, k, r))
+		r := m.reqs[k]
+		if r == nil || !r.held || now.Sub(r.sent[r.seq]) < m.cfg.Lease/8 {
+			continue
 		}
+		if size += len(k.name) + 4*binary.MaxVarintLen64; size > renewBurst {
+			break
+		}
+		renewals = append(renewals, m.renewal(now, k, r))
 	}
 	m.sendRenewals(renewals)
 	for _, rel := range m.sessReleases {
