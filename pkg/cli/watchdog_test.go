@@ -1,30 +1,100 @@
 package cli
 
 import (
+	"errors"
 	"os"
 	"slices"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 )
 
-// watchdogSlack is how late a leased command may die after its deadline
-// in this test: twice the latest docs/elect.md reports (1.1 s, at load 30
-// on 2 cores, measured with TestWatchdogLateness and WATCHDOG_SOAK=120s).
-const watchdogSlack = 2200 * time.Millisecond
+// watchdogSlack and schedProbe bound how late a leased command may die
+// after its deadline in this test. The slack is the host's scheduling
+// delay, which has no hard bound, so each command is allowed watchdogSlack
+// plus four times the worst scheduling delay schedProbe measured in this
+// process around its deadline: once for each process or goroutine that
+// must run between the deadline and this test's seeing the death (the
+// watchdog, the killed command's exit, this process's reaper, the test).
+// watchdogSlack is what that leaves unexplained: idle, commands die 5 ms
+// late at the median and 17 ms at worst (docs/elect.md); on 2 cores at
+// load 36-70 (two busy loops and other test suites), up to 778 ms later
+// than four times the delay this process measured (the watchdog is
+// another process and is scheduled apart), while the deadline itself was
+// missed by up to 2.5 s.
+const watchdogSlack = time.Second
+
+// schedProbe measures this process's scheduling delay: how late a 5 ms
+// sleep wakes, from start until stop is called.
+type schedProbe struct {
+	mu      sync.Mutex
+	samples []probeSample
+	done    chan struct{}
+}
+
+type probeSample struct {
+	at   time.Time // when the sleep ended
+	late time.Duration
+}
+
+func startProbe() *schedProbe {
+	p := &schedProbe{done: make(chan struct{})}
+	go func() {
+		for {
+			select {
+			case <-p.done:
+				return
+			default:
+			}
+			t0 := time.Now()
+			time.Sleep(5 * time.Millisecond)
+			now := time.Now()
+			p.mu.Lock()
+			p.samples = append(p.samples, probeSample{now, now.Sub(t0) - 5*time.Millisecond})
+			p.mu.Unlock()
+		}
+	}()
+	return p
+}
+
+func (p *schedProbe) stop() { close(p.done) }
+
+// worst is the largest delay of a sleep that ended in [from, to] or was
+// under way at to.
+func (p *schedProbe) worst(from, to time.Time) time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var w time.Duration
+	for i := len(p.samples) - 1; i >= 0; i-- {
+		s := p.samples[i]
+		if s.at.Before(from) {
+			break
+		}
+		if s.at.Add(-s.late - 5*time.Millisecond).Before(to) {
+			w = max(w, s.late)
+		}
+	}
+	return w
+}
 
 // TestWatchdogLateness: leased commands nobody extends die at their
-// deadline plus at most watchdogSlack, each killed by its own watchdog.
-// How late is measured from this process, which sees the death only when
-// it runs itself: an upper bound. WATCHDOG_SOAK=5m runs commands back to
-// back for that long (run it beside a CPU hog to measure the slack on a
-// starved machine); the default is ten.
+// deadline plus at most watchdogSlack and four times the scheduling delay
+// measured meanwhile, each killed by its own watchdog. How late is
+// measured from this process, which sees the death only when it runs
+// itself: an upper bound. WATCHDOG_SOAK=5m runs commands back to back for
+// that long (run it beside a CPU hog to measure the slack on a starved
+// machine); the default is ten.
 func TestWatchdogLateness(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts leased commands one after another")
 	}
 	soak, _ := time.ParseDuration(os.Getenv("WATCHDOG_SOAK"))
-	var late []time.Duration
+	probe := startProbe()
+	defer probe.stop()
+	var late, excess []time.Duration
+	var worstDelay time.Duration
+	unstarted := 0
 	for end := time.Now().Add(soak); len(late) < 10 || time.Now().Before(end); {
 		// A watchdog already up, as a warm one is: its start-up is not
 		// the slack measured here (the command waits for it).
@@ -33,29 +103,41 @@ func TestWatchdogLateness(t *testing.T) {
 		<-w.guarding
 		until := time.Now().Add(100 * time.Millisecond)
 		c, err := w.Start([]string{"sleep", "30"}, nil, until)
+		if errors.Is(err, ErrLeaseOver) && unstarted < 100 {
+			// A starved machine took the 100 ms to start the command:
+			// it is not started at all, which is what must happen.
+			unstarted++
+			continue
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
 		select {
 		case <-c.Done():
-		case <-time.After(watchdogSlack + 30*time.Second):
+		case <-time.After(30 * time.Second):
 			c.Signal(syscall.SIGKILL)
-			t.Fatal("a leased command still ran 30 s past its deadline and the slack")
+			t.Fatal("a leased command still ran 30 s past its deadline")
 		}
-		d := time.Since(until)
+		died := time.Now()
+		d := died.Sub(until)
 		if d < 0 {
 			t.Fatalf("killed %v before its deadline", -d)
 		}
 		if c.ExitCode() != 128+int(syscall.SIGKILL) {
 			t.Fatalf("exit code %d, want %d (SIGKILL)", c.ExitCode(), 128+int(syscall.SIGKILL))
 		}
+		delay := probe.worst(until.Add(-100*time.Millisecond), died)
+		worstDelay = max(worstDelay, delay)
+		if allowed := watchdogSlack + 4*delay; d > allowed {
+			t.Fatalf("a leased command died %v after its deadline: more than the slack, %v + 4 × %v of scheduling delay measured meanwhile",
+				d, watchdogSlack, delay)
+		}
 		late = append(late, d)
+		excess = append(excess, max(0, d-4*delay))
 	}
 	slices.Sort(late)
-	q := func(p float64) time.Duration { return late[int(p*float64(len(late)-1))] }
-	t.Logf("%d leased commands: killed after their deadline by %v median, %v p99, %v at most",
-		len(late), q(0.5), q(0.99), late[len(late)-1])
-	if m := late[len(late)-1]; m > watchdogSlack {
-		t.Fatalf("a leased command died %v after its deadline: more than the stated slack, %v", m, watchdogSlack)
-	}
+	slices.Sort(excess)
+	q := func(l []time.Duration, p float64) time.Duration { return l[int(p*float64(len(l)-1))] }
+	t.Logf("%d leased commands: killed after their deadline by %v median, %v p99, %v at most; less four times the scheduling delay measured meanwhile, %v at most (worst delay %v); %d not started (the lease ended first)",
+		len(late), q(late, 0.5), q(late, 0.99), late[len(late)-1], excess[len(excess)-1], worstDelay, unstarted)
 }

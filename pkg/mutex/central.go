@@ -29,6 +29,8 @@ type request struct {
 	next       time.Time            // next resend (waiting) or renewal (held)
 	validUntil time.Time
 	deferred   time.Time // a renewal held back until then (renewBurst)
+	inSess     bool      // in the member's session (session.go) ...
+	joinVer    uint64    // ... since this session version
 
 	key   reqKey
 	timer // in central.reqHeap; made after every request of a lower order
@@ -40,6 +42,7 @@ type holder struct {
 	attempt uint64
 	token   uint64
 	expires time.Time
+	inSess  bool // renewed by its member's session (session.go) until its end
 }
 
 type waiter struct {
@@ -97,6 +100,19 @@ type central struct {
 	newTerm    bool   // the counter is at maxGrants: take a new term (renewTerm)
 	attempts   uint64 // acquisitions started by this daemon's clients
 
+	// member's session (session.go)
+	sess         digest
+	sessVer      uint64 // grows whenever a lock joins or leaves the session
+	sessSeq      uint64
+	sessSent     map[uint64]sessSend
+	sessAckVer   uint64    // the locks that joined by this version ...
+	sessUntil    time.Time // ... hold until then
+	sessNext     time.Time // the next session renewal
+	joining      map[reqKey]bool
+	sessReleases []Msg
+	// coordinator: every member's session
+	sessions map[node.ID]*session
+
 	loopback []Msg     // messages to ourselves (the coordinator's own clients)
 	elWake   time.Time // the election's next wake-up
 	out      []node.Envelope[Msg]
@@ -124,7 +140,8 @@ func newCentral(cfg Config) (*central, error) {
 	cfg.Peers = slices.Compact(peers)
 	return &central{cfg: cfg, n: len(cfg.Peers), el: el, reqs: map[reqKey]*request{},
 		locks: map[string]*lock{}, blocked: map[string]bool{}, reported: map[string]bool{}, pingSent: map[uint64]time.Time{},
-		vouchUntil: map[node.ID]time.Time{}, attempts: firstAttempt(cfg)}, nil
+		vouchUntil: map[node.ID]time.Time{}, attempts: firstAttempt(cfg),
+		sessSent: map[uint64]sessSend{}, joining: map[reqKey]bool{}, sessions: map[node.ID]*session{}}, nil
 }
 
 // Coordinator returns the coordinator this daemon follows and its term.
@@ -141,8 +158,8 @@ func (m *central) Coordinator() (node.ID, uint64) { return m.coord, m.term }
 func (m *central) Holdings(now time.Time) []Holding {
 	var out []Holding
 	for _, r := range m.reqHeap {
-		if r.held && now.Before(r.validUntil) {
-			out = append(out, Holding{Name: r.key.name, Client: r.key.client, Token: r.token, Until: r.validUntil})
+		if v := m.validity(r); r.held && now.Before(v) {
+			out = append(out, Holding{Name: r.key.name, Client: r.key.client, Token: r.token, Until: v})
 		}
 	}
 	return out
@@ -262,9 +279,11 @@ func (m *central) local(now time.Time, msg Msg) error {
 		if r == nil {
 			return nil
 		}
+		rel := Msg{Type: MsgRelease, Term: m.term, Name: k.name, Client: k.client, Token: r.token, Attempt: r.attempt}
+		m.released(r, rel)
 		m.dropReq(k)
 		if m.coord != node.None {
-			m.send(m.coord, Msg{Type: MsgRelease, Term: m.term, Name: k.name, Client: k.client, Token: r.token, Attempt: r.attempt})
+			m.send(m.coord, rel)
 		}
 		if r.held {
 			m.events = append(m.events, ReleasedEvent{Event: "released", Name: k.name, Client: k.client, Token: r.token})
@@ -294,6 +313,7 @@ func (m *central) sendAcquire(now time.Time, k reqKey, r *request) {
 
 // renewal stamps one held lock's renewal, for the next batch.
 func (m *central) renewal(now time.Time, k reqKey, r *request) LockRec {
+	m.join(r)
 	return LockRec{Name: k.name, Node: m.cfg.ID, Client: k.client, Token: r.token, Attempt: m.stamp(now, r)}
 }
 
@@ -329,6 +349,7 @@ func (m *central) afterElection(now time.Time) {
 			continue
 		}
 		m.coord, m.term = le.Leader, le.Term
+		m.resetSession()
 		m.events = append(m.events, CoordinatorEvent{Event: "coordinator", Coordinator: le.Leader, Term: le.Term})
 		if le.Self {
 			m.startLeading(now)
@@ -391,6 +412,7 @@ func (m *central) renewTerm(now time.Time) {
 // forgetLocks empties the coordinator's lock table.
 func (m *central) forgetLocks() {
 	clear(m.locks)
+	clear(m.sessions)
 	m.namesStale = true
 	clear(m.blocked)
 	clear(m.lockHeap)
@@ -477,6 +499,12 @@ func (m *central) handle(now time.Time, from node.ID, msg Msg) {
 		if m.leading {
 			m.onRelease(now, from, msg)
 		}
+	case MsgSession:
+		if m.leading && msg.Term == m.term {
+			m.onSession(now, from, msg)
+		}
+	case MsgSessionAck:
+		m.onSessionAck(now, from, msg)
 	case MsgRenewAck:
 		// Renewals travel in batches (see renewDue): one record per lock,
 		// the renewal's Seq in Attempt.
@@ -565,6 +593,7 @@ func (m *central) onReply(now time.Time, from node.ID, msg Msg) {
 		}
 	case MsgRenewAck:
 		if r.held && known && msg.Token == r.token {
+			delete(m.joining, k)
 			if v := sent.Add(time.Duration(safety * float64(m.cfg.Lease))); v.After(r.validUntil) {
 				r.validUntil = v
 				m.schedule(r)
@@ -626,7 +655,7 @@ func (m *central) onReport(now time.Time, from node.ID, msg Msg) {
 		}
 		switch {
 		case rec.Token != 0 && l.holder == nil:
-			l.holder = &holder{node: from, client: rec.Client, attempt: rec.Attempt, token: rec.Token, expires: now.Add(m.cfg.Lease)}
+			m.setHolder(l, &holder{node: from, client: rec.Client, attempt: rec.Attempt, token: rec.Token, expires: now.Add(m.cfg.Lease)})
 			l.queue = slices.DeleteFunc(l.queue, func(w waiter) bool { return w.node == from && w.client == rec.Client })
 		case rec.Token == 0 && !l.waiting(from, rec.Client) && !l.holds(from, rec.Client):
 			l.queue = append(l.queue, waiter{node: from, client: rec.Client, attempt: rec.Attempt, lastSeen: now})
@@ -655,7 +684,7 @@ func (m *central) onAcquire(now time.Time, from node.ID, msg Msg) {
 			return // a late copy of a request that was granted and is over
 		}
 		// The client released and asks again; the release was lost.
-		l.holder = nil
+		m.setHolder(l, nil)
 	}
 	// A newer request of a client that is queued replaces the old one at
 	// the back of the line (first come, first served: it did not wait
@@ -727,7 +756,7 @@ func (m *central) grantNext(now time.Time, name string) {
 	l.queue = slices.Delete(l.queue, i, i+1)
 	m.counter++
 	tok := m.term<<32 | m.counter
-	l.holder = &holder{node: w.node, client: w.client, attempt: w.attempt, token: tok, expires: now.Add(m.cfg.Lease)}
+	m.setHolder(l, &holder{node: w.node, client: w.client, attempt: w.attempt, token: tok, expires: now.Add(m.cfg.Lease)})
 	m.send(w.node, Msg{Type: MsgGrant, Term: m.term, Seq: w.seq, Name: name, Client: w.client, Token: tok, Attempt: w.attempt})
 }
 
@@ -762,6 +791,7 @@ func (m *central) renew(now time.Time, from node.ID, rec LockRec, majority bool)
 		return false
 	}
 	l.holder.expires = laterOf(l.holder.expires, now.Add(m.cfg.Lease))
+	m.enter(l)
 	m.tidy(l)
 	return true
 }
@@ -772,7 +802,7 @@ func (m *central) onRelease(now time.Time, from node.ID, msg Msg) {
 		return
 	}
 	if l.holds(from, msg.Client) && l.holder.attempt == msg.Attempt {
-		l.holder = nil
+		m.setHolder(l, nil)
 	}
 	l.queue = slices.DeleteFunc(l.queue, func(w waiter) bool {
 		return w.node == from && w.client == msg.Client && w.attempt == msg.Attempt
@@ -791,13 +821,23 @@ func (m *central) Tick(now time.Time) {
 	// Only the requests due by the end of this renewal batch (see below).
 	for _, r := range m.dueReqs(now.Add(m.cfg.Lease / 32)) {
 		k := r.key
+		if r.held {
+			r.validUntil = m.validity(r) // what the session gave it
+		}
 		switch {
 		case m.reqs[k] != r: // given up above
 		case r.held && !now.Before(r.validUntil):
+			rel := Msg{Type: MsgRelease, Term: m.term, Name: k.name, Client: k.client, Token: r.token, Attempt: r.attempt}
+			m.released(r, rel)
 			m.lose(k, r, "lease expired")
 			if m.coord != node.None {
-				m.send(m.coord, Msg{Type: MsgRelease, Term: m.term, Name: k.name, Client: k.client, Token: r.token, Attempt: r.attempt})
+				m.send(m.coord, rel)
 			}
+		case r.held && r.inSess && r.validUntil.Sub(now) > m.cfg.Lease/2:
+			// Renewed by the session: no per-lock renewal until its
+			// cover runs short (matched session renewals stopped).
+			r.next = r.validUntil.Add(-m.cfg.Lease / 2)
+			m.schedule(r)
 		case r.held && !now.Before(r.next.Add(-m.cfg.Lease/32)) && !now.Before(r.deferred):
 			// Renewals due within the next 1/32 of a lease go now too:
 			// they travel together, and the machine wakes once per batch
@@ -845,6 +885,7 @@ func (m *central) Tick(now time.Time) {
 		renewals = append(renewals, m.renewal(now, r.key, r))
 	}
 	m.sendRenewals(renewals)
+	m.sendSession(now) // behind the renewals that join locks to it
 	if m.leading {
 		m.coordinatorTick(now)
 	}
@@ -890,6 +931,7 @@ func (m *central) coordinatorTick(now time.Time) {
 	// The locks whose holder's lease or a waiter's wait ran out, and the
 	// free ones with waiters, which may be granted now (after a takeover
 	// or once the majority is back): no other lock can change.
+	m.expireSessions(now)
 	names := m.dueLocks(now)
 	if m.active && m.majority(now) {
 		for name := range m.blocked {
@@ -902,7 +944,7 @@ func (m *central) coordinatorTick(now time.Time) {
 		if l == nil {
 			continue
 		}
-		if l.holder != nil && !now.Before(l.holder.expires) {
+		if l.holder != nil && !l.holder.inSess && !now.Before(l.holder.expires) {
 			l.holder = nil // the holder's lease is over: it has given up
 		}
 		l.queue = slices.DeleteFunc(l.queue, func(w waiter) bool { return now.Sub(w.lastSeen) > m.cfg.Lease })
@@ -948,6 +990,9 @@ func (m *central) Ready() node.Ready[Msg] {
 	if len(m.reqHeap) > 0 {
 		wake(m.reqHeap[0].due)
 	}
+	if m.coord != node.None && m.sess.count > 0 {
+		wake(m.sessNext)
+	}
 	if m.leading {
 		wake(m.nextPing)
 		wake(m.openAfter)
@@ -956,6 +1001,9 @@ func (m *central) Ready() node.Ready[Msg] {
 		}
 		for _, until := range m.vouchUntil {
 			wake(until)
+		}
+		for _, s := range m.sessions {
+			wake(s.until)
 		}
 	}
 	return r

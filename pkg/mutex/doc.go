@@ -36,6 +36,39 @@
 //     reported held are reinstalled with their holders and tokens; any
 //     other lock is granted only one lease after the takeover, when any
 //     lease granted by the previous coordinator has expired.
+//  4. Renewals go per member session, not per lock (session.go; the way an
+//     etcd lease covers many keys). A lock joins its member's session
+//     with its first per-lock renewal (rule 2's renewal, record by
+//     record); from then on one MsgSession per L/8 renews every lock in
+//     the session, and the coordinator's work per renewal period grows
+//     with the members, not with the locks held. Both sides keep the
+//     session's count and digest (the XOR of a 64-bit hash of each
+//     lock's name, client and token; tokens are never reused). The
+//     coordinator extends a session, by a lease from when it takes the
+//     renewal, only while it has a majority and only when the member's
+//     count and digest equal its own, and answers with its own; the
+//     member counts 0.9·L from when it sent the renewal (rule 2), and
+//     only for the locks that had joined by then. A lock the coordinator
+//     does not count — released, revoked, taken over, reinstalled by a
+//     new coordinator that has not seen its renewal — makes the digests
+//     differ, and a differing digest renews nothing: an aggregate
+//     renewal can extend only a set of grants both sides hold, exactly as
+//     the per-lock renewals of that set would. A lost or late one renews
+//     nothing it should not: an old renewal that matches the
+//     coordinator's current session (a release still on its way) extends
+//     the coordinator's lease of a lock the member has already given up,
+//     which only delays its next grant; the member applies an answer to
+//     the locks of the renewal it answers, counted from that renewal's
+//     send time, so a reordered answer gives no lock more than its own
+//     renewal earned. Fencing is untouched: a session renews grants,
+//     never makes one, so tokens still come only from grants. On a
+//     mismatch the member sends again the renewals of locks not yet
+//     confirmed and the releases of locks that left its session; a lock
+//     whose session cover runs short (half a lease left) is renewed on
+//     its own again, which is where a lock the coordinator no longer
+//     knows is revoked. A session not renewed for a lease ends, and its
+//     locks fall back to their own leases. A new coordinator starts with
+//     no sessions; members empty theirs when they follow it.
 //
 // Tokens: every grant carries coordinator term << 32 | counter. Terms only
 // grow (package election), so tokens grow per lock name across failovers.

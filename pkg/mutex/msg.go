@@ -57,7 +57,11 @@ const (
 	// vote for Name is free now; ask again without waiting out the backoff.
 	MsgVFree MsgType = 58
 
-	msgLast = MsgVFree
+	// Central: one renewal for every lock a member holds (doc.go, rule 4).
+	MsgSession    MsgType = 59 // member → coordinator: renew my session; Seq, Client: how many locks it covers, Attempt: their digest
+	MsgSessionAck MsgType = 60 // → member: Seq echoed; Client, Attempt: the coordinator's count and digest of the member's session
+
+	msgLast = MsgSessionAck
 
 	// Local requests (From == self), never on the wire.
 	LocalAcquire MsgType = 64
@@ -70,6 +74,7 @@ var msgNames = map[MsgType]string{MsgPing: "ping", MsgVouch: "vouch", MsgCollect
 	MsgRADeny: "ra-deny", MsgRAAlive: "ra-alive", MsgTRToken: "tr-token", MsgTRAck: "tr-ack", MsgTRAlive: "tr-alive",
 	MsgVRequest: "v-request", MsgVGrant: "v-grant", MsgVDeny: "v-deny", MsgVConfirm: "v-confirm", MsgVAck: "v-ack",
 	MsgVRelease: "v-release", MsgVAlive: "v-alive", MsgUnavailable: "unavailable", MsgVFree: "v-free",
+	MsgSession: "session", MsgSessionAck: "session-ack",
 	LocalAcquire: "local-acquire", LocalRelease: "local-release"}
 
 func (t MsgType) String() string {

@@ -84,6 +84,11 @@ type Config struct {
 	// noTakeoverWait plants a bug: a new coordinator grants unreported
 	// locks at once. Tests only.
 	noTakeoverWait bool
+	// sessionTrust plants a bug: a central coordinator answers every
+	// session renewal as if the member's session matched its own, so a
+	// lock it no longer counts (or never did) is renewed all the same.
+	// Tests only.
+	sessionTrust bool
 	// raAlwaysOK plants a bug: Ricart–Agrawala answers OK even when its own
 	// earlier request should win. Tests only.
 	raAlwaysOK bool

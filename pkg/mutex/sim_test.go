@@ -83,6 +83,7 @@ type world struct {
 	algo      Algo
 	// planted order bugs (order_test.go)
 	raHandoff, centralLIFO bool
+	sessionTrust           bool // central: a coordinator that matches every session renewal (session_test.go)
 	healed                 bool // the restarts after the faults have begun (planted order bugs start then)
 }
 
@@ -110,7 +111,8 @@ func newWorld(seed uint64, n int, opts sim.Options, algo Algo, plant bool, set f
 			Term: w.persist[id], noTakeoverWait: plant && algo == Central, raAlwaysOK: plant && algo == RicartAgrawala,
 			ringNoBump: plant && algo == TokenRing, ringRegrant: w.regrant, voteEarlyExpiry: plant && algo == Voting,
 			raHandoff: w.raHandoff && w.healed, centralLIFO: w.centralLIFO && w.healed,
-			RingHold: 10 * time.Millisecond}) // idle circulation is most of the simulator's events
+			sessionTrust: w.sessionTrust,
+			RingHold:     10 * time.Millisecond}) // idle circulation is most of the simulator's events
 		if err != nil {
 			panic(err)
 		}

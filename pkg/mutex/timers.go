@@ -112,6 +112,7 @@ func (m *central) schedule(r *request) {
 // dropReq forgets a request.
 func (m *central) dropReq(k reqKey) {
 	if r := m.reqs[k]; r != nil {
+		m.leave(r)
 		if r.idx >= 0 {
 			heap.Remove(&m.reqHeap, r.idx)
 		}
@@ -131,8 +132,8 @@ func (m *central) dueReqs(until time.Time) []*request {
 // for more than a lease).
 func (l *lock) dueAt(lease time.Duration) time.Time {
 	var t time.Time
-	if l.holder != nil {
-		t = l.holder.expires
+	if l.holder != nil && !l.holder.inSess {
+		t = l.holder.expires // a session's holder: the session's end (expireSessions)
 	}
 	for _, w := range l.queue {
 		if g := w.lastSeen.Add(lease + 1); t.IsZero() || g.Before(t) {
