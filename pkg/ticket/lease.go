@@ -73,6 +73,11 @@ func (h *Member) foundBy() time.Duration {
 // to a prober grants leases to others all the same. Tests only.
 const bugLeaseIgnoresPromise bug = 64
 
+// bugProbeAtPromiseEnd: under Quorum a member promised to a prober
+// probes the moment the promise ends instead of joining the prober's new
+// pool first, which takes the founder's lease away. Tests only.
+const bugProbeAtPromiseEnd bug = 65
+
 // probeTaken: an answer "out" from a member that promised its grants to
 // another prober; it counts neither way.
 const probeTaken = probeDurable << 1

@@ -291,8 +291,20 @@ func (h *Member) tickRefound(now time.Time) {
 	}
 	if h.quorum() && rf.local.Durable && !h.grantsTo(h.base.ID, now) {
 		// Promised to another prober: no probe of its own until that
-		// promise ends (it cannot count itself meanwhile).
-		rf.stuckSince = h.ls.promiseUntil.Add(-refoundAfter * round)
+		// promise ends (it cannot count itself meanwhile), and then not
+		// before it has tried to join for refoundAfter rounds. The
+		// prober has most likely founded, and its pool serves only while
+		// a majority grants its lease; a probe sent the moment the
+		// promise ends takes those grants away again (every answer "out"
+		// is a promise to this member), its founder loses its lease and
+		// leaves the core, and the members promised to this probe do the
+		// same to the next founder: the pool is founded again and again
+		// and the promised members never serve (doc.go, "After a
+		// refound: liveness").
+		rf.stuckSince = h.ls.promiseUntil
+		if h.base.bug == bugProbeAtPromiseEnd {
+			rf.stuckSince = h.ls.promiseUntil.Add(-refoundAfter * round)
+		}
 		return
 	}
 	rf.stuckSince = now // the next probe, if this one fails, a while later
