@@ -372,6 +372,11 @@ func twentyClients(t *testing.T) int {
 		}()
 	}
 	wg.Wait()
+	var worst time.Duration
+	for _, cl := range clients {
+		worst = max(worst, time.Duration(cl.ret-cl.call))
+	}
+	t.Logf("worst client wait (start to exit) %v", worst)
 	lostBy := map[int]bool{} // clients' pids
 	for i, cl := range clients {
 		switch cl.code {

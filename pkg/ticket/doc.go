@@ -434,12 +434,12 @@
 //     (promiseFor·R + Margin)(1+2ρ).
 //     Margin (ticketd: its --max-kill-grace and 90 ms) is on both sides,
 //     so any Margin fits; it only makes a promise, and so the wait of a
-//     member promised to a prober that gave up, longer than refoundAfter
-//     once it passes 30/(1+2ρ) − promiseFor rounds (7.4 with S = 1;
-//     ticketd's S = 3 makes promiseFor 38 rounds, so its promises always
-//     outlast refoundAfter: a member promised to a prober that gave up
-//     probes 38 rounds and the margin, 1.7 s with ticketd's defaults,
-//     after its answer). A newcomer admitted to an old core leaves it
+//     member promised to a prober that gave up, longer. Such a member
+//     joins for refoundAfter rounds once its promise ends before it
+//     probes itself ("After a refound: liveness" below): with ticketd's
+//     defaults (S = 3, so promiseFor is 38 rounds; rounds of 40 ms;
+//     Margin 190 ms) it probes 1.7 s and 1.2 s after its answer. A
+//     newcomer admitted to an old core leaves it
 //     before the promise ends: leaseGrace + leaseFor·S < promiseFor.
 //     TestFoundingFitsInsidePromises checks all of it for every S.
 //   - Why the old core has stopped before the new one acts. The prober
@@ -482,6 +482,76 @@
 // again within 30 s of the faults ending (8 s without Quorum). ticketd
 // sets Quorum; TestMemberOtherProcessLease holds a member's other
 // process to the lease it is handed.
+//
+// # After a refound: liveness
+//
+// The argument above is about safety: no two pools act at once. Liveness
+// is that once the stalls end (every member runs, the links deliver)
+// every member serves again, its process in the core and holding a
+// lease, within
+//
+//	B = T_p + refoundAfter·R + (T_p + (refoundAfter + promiseFor)·R) + T_p + joinRounds·R
+//
+// (RecoveryBound), T_p = promiseTime = (promiseFor·R + Margin)(1+2ρ):
+//
+//   - a promise given just before the last stall ends T_p after it at
+//     the latest; no member probes before refoundAfter rounds after its
+//     promise ended (below), nor joins before it ends;
+//   - members that are all out with one joining probe refoundAfter
+//     rounds later; probers that take each other's promises give up,
+//     wait for the promises they heard of (T_p from their probe), join
+//     for refoundAfter rounds and ask again up to promiseFor rounds
+//     later, at random (B counts one such collision);
+//   - the founding prober founds inside the promises it counts (foundBy
+//     < T_p, "Founding fits inside the promises"); the members that
+//     promised it, and those that answered it "taken", join its pool
+//     when their promise ends, T_p after the probe, in joinRounds.
+//
+// With ticketd's defaults (R = 40 ms, S = 3, Margin 190 ms) T_p = 1.74 s
+// and B = 9.6 s; with rounds of 500 ms, B = 113 s.
+//
+// Three rules make it hold; each answers an interleaving the simulator
+// found (TestSimRecoveryAfterStalls), in which the pool was founded
+// again and again and the other members never served:
+//
+//   - A member promised to a prober probes only refoundAfter rounds after
+//     the promise ends, joining meanwhile. Otherwise: after a stall a
+//     prober F that is not the lowest member founds with the promises of
+//     the others, which, asked by a higher member, count as stuck; when
+//     the promises end they all probe at once, each answer "out" among
+//     them a promise to another of them, so F's grants fall below a
+//     majority; F's probers drop their probes at F's "in", but the
+//     promises stay, F loses its lease leaseTime later ("lease lost: out
+//     of the core") and its pool ends with it; the next founder meets
+//     the same fate, until the lowest member happens to found. Probing
+//     later is safe (nothing in the safety argument depends on when a
+//     probe goes out), and live: a member joins a leased pool in
+//     joinRounds < refoundAfter, so none probes while a founder's pool
+//     takes joins, and a founder's majority keeps granting it.
+//     bugProbeAtPromiseEnd plants the old rule.
+//   - A founder hands out no place to another member's process until the
+//     promises it founded under have ended (promiseTime after its probe),
+//     and a member that learns of another prober's promises (it answered
+//     that prober "taken" while probing itself, or its own probe heard
+//     "taken") joins no pool until a promise given then would end
+//     (Frozen), and probes refoundAfter rounds after that. While the
+//     promises last, a newcomer gets grants from a minority only: its
+//     process would leave the core again after leaseGrace, abruptly, and
+//     in a core of two take the founder's support with it (§4), so the
+//     pool ends and is founded again, by the newcomer this time. Refusing
+//     a CJOIN is always safe (the joiner asks again). bugJoinWhileTaken
+//     plants the old rules.
+//
+// TestSimRecoveryAfterStalls checks it over five members as ticketd runs
+// them (Stretch 3, Margin drawn as its kill grace makes it, rounds of 40
+// or 100 ms, every member keeping a state file, clients all along):
+// stalls of the whole pool from 3 rounds to 3 promises, members stalled
+// at different moments, a prober stalled in the middle of its refound, a
+// member stalled while promised, up to four stalls in a row. After the
+// last stall every member must serve within B, and none may lose its
+// lease once the leases from before the stall have run out.
+// TestSimRecoveryCatchesProbeAtPromiseEnd and
+// TestSimRecoveryCatchesJoinWhileTaken show the planted bugs caught.
 //
 // # A member's process and PrCast (§2)
 //

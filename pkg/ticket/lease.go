@@ -73,6 +73,16 @@ func (h *Member) foundBy() time.Duration {
 // to a prober grants leases to others all the same. Tests only.
 const bugLeaseIgnoresPromise bug = 64
 
+// bugProbeAtPromiseEnd: under Quorum a member promised to a prober
+// probes the moment the promise ends instead of joining the prober's new
+// pool first, which takes the founder's lease away. Tests only.
+const bugProbeAtPromiseEnd bug = 65
+
+// bugJoinWhileTaken: under Quorum a member that answered a prober
+// "taken" (it was probing itself) joins that prober's new pool at once,
+// where it gets no lease while the others' promises last. Tests only.
+const bugJoinWhileTaken bug = 66
+
 // probeTaken: an answer "out" from a member that promised its grants to
 // another prober; it counts neither way.
 const probeTaken = probeDurable << 1
@@ -87,6 +97,8 @@ type leasing struct {
 	asked        time.Time             // the last requests went out then
 	promised     node.ID               // grants only to this prober
 	promiseUntil time.Time
+	takenUntil   time.Time // another prober holds promises: no join until then (Frozen)
+	admitFrom    time.Time // a founder: no place for another member's process before then (Member.Step)
 	lost         int
 }
 

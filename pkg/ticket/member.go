@@ -261,6 +261,14 @@ func (h *Member) Step(now time.Time, in node.Envelope[Msg]) error {
 	if in.Msg.Type == MsgCJoin && !h.Leased(now) {
 		return nil // no place handed out without a lease (lease.go)
 	}
+	if in.Msg.Type == MsgCJoin && now.Before(h.ls.admitFrom) && MemberOf(in.From) != MemberOf(h.base.ID) && h.base.bug != bugJoinWhileTaken {
+		// A founder under Config.Quorum: while the promises it founded
+		// under last, another member's process could get no lease from
+		// the promisers, and would leave the core again after
+		// leaseGrace, abruptly, with the founder's support in a core of
+		// two (doc.go, "After a refound: liveness").
+		return nil
+	}
 	return h.m.Step(now, in)
 }
 

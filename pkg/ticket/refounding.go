@@ -193,6 +193,9 @@ func (h *Member) Frozen(now time.Time) bool {
 	if h.quorum() && h.ls.promised != node.None && h.ls.promised != h.base.ID && now.Before(h.ls.promiseUntil) {
 		return true
 	}
+	if h.quorum() && now.Before(h.ls.takenUntil) && (h.rf.p == nil || h.rf.p.foundAt.IsZero()) {
+		return true // it answered another prober "taken" (onProbe)
+	}
 	return now.Before(h.rf.frozenUntil) || now.Before(h.rf.probing)
 }
 
@@ -257,6 +260,13 @@ func (h *Member) tickRefound(now time.Time) {
 		rf.stuckSince = time.Time{}
 	} else if rf.stuckSince.IsZero() {
 		rf.stuckSince = now
+		if h.quorum() && !h.ls.takenUntil.IsZero() && now.Sub(h.ls.takenUntil) < refoundAfter*round {
+			// Out of a freeze for another prober's promises, which every
+			// prober that took each other's promises leaves at about the
+			// same moment: wait a random while more before asking, or
+			// they would ask together again.
+			rf.stuckSince = now.Add(time.Duration(h.base.Rand.IntN(h.promiseFor())) * round)
+		}
 	}
 	if p := rf.p; p != nil && h.quorum() {
 		h.tickQuorum(now, p)
@@ -291,8 +301,26 @@ func (h *Member) tickRefound(now time.Time) {
 	}
 	if h.quorum() && rf.local.Durable && !h.grantsTo(h.base.ID, now) {
 		// Promised to another prober: no probe of its own until that
-		// promise ends (it cannot count itself meanwhile).
-		rf.stuckSince = h.ls.promiseUntil.Add(-refoundAfter * round)
+		// promise ends (it cannot count itself meanwhile), and then not
+		// before it has tried to join for refoundAfter rounds. The
+		// prober has most likely founded, and its pool serves only while
+		// a majority grants its lease; a probe sent the moment the
+		// promise ends takes those grants away again (every answer "out"
+		// is a promise to this member), its founder loses its lease and
+		// leaves the core, and the members promised to this probe do the
+		// same to the next founder: the pool is founded again and again
+		// and the promised members never serve (doc.go, "After a
+		// refound: liveness").
+		rf.stuckSince = h.ls.promiseUntil
+		if h.base.bug == bugProbeAtPromiseEnd {
+			rf.stuckSince = h.ls.promiseUntil.Add(-refoundAfter * round)
+		}
+		return
+	}
+	if h.quorum() && now.Before(h.ls.takenUntil) {
+		// It answered another prober "taken": that prober may have
+		// founded; join its pool first, as a member it promised does.
+		rf.stuckSince = h.ls.takenUntil
 		return
 	}
 	rf.stuckSince = now // the next probe, if this one fails, a while later
@@ -338,6 +366,9 @@ func (h *Member) decide(now time.Time) {
 		return
 	}
 	rf.refounds++
+	if h.quorum() {
+		h.ls.admitFrom = p.sent.Add(h.promiseTime())
+	}
 	rf.stuckSince, rf.frozenUntil, rf.probing = time.Time{}, time.Time{}, time.Time{}
 	h.events = append(h.events, RefoundedEvent{N: n, Floor: r.Floor, Members: len(p.asked) + 1})
 	h.announce(now, Notice{Event: "refounded", Ticket: 0, Through: n - 1, Epoch: r.Floor + 1})
@@ -371,6 +402,18 @@ func (h *Member) onProbe(now time.Time, from node.ID, msg Msg) {
 			h.promise(from, now)
 		default:
 			a.Ticket |= probeTaken
+			// The prober may get a majority's promises all the same,
+			// and while they last no newcomer to its pool gets a lease:
+			// a process of this member that joined it would leave again
+			// after leaseGrace, abruptly, and could take the founder's
+			// support with it (§4: a core of two). So this member
+			// joins no pool until a promise to that prober would have
+			// ended (Frozen), as a member that promised it waits.
+			if h.base.bug != bugJoinWhileTaken {
+				if until := now.Add(h.promiseTime()); until.After(h.ls.takenUntil) {
+					h.ls.takenUntil = until
+				}
+			}
 		}
 	}
 	if out {
@@ -412,6 +455,13 @@ func (h *Member) onProbeAnswer(from node.ID, msg Msg) {
 		a.Members = append(a.Members, o.ID)
 	}
 	p.answers[from] = a
+	if a.Taken && h.quorum() && h.base.bug != bugJoinWhileTaken {
+		// Another prober holds this member's promise, and may found
+		// with a majority's: no join until promises given now end.
+		if until := p.sent.Add(h.promiseTime()); until.After(h.ls.takenUntil) {
+			h.ls.takenUntil = until
+		}
+	}
 	if !a.Out {
 		h.rf.p, h.rf.probing = nil, time.Time{} // there is a core: join it
 	}
