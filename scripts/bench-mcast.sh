@@ -23,7 +23,9 @@
 #      flood, with the sequencer and TOTEM at 1,000/s, the same counts,
 #      every member waiting for every message (as cpgflood does);
 #      delivered msgs/s per member and median latency, and the ratios.
-#      Any sequence-check error of any member fails the script.
+#      Any sequence-check error of any member fails the script; the
+#      failed flood's reports and stderr logs of every member are kept
+#      in a directory the script names (bench-mcast-failed.* in TMPDIR).
 #
 #   scripts/bench-mcast.sh
 #   PARTS="6" MEMBERS="9" scripts/bench-mcast.sh   only the steps listed
@@ -224,9 +226,10 @@ count=${COUNT:-100000}
 ours() { # tag total members count [rate]: every member waits for every message
   local c=() i
   peers "$3"
-  for ((i = 1; i <= $3; i++)); do timeout "$tmo" "$mc" bench --id "$i" --peers @"$work/peers" --order total --total "$2" --count "$4" ${5:+--rate $5} --size 64 --json 2>/dev/null >"$work/ours.$1.$i" & c+=($!); done
+  for ((i = 1; i <= $3; i++)); do timeout "$tmo" "$mc" bench --id "$i" --peers @"$work/peers" --order total --total "$2" --count "$4" ${5:+--rate $5} --size 64 --json 2>"$work/ours.$1.$i.log" >"$work/ours.$1.$i" & c+=($!); done
   wait "${c[@]}" || true
   echo "mcast $2, $3 members: $(cat "$work/ours.$1.1")"
+  local failed=0
   for ((i = 1; i <= $3; i++)); do
     # A sequence-check error (a hole, a repeat, a bad checksum, a missing
     # message) at any member fails the bench.
@@ -234,9 +237,19 @@ ours() { # tag total members count [rate]: every member waits for every message
     if [ "${e:-1}" != 0 ]; then
       echo "FAIL: $1, member $i: ${e:-no report} errors: $(grep -oE '"first_error":"[^"]*"' "$work/ours.$1.$i")" >&2
       fails=$((fails + 1))
+      failed=1
     fi
   done
+  if [ "$failed" = 1 ]; then
+    # Keep a failed flood's reports and logs (views, suspicions, missed
+    # and lost lines) past the script's cleanup.
+    [ -n "$kept" ] || kept=$(mktemp -d "${TMPDIR:-/tmp}/bench-mcast-failed.XXXXXX")
+    cp "$work/peers" "$kept/$1.peers"
+    cp "$work/ours.$1".* "$kept/"
+    echo "FAIL: $1: reports and logs of every member kept in $kept" >&2
+  fi
 }
+kept=
 ratio() { awk -v a="$1" -v b="$2" -v what="$3" 'BEGIN { printf "ratio %s: %.2f\n", what, a / b }'; }
 for n in ${MEMBERS:-3 5 9}; do
   echo
@@ -255,6 +268,6 @@ for n in ${MEMBERS:-3 5 9}; do
   done
 done
 if [ "$fails" -gt 0 ]; then
-  echo "$fails floods failed their sequence check" >&2
+  echo "$fails floods failed their sequence check (logs in $kept)" >&2
   exit 1
 fi

@@ -145,6 +145,7 @@ const (
 	gbugNoRequeue                      // a removed member drops its messages past the cut
 	gbugDropLive                       // a change that drops a silent member drops the view's last member too, though it answered
 	gbugNoMissed                       // a removed member does not report the messages of its view it missed
+	gbugFixedWindow                    // every member keeps the whole Window in flight, however many members send
 )
 
 // Group events. Text forms: "view 7 members 1,2,4 joined 4 left 3",

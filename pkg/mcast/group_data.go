@@ -24,7 +24,7 @@ func (g *Group) Step(now time.Time, in node.Envelope[GMsg]) error {
 			if g.ended {
 				return fmt.Errorf("mcast: send after the end of input")
 			}
-			if g.unacked()+len(g.queue) >= g.cfg.Window {
+			if g.unacked()+len(g.queue) >= g.window() {
 				g.full = true
 				return ErrFull
 			}
@@ -1089,9 +1089,26 @@ func (g *Group) unacked() int {
 	return int(g.seq - low)
 }
 
+// window is this member's share of what one receiver may have in flight:
+// Window up to three members, and past three a share of 2·Window split
+// among the other members, so that what floods into one member (every
+// other member's window) stays what it is at three members instead of
+// growing with n (as TOTEM's window_size bounds the messages of a whole
+// token rotation, not of each member). A fixed per-sender window let
+// eight senders of 4,096 overflow a loaded member's socket buffer: it
+// fell seconds behind, the group took it out of the view, and it missed
+// what the others delivered meanwhile.
+func (g *Group) window() int {
+	n := len(g.view.Members)
+	if n <= 3 || g.cfg.bug == gbugFixedWindow {
+		return g.cfg.Window
+	}
+	return max(2*g.cfg.Window/(n-1), 64)
+}
+
 // room tells a refused sender when half the window is free again.
 func (g *Group) room() {
-	if g.full && g.unacked()+len(g.queue) < g.cfg.Window/2 {
+	if g.full && g.unacked()+len(g.queue) < g.window()/2 {
 		g.full = false
 		g.events = append(g.events, RoomEvent{Event: "room"})
 	}

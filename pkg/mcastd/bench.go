@@ -206,6 +206,9 @@ func Bench(live *cli.Running, m BenchMember, cfg BenchConfig, out *cli.Output, l
 					end()
 				}
 			case mcast.ViewEvent:
+				// On stderr, so that a failed flood's log shows who
+				// left and when (scripts/bench-mcast.sh keeps it).
+				log.Info("view "+ev.String(), "view", ev.View, "leader", ev.Leader)
 				select {
 				case <-formed:
 				default:
