@@ -132,9 +132,10 @@ func (h *HandBack) Waiting() int { return len(h.queue) }
 // View records what slot i's Machine looks like now.
 func (h *HandBack) View(i int, v SlotView) { h.slots[i].v = v }
 
-// Abandon drops the last slot, which ActJoin asked to open and could not be.
+// Abandon drops slot i, which ActJoin asked to open and could not be,
+// with any opened after it.
 func (h *HandBack) Abandon(i int) {
-	if i == len(h.slots)-1 && i > 0 {
+	if i > 0 && i < len(h.slots) {
 		h.slots = h.slots[:i]
 	}
 }
