@@ -229,12 +229,13 @@ func (h *HandBack) Freeze() {
 	}
 }
 
-// serve asks free slots to lend, as many as clients wait: first the slots
-// that hold a ticket (linking, coordinator, as last seen), then the
-// others, whose view may be stale. Asking in slot order alone used up the
-// asks on slots out of the core, which refuse, while a slot that owned a
-// ticket waited behind them (TestHandBackNoStarvation found a member with
-// four slots that had left and one coordinator never lend again).
+// serve asks free slots to lend, as many as clients wait. Only slots that
+// hold a ticket (linking, coordinator) are asked: a slot out of the core
+// or still joining refuses, and asking it in turn would use up the asks
+// while a slot that owns a ticket waits behind it (TestHandBackNoStarvation
+// found a member with four slots that had left and one coordinator never
+// lend again). A linking slot is asked at every chance, as it may become a
+// coordinator between two looks.
 func (h *HandBack) serve() {
 	want := len(h.queue)
 	for _, s := range h.slots {
@@ -242,20 +243,14 @@ func (h *HandBack) serve() {
 			want--
 		}
 	}
-	for pass := 0; pass < 2; pass++ {
-		for i := range h.slots {
-			if want <= 0 || h.stop {
-				return
-			}
-			s := &h.slots[i]
-			if holds := s.v.State == "coordinator" || s.v.State == "linking"; holds != (pass == 0) {
-				continue
-			}
-			if s.holder == 0 && !s.lending && !s.yield {
-				s.lending = true
-				want--
-				h.do(Action{Kind: ActLend, Slot: i})
-			}
+	for i := range h.slots {
+		if want <= 0 || h.stop {
+			return
+		}
+		if s := &h.slots[i]; s.holder == 0 && !s.lending && !s.yield && (s.v.State == "coordinator" || s.v.State == "linking") {
+			s.lending = true
+			want--
+			h.do(Action{Kind: ActLend, Slot: i})
 		}
 	}
 }
