@@ -195,9 +195,7 @@ func (h *HandBack) Refused(i int) { h.slots[i].lending = false }
 func (h *HandBack) Taken(i int, now time.Time) {
 	s := &h.slots[i]
 	s.joining, s.lends, s.idleSince, s.takenAt, s.yield = time.Time{}, 0, now, now, false
-	if s.v.State != "coordinator" {
-		s.v.State = "linking" // it holds the ticket; the next look says whether it may act
-	}
+	s.v.State = "coordinator"
 	h.serve()
 }
 
@@ -229,13 +227,11 @@ func (h *HandBack) Freeze() {
 	}
 }
 
-// serve asks free slots to lend, as many as clients wait. Only slots that
-// hold a ticket (linking, coordinator) are asked: a slot out of the core
-// or still joining refuses, and asking it in turn would use up the asks
-// while a slot that owns a ticket waits behind it (TestHandBackNoStarvation
-// found a member with four slots that had left and one coordinator never
-// lend again). A linking slot is asked at every chance, as it may become a
-// coordinator between two looks.
+// serve asks free slots to lend, as many as clients wait. Only slots in
+// the core (coordinators: they own a ticket) are asked: a slot out of it
+// refuses, and asking it in turn would use up the asks while a slot that
+// owns a ticket waits behind it (TestHandBackNoStarvation found a member
+// with four slots that had left and one coordinator never lend again).
 func (h *HandBack) serve() {
 	want := len(h.queue)
 	for _, s := range h.slots {
@@ -247,7 +243,7 @@ func (h *HandBack) serve() {
 		if want <= 0 || h.stop {
 			return
 		}
-		if s := &h.slots[i]; s.holder == 0 && !s.lending && !s.yield && (s.v.State == "coordinator" || s.v.State == "linking") {
+		if s := &h.slots[i]; s.holder == 0 && !s.lending && !s.yield && s.v.State == "coordinator" {
 			s.lending = true
 			want--
 			h.do(Action{Kind: ActLend, Slot: i})
