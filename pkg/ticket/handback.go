@@ -132,10 +132,9 @@ func (h *HandBack) Waiting() int { return len(h.queue) }
 // View records what slot i's Machine looks like now.
 func (h *HandBack) View(i int, v SlotView) { h.slots[i].v = v }
 
-// Abandon drops slot i, which ActJoin asked to open and could not be,
-// with any opened after it.
+// Abandon drops the last slot, which ActJoin asked to open and could not be.
 func (h *HandBack) Abandon(i int) {
-	if i > 0 && i < len(h.slots) {
+	if i == len(h.slots)-1 && i > 0 {
 		h.slots = h.slots[:i]
 	}
 }

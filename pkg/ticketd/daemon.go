@@ -194,7 +194,7 @@ func Serve(mb *cli.Member, cfg Config) error {
 			return err
 		}
 		d.ready.Store(true)
-		d.tell(s0, ticket.Msg{Type: ticket.MsgJoin}) // found the pool: own ticket n−1, coordinate all
+		d.do(s0, func() { s0.h.Join(time.Now()) }) // found the pool: own ticket n−1, coordinate all
 	}
 	defer run.Stop()
 	defer d.closeSlots()
@@ -694,9 +694,6 @@ func (d *daemon) act() {
 
 // join brings slot i into the core (opening it first when it is new).
 func (d *daemon) join(i int) {
-	if i > len(d.slots) { // one before it could not be opened
-		return
-	}
 	if i == len(d.slots) {
 		if len(d.slots) >= maxSlots {
 			d.sch.Abandon(i)
@@ -712,10 +709,11 @@ func (d *daemon) join(i int) {
 		d.look(s)
 	}
 	s := d.slots[i]
-	if i > 0 && len(d.bk.others()) == 0 {
-		d.mb.Log.Warn("no member known to join through")
-	}
-	d.tell(s, ticket.Msg{Type: ticket.MsgJoin}) // the Member joins (a new Machine if its last is done), unless a refound is being decided
+	d.do(s, func() {
+		if !s.h.Join(time.Now()) && i > 0 {
+			d.mb.Log.Warn("no member known to join through")
+		}
+	})
 	s.mc.state = "joining"
 	d.sch.View(i, ticket.SlotView{State: "joining", MayAct: s.mc.mayAct, Alone: s.mc.alone, Settled: s.mc.settled, Frozen: s.mc.frozen})
 }
