@@ -46,9 +46,10 @@ const epochReserve = 1024
 // session is one client connection.
 type session struct {
 	cn       *cli.Conn
-	wants    bool   // waiting for a ticket
-	id       uint64 // its number for the member's HandBack (0: not yet given)
-	holds    *slot  // the slot whose ticket it holds
+	wants    bool      // waiting for a ticket
+	nonblock bool      // give up at busyAt
+	busyAt   time.Time // nonblock: answer busy then
+	holds    *slot     // the slot whose ticket it holds
 	epoch    uint64
 	stopping bool      // told its ticket is lost; its command is being stopped
 	sent     time.Time // the lease's end as last sent to it (taken, valid)
@@ -66,15 +67,21 @@ type clientMsg struct {
 // clients holding tickets at once, up to n; slot 0 is the member's own,
 // on --bind.
 type slot struct {
-	idx    int
-	id     node.ID
-	drv    *driver.Driver[ticket.Msg]
-	h      *ticket.Member
-	net    transport.Transport
-	lent   ticket.LentEvent // the lend being handed to a client
-	ticket uint32
-	n      uint32
-	mc     machine // as last looked at
+	idx       int
+	id        node.ID
+	drv       *driver.Driver[ticket.Msg]
+	h         *ticket.Member
+	net       transport.Transport
+	holder    *session
+	lends     int       // lends since this slot took its ticket
+	idleSince time.Time // when its last holder went
+	lending   bool      // asked its Member to lend its ticket, no answer yet
+	yield     bool      // give the ticket back (CLEAVE) when the current use ends
+	takenAt   time.Time // when it took its ticket
+	joining   time.Time // when the current join started (zero: none)
+	ticket    uint32
+	n         uint32
+	mc        machine // as last looked at
 }
 
 type slotEvent struct {
@@ -109,10 +116,13 @@ type daemon struct {
 	tcfg   ticket.Config
 
 	sessions map[*session]bool
-	sch      *ticket.HandBack    // which client gets which slot's ticket, and when one goes back
-	byID     map[uint64]*session // the sessions waiting or holding, by their HandBack number
-	nextID   uint64
-	persist  uint64 // the epoch the state file covers
+	queue    []*session // waiting, oldest first
+	wantedAt time.Time  // another member said it waits for a ticket, until then
+	wantSent time.Time
+	eagerAt  time.Time // slot 0 joins without a client of our own from then on
+	wantNext int       // the member asked last for a ticket
+	othersAt time.Time // another member last said it waits for a ticket
+	persist  uint64    // the epoch the state file covers
 	stopping bool
 	ready    atomic.Bool // found the pool (or founded it)
 	pc       *prcast
@@ -141,10 +151,7 @@ func Serve(mb *cli.Member, cfg Config) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	d := &daemon{mb: mb, cfg: cfg, in: make(chan clientMsg, 64), ctl: make(chan func(), 256), fail: make(chan error, 1),
-		events: make(chan slotEvent, 4096), ctx: ctx, sessions: map[*session]bool{}, persist: cfg.Floor,
-		byID: map[uint64]*session{}}
-	d.sch = ticket.NewHandBack(ticket.HandBackConfig{Round: cfg.roundOr(), MaxSlots: maxSlots, HoldSlice: holdSlice,
-		EagerPause: eagerPause, IdleSlot: idleSlot, AskEvery: wantEvery, Busy: 4 * cfg.roundOr()})
+		events: make(chan slotEvent, 4096), ctx: ctx, sessions: map[*session]bool{}, persist: cfg.Floor}
 	n := uint32(0)
 	if len(cfg.Join) == 0 {
 		n = uint32(cfg.Tickets)
@@ -243,13 +250,10 @@ func Serve(mb *cli.Member, cfg Config) error {
 			for _, s := range d.slots {
 				d.lose(s, "the member is stopping")
 			}
-			for _, id := range d.sch.Stop() {
-				if c := d.byID[id]; c != nil {
-					c.wants = false
-					delete(d.byID, id)
-					c.cn.Send(Reply{Event: "unavailable", Reason: "the member is stopping"})
-				}
+			for _, s := range d.queue {
+				s.cn.Send(Reply{Event: "unavailable", Reason: "the member is stopping"})
 			}
+			d.queue = nil
 		}
 	}
 }
@@ -440,7 +444,7 @@ func (d *daemon) control(from node.ID, typ uint8, body []byte) {
 		}
 	case ctlWant:
 		select {
-		case d.ctl <- func() { d.sch.Wanted(time.Now()) }:
+		case d.ctl <- func() { d.othersAt = time.Now(); d.wantedAt = d.othersAt.Add(d.cfg.roundOr()) }:
 		default:
 		}
 	}
@@ -564,7 +568,6 @@ func (d *daemon) look(s *slot) machine {
 		d.bk.setSize(mc.n)
 	}
 	s.mc = mc
-	d.sch.View(s.idx, ticket.SlotView{State: mc.state, MayAct: mc.mayAct, Alone: mc.alone, Settled: mc.settled, Frozen: mc.frozen})
 	return mc
 }
 
@@ -591,12 +594,10 @@ func (d *daemon) event(s *slot, ev node.Event) {
 	}
 	switch e := ev.(type) { // lends: between the Member and the daemon
 	case ticket.LentEvent:
-		s.lent = e
-		d.sch.Lent(s.idx)
-		d.act()
+		d.lent(s, e)
 		return
 	case ticket.LendRefusedEvent:
-		d.sch.Refused(s.idx)
+		s.lending = false
 		return
 	case ticket.ReturnedEvent:
 		return
@@ -607,9 +608,8 @@ func (d *daemon) event(s *slot, ev node.Event) {
 	d.mb.Out.Event(ev)
 	switch e := ev.(type) {
 	case ticket.TakenEvent:
-		s.ticket, s.n = e.Ticket, e.N
-		d.sch.Taken(s.idx, time.Now())
-		d.act()
+		s.joining, s.lends, s.ticket, s.n, s.idleSince, s.takenAt, s.yield = time.Time{}, 0, e.Ticket, e.N, time.Now(), time.Now(), false
+		d.serve()
 	case ticket.ExcludedEvent:
 		d.lose(s, "this member was excluded from the core")
 	case ticket.LeaseLostEvent:
@@ -630,7 +630,7 @@ func (d *daemon) event(s *slot, ev node.Event) {
 
 // lose tells a slot's holder its ticket is gone: its command is stopped.
 func (d *daemon) lose(s *slot, why string) {
-	if c := d.holder(s); c != nil && !c.stopping {
+	if c := s.holder; c != nil && !c.stopping {
 		c.stopping = true
 		c.cn.Send(Reply{Event: "lost", Ticket: s.ticket, Epoch: c.epoch, Reason: why})
 		d.announce(Notice{Event: "lost", Ticket: s.ticket, Epoch: c.epoch})
@@ -646,88 +646,50 @@ func (d *daemon) released(sl *slot, s *session) {
 
 func (d *daemon) holding() int {
 	n := 0
-	for i := range d.slots {
-		if d.sch.Holder(i) != 0 {
+	for _, s := range d.slots {
+		if s.holder != nil {
 			n++
 		}
 	}
 	return n
 }
 
-// holder is the client holding slot s's ticket, if any.
-func (d *daemon) holder(s *slot) *session { return d.byID[d.sch.Holder(s.idx)] }
-
-// act carries out what the member's HandBack decided: its slots' Members
-// lend, return, leave or join (machine inputs), clients are answered.
-func (d *daemon) act() {
-	for _, a := range d.sch.Ready() {
-		switch a.Kind {
-		case ticket.ActLend:
-			d.tell(d.slots[a.Slot], ticket.Msg{Type: ticket.MsgLend})
-		case ticket.ActReturn:
-			d.tell(d.slots[a.Slot], ticket.Msg{Type: ticket.MsgReturn})
-		case ticket.ActLeave:
-			d.tell(d.slots[a.Slot], ticket.Msg{Type: ticket.MsgLeave})
-		case ticket.ActReset:
-			s := d.slots[a.Slot]
-			if !a.Quiet {
-				d.tell(s, ticket.Msg{Type: ticket.MsgReset})
-			}
-			s.mc.state = "idle"
-		case ticket.ActHand:
-			d.lent(d.slots[a.Slot], d.byID[a.Client])
-		case ticket.ActBusy:
-			if c := d.byID[a.Client]; c != nil {
-				c.wants = false
-				delete(d.byID, a.Client)
-				c.cn.Send(Reply{Event: "busy"})
-			}
-		case ticket.ActJoin:
-			d.join(a.Slot)
-		case ticket.ActAsk:
-			if ids := d.bk.others(); len(ids) > 0 {
-				_ = d.slots[0].drv.SendControl(ids[a.Turn%len(ids)], ctlWant, nil)
-			}
+// serve asks free slots to lend their tickets, as many as clients wait
+// (ticket.MsgLend: each slot's Member decides, and answers with a
+// LentEvent or a LendRefusedEvent; lent hands the ticket over).
+func (d *daemon) serve() {
+	want := len(d.queue)
+	for _, s := range d.slots {
+		if s.lending {
+			want--
+		}
+	}
+	for _, s := range d.slots {
+		if want <= 0 || d.stopping {
+			return
+		}
+		if s.holder == nil && !s.lending && !s.yield {
+			s.lending = true
+			want--
+			_ = s.drv.Request(context.Background(), ticket.Msg{Type: ticket.MsgLend})
 		}
 	}
 }
 
-// join brings slot i into the core (opening it first when it is new).
-func (d *daemon) join(i int) {
-	if i == len(d.slots) {
-		if len(d.slots) >= maxSlots {
-			d.sch.Abandon(i)
-			return
-		}
-		s, err := d.newSlot()
-		if err != nil {
-			d.mb.Log.Warn("cannot open another slot", "err", err)
-			d.sch.Abandon(i)
-			return
-		}
-		d.leased(s)
-		d.look(s)
-	}
-	s := d.slots[i]
-	d.do(s, func() {
-		if !s.h.Join(time.Now()) && i > 0 {
-			d.mb.Log.Warn("no member known to join through")
-		}
-	})
-	s.mc.state = "joining"
-	d.sch.View(i, ticket.SlotView{State: "joining", MayAct: s.mc.mayAct, Alone: s.mc.alone, Settled: s.mc.settled, Frozen: s.mc.frozen})
-}
-
-// lent hands slot s's lent ticket (s.lent) to client c, whom the
-// member's HandBack chose.
-func (d *daemon) lent(s *slot, c *session) {
-	e := s.lent
-	if c == nil { // cannot happen: the HandBack hands only to clients it holds
-		d.tell(s, ticket.Msg{Type: ticket.MsgReturn})
+// lent hands a lent ticket to the oldest waiting client, or gives it
+// back at once if nobody waits any more.
+func (d *daemon) lent(s *slot, e ticket.LentEvent) {
+	s.lending = false
+	if len(d.queue) == 0 || d.stopping || s.holder != nil {
+		d.giveBack(s)
 		return
 	}
 	now := time.Now()
+	c := d.queue[0]
+	d.queue = d.queue[1:]
 	c.wants, c.holds, c.epoch = false, s, e.Epoch
+	s.holder = c
+	s.lends++
 	if e.Epoch > d.persist && d.cfg.StateFile != "" {
 		d.persist = e.Epoch + epochReserve
 		if err := cli.WriteUint(d.cfg.StateFile, d.persist); err != nil {
@@ -751,6 +713,12 @@ func renew(sent, u, now time.Time, round time.Duration) bool {
 	return u.Sub(sent) >= max(round/4, u.Sub(now)/4)
 }
 
+// giveBack tells slot s's Member that the use of its ticket is over
+// (ticket.MsgReturn).
+func (d *daemon) giveBack(s *slot) {
+	_ = s.drv.Request(context.Background(), ticket.Msg{Type: ticket.MsgReturn})
+}
+
 // tick renews the holders' leases, answers impatient clients, brings
 // slots into the core while clients wait, and gives a ticket back when
 // another member waits for one.
@@ -762,12 +730,11 @@ func (d *daemon) tick() {
 			d.leased(s)
 		}
 		mc := d.look(s)
-		c := d.holder(s)
-		if c == nil && mc.state == "coordinator" { // owns its ticket (ticket.Machine.Ticket)
+		if s.holder == nil && mc.state == "coordinator" { // owns its ticket (ticket.Machine.Ticket)
 			free++
 		}
 		d.keep(mc.mark) // the mark the ring carried here survives a restart
-		if c != nil && !c.stopping {
+		if c := s.holder; c != nil && !c.stopping {
 			switch {
 			case !mc.mayAct:
 				d.lose(s, "this member lost its support")
@@ -784,11 +751,149 @@ func (d *daemon) tick() {
 	d.free.Store(int64(free))
 	d.held.Store(int64(d.holding()))
 	d.refounds.Store(int64(d.slots[0].mc.refounds))
-	if !d.stopping {
-		d.tellLocal(now)
+	q := d.queue[:0]
+	for _, c := range d.queue {
+		if c.nonblock && now.After(c.busyAt) {
+			c.wants = false
+			c.cn.Send(Reply{Event: "busy"})
+			continue
+		}
+		q = append(q, c)
 	}
-	d.sch.Tick(now, int(d.bk.size()))
-	d.act()
+	d.queue = q
+	if d.stopping {
+		return
+	}
+	d.serve()
+	d.tellLocal(now)
+	if d.frozen() {
+		return // a refound is being decided: no joins, nor tickets given back, meanwhile
+	}
+	// Another member waits and no ticket is free: give one back, from an
+	// idle slot. A slot that has been used gives its ticket back even with
+	// clients waiting here (they take another), so no member starves.
+	inCore := 0
+	for _, s := range d.slots {
+		if st := s.mc.state; st == "coordinator" || st == "linking" {
+			inCore++
+		}
+	}
+	if now.Before(d.wantedAt) {
+		for _, s := range d.slots {
+			if mc := s.mc; s.holder == nil && !s.lending && mc.mayAct && !mc.alone && mc.settled && (len(d.queue) == 0 || s.lends > 0) {
+				d.tell(s, ticket.Msg{Type: ticket.MsgLeave})
+				d.wantedAt = time.Time{}
+				d.eagerAt = now.Add(eagerPause)
+				break
+			}
+		}
+	}
+	// Still wanted, and every ticket here is in use: the one lent longest
+	// is given back when its current use ends (yieldNow), so that a
+	// member busy with clients of its own cannot starve another. A member
+	// with one ticket gives it up only after holding it for holdSlice,
+	// so that tickets do not move at every ask while members have one
+	// each; one holding more gives one up at once.
+	if now.Before(d.wantedAt) {
+		var pick *slot
+		for _, s := range d.slots {
+			if mc := s.mc; s.holder != nil && !s.yield && s.lends > 0 && mc.mayAct && !mc.alone &&
+				(inCore > 1 || now.Sub(s.takenAt) > holdSlice) && (pick == nil || s.takenAt.Before(pick.takenAt)) {
+				pick = s
+			}
+		}
+		if pick != nil {
+			pick.yield = true
+			d.wantedAt = time.Time{}
+		}
+	}
+	// A slot beyond the member's own that has been idle a while gives its
+	// ticket back, so that tickets do not pile up on the host that was
+	// busiest, and other members' own slots can be in the core again (a
+	// core spread over more hosts survives more).
+	if len(d.queue) == 0 {
+		for _, s := range d.slots[1:] {
+			if mc := s.mc; s.holder == nil && !s.lending && mc.mayAct && !mc.alone && mc.settled && now.Sub(s.idleSince) > idleSlot {
+				d.tell(s, ticket.Msg{Type: ticket.MsgLeave})
+				break
+			}
+		}
+	}
+	// Clients wait: bring as many slots into the core as they need.
+	coming := 0
+	for _, s := range d.slots {
+		if st := s.mc.state; st == "joining" || st == "linking" {
+			coming++
+		}
+	}
+	// While other members say they wait, a member that has a ticket
+	// brings no more slots in (nor keeps them trying): a ticket given
+	// back is for the member that asked for it.
+	if inCore > 0 && now.Sub(d.othersAt) < eagerPause {
+		for _, s := range d.slots {
+			if s.mc.state == "joining" {
+				d.tell(s, ticket.Msg{Type: ticket.MsgReset})
+				s.mc.state, s.joining = "idle", time.Time{}
+			}
+		}
+		coming = len(d.queue) // none to bring
+	}
+	for need := len(d.queue) - coming; need > 0; need-- {
+		s := d.outSlot()
+		if s == nil {
+			break
+		}
+		d.do(s, func() {
+			if !s.h.Join(time.Now()) {
+				d.mb.Log.Warn("no member known to join through")
+			}
+		})
+		s.joining, s.mc.state = now, "joining"
+	}
+	// Idle and out of the core: the member's own slot joins anyway. The
+	// more members the core has, the more failures it survives (§4: k of
+	// 2k+1), and a member in it serves its next client at once. A member
+	// that gave a ticket away waits a while first, and nobody joins this
+	// way while others say they wait.
+	if s0 := d.slots[0]; len(d.queue) == 0 && out(s0.mc.state) && now.After(d.eagerAt) && now.Sub(d.wantedAt) > eagerPause {
+		d.do(s0, func() { s0.h.Join(time.Now()) })
+		d.eagerAt = now.Add(eagerPause)
+	}
+	// Still waiting after two rounds of joining: ask one other member a
+	// round, in turn, to give a ticket back.
+	if len(d.queue) > 0 && now.Sub(d.wantSent) > wantEvery*d.cfg.roundOr() {
+		for _, s := range d.slots {
+			if s.mc.state == "joining" && now.Sub(s.joining) > 2*d.cfg.roundOr() {
+				d.wantSent = now
+				if ids := d.bk.others(); len(ids) > 0 {
+					d.wantNext++
+					_ = d.slots[0].drv.SendControl(ids[d.wantNext%len(ids)], ctlWant, nil)
+				}
+				break
+			}
+		}
+	}
+}
+
+// outSlot is a slot out of the core to bring in: an existing one, or a
+// new one while the member has fewer slots than the pool has tickets.
+func (d *daemon) outSlot() *slot {
+	for _, s := range d.slots {
+		if out(s.mc.state) {
+			return s
+		}
+	}
+	if n := int(d.bk.size()); len(d.slots) >= min(n, maxSlots) {
+		return nil
+	}
+	s, err := d.newSlot()
+	if err != nil {
+		d.mb.Log.Warn("cannot open another slot", "err", err)
+		return nil
+	}
+	d.leased(s)
+	d.look(s)
+	return s
 }
 
 // out: the machine is in none of the core's states, nor on its way in.
@@ -798,6 +903,19 @@ func out(state string) bool { return state == "idle" || state == "left" || state
 // a member that asks for one only once it has held it this long (at most a
 // fifth of a client's default wait).
 const holdSlice = 2 * time.Second
+
+// yieldNow gives slot s's ticket back (CLEAVE) at the end of a use, if it
+// was asked to (tick) and may leave without disturbing a repair.
+func (d *daemon) yieldNow(s *slot) {
+	if !s.yield {
+		return
+	}
+	s.yield = false
+	if mc := s.mc; mc.mayAct && !mc.alone && mc.settled && !d.frozen() {
+		d.tell(s, ticket.Msg{Type: ticket.MsgLeave})
+		d.eagerAt = time.Now().Add(eagerPause)
+	}
+}
 
 // wantEvery: a member that waits for a ticket asks one other member every
 // this many rounds: the ticket given back must reach it (CLEAVE, then its
@@ -836,23 +954,22 @@ func (d *daemon) client(m clientMsg) {
 	if m.gone {
 		delete(d.sessions, s)
 		delete(d.pc.watchers, s)
-		if s.id != 0 {
-			sl := s.holds
-			held := sl != nil && d.holder(sl) == s
-			d.sch.Release(s.id, time.Now())
-			delete(d.byID, s.id)
-			d.act()
-			if held {
-				d.released(sl, s)
+		for i, o := range d.queue {
+			if o == s {
+				d.queue = append(d.queue[:i], d.queue[i+1:]...)
+				break
 			}
+		}
+		if sl := s.holds; sl != nil && sl.holder == s {
+			sl.holder, sl.idleSince = nil, time.Now()
+			d.giveBack(sl)
+			d.yieldNow(sl)
+			d.released(sl, s)
+			d.serve()
 		}
 		return
 	}
 	d.sessions[s] = true
-	if s.id == 0 {
-		d.nextID++
-		s.id = d.nextID
-	}
 	switch m.req.Op {
 	case "take":
 		switch {
@@ -861,18 +978,18 @@ func (d *daemon) client(m clientMsg) {
 		case s.wants || s.holds != nil:
 			s.cn.Send(Reply{Event: "error", Error: "this connection already holds or waits for a ticket"})
 		default:
-			s.wants = true
-			d.byID[s.id] = s
-			d.sch.Want(s.id, m.req.NonBlock, time.Now())
-			d.act()
+			s.wants, s.nonblock = true, m.req.NonBlock
+			s.busyAt = time.Now().Add(4 * d.cfg.roundOr())
+			d.queue = append(d.queue, s)
+			d.serve()
 		}
 	case "release":
-		if sl := s.holds; sl != nil && d.holder(sl) == s {
-			s.holds = nil
-			d.sch.Release(s.id, time.Now())
-			delete(d.byID, s.id)
-			d.act()
+		if sl := s.holds; sl != nil && sl.holder == s {
+			sl.holder, s.holds, sl.idleSince = nil, nil, time.Now()
+			d.giveBack(sl)
+			d.yieldNow(sl)
 			d.released(sl, s)
+			d.serve()
 		}
 	case "watch":
 		d.pc.watchers[s] = true
@@ -896,11 +1013,11 @@ func (d *daemon) status() json.RawMessage {
 		var st any
 		var settled bool
 		d.do(s, func() { st, settled = s.h.Status(), s.h.Machine().Settled(time.Now()) })
-		slots = append(slots, map[string]any{"slot": s.idx, "id": s.id, "addr": s.net.Addr(), "lent": d.sch.Holder(s.idx) != 0,
-			"lends": d.sch.Lends(s.idx), "settled": settled, "machine": st, "frames": s.drv.Stats()})
+		slots = append(slots, map[string]any{"slot": s.idx, "id": s.id, "addr": s.net.Addr(), "lent": s.holder != nil,
+			"lends": s.lends, "settled": settled, "machine": st, "frames": s.drv.Stats()})
 	}
 	out := map[string]any{"event": "status", "member": d.mb.ID, "addr": d.mb.Net.Addr(), "tickets": d.bk.size(), "slots": slots,
-		"members": d.bk.others(), "gone": d.bk.gone(), "waiting": d.sch.Waiting(),
+		"members": d.bk.others(), "gone": d.bk.gone(), "waiting": len(d.queue),
 		"refound": map[string]any{"probes": d.slots[0].mc.probes, "refounds": d.slots[0].mc.refounds, "frozen": d.frozen()}}
 	b, _ := json.Marshal(out)
 	return b

@@ -29,7 +29,7 @@ func (d *daemon) local(now time.Time) ticket.Local {
 	l := ticket.Local{Stopping: d.stopping, Durable: d.cfg.StateFile != "", Floor: d.cfg.Floor, N: d.bk.size(),
 		Excluded: d.bk.excluded(now, probeExcluded)}
 	for i, s := range d.slots {
-		if d.sch.Holder(i) != 0 {
+		if s.holder != nil {
 			l.Busy = true
 		}
 		if i == 0 {
@@ -76,8 +76,14 @@ func (d *daemon) keep(floor uint64) {
 // freeze drops the other slots' joins under way (slot 0's own was dropped
 // by its Member); no more start while slot 0 says it is frozen.
 func (d *daemon) freeze() {
-	d.sch.Freeze()
-	d.act()
+	for i, s := range d.slots {
+		if s.mc.state == "joining" {
+			if i > 0 {
+				d.tell(s, ticket.Msg{Type: ticket.MsgReset})
+			}
+			s.mc.state, s.joining = "idle", time.Time{}
+		}
+	}
 }
 
 func (d *daemon) frozen() bool { return d.slots[0].mc.frozen }
@@ -103,8 +109,7 @@ func (d *daemon) refoundEvent(ev node.Event) bool {
 		d.keep(e.Floor + 1)
 		d.look(d.slots[0])
 		d.mb.Log.Warn("the pool had ended (no process of it in the core, a majority of the members agrees): founded it again", "tickets", e.N, "members", e.Members, "floor", e.Floor)
-		d.sch.Refounded()
-		d.act()
+		d.serve()
 	default:
 		return false
 	}
