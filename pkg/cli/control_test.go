@@ -58,6 +58,10 @@ func TestMain(m *testing.M) {
 			os.Exit(3)
 		}
 		os.Chmod(path, 0o777)
+		// Ready: the socket file exists from bind, before listen.
+		if os.WriteFile(path+".ready", nil, 0o644) != nil {
+			os.Exit(3)
+		}
 		for {
 			c, err := ln.Accept()
 			if err != nil {
@@ -144,13 +148,13 @@ func TestDialRefusesStrangers(t *testing.T) {
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if _, err := os.Stat(path); err == nil {
+		if _, err := os.Stat(path + ".ready"); err == nil {
 			break
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("the squatter never listened")
 		}
-		time.Sleep(5 * time.Millisecond) // polling for the other process's socket
+		time.Sleep(5 * time.Millisecond) // polling for the other process's ready file
 	}
 	if _, err := DialControl("x", path); Code(err) != ExitNoPerm {
 		t.Fatalf("a socket served by nobody: %v, want exit 77", err)
