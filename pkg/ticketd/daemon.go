@@ -664,14 +664,19 @@ func (d *daemon) serve() {
 			want--
 		}
 	}
-	for _, s := range d.slots {
-		if want <= 0 || d.stopping {
-			return
-		}
-		if s.holder == nil && !s.lending && !s.yield {
-			s.lending = true
-			want--
-			_ = s.drv.Request(context.Background(), ticket.Msg{Type: ticket.MsgLend})
+	// Slots that owned their ticket at the last look are asked first: a
+	// slot out of the core refuses, and asked first it would take the turn
+	// of one that owns a ticket, tick after tick.
+	for _, owns := range []bool{true, false} {
+		for _, s := range d.slots {
+			if want <= 0 || d.stopping {
+				return
+			}
+			if (s.mc.state == "coordinator") == owns && s.holder == nil && !s.lending && !s.yield {
+				s.lending = true
+				want--
+				_ = s.drv.Request(context.Background(), ticket.Msg{Type: ticket.MsgLend})
+			}
 		}
 	}
 }
