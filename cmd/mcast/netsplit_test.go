@@ -87,10 +87,15 @@ func TestGroupPartitionEVS(t *testing.T) {
 func partitioned(t *testing.T, args ...string) (*clitest.Cluster, func(...string), []*member) {
 	t.Helper()
 	dir := t.TempDir()
-	// Each member reads a generator of its own: bash replaces itself with
-	// mcast (so netsplit.sh's pid is mcast's) with stdin from the loop.
+	// Each member reads a generator of its own (this test binary, see
+	// generate): bash replaces itself with mcast (so netsplit.sh's pid is
+	// mcast's) with stdin from the generator.
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
 	wrapper := filepath.Join(dir, "member.sh")
-	script := fmt.Sprintf("#!/bin/bash\nexec %q \"$@\" < <(for i in $(seq 1 3000); do echo \"line $i\"; sleep 0.003; done)\n", mcastBin)
+	script := fmt.Sprintf("#!/bin/bash\nexec %q \"$@\" < <(MCAST_TEST_LINES=3000 %q)\n", mcastBin, self)
 	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
