@@ -48,8 +48,8 @@ lockd=$bin/lockd
 # Two more builds of lockd for part b: a release build's stamped version
 # (scripts/release.sh's -X flag), and the tool without urfave/cli's
 # man-page and markdown generator (its build tag), for context.
-go build -o "$work/stamped/" -ldflags "-X $mod/pkg/cli.stamped=v0.0.0-bench" ./cmd/lockd
-go build -o "$work/nodocs/" -tags urfave_cli_no_docs ./cmd/lockd
+build_variant "$work/stamped" lockd -ldflags "-X $mod/pkg/cli.stamped=v0.0.0-bench"
+build_variant "$work/nodocs" lockd -tags urfave_cli_no_docs
 
 scripts/cluster.sh start -n 3 -d "$work/c" "$lockd" serve --no-color --log-level warn --socket "$work/c/{id}.sock" >/dev/null
 sock=$work/c/3.sock

@@ -21,6 +21,9 @@
 #       ROUNDTABLE_BIN set, use the binaries already in that directory
 #       instead (another revision, measured with the same script).
 #       Sets bin to the directory.
+#   build_variant DIR TOOL FLAG...   one tool built with other go build
+#       flags (a tag, -ldflags) into DIR, for a bench that sets a build
+#       beside build_tools' one (bench-start.sh).
 
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -71,4 +74,14 @@ build_tools() { # DIR
   mkdir -p "$1"
   go build -o "$1/" ./cmd/...
   bin=$1
+}
+
+# build_variant DIR TOOL FLAG...: one tool built with other go build flags
+# (a tag, -ldflags), for a bench that compares a build with the one
+# build_tools makes; what a bench measures is build_tools' build.
+build_variant() {
+  local dir=$1 tool=$2
+  shift 2
+  mkdir -p "$dir"
+  go build -o "$dir/" "$@" "./cmd/$tool"
 }
