@@ -12,6 +12,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/roundtable-go/roundtable/pkg/cli"
+	"github.com/roundtable-go/roundtable/pkg/cli/cpuprof"
 	"github.com/roundtable-go/roundtable/pkg/gossip"
 	"github.com/roundtable-go/roundtable/pkg/mcast"
 	"github.com/roundtable-go/roundtable/pkg/mcastd"
@@ -208,7 +209,7 @@ func bench(c *ucli.Context) error {
 			return err
 		}
 	}
-	stop, err := mcastd.CPUProfile(os.Getenv("MCAST_BENCH_CPUPROFILE"))
+	stop, err := cpuprof.Start("MCAST_BENCH_CPUPROFILE", os.Getenv("MCAST_BENCH_CPUPROFILE"))
 	if err != nil {
 		return err
 	}

@@ -7,7 +7,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/roundtable-go/roundtable/pkg/claim"
 	"github.com/roundtable-go/roundtable/pkg/cli"
+	"github.com/roundtable-go/roundtable/pkg/cli/cpuprof"
 	"github.com/roundtable-go/roundtable/pkg/ticket"
 	"github.com/roundtable-go/roundtable/pkg/ticketd"
 )
@@ -291,13 +291,5 @@ func cpuProfile(id uint32) (func(), error) {
 	if base == "" {
 		return func() {}, nil
 	}
-	f, err := os.Create(fmt.Sprintf("%s.%d", base, id))
-	if err != nil {
-		return nil, cli.Exitf(cli.ExitUsage, "ROUNDTABLE_CPUPROFILE: %v", err)
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, cli.Exitf(cli.ExitUsage, "ROUNDTABLE_CPUPROFILE: %v", err)
-	}
-	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+	return cpuprof.Start("ROUNDTABLE_CPUPROFILE", fmt.Sprintf("%s.%d", base, id))
 }
