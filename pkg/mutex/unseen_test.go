@@ -1,0 +1,136 @@
+package mutex
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/roundtable-go/roundtable/pkg/node"
+	"github.com/roundtable-go/roundtable/pkg/sim"
+)
+
+// centralSlowAcks runs three central daemons whose coordinator answers
+// daemon 1 late (ack one way: late), daemon 1's client holds "a" and
+// daemon 2's client waits for it; at a seeded time daemon 1's messages to
+// the coordinator stop (its renewals are lost, its acks keep arriving).
+// It returns the least margin seen between the end of daemon 1's lease,
+// as daemon 1 counts it, and the next grant of "a": doc.go's rule 2 has
+// the holder count 0.9·L from the renewal's sending and the coordinator L
+// from its arrival, so with clocks that agree the next grant comes at
+// least (1−safety)·L after the holder's lease ends, however late the
+// acknowledgements.
+func centralSlowAcks(t *testing.T, seed uint64, lease, late time.Duration) (margin time.Duration, held bool) {
+	ids := []node.ID{1, 2, 3}
+	r := rand.New(rand.NewPCG(seed, 33))
+	var coord node.ID
+	opts := sim.Options{Seed: seed, Latency: func(rng *rand.Rand, from, to node.ID) time.Duration {
+		if coord != node.None && from == coord && to == 1 {
+			return late
+		}
+		return time.Millisecond + time.Duration(rng.Int64N(int64(time.Millisecond)))
+	}}
+	s := sim.New[Msg](opts, Codec{}, func(id node.ID, _ int, rng *rand.Rand) node.Machine[Msg] {
+		m, err := New(Config{ID: id, Peers: ids, Algo: Central, Lease: lease, Rand: rng})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}, ids...)
+	if err := s.RunFor(lease + lease/2); err != nil { // the takeover wait is one lease
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		if s.Machine(id).(Machine).Status().(map[string]any)["leading"] == true {
+			coord = id
+		}
+	}
+	if coord == node.None || coord == 1 {
+		t.Fatalf("seed %d: coordinator %d after start-up, want one of 2, 3", seed, coord)
+	}
+	// The latest end of daemon 1's lease on "a", in real time (the clocks
+	// agree), over every event of the run.
+	var until time.Time
+	k := reqKey{"a", 7}
+	holds := func() *request {
+		m := s.Machine(1).(*central)
+		if q := m.reqs[k]; q != nil && q.held {
+			return q
+		}
+		return nil
+	}
+	s.Invariant = func() error {
+		m := s.Machine(1).(*central)
+		if q := holds(); q != nil {
+			if v := m.validity(q); v.After(until) {
+				until = v
+			}
+		}
+		return nil
+	}
+	margin = lease
+	s.OnEvent = func(at time.Time, id node.ID, ev node.Event) error {
+		if debugSlow {
+			fmt.Printf("%v node %d %v until %v\n", at.Format("05.000000"), id, ev, until.Format("05.000000"))
+		}
+		if g, ok := ev.(GrantEvent); ok && id != 1 && g.Name == "a" && held {
+			margin = min(margin, at.Sub(until))
+		}
+		return nil
+	}
+	s.Inject(1, Msg{Type: LocalAcquire, Name: "a", Client: 7})
+	if err := s.RunFor(late + lease/4); err != nil {
+		t.Fatal(err)
+	}
+	other := node.ID(2)
+	if coord == 2 {
+		other = 3
+	}
+	s.Inject(other, Msg{Type: LocalAcquire, Name: "a", Client: 8})
+	// Daemon 1's renewals stop reaching the coordinator somewhere within
+	// a lease: past the first per-lock renewals, and through the time its
+	// session renewals carry it.
+	if err := s.RunFor(time.Duration(r.Int64N(int64(lease)))); err != nil {
+		t.Fatal(err)
+	}
+	if debugSlow {
+		fmt.Println("cut at", s.Now().Format("05.000000"))
+	}
+	if held = holds() != nil; !held {
+		return margin, false
+	}
+	s.Cut(1, coord)
+	if err := s.RunFor(3 * lease); err != nil {
+		t.Fatal(err)
+	}
+	return margin, held
+}
+
+// TestSimCentralSlowRenewAcks: the coordinator's answers to the holder take
+// 0.45 of a lease (past the 0.1 lease safety margin, short of the 0.9 a
+// grant needs), and the holder's renewals are then cut off. Doc.go's rule
+// 2 promises the next holder is granted at least (1−safety)·L after the
+// holder's lease ends: the check is that margin, not only that the two
+// leases do not overlap. A holder that counted a renewal from its
+// acknowledgement's arrival would hold 0.35 of a lease past the
+// coordinator's expiry.
+func TestSimCentralSlowRenewAcks(t *testing.T) {
+	const lease = time.Second
+	guard := time.Duration((1 - safety) * float64(lease))
+	tried := 0
+	for seed := uint64(1); seed <= 20; seed++ {
+		margin, held := centralSlowAcks(t, seed, lease, 300*time.Millisecond)
+		if !held {
+			continue
+		}
+		tried++
+		if margin < guard {
+			t.Fatalf("seed %d: the next holder of \"a\" was granted %v after the cut-off holder's lease ended, want at least %v (1−safety of a lease)", seed, margin, guard)
+		}
+	}
+	if tried < 15 {
+		t.Fatalf("daemon 1 held \"a\" in only %d of 20 seeds: the schedule misses its aim", tried)
+	}
+}
+
+var debugSlow = false
