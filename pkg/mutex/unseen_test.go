@@ -1,7 +1,6 @@
 package mutex
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -70,9 +69,6 @@ func centralSlowAcks(t *testing.T, seed uint64, lease, late time.Duration) (marg
 	}
 	margin = lease
 	s.OnEvent = func(at time.Time, id node.ID, ev node.Event) error {
-		if debugSlow {
-			fmt.Printf("%v node %d %v until %v\n", at.Format("05.000000"), id, ev, until.Format("05.000000"))
-		}
 		if g, ok := ev.(GrantEvent); ok && id != 1 && g.Name == "a" && held {
 			margin = min(margin, at.Sub(until))
 		}
@@ -92,9 +88,6 @@ func centralSlowAcks(t *testing.T, seed uint64, lease, late time.Duration) (marg
 	// session renewals carry it.
 	if err := s.RunFor(time.Duration(r.Int64N(int64(lease)))); err != nil {
 		t.Fatal(err)
-	}
-	if debugSlow {
-		fmt.Println("cut at", s.Now().Format("05.000000"))
 	}
 	if held = holds() != nil; !held {
 		return margin, false
@@ -133,4 +126,63 @@ func TestSimCentralSlowRenewAcks(t *testing.T) {
 	}
 }
 
-var debugSlow = false
+// TestSimRicartAgrawalaPausedHolder: the fault model of ra.go takes pauses
+// shorter than the failure detector's two leases. Daemon 1's client holds
+// "a" when daemon 1 is paused (SIGSTOP: no ticks, its messages queue) for
+// between 1.1 and 1.9 leases while daemon 2's client asks for "a". The
+// others must still wait for daemon 1 (its ALIVEs stop, but it is not yet
+// two leases silent), so at no instant may daemon 2's client hold "a"
+// while paused daemon 1 still does (Exclusive counts a paused daemon's
+// holdings); resumed, daemon 1 releases and daemon 2's client enters.
+func TestSimRicartAgrawalaPausedHolder(t *testing.T) {
+	const lease = 400 * time.Millisecond
+	ids := []node.ID{1, 2, 3}
+	for seed := uint64(1); seed <= 20; seed++ {
+		r := rand.New(rand.NewPCG(seed, 34))
+		opts := sim.Options{Seed: seed, MinLatency: time.Millisecond, MaxLatency: time.Duration(2+r.IntN(4)) * time.Millisecond}
+		s := sim.New[Msg](opts, Codec{}, func(id node.ID, _ int, rng *rand.Rand) node.Machine[Msg] {
+			m, err := New(Config{ID: id, Peers: ids, Algo: RicartAgrawala, Lease: lease, Rand: rng})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m
+		}, ids...)
+		s.Invariant = func() error { return Exclusive(s) }
+		second := false
+		s.OnEvent = func(at time.Time, id node.ID, ev node.Event) error {
+			if g, ok := ev.(GrantEvent); ok && id == 2 && g.Name == "a" {
+				second = true
+			}
+			return nil
+		}
+		if err := s.RunFor(lease + lease/2); err != nil { // the start-up listening period is one lease
+			t.Fatal(err)
+		}
+		s.Inject(1, Msg{Type: LocalAcquire, Name: "a", Client: 7})
+		if err := s.RunFor(50 * time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		if len(s.Machine(1).(Machine).Holdings(s.LocalNow(1))) != 1 {
+			t.Fatalf("seed %d: daemon 1's client does not hold \"a\" 50 ms after asking", seed)
+		}
+		s.Inject(2, Msg{Type: LocalAcquire, Name: "a", Client: 8})
+		if err := s.RunFor(time.Duration(r.Int64N(int64(lease / 4)))); err != nil {
+			t.Fatal(err)
+		}
+		s.Pause(1)
+		if err := s.RunFor(lease + lease/10 + time.Duration(r.Int64N(int64(lease*8/10)))); err != nil {
+			t.Fatalf("seed %d: while daemon 1 was paused: %v", seed, err)
+		}
+		s.Resume(1)
+		if err := s.RunFor(lease / 4); err != nil {
+			t.Fatalf("seed %d: after daemon 1 resumed: %v", seed, err)
+		}
+		s.Inject(1, Msg{Type: LocalRelease, Name: "a", Client: 7})
+		if err := s.RunFor(lease); err != nil {
+			t.Fatal(err)
+		}
+		if !second {
+			t.Fatalf("seed %d: daemon 2's client never entered after daemon 1 released \"a\"", seed)
+		}
+	}
+}
