@@ -52,8 +52,11 @@ func TestTempOutlastsSupportBothWays(t *testing.T) {
 // whole window keeps an excluded process's support past the wait that
 // protects the pool.
 func TestSimCreditTwoRounds(t *testing.T) {
-	credits := 0
-	for seed := uint64(1); seed <= 20; seed++ {
+	credits, seeds := 0, uint64(20)
+	if raceOn {
+		seeds = 6 // a check of every machine after every event: 25 s at 20 seeds under -race
+	}
+	for seed := uint64(1); seed <= seeds; seed++ {
 		p, err := settledPool(seed, 6, 8, 1, 0, 0)
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
@@ -93,8 +96,8 @@ func TestSimCreditTwoRounds(t *testing.T) {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
 	}
-	if credits < 8 {
-		t.Fatalf("only %d credits given in 20 seeds: the schedule misses its aim", credits)
+	if credits < int(seeds)*2/5 {
+		t.Fatalf("only %d credits given in %d seeds: the schedule misses its aim", credits, seeds)
 	}
 	t.Logf("%d credits to predecessors new to L, each within two rounds", credits)
 }
