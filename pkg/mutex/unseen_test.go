@@ -7,6 +7,7 @@ import (
 
 	"github.com/roundtable-go/roundtable/pkg/node"
 	"github.com/roundtable-go/roundtable/pkg/sim"
+	"github.com/roundtable-go/roundtable/pkg/sim/simtest"
 )
 
 // centralSlowAcks runs three central daemons whose coordinator answers
@@ -111,33 +112,38 @@ func TestSimCentralSlowRenewAcks(t *testing.T) {
 	const lease = time.Second
 	guard := time.Duration((1 - safety) * float64(lease))
 	tried := 0
-	for seed := uint64(1); seed <= 20; seed++ {
+	seeds := simtest.AtLeast(20)
+	for _, seed := range seeds {
 		margin, held := centralSlowAcks(t, seed, lease, 300*time.Millisecond)
 		if !held {
 			continue
 		}
 		tried++
 		if margin < guard {
-			t.Fatalf("seed %d: the next holder of \"a\" was granted %v after the cut-off holder's lease ended, want at least %v (1−safety of a lease)", seed, margin, guard)
+			t.Fatalf("seed %d: the next holder of \"a\" was granted %v after the cut-off holder's lease ended, want at least %v (1−safety of a lease)\nreplay: %s",
+				seed, margin, guard, simtest.Replay(t, seed))
 		}
 	}
-	if tried < 15 {
-		t.Fatalf("daemon 1 held \"a\" in only %d of 20 seeds: the schedule misses its aim", tried)
+	if len(seeds) >= 10 && tried*4 < len(seeds)*3 {
+		t.Fatalf("daemon 1 held \"a\" at the cut in only %d of %d seeds: the schedule misses its aim", tried, len(seeds))
 	}
+	t.Logf("%d seeds passed, %d with daemon 1 holding at the cut; margin at least %v", len(seeds), tried, guard)
 }
 
 // TestSimRicartAgrawalaPausedHolder: the fault model of ra.go takes pauses
-// shorter than the failure detector's two leases. Daemon 1's client holds
-// "a" when daemon 1 is paused (SIGSTOP: no ticks, its messages queue) for
-// between 1.1 and 1.9 leases while daemon 2's client asks for "a". The
-// others must still wait for daemon 1 (its ALIVEs stop, but it is not yet
-// two leases silent), so at no instant may daemon 2's client hold "a"
+// shorter than the failure detector's two leases of silence. Daemon 1's
+// client holds "a" when daemon 1 is paused (SIGSTOP: no ticks, its
+// messages queue) for between 1.1 and 1.7 leases while daemon 2's client
+// asks for "a" (its last ALIVE may precede the pause by a quarter lease,
+// so 1.75 leases of pause can already be two of silence). The others must
+// still wait for daemon 1, so at no instant may daemon 2's client hold "a"
 // while paused daemon 1 still does (Exclusive counts a paused daemon's
 // holdings); resumed, daemon 1 releases and daemon 2's client enters.
 func TestSimRicartAgrawalaPausedHolder(t *testing.T) {
 	const lease = 400 * time.Millisecond
 	ids := []node.ID{1, 2, 3}
-	for seed := uint64(1); seed <= 20; seed++ {
+	seeds := simtest.AtLeast(20)
+	for _, seed := range seeds {
 		r := rand.New(rand.NewPCG(seed, 34))
 		opts := sim.Options{Seed: seed, MinLatency: time.Millisecond, MaxLatency: time.Duration(2+r.IntN(4)) * time.Millisecond}
 		s := sim.New[Msg](opts, Codec{}, func(id node.ID, _ int, rng *rand.Rand) node.Machine[Msg] {
@@ -170,8 +176,8 @@ func TestSimRicartAgrawalaPausedHolder(t *testing.T) {
 			t.Fatal(err)
 		}
 		s.Pause(1)
-		if err := s.RunFor(lease + lease/10 + time.Duration(r.Int64N(int64(lease*8/10)))); err != nil {
-			t.Fatalf("seed %d: while daemon 1 was paused: %v", seed, err)
+		if err := s.RunFor(lease + lease/10 + time.Duration(r.Int64N(int64(lease*6/10)))); err != nil {
+			t.Fatalf("seed %d: while daemon 1 was paused: %v\nreplay: %s", seed, err, simtest.Replay(t, seed))
 		}
 		s.Resume(1)
 		if err := s.RunFor(lease / 4); err != nil {
@@ -185,4 +191,5 @@ func TestSimRicartAgrawalaPausedHolder(t *testing.T) {
 			t.Fatalf("seed %d: daemon 2's client never entered after daemon 1 released \"a\"", seed)
 		}
 	}
+	t.Logf("%d seeds passed: the holder paused 1.1-1.7 leases, no second holder", len(seeds))
 }
