@@ -76,3 +76,47 @@ func TestHalfHeardInRoundOneUndecided(t *testing.T) {
 		}
 	}
 }
+
+// TestLateCopyNotThisRound: FloodSet with n = 4, f = 1 (two rounds of
+// 50 ms). Process 2 crashes in round 1 after sending its value "0" to 3
+// and 4 only. In round 2 process 1 (which heard 3 and 4 in round 1) gets
+// copies of 3's and 4's round-1 messages (the network duplicated and
+// delayed them), then their round-2 messages, which carry "0". A message
+// of an earlier round is late and only counted (consensus.go, Step):
+// taken for round 2 it would complete the round before 3 and 4 are
+// heard, and process 1 would decide without "0", which 3 and 4 decide.
+func TestLateCopyNotThisRound(t *testing.T) {
+	t0 := time.Unix(100, 0)
+	m, err := New(Config{ID: 1, Peers: []node.ID{1, 2, 3, 4}, F: 1, Value: "5", Start: t0, Round: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := func(d time.Duration, from node.ID, round int, vals ...string) {
+		var es []Entry
+		for _, v := range vals {
+			es = append(es, Entry{Value: v})
+		}
+		if err := m.Step(t0.Add(d), node.Envelope[Msg]{From: from, To: 1, Msg: Msg{Round: uint32(round), Entries: es}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m.Tick(t0)
+	step(10*time.Millisecond, 3, 1, "7")
+	step(10*time.Millisecond, 4, 1, "7")
+	m.Tick(t0.Add(50 * time.Millisecond))
+	step(56*time.Millisecond, 3, 1, "7") // late copies of round 1
+	step(56*time.Millisecond, 4, 1, "7")
+	step(60*time.Millisecond, 3, 2, "0", "5", "7")
+	step(60*time.Millisecond, 4, 2, "0", "5", "7")
+	m.Tick(t0.Add(100 * time.Millisecond))
+	evs := events(m)
+	for _, ev := range evs {
+		if d, ok := ev.(DecideEvent); ok {
+			if d.Value != "0" {
+				t.Fatalf("process 1 decided %q, want \"0\" as 3 and 4 do: a copy of a round-1 message counted for round 2 (events %v)", d.Value, evs)
+			}
+			return
+		}
+	}
+	t.Fatalf("process 1 did not decide: %v", evs)
+}

@@ -1,8 +1,11 @@
 package ticket
 
 import (
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/roundtable-go/roundtable/pkg/node"
 )
 
 // TestTempOutlastsSupportBothWays checks the drift margin of the
@@ -37,4 +40,64 @@ func TestTempOutlastsSupportBothWays(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestSimCreditTwoRounds: a predecessor new to a process's L has not yet
+// heard of it and sends it no ALIVE; it counts as vouching for two rounds
+// only (doc.go, "Safety": the temporary coordinator's wait adds two
+// rounds of credit per process of E_pq, not a window). A settled core of
+// five (k = 1) loses a member; the exclusion and the UPDATEs that follow
+// bring predecessors new to L. At every step, every credit just given
+// must end within two rounds of the receiver's clock: a credit of a
+// whole window keeps an excluded process's support past the wait that
+// protects the pool.
+func TestSimCreditTwoRounds(t *testing.T) {
+	credits, seeds := 0, uint64(20)
+	if raceOn {
+		seeds = 6 // a check of every machine after every event: 25 s at 20 seeds under -race
+	}
+	for seed := uint64(1); seed <= seeds; seed++ {
+		p, err := settledPool(seed, 6, 8, 1, 0, 0)
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		p.s.OnEvent = nil // a process excluded on the way is no failure here; Theorem 4.1 still is
+		type pair struct{ id, o node.ID }
+		seen := map[pair]time.Time{}
+		safe := p.s.Invariant
+		p.s.Invariant = func() error {
+			if err := safe(); err != nil {
+				return err
+			}
+			for _, id := range p.ids {
+				m := p.machines[id]
+				now := p.s.LocalNow(id)
+				if !p.s.Alive(id) || m.alive == nil || m.graceUntil.After(now) {
+					continue // a newcomer's grace: its coordinator vouches from the join, for a window (counted as grace())
+				}
+				for _, o := range m.preds {
+					at, ok := m.alive[o.ID]
+					if by := m.aliveBy[o.ID]; !ok || by != 0 || seen[pair{id, o.ID}].Equal(at) {
+						continue // no credit, or one already checked
+					}
+					seen[pair{id, o.ID}] = at
+					credits++
+					if end, most := at.Add(m.vouchFor(o.ID)), now.Add(2*m.cfg.Round); end.After(most) {
+						return fmt.Errorf("process %d credits its new predecessor %d until %v after now, more than two rounds (%v)",
+							id, o.ID, end.Sub(now), 2*m.cfg.Round)
+					}
+				}
+			}
+			return nil
+		}
+		core := p.coreOf()
+		p.s.Crash(core[p.r.IntN(len(core))])
+		if err := p.s.RunFor(3 * time.Second); err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+	}
+	if credits < int(seeds)*2/5 {
+		t.Fatalf("only %d credits given in %d seeds: the schedule misses its aim", credits, seeds)
+	}
+	t.Logf("%d credits to predecessors new to L, each within two rounds", credits)
 }
