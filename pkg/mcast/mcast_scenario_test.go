@@ -343,6 +343,8 @@ func TestScenarioPlantedBugs(t *testing.T) {
 	scenariotest.CatchPlanted(t, play, []scenariotest.Bug[plant]{
 		{Name: "gbugISISEarly", File: "isis-flush-cut.txt", Plant: plant{g: gbugISISEarly}, Shows: "+300ms 2: 2 2.1 a"},
 		{Name: "gbugTotemStaleAru", File: "totem-lost-token.txt", Plant: plant{g: gbugTotemStaleAru}, Shows: "+441ms 2: 2 2.2 b"}, // delivered while 1 lacks it
+		{Name: "gbugSafeSkipLast", File: "safe-transitional.txt", Plant: plant{g: gbugSafeSkipLast}, Shows: "failed: sim seed 0 at +302ms: node 2: safe delivery: member 2 delivered 2/2/1 while member 3 of the view had not received it"},
+		{Name: "gbugTransWholeView", File: "safe-transitional.txt", Plant: plant{g: gbugTransWholeView}, Shows: "failed: sim seed 0 at +800ms: transitional set: member 1/1's for view 2 is [{1 1} {2 1} {3 1}], not all of them in the next view 3"},
 		{Name: "bugEarly", File: "fifo-hold-back.txt", Plant: plant{f: bugEarly}, Shows: "failed: sim seed 0 at +10ms: agreement: member 1 delivered 1/1, member 2 did not"},
 		{Name: "bugNoMerge", File: "causal-relay.txt", Plant: plant{f: bugNoMerge}, Shows: "failed: sim seed 0 at +11ms: causal: member 3 delivered 2/1 before 1/1"},
 		{Name: "bugNoRelay", File: "causal-relay.txt", Plant: plant{f: bugNoRelay}, Shows: "failed: sim seed 0 at +11ms: agreement: member 2 delivered 1/1, member 3 did not"},
