@@ -1,9 +1,13 @@
 package mcast
 
 import (
+	"bytes"
+	"cmp"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -93,7 +97,8 @@ func groupConfig(base string) GroupConfig {
 
 // transcript plays the group transcripts: member 1 founds the group, the
 // others join through everyone; base is the configuration (groupConfig),
-// bug a planted bug. Each incarnation's log is kept as CheckViews reads
+// bug a planted bug. A checker sees every view installed (one view per
+// number: primary component, but with EVS). Each incarnation's log is kept as CheckViews reads
 // it; "check" judges them (virtual synchrony, order, agreement among the
 // members up), and with safe delivery every delivery is checked at once
 // against what the view's members hold.
@@ -102,6 +107,10 @@ func transcript(base GroupConfig, bug gbug) *sim.Scenario[GMsg] {
 	logs := map[Member][]VRecord{}
 	cur := map[node.ID]Member{}
 	transitional := map[Member]uint64{}
+	removed := map[Member]uint64{}        // the view an incarnation was removed from
+	missed := map[Member]map[Stamp]bool{} // what it reported missed there (MissedEvent)
+	lost := map[Member]map[uint64]bool{}  // and which of its own it reported lost (LostEvent)
+	views := map[uint64][]Member{}        // the members of each view number, as first installed
 	var failed error
 	return &sim.Scenario[GMsg]{
 		Codec:   GCodec{},
@@ -154,6 +163,13 @@ func transcript(base GroupConfig, bug gbug) *sim.Scenario[GMsg] {
 					logs[p] = append(logs[p], VRecord{Kind: VTransitional, View: e.View, Members: e.Members})
 				case ViewEvent:
 					logs[p] = append(logs[p], VRecord{Kind: VView, View: e.View, Members: e.Members})
+					// Primary component (doc.go: a view changes only with a
+					// majority of it): one view per number, but with EVS.
+					if was, ok := views[e.View]; ok && !base.EVS && !sameMembers(was, e.Members) {
+						return fmt.Errorf("primary component: view %d is %s at member %d, but %s elsewhere", e.View, idList(e.Members), id, idList(was))
+					} else if !ok {
+						views[e.View] = e.Members
+					}
 				case LeftEvent:
 					rec := VRecord{Kind: VLeft, View: e.View}
 					if e.Leader != nil {
@@ -166,7 +182,22 @@ func transcript(base GroupConfig, bug gbug) *sim.Scenario[GMsg] {
 						logs[p] = append(logs[p], VRecord{Kind: VLeft, View: e.View + 1})
 						cur[id] = Member{id, e.Inc}
 					}
+				case MissedEvent:
+					if missed[p] == nil {
+						missed[p] = map[Stamp]bool{}
+					}
+					for _, q := range e.Seqs {
+						missed[p][Stamp{e.Sender, q}] = true
+					}
+				case LostEvent:
+					if lost[p] == nil {
+						lost[p] = map[uint64]bool{}
+					}
+					for _, q := range e.Seqs {
+						lost[p][q] = true
+					}
 				case RemovedEvent:
+					removed[p] = e.View
 					cur[id] = Member{id, e.Inc}
 				}
 				return nil
@@ -226,6 +257,9 @@ func transcript(base GroupConfig, bug gbug) *sim.Scenario[GMsg] {
 					err = fmt.Errorf("%s", v.Detail())
 				}
 				if err == nil {
+					err = checkRemoved(logs, removed, missed, lost)
+				}
+				if err == nil {
 					r.Printf("check: ok")
 				}
 				failNow(r, &failed, err)
@@ -233,6 +267,54 @@ func transcript(base GroupConfig, bug gbug) *sim.Scenario[GMsg] {
 			},
 		},
 	}
+}
+
+// checkRemoved judges what a member the group went on without says of its
+// last view (doc.go, the gaps filled: a removed member reports the
+// messages the members that stay delivered there and it did not,
+// MissedEvent; and its own messages they did not deliver are sent again
+// from its next incarnation or reported, LostEvent, never dropped in
+// silence).
+func checkRemoved(logs map[Member][]VRecord, removed map[Member]uint64, missed map[Member]map[Stamp]bool, lost map[Member]map[uint64]bool) error {
+	delivered := func(q Member, v uint64) map[Stamp]bool {
+		out := map[Stamp]bool{}
+		for _, rec := range logs[q] {
+			if rec.Kind == VDeliver && rec.View == v {
+				out[Stamp{rec.Sender, rec.Seq}] = true
+			}
+		}
+		return out
+	}
+	for _, p := range slices.SortedFunc(maps.Keys(removed), func(a, b Member) int { return cmp.Or(cmp.Compare(a.ID, b.ID), cmp.Compare(a.Inc, b.Inc)) }) {
+		v := removed[p]
+		mine := delivered(p, v)
+		stayed := map[Stamp]bool{}
+		for q := range logs {
+			if q.ID != p.ID && removed[q] != v {
+				maps.Copy(stayed, delivered(q, v))
+			}
+		}
+		for _, st := range slices.SortedFunc(maps.Keys(stayed), func(a, b Stamp) int { return cmp.Or(cmp.Compare(a.Sender, b.Sender), cmp.Compare(a.Seq, b.Seq)) }) {
+			if !mine[st] && !missed[p][st] {
+				return fmt.Errorf("removed member %d/%d did not deliver %d/%d/%d, which the members that stay delivered, and did not report it missed", p.ID, p.Inc, v, st.Sender, st.Seq)
+			}
+		}
+		for _, rec := range logs[p] {
+			if rec.Kind != VSend || rec.View != v || stayed[Stamp{p.ID, rec.Seq}] || lost[p][rec.Seq] {
+				continue
+			}
+			again := false
+			for q, recs := range logs {
+				for _, later := range recs {
+					again = again || q.ID == p.ID && q.Inc > p.Inc && later.Kind == VSend && bytes.Equal(later.Payload, rec.Payload)
+				}
+			}
+			if !again {
+				return fmt.Errorf("removed member %d/%d's message %d/%d/%d (%s) was delivered by none of the members that stay, neither sent again nor reported lost", p.ID, p.Inc, v, p.ID, rec.Seq, rec.Payload)
+			}
+		}
+	}
+	return nil
 }
 
 // fixed plays the transcripts of the fixed group (fifo-*, causal-*):
@@ -345,6 +427,12 @@ func TestScenarioPlantedBugs(t *testing.T) {
 		{Name: "gbugTotemStaleAru", File: "totem-lost-token.txt", Plant: plant{g: gbugTotemStaleAru}, Shows: "+441ms 2: 2 2.2 b"}, // delivered while 1 lacks it
 		{Name: "gbugSafeSkipLast", File: "safe-transitional.txt", Plant: plant{g: gbugSafeSkipLast}, Shows: "failed: sim seed 0 at +302ms: node 2: safe delivery: member 2 delivered 2/2/1 while member 3 of the view had not received it"},
 		{Name: "gbugTransWholeView", File: "safe-transitional.txt", Plant: plant{g: gbugTransWholeView}, Shows: "failed: sim seed 0 at +800ms: transitional set: member 1/1's for view 2 is [{1 1} {2 1} {3 1}], not all of them in the next view 3"},
+		{Name: "gbugEarlyInstall", File: "seq-removed.txt", Plant: plant{g: gbugEarlyInstall}, Shows: "failed: sim seed 0 at +850ms: integrity: member 5/1 delivered 2/4/1 with another payload"}, // installed before 5 held y
+		{Name: "gbugFlushDeliver", File: "seq-removed.txt", Plant: plant{g: gbugFlushDeliver}, Shows: "+475ms 5: 4 2.1 y"},                                                                        // during the flush, not at the install
+		{Name: "gbugQuitSuspected", File: "seq-removed.txt", Plant: plant{g: gbugQuitSuspected}, Shows: "failed: sim seed 0 at +476ms: node 1: primary component: view 3 is 1,2,4,5 at member 1, but 3 elsewhere"},
+		{Name: "gbugNoRequeue", File: "seq-removed.txt", Plant: plant{g: gbugNoRequeue}, Shows: "failed: sim seed 0 at +850ms: removed member 3/1's message 2/3/1 (x) was delivered by none of the members that stay"},
+		{Name: "gbugDropLive", File: "seq-removed.txt", Plant: plant{g: gbugDropLive}, Shows: "+476ms 1: view 3 members 1,2,4 joined - left 3,5"}, // 5 answered
+		{Name: "gbugNoMissed", File: "seq-removed.txt", Plant: plant{g: gbugNoMissed}, Shows: "failed: sim seed 0 at +850ms: removed member 3/1 did not deliver 2/4/1, which the members that stay delivered, and did not report it missed"},
 		{Name: "bugEarly", File: "fifo-hold-back.txt", Plant: plant{f: bugEarly}, Shows: "failed: sim seed 0 at +10ms: agreement: member 1 delivered 1/1, member 2 did not"},
 		{Name: "bugNoMerge", File: "causal-relay.txt", Plant: plant{f: bugNoMerge}, Shows: "failed: sim seed 0 at +11ms: causal: member 3 delivered 2/1 before 1/1"},
 		{Name: "bugNoRelay", File: "causal-relay.txt", Plant: plant{f: bugNoRelay}, Shows: "failed: sim seed 0 at +11ms: agreement: member 2 delivered 1/1, member 3 did not"},
