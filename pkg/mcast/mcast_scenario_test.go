@@ -101,7 +101,8 @@ func groupConfig(base string) GroupConfig {
 // number: primary component, but with EVS). Each incarnation's log is kept as CheckViews reads
 // it; "check" judges them (virtual synchrony, order, agreement among the
 // members up), and with safe delivery every delivery is checked at once
-// against what the view's members hold.
+// against what the view's members hold. A member that is done exits, as
+// 'mcast run' does (it crashes here).
 func transcript(base GroupConfig, bug gbug) *sim.Scenario[GMsg] {
 	l := links{}
 	logs := map[Member][]VRecord{}
@@ -110,6 +111,7 @@ func transcript(base GroupConfig, bug gbug) *sim.Scenario[GMsg] {
 	removed := map[Member]uint64{}        // the view an incarnation was removed from
 	missed := map[Member]map[Stamp]bool{} // what it reported missed there (MissedEvent)
 	lost := map[Member]map[uint64]bool{}  // and which of its own it reported lost (LostEvent)
+	ended := map[node.ID]time.Time{}      // when a member's input ended (end N)
 	views := map[uint64][]Member{}        // the members of each view number, as first installed
 	var failed error
 	return &sim.Scenario[GMsg]{
@@ -199,6 +201,10 @@ func transcript(base GroupConfig, bug gbug) *sim.Scenario[GMsg] {
 				case RemovedEvent:
 					removed[p] = e.View
 					cur[id] = Member{id, e.Inc}
+				case DoneEvent:
+					// 'mcast run' exits here: nobody is left to answer
+					// stragglers.
+					r.Sim.Crash(id)
 				}
 				return nil
 			}
@@ -228,6 +234,7 @@ func transcript(base GroupConfig, bug gbug) *sim.Scenario[GMsg] {
 				if err != nil {
 					return err
 				}
+				ended[id] = r.Sim.Now()
 				return r.Inject(id, GMsg{Type: GEnd})
 			},
 			// quit N: member N says it quits and stops (GAbandon: its
@@ -244,7 +251,9 @@ func transcript(base GroupConfig, bug gbug) *sim.Scenario[GMsg] {
 			},
 			"slow": slowCommand[GMsg](l),
 			// check: CheckViews on the logs so far, the members up (and
-			// not left) as the final ones.
+			// not left) as the final ones; what removed members report
+			// (checkRemoved); every member whose input ended 4·Suspect
+			// ago has left.
 			"check": func(r *sim.Run[GMsg], args []string) error {
 				final := map[Member]bool{}
 				for _, id := range r.Sim.IDs() {
@@ -258,6 +267,14 @@ func transcript(base GroupConfig, bug gbug) *sim.Scenario[GMsg] {
 				}
 				if err == nil {
 					err = checkRemoved(logs, removed, missed, lost)
+				}
+				// A member whose input ended leaves within 4·Suspect (doc.go:
+				// a member that leaves lingers until the others confirm).
+				for _, id := range r.Sim.IDs() {
+					g, ok := r.Sim.Machine(id).(*Group)
+					if at, end := ended[id]; err == nil && end && ok && r.Sim.Alive(id) && !g.done && r.Sim.Now().Sub(at) > 4*g.cfg.Suspect {
+						err = fmt.Errorf("member %d's input ended %v ago and it has not left", id, r.Sim.Now().Sub(at))
+					}
 				}
 				if err == nil {
 					r.Printf("check: ok")
@@ -434,6 +451,8 @@ func TestScenarioPlantedBugs(t *testing.T) {
 		{Name: "gbugDropLive", File: "seq-removed.txt", Plant: plant{g: gbugDropLive}, Shows: "+476ms 1: view 3 members 1,2,4 joined - left 3,5"}, // 5 answered
 		{Name: "gbugNoMissed", File: "seq-removed.txt", Plant: plant{g: gbugNoMissed}, Shows: "failed: sim seed 0 at +850ms: removed member 3/1 did not deliver 2/2/1, which the members that stay delivered, and did not report it missed"},
 		{Name: "gbugSkipGap", File: "seq-removed.txt", Plant: plant{g: gbugSkipGap}, Shows: "failed: sim seed 0 at +850ms: agreed order: member 1/1 delivered 2/4/1 before 2/2/1, member 5/1 the other way"},
+		{Name: "gbugQuitCounted", File: "quit-and-leave.txt", Plant: plant{g: gbugQuitCounted}, Shows: "failed: sim seed 0 at +1.6s: member 1's input ended 900ms ago and it has not left"}, // "+960ms 1: minority in view 2"
+		{Name: "gbugNoLinger", File: "quit-and-leave.txt", Plant: plant{g: gbugNoLinger}, Shows: "failed: sim seed 0 at +1.6s: member 2's input ended 900ms ago and it has not left"},
 		{Name: "bugEarly", File: "fifo-hold-back.txt", Plant: plant{f: bugEarly}, Shows: "failed: sim seed 0 at +10ms: agreement: member 1 delivered 1/1, member 2 did not"},
 		{Name: "bugNoMerge", File: "causal-relay.txt", Plant: plant{f: bugNoMerge}, Shows: "failed: sim seed 0 at +11ms: causal: member 3 delivered 2/1 before 1/1"},
 		{Name: "bugNoRelay", File: "causal-relay.txt", Plant: plant{f: bugNoRelay}, Shows: "failed: sim seed 0 at +11ms: agreement: member 2 delivered 1/1, member 3 did not"},
