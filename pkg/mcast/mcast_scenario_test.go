@@ -453,6 +453,7 @@ func TestScenarioPlantedBugs(t *testing.T) {
 		{Name: "gbugSkipGap", File: "seq-removed.txt", Plant: plant{g: gbugSkipGap}, Shows: "failed: sim seed 0 at +850ms: agreed order: member 1/1 delivered 2/4/1 before 2/2/1, member 5/1 the other way"},
 		{Name: "gbugQuitCounted", File: "quit-and-leave.txt", Plant: plant{g: gbugQuitCounted}, Shows: "failed: sim seed 0 at +1.6s: member 1's input ended 900ms ago and it has not left"}, // "+960ms 1: minority in view 2"
 		{Name: "gbugNoLinger", File: "quit-and-leave.txt", Plant: plant{g: gbugNoLinger}, Shows: "failed: sim seed 0 at +1.6s: member 2's input ended 900ms ago and it has not left"},
+		{Name: "gbugLamportNoAck", File: "lamport-slow-copy.txt", Plant: plant{g: gbugLamportNoAck}, Shows: "failed: sim seed 0 at +335ms: agreed order: member 1/1 delivered 2/1/1 before 2/2/1, member 2/1 the other way"}, // "+301ms 3: 2 2.1 b"
 		{Name: "bugEarly", File: "fifo-hold-back.txt", Plant: plant{f: bugEarly}, Shows: "failed: sim seed 0 at +10ms: agreement: member 1 delivered 1/1, member 2 did not"},
 		{Name: "bugNoMerge", File: "causal-relay.txt", Plant: plant{f: bugNoMerge}, Shows: "failed: sim seed 0 at +11ms: causal: member 3 delivered 2/1 before 1/1"},
 		{Name: "bugNoRelay", File: "causal-relay.txt", Plant: plant{f: bugNoRelay}, Shows: "failed: sim seed 0 at +11ms: agreement: member 2 delivered 1/1, member 3 did not"},
