@@ -253,7 +253,7 @@ func transcript(base GroupConfig, bug gbug) *sim.Scenario[GMsg] {
 			// check: CheckViews on the logs so far, the members up (and
 			// not left) as the final ones; what removed members report
 			// (checkRemoved); every member whose input ended 4·Suspect
-			// ago has left.
+			// ago has left, and every other member up is in a view.
 			"check": func(r *sim.Run[GMsg], args []string) error {
 				final := map[Member]bool{}
 				for _, id := range r.Sim.IDs() {
@@ -274,6 +274,9 @@ func transcript(base GroupConfig, bug gbug) *sim.Scenario[GMsg] {
 					g, ok := r.Sim.Machine(id).(*Group)
 					if at, end := ended[id]; err == nil && end && ok && r.Sim.Alive(id) && !g.done && r.Sim.Now().Sub(at) > 4*g.cfg.Suspect {
 						err = fmt.Errorf("member %d's input ended %v ago and it has not left", id, r.Sim.Now().Sub(at))
+					}
+					if _, end := ended[id]; err == nil && !end && ok && r.Sim.Alive(id) && !g.done && !g.inView {
+						err = fmt.Errorf("member %d is in no view", id)
 					}
 				}
 				if err == nil {
@@ -454,6 +457,8 @@ func TestScenarioPlantedBugs(t *testing.T) {
 		{Name: "gbugQuitCounted", File: "quit-and-leave.txt", Plant: plant{g: gbugQuitCounted}, Shows: "failed: sim seed 0 at +1.6s: member 1's input ended 900ms ago and it has not left"}, // "+960ms 1: minority in view 2"
 		{Name: "gbugNoLinger", File: "quit-and-leave.txt", Plant: plant{g: gbugNoLinger}, Shows: "failed: sim seed 0 at +1.6s: member 2's input ended 900ms ago and it has not left"},
 		{Name: "gbugLamportNoAck", File: "lamport-slow-copy.txt", Plant: plant{g: gbugLamportNoAck}, Shows: "failed: sim seed 0 at +335ms: agreed order: member 1/1 delivered 2/1/1 before 2/2/1, member 2/1 the other way"}, // "+301ms 3: 2 2.1 b"
+		{Name: "gbugMergeNoFlush", File: "evs-merge.txt", Plant: plant{g: gbugMergeNoFlush}, Shows: "failed: sim seed 0 at +1.165s: virtual synchrony: members 3/1 and 4/1 moved from view 1099511627779 to 1099511627780; 4/1 delivered 1099511627779/4/1 there, 3/1 did not"},
+		{Name: "gbugMergeEitherWay", File: "evs-merge.txt", Plant: plant{g: gbugMergeEitherWay}, Shows: "failed: sim seed 0 at +1.165s: member 1 is in no view"}, // "+814ms 1: merge view 3 members 1,2 into 3", and 3's into 1
 		{Name: "bugEarly", File: "fifo-hold-back.txt", Plant: plant{f: bugEarly}, Shows: "failed: sim seed 0 at +10ms: agreement: member 1 delivered 1/1, member 2 did not"},
 		{Name: "bugNoMerge", File: "causal-relay.txt", Plant: plant{f: bugNoMerge}, Shows: "failed: sim seed 0 at +11ms: causal: member 3 delivered 2/1 before 1/1"},
 		{Name: "bugNoRelay", File: "causal-relay.txt", Plant: plant{f: bugNoRelay}, Shows: "failed: sim seed 0 at +11ms: agreement: member 2 delivered 1/1, member 3 did not"},
