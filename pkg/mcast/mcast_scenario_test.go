@@ -268,6 +268,9 @@ func transcript(base GroupConfig, bug gbug) *sim.Scenario[GMsg] {
 				if err == nil {
 					err = checkRemoved(logs, removed, missed, lost)
 				}
+				if err == nil {
+					err = checkTransitional(logs)
+				}
 				// A member whose input ended leaves within 4·Suspect (doc.go:
 				// a member that leaves lingers until the others confirm).
 				for _, id := range r.Sim.IDs() {
@@ -331,6 +334,60 @@ func checkRemoved(logs map[Member][]VRecord, removed map[Member]uint64, missed m
 			}
 			if !again {
 				return fmt.Errorf("removed member %d/%d's message %d/%d/%d (%s) was delivered by none of the members that stay, neither sent again nor reported lost", p.ID, p.Inc, v, p.ID, rec.Seq, rec.Payload)
+			}
+		}
+	}
+	return nil
+}
+
+// checkTransitional: a member's transitional configuration is exactly
+// the members that move with it from the view into the same next one
+// (Nita-Rotaru's CS7610 notes, extended virtual synchrony's transitional
+// configuration), judged from the views each incarnation installed; a
+// view is its number and its leader.
+func checkTransitional(logs map[Member][]VRecord) error {
+	type view struct {
+		n      uint64
+		leader Member
+	}
+	// moves[p] maps each view p installed to the one it installed next.
+	moves := map[Member]map[view]view{}
+	for p, recs := range logs {
+		moves[p] = map[view]view{}
+		var last *view
+		for _, rec := range recs {
+			if rec.Kind != VView || len(rec.Members) == 0 {
+				continue
+			}
+			v := view{rec.View, rec.Members[0]}
+			if last != nil {
+				moves[p][*last] = v
+			}
+			last = &v
+		}
+	}
+	for _, p := range slices.SortedFunc(maps.Keys(logs), func(a, b Member) int { return cmp.Or(cmp.Compare(a.ID, b.ID), cmp.Compare(a.Inc, b.Inc)) }) {
+		var cur view
+		for _, rec := range logs[p] {
+			if rec.Kind == VView && len(rec.Members) > 0 {
+				cur = view{rec.View, rec.Members[0]}
+			}
+			if rec.Kind != VTransitional || rec.View != cur.n {
+				continue
+			}
+			next, ok := moves[p][cur]
+			if !ok {
+				continue // it ended in this view
+			}
+			var with []Member
+			for q, m := range moves {
+				if n, ok := m[cur]; ok && n == next {
+					with = append(with, q)
+				}
+			}
+			if !sameMembers(with, rec.Members) {
+				slices.SortFunc(with, func(a, b Member) int { return cmp.Compare(a.ID, b.ID) })
+				return fmt.Errorf("transitional set: member %d/%d's for view %d is %s, but %s move with it to view %d", p.ID, p.Inc, cur.n, idList(rec.Members), idList(with), next.n)
 			}
 		}
 	}
@@ -459,6 +516,7 @@ func TestScenarioPlantedBugs(t *testing.T) {
 		{Name: "gbugLamportNoAck", File: "lamport-slow-copy.txt", Plant: plant{g: gbugLamportNoAck}, Shows: "failed: sim seed 0 at +335ms: agreed order: member 1/1 delivered 2/1/1 before 2/2/1, member 2/1 the other way"}, // "+301ms 3: 2 2.1 b"
 		{Name: "gbugMergeNoFlush", File: "evs-merge.txt", Plant: plant{g: gbugMergeNoFlush}, Shows: "failed: sim seed 0 at +1.165s: virtual synchrony: members 3/1 and 4/1 moved from view 1099511627779 to 1099511627780; 4/1 delivered 1099511627779/4/1 there, 3/1 did not"},
 		{Name: "gbugMergeEitherWay", File: "evs-merge.txt", Plant: plant{g: gbugMergeEitherWay}, Shows: "failed: sim seed 0 at +1.165s: member 1 is in no view"}, // "+814ms 1: merge view 3 members 1,2 into 3", and 3's into 1
+		{Name: "gbugTransLocal", File: "safe-one-way-cut.txt", Plant: plant{g: gbugTransLocal}, Shows: "failed: sim seed 0 at +650ms: transitional set: member 2/1's for view 2 is 1,2, but 1,2,3 move with it to view 3"},
 		{Name: "bugEarly", File: "fifo-hold-back.txt", Plant: plant{f: bugEarly}, Shows: "failed: sim seed 0 at +10ms: agreement: member 1 delivered 1/1, member 2 did not"},
 		{Name: "bugNoMerge", File: "causal-relay.txt", Plant: plant{f: bugNoMerge}, Shows: "failed: sim seed 0 at +11ms: causal: member 3 delivered 2/1 before 1/1"},
 		{Name: "bugNoRelay", File: "causal-relay.txt", Plant: plant{f: bugNoRelay}, Shows: "failed: sim seed 0 at +11ms: agreement: member 2 delivered 1/1, member 3 did not"},
