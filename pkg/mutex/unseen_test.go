@@ -19,8 +19,9 @@ import (
 // the holder count 0.9·L from the renewal's sending and the coordinator L
 // from its arrival, so with clocks that agree the next grant comes at
 // least (1−safety)·L after the holder's lease ends, however late the
-// acknowledgements.
-func centralSlowAcks(t *testing.T, seed uint64, lease, late time.Duration) (margin time.Duration, held bool) {
+// acknowledgements. It also reports whether daemon 1 held "a" at the
+// cut, and whether the other client was granted "a" after it.
+func centralSlowAcks(t *testing.T, seed uint64, lease, late time.Duration) (margin time.Duration, held, next bool) {
 	ids := []node.ID{1, 2, 3}
 	r := rand.New(rand.NewPCG(seed, 33))
 	var coord node.ID
@@ -71,6 +72,7 @@ func centralSlowAcks(t *testing.T, seed uint64, lease, late time.Duration) (marg
 	margin = lease
 	s.OnEvent = func(at time.Time, id node.ID, ev node.Event) error {
 		if g, ok := ev.(GrantEvent); ok && id != 1 && g.Name == "a" && held {
+			next = true
 			margin = min(margin, at.Sub(until))
 		}
 		return nil
@@ -91,34 +93,37 @@ func centralSlowAcks(t *testing.T, seed uint64, lease, late time.Duration) (marg
 		t.Fatal(err)
 	}
 	if held = holds() != nil; !held {
-		return margin, false
+		return margin, false, false
 	}
 	s.Cut(1, coord)
 	if err := s.RunFor(3 * lease); err != nil {
 		t.Fatal(err)
 	}
-	return margin, held
+	return margin, held, next
 }
 
 // TestSimCentralSlowRenewAcks: the coordinator's answers to the holder take
-// 0.45 of a lease (past the 0.1 lease safety margin, short of the 0.9 a
-// grant needs), and the holder's renewals are then cut off. Doc.go's rule
-// 2 promises the next holder is granted at least (1−safety)·L after the
-// holder's lease ends: the check is that margin, not only that the two
-// leases do not overlap. A holder that counted a renewal from its
-// acknowledgement's arrival would hold 0.35 of a lease past the
-// coordinator's expiry.
+// 0.3 of a lease (past the 0.1 lease safety margin; slow enough to stay
+// short of what a grant and the first renewal leave), and the holder's
+// renewals are then cut off. Doc.go's rule 2 promises the next holder is
+// granted at least (1−safety)·L after the holder's lease ends: the check
+// is that margin, not only that the two leases do not overlap. A holder
+// that counted a renewal from its acknowledgement's arrival would hold
+// up to 0.2 of a lease past the coordinator's expiry.
 func TestSimCentralSlowRenewAcks(t *testing.T) {
 	const lease = time.Second
 	guard := time.Duration((1 - safety) * float64(lease))
 	tried := 0
 	seeds := simtest.AtLeast(20)
 	for _, seed := range seeds {
-		margin, held := centralSlowAcks(t, seed, lease, 300*time.Millisecond)
+		margin, held, next := centralSlowAcks(t, seed, lease, 300*time.Millisecond)
 		if !held {
 			continue
 		}
 		tried++
+		if !next {
+			t.Fatalf("seed %d: daemon 2's client was not granted \"a\" within three leases of the holder's cut-off\nreplay: %s", seed, simtest.Replay(t, seed))
+		}
 		if margin < guard {
 			t.Fatalf("seed %d: the next holder of \"a\" was granted %v after the cut-off holder's lease ended, want at least %v (1−safety of a lease)\nreplay: %s",
 				seed, margin, guard, simtest.Replay(t, seed))
