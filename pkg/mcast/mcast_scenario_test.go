@@ -98,11 +98,11 @@ func groupConfig(base string) GroupConfig {
 // transcript plays the group transcripts: member 1 founds the group, the
 // others join through everyone; base is the configuration (groupConfig),
 // bug a planted bug. A checker sees every view installed (one view per
-// number: primary component, but with EVS). Each incarnation's log is kept as CheckViews reads
-// it; "check" judges them (virtual synchrony, order, agreement among the
-// members up), and with safe delivery every delivery is checked at once
-// against what the view's members hold. A member that is done exits, as
-// 'mcast run' does (it crashes here).
+// number: primary component, but with EVS), and with safe delivery every
+// delivery (checked at once against what the view's members hold). Each
+// incarnation's log is kept as CheckViews reads it; "check" judges the
+// logs so far. A member that is done exits, as 'mcast run' does (it
+// crashes here).
 func transcript(base GroupConfig, bug gbug) *sim.Scenario[GMsg] {
 	l := links{}
 	logs := map[Member][]VRecord{}
