@@ -1048,7 +1048,7 @@ func TestTenThousandLocks(t *testing.T) {
 	// the locks held, and renews a grant that came late at once
 	// (TestCentralLateGrantRenewedAtOnce). The lease is 8 s: beside two
 	// busy loops on 2 cores at load 33-58 (other suites running too),
-	// 1 s, 2 s and 4 s leases lost a lock in 1 of 1, 5 of 5 and 4 of 5
+	// 1 s, 2 s and 4 s leases lost a lock in 1 of 1, 5 of 6 and 4 of 5
 	// runs, in 9 of those 10 a lock held for seconds and renewed by its
 	// session: the coordinator got 0.03-0.08 of a core, and the member's
 	// word to the client ("valid", every eighth of a lease) came up to
