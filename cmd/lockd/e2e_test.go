@@ -1045,17 +1045,29 @@ func TestTenThousandLocks(t *testing.T) {
 	// ("valid" lists lagging locks with their own end). The member renews
 	// all its locks with one session renewal per eighth of a lease
 	// (pkg/mutex, rule 4), so the coordinator's work does not grow with
-	// the locks held. 4 s leases failed, before and after that change,
-	// while the locks were being acquired on a 2-core machine at load
-	// 30-80 (the coordinator got 0.04-0.06 of a core): the test keeps 8 s.
-	const lease = 8 * time.Second
+	// the locks held, and renews a grant that came late at once
+	// (TestCentralLateGrantRenewedAtOnce). The lease is 8 s: beside two
+	// busy loops on 2 cores at load 33-58 (other suites running too),
+	// 1 s, 2 s and 4 s leases lost a lock in 1 of 1, 5 of 6 and 4 of 5
+	// runs, in 9 of those 10 a lock held for seconds and renewed by its
+	// session: the coordinator got 0.03-0.08 of a core, and the member's
+	// word to the client ("valid", every eighth of a lease) came up to
+	// 0.3 s apart, so the daemons were not scheduled for most of a
+	// lease. 8 s failed 2 of 3 runs at load 45-75 (a lock ran out; a
+	// follower's status without the table) and passes at load 10-20:
+	// no lease is safe from a host that schedules the daemons that
+	// rarely. TENK_LEASE=2s sets another lease, to measure.
+	lease := 8 * time.Second
+	if v, err := time.ParseDuration(os.Getenv("TENK_LEASE")); err == nil && v > 0 {
+		lease = v
+	}
 	c := startDaemons(t, 3, "--lease", lease.String(), "--election-timeout", "2s", "--heartbeat", "250ms")
 	cpu0, frames0, at0 := coordinatorLoad(t, c)
 	t.Cleanup(func() { // before the cluster stops; also when the test failed
 		cpu1, frames1, at1 := coordinatorLoad(t, c)
 		secs := at1.Sub(at0).Seconds()
 		t.Logf("coordinator over %.1f s of acquiring and holding 10,000 locks: %.3f CPU-s/s, %.0f frames/s accepted",
-			secs, (cpu1-cpu0).Seconds()/secs, float64(frames1-frames0)/secs)
+			secs, (cpu1-cpu0).Seconds()/secs, float64(max(frames1, frames0)-frames0)/secs) // 0: status did not answer
 	})
 	var in strings.Builder
 	const n = 10000

@@ -577,7 +577,14 @@ func (m *central) onReply(now time.Time, from node.ID, msg Msg) {
 			return // the answer is too old to rely on; our resend will get a fresh one
 		}
 		r.held, r.token, r.validUntil = true, msg.Token, valid
-		r.next = now.Add(m.cfg.Lease / 8)
+		// The first renewal is due an eighth of a lease after the request
+		// this grant answers was sent, as every later one is after the
+		// renewal before it (rule 2 counts the lease from that send), not
+		// after the grant's arrival: a grant that a starved coordinator
+		// answered late brings a lease already partly spent, and is
+		// renewed (and joins the session) at once rather than an eighth
+		// of a lease later, when what is left may have run out.
+		r.next = sent.Add(m.cfg.Lease / 8)
 		m.schedule(r)
 		m.events = append(m.events, GrantEvent{Event: "acquired", Name: k.name, Client: k.client, Token: msg.Token, Valid: valid.Sub(now), At: now})
 	case MsgBusy:
