@@ -48,7 +48,10 @@ type raLock struct {
 	resend   time.Time
 	held     bool
 	token    uint64
-	deferred []node.ID
+	// deferred: the peers whose requests wait for this turn to end, each
+	// with the attempt of its latest request, which the OK echoes (the
+	// requester counts only OKs for its current attempt).
+	deferred map[node.ID]uint64
 }
 
 type ra struct {
@@ -118,9 +121,10 @@ func (m *ra) Step(now time.Time, in node.Envelope[Msg]) error {
 		l := m.locks[msg.Name]
 		mine := l != nil && (l.held || l.ts != 0 && before(l.ts, m.cfg.ID, msg.Term, in.From)) && !m.cfg.raAlwaysOK
 		if mine {
-			if !slices.Contains(l.deferred, in.From) {
-				l.deferred = append(l.deferred, in.From)
+			if l.deferred == nil {
+				l.deferred = map[node.ID]uint64{}
 			}
+			l.deferred[in.From] = msg.Attempt
 			m.send(in.From, Msg{Type: MsgRADeny, Name: msg.Name, Term: m.lc.Tick(), Attempt: msg.Attempt})
 		} else {
 			m.send(in.From, Msg{Type: MsgRAOK, Name: msg.Name, Term: m.lc.Tick(), Attempt: msg.Attempt})
@@ -235,8 +239,9 @@ func (m *ra) leave(now time.Time, name string, l *raLock) {
 		m.events = append(m.events, GrantEvent{Event: "acquired", Name: name, Client: l.queue[0].client, Token: l.token, Valid: m.cfg.Lease, At: now})
 		return
 	}
-	for _, p := range l.deferred {
-		m.send(p, Msg{Type: MsgRAOK, Name: name, Term: m.lc.Tick()})
+	// Ricart and Agrawala §2: on leaving, reply to every deferred request.
+	for _, p := range slices.Sorted(maps.Keys(l.deferred)) {
+		m.send(p, Msg{Type: MsgRAOK, Name: name, Term: m.lc.Tick(), Attempt: l.deferred[p]})
 	}
 	l.deferred = nil
 	l.queue = l.queue[1:]
