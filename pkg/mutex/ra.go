@@ -28,8 +28,10 @@ import (
 // Fault model: crash and restart, loss, duplication, reordering; tokens
 // keep growing as long as some process that saw the latest entries is up,
 // or restarted processes persist their clock (Config.Term). Not
-// partitions or pauses longer than the failure detector's two leases: a
-// process cut off that long is presumed dead and the others proceed without
+// partitions or pauses that make a process silent for the failure
+// detector's two leases (its last ALIVE can go out up to a quarter lease
+// before a pause begins, so a pause of 1.75 leases is enough): a process
+// silent that long is presumed dead and the others proceed without
 // it (fencing tokens are the safety net there: the cut-off side's tokens
 // are lower). Use --algo central for those.
 
