@@ -159,9 +159,7 @@ func Serve(mb *cli.Member, cfg Config) error {
 	// The address book tells this member's starts apart by the Framer's
 	// incarnation (its start time).
 	d.bk = newBook(mb.ID, mb.Incarnation, dyn, n)
-	d.tcfg = ticket.Config{FaultTolerant: true, K: cfg.K, Round: cfg.Round,
-		Margin: cfg.KillGrace + 4*cli.CheckEvery + 50*time.Millisecond, Floor: cfg.Floor, Stretch: Stretch,
-		Quorum: true} // a refound needs a majority of the members, a lend their lease (ticket's doc.go)
+	d.tcfg = cfg.machineConfig()
 	first := d.tcfg
 	if len(cfg.Join) == 0 {
 		first.Tickets = cfg.Tickets
@@ -611,8 +609,10 @@ func (d *daemon) event(s *slot, ev node.Event) {
 		s.joining, s.lends, s.ticket, s.n, s.idleSince, s.takenAt, s.yield = time.Time{}, 0, e.Ticket, e.N, time.Now(), time.Now(), false
 		d.serve()
 	case ticket.ExcludedEvent:
+		d.mb.Log.Warn("a process of this member lost its support and left the core (excluded)", "slot", s.idx, "ticket", e.Ticket, "epoch", e.Epoch)
 		d.lose(s, "this member was excluded from the core")
 	case ticket.LeaseLostEvent:
+		d.mb.Log.Warn("this member lost its lease from a majority of the members", "slot", s.idx)
 		d.lose(s, "this member lost its lease from a majority of the members")
 	case ticket.LeftEvent:
 		d.lose(s, "the ticket was given back")
