@@ -199,7 +199,7 @@ func Serve(mb *cli.Member, cfg Config) error {
 			return err
 		}
 		d.ready.Store(true)
-		d.do(s0, func() { s0.h.Join(time.Now()) }) // found the pool: own ticket n−1, coordinate all
+		d.tell(s0, ticket.Msg{Type: ticket.MsgJoin}) // found the pool: own ticket n−1, coordinate all
 	}
 	defer run.Stop()
 	defer d.closeSlots()
@@ -548,6 +548,7 @@ type machine struct {
 	// Slot 0's refounding: no joins meanwhile, probes sent, pools founded.
 	frozen           bool
 	probes, refounds int
+	admitFrom        time.Time // slot 0 founded the pool: other members' processes come in from then (ticket.MsgAdmit)
 }
 
 func (d *daemon) look(s *slot) machine {
@@ -561,6 +562,7 @@ func (d *daemon) look(s *slot) machine {
 		mc.mark = s.h.Mark()
 		mc.frozen = s.h.Frozen(now)
 		mc.probes, mc.refounds = s.h.RefoundStats()
+		mc.admitFrom = s.h.AdmitFrom()
 	})
 	if mc.n != 0 {
 		d.bk.setSize(mc.n)
@@ -598,6 +600,9 @@ func (d *daemon) event(s *slot, ev node.Event) {
 		s.lending = false
 		return
 	case ticket.ReturnedEvent:
+		return
+	case ticket.NoContactEvent:
+		d.mb.Log.Warn("no member known to join through", "slot", s.idx)
 		return
 	}
 	if s != d.slots[0] {
@@ -733,6 +738,7 @@ func (d *daemon) tick() {
 	for i, s := range d.slots {
 		if i > 0 {
 			d.leased(s)
+			d.admit(s)
 		}
 		mc := d.look(s)
 		if s.holder == nil && mc.state == "coordinator" { // owns its ticket (ticket.Machine.Ticket)
@@ -848,11 +854,7 @@ func (d *daemon) tick() {
 		if s == nil {
 			break
 		}
-		d.do(s, func() {
-			if !s.h.Join(time.Now()) {
-				d.mb.Log.Warn("no member known to join through")
-			}
-		})
+		d.tell(s, ticket.Msg{Type: ticket.MsgJoin})
 		s.joining, s.mc.state = now, "joining"
 	}
 	// Idle and out of the core: the member's own slot joins anyway. The
@@ -861,7 +863,7 @@ func (d *daemon) tick() {
 	// that gave a ticket away waits a while first, and nobody joins this
 	// way while others say they wait.
 	if s0 := d.slots[0]; len(d.queue) == 0 && out(s0.mc.state) && now.After(d.eagerAt) && now.Sub(d.wantedAt) > eagerPause {
-		d.do(s0, func() { s0.h.Join(time.Now()) })
+		d.tell(s0, ticket.Msg{Type: ticket.MsgJoin})
 		d.eagerAt = now.Add(eagerPause)
 	}
 	// Still waiting after two rounds of joining: ask one other member a
@@ -897,6 +899,7 @@ func (d *daemon) outSlot() *slot {
 		return nil
 	}
 	d.leased(s)
+	d.admit(s)
 	d.look(s)
 	return s
 }
