@@ -197,14 +197,6 @@
 //     successor that does not answer for Suspect rounds (before, a
 //     newcomer linking to a successor that had died unnoticed waited for
 //     ever, and nobody excluded the dead one).
-//   - A coordinator serves a CLEAVE only while no predecessor in its L
-//     has gone quiet (no ALIVE within a round and a half) and no exclusion
-//     or ban is under way there (Machine.mendingPreds). A leave served
-//     while a neighbour has failed stops the leaver's ALIVEs, and the
-//     processes whose L held both lose their support together; refused,
-//     the leaver keeps sending ALIVEs and asks again a Retry later (or is
-//     excluded with its failed successor, which costs nothing: a leaving
-//     process acts on nothing).
 //   - A successor that a join pushed out of the 2k+1 closest keeps our
 //     ALIVEs for linger (Suspect + 2k+1 rounds + tempFor(2k+1)), or until
 //     it says "gone" or that we are not in its L any more (uncounted.go):

@@ -768,7 +768,7 @@ func (m *Machine) onCLeave(now time.Time, from node.ID, msg Msg) {
 	// refused: the leaver stops answering UPDATEs, so we exclude it, and
 	// that former place with it.
 	samePlace := msg.Ticket == m.succTicket && (msg.Succ != m.cfg.ID || msg.SuccTicket == m.ticket)
-	serve := from == m.succ && samePlace && (m.st == stLinking || m.st == stCoordinator) && m.temp == nil && !m.mendingPreds(now)
+	serve := from == m.succ && samePlace && (m.st == stLinking || m.st == stCoordinator) && m.temp == nil
 	if m.cfg.bug == bugCleaveFromAnyone {
 		serve = m.st == stLinking || m.st == stCoordinator
 	}
@@ -822,31 +822,6 @@ func (m *Machine) onCLeave(now time.Time, from node.ID, msg Msg) {
 	m.await = true
 	m.send(m.succ, Msg{Type: MsgNewSucc, Ticket: m.ticket, SuccTicket: m.succTicket})
 	m.succAt = now.Add(m.cfg.Retry)
-}
-
-// mendingPreds reports whether a predecessor in L has gone quiet (no
-// ALIVE within the last round and a half) or an exclusion is under way
-// here: a CLEAVE served then shifts the 2k+1 windows while one of them has
-// failed (doc.go, "Beyond the seed's model"). The leaver's ALIVEs stop,
-// and the processes whose L holds both it and the failed one lose their
-// support together: isolating one member of five took every survivor out
-// of the core with a hand-back under way. Not served, the leaver goes on
-// sending ALIVEs and asks again a Retry later; should the repair need it
-// gone, it is excluded with its failed successor, which costs nothing (a
-// leaving process acts on nothing).
-func (m *Machine) mendingPreds(now time.Time) bool {
-	if !m.cfg.FaultTolerant {
-		return false
-	}
-	if m.ex != nil || len(m.bans) > 0 {
-		return true
-	}
-	for _, o := range m.preds {
-		if at, ok := m.alive[o.ID]; ok && now.Sub(at) >= m.cfg.Round*3/2 {
-			return true
-		}
-	}
-	return false
 }
 
 // leave: Algorithm 2, "Leaving the cluster". The ticket is given up (no
