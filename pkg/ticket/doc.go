@@ -540,7 +540,12 @@
 //     in a core of two take the founder's support with it (§4), so the
 //     pool ends and is founded again, by the newcomer this time. Refusing
 //     a CJOIN is always safe (the joiner asks again). bugJoinWhileTaken
-//     plants the old rules.
+//     plants the old rules. The founder's member's other processes keep
+//     the same rule: its first process knows when the promises end
+//     (Member.AdmitFrom) and the service tells the others (MsgAdmit,
+//     admit.go), since once in the core they coordinate tickets too;
+//     TestSimJoinsAsInputs checks it, and that a joiner gets in at once
+//     without it.
 //
 // TestSimRecoveryAfterStalls checks it over five members as ticketd runs
 // them (Stretch 3, Margin drawn as its kill grace makes it, rounds of 40

@@ -210,8 +210,8 @@ func (h *Member) Step(now time.Time, in node.Envelope[Msg]) error {
 	case msg.Type == MsgJoin && self:
 		// A join, with a new Machine if the last one is done; none while
 		// a refound is being decided (refounding.go).
-		if !h.Frozen(now) {
-			h.Join(now)
+		if !h.Frozen(now) && !h.Join(now) {
+			h.events = append(h.events, NoContactEvent{})
 		}
 		return nil
 	case msg.Type == MsgLeave && self:
@@ -225,6 +225,9 @@ func (h *Member) Step(now time.Time, in node.Envelope[Msg]) error {
 		return nil
 	case msg.Type == MsgLeased && self:
 		h.leased(msg.Attempt)
+		return nil
+	case msg.Type == MsgAdmit && self:
+		h.admit(msg.Attempt)
 		return nil
 	case msg.Type == MsgLend && self:
 		h.lend(now)

@@ -126,6 +126,12 @@ const (
 	// host's clock; 0: no lease). The process lends, hands out places and
 	// stays in the core only under it, as the first process does.
 	MsgLeased MsgType = 73
+	// MsgAdmit is a local request of a Member's other process (not the
+	// first): its member founded the pool, and the promises it founded
+	// under last until Attempt (Unix ns on the host's clock); until then
+	// the process serves no other member's CJOIN, as the first process
+	// does (admit.go).
+	MsgAdmit MsgType = 74
 )
 
 var typeNames = map[MsgType]string{
@@ -135,7 +141,7 @@ var typeNames = map[MsgType]string{
 	MsgAckCoord: "ackcoord", MsgIntro: "intro", MsgPrCast: "prcast", MsgJoin: "join", MsgLeave: "leave",
 	MsgAnnounce: "announce", MsgGroup: "group", MsgProbe: "probe", MsgProbeAnswer: "probeanswer", MsgLocal: "local",
 	MsgLend: "lend", MsgReturn: "return", MsgLease: "lease", MsgLeaseGrant: "leasegrant", MsgLearn: "learn", MsgReset: "reset",
-	MsgLeased: "leased",
+	MsgLeased: "leased", MsgAdmit: "admit",
 }
 
 func (t MsgType) String() string {

@@ -244,3 +244,12 @@ func resolve(addrs []string) ([]netip.AddrPort, error) {
 }
 
 func encodeBook(m bookMsg) []byte { b, _ := json.Marshal(m); return b }
+
+// admit tells another slot when slot 0's founding lets other members'
+// processes in (ticket.MsgAdmit): until then it serves no other member's
+// CJOIN, as slot 0 does.
+func (d *daemon) admit(s *slot) {
+	if u := d.slots[0].mc.admitFrom; !u.IsZero() && u.After(time.Now()) {
+		d.tell(s, ticket.Msg{Type: ticket.MsgAdmit, Attempt: uint64(u.UnixNano())})
+	}
+}

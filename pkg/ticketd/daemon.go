@@ -159,9 +159,7 @@ func Serve(mb *cli.Member, cfg Config) error {
 	// The address book tells this member's starts apart by the Framer's
 	// incarnation (its start time).
 	d.bk = newBook(mb.ID, mb.Incarnation, dyn, n)
-	d.tcfg = ticket.Config{FaultTolerant: true, K: cfg.K, Round: cfg.Round,
-		Margin: cfg.KillGrace + 4*cli.CheckEvery + 50*time.Millisecond, Floor: cfg.Floor, Stretch: Stretch,
-		Quorum: true} // a refound needs a majority of the members, a lend their lease (ticket's doc.go)
+	d.tcfg = cfg.machineConfig()
 	first := d.tcfg
 	if len(cfg.Join) == 0 {
 		first.Tickets = cfg.Tickets
@@ -201,7 +199,7 @@ func Serve(mb *cli.Member, cfg Config) error {
 			return err
 		}
 		d.ready.Store(true)
-		d.do(s0, func() { s0.h.Join(time.Now()) }) // found the pool: own ticket n−1, coordinate all
+		d.tell(s0, ticket.Msg{Type: ticket.MsgJoin}) // found the pool: own ticket n−1, coordinate all
 	}
 	defer run.Stop()
 	defer d.closeSlots()
@@ -550,6 +548,7 @@ type machine struct {
 	// Slot 0's refounding: no joins meanwhile, probes sent, pools founded.
 	frozen           bool
 	probes, refounds int
+	admitFrom        time.Time // slot 0 founded the pool: other members' processes come in from then (ticket.MsgAdmit)
 }
 
 func (d *daemon) look(s *slot) machine {
@@ -563,6 +562,7 @@ func (d *daemon) look(s *slot) machine {
 		mc.mark = s.h.Mark()
 		mc.frozen = s.h.Frozen(now)
 		mc.probes, mc.refounds = s.h.RefoundStats()
+		mc.admitFrom = s.h.AdmitFrom()
 	})
 	if mc.n != 0 {
 		d.bk.setSize(mc.n)
@@ -601,6 +601,9 @@ func (d *daemon) event(s *slot, ev node.Event) {
 		return
 	case ticket.ReturnedEvent:
 		return
+	case ticket.NoContactEvent:
+		d.mb.Log.Warn("no member known to join through", "slot", s.idx)
+		return
 	}
 	if s != d.slots[0] {
 		d.mb.Metrics.Event(ev) // slot 0's are counted as its driver emits them
@@ -611,8 +614,10 @@ func (d *daemon) event(s *slot, ev node.Event) {
 		s.joining, s.lends, s.ticket, s.n, s.idleSince, s.takenAt, s.yield = time.Time{}, 0, e.Ticket, e.N, time.Now(), time.Now(), false
 		d.serve()
 	case ticket.ExcludedEvent:
+		d.mb.Log.Warn("a process of this member lost its support and left the core (excluded)", "slot", s.idx, "ticket", e.Ticket, "epoch", e.Epoch)
 		d.lose(s, "this member was excluded from the core")
 	case ticket.LeaseLostEvent:
+		d.mb.Log.Warn("this member lost its lease from a majority of the members", "slot", s.idx)
 		d.lose(s, "this member lost its lease from a majority of the members")
 	case ticket.LeftEvent:
 		d.lose(s, "the ticket was given back")
@@ -733,6 +738,7 @@ func (d *daemon) tick() {
 	for i, s := range d.slots {
 		if i > 0 {
 			d.leased(s)
+			d.admit(s)
 		}
 		mc := d.look(s)
 		if s.holder == nil && mc.state == "coordinator" { // owns its ticket (ticket.Machine.Ticket)
@@ -848,11 +854,7 @@ func (d *daemon) tick() {
 		if s == nil {
 			break
 		}
-		d.do(s, func() {
-			if !s.h.Join(time.Now()) {
-				d.mb.Log.Warn("no member known to join through")
-			}
-		})
+		d.tell(s, ticket.Msg{Type: ticket.MsgJoin})
 		s.joining, s.mc.state = now, "joining"
 	}
 	// Idle and out of the core: the member's own slot joins anyway. The
@@ -861,7 +863,7 @@ func (d *daemon) tick() {
 	// that gave a ticket away waits a while first, and nobody joins this
 	// way while others say they wait.
 	if s0 := d.slots[0]; len(d.queue) == 0 && out(s0.mc.state) && now.After(d.eagerAt) && now.Sub(d.wantedAt) > eagerPause {
-		d.do(s0, func() { s0.h.Join(time.Now()) })
+		d.tell(s0, ticket.Msg{Type: ticket.MsgJoin})
 		d.eagerAt = now.Add(eagerPause)
 	}
 	// Still waiting after two rounds of joining: ask one other member a
@@ -897,6 +899,7 @@ func (d *daemon) outSlot() *slot {
 		return nil
 	}
 	d.leased(s)
+	d.admit(s)
 	d.look(s)
 	return s
 }
