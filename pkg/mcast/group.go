@@ -147,6 +147,7 @@ const (
 	gbugNoMissed                       // a removed member does not report the messages of its view it missed
 	gbugFixedWindow                    // every member keeps the whole Window in flight, however many members send
 	gbugNoBatch                        // order frames go as each data frame comes, not batched (group_batch.go)
+	gbugNoRide                         // isis: no proposal or agreed priority rides on a data frame
 )
 
 // Group events. Text forms: "view 7 members 1,2,4 joined 4 left 3",

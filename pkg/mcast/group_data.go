@@ -160,6 +160,9 @@ func (g *Group) handle(from node.ID, m GMsg) {
 	g.heard[i] = g.now
 	switch m.Type {
 	case GData:
+		if g.cfg.Total == TotalISIS && len(m.Prios) > 0 {
+			g.isisRode(from, i, m.Prios) // even when the data is refused
+		}
 		if g.backlogged() && !g.flushing {
 			// Flow control: the reader is behind. Nothing stored is
 			// nothing acknowledged; it comes again later.
@@ -965,8 +968,20 @@ func (g *Group) broadcast(items []Item) {
 			size += len(items[n].Payload) + 16
 			n++
 		}
+		room, finals := 0, false
+		if g.cfg.Total == TotalISIS && g.cfg.bug != gbugNoRide {
+			room = max(budget-size, 0) / prioSize
+			finals = len(g.isis.finalOut) <= room
+		}
 		for _, id := range g.others() {
-			g.send(id, GMsg{Type: GData, View: g.view.ID, Items: items[:n]})
+			m := GMsg{Type: GData, View: g.view.ID, Items: items[:n]}
+			if room > 0 {
+				m.Prios = g.isisRide(id, room, finals)
+			}
+			g.send(id, m)
+		}
+		if finals {
+			g.isis.finalOut = g.isis.finalOut[:0]
 		}
 		items = items[n:]
 	}
