@@ -16,6 +16,14 @@ import (
 // priorities) per message.
 func floodCost(t *testing.T, n int, cfg GroupConfig, batch int, dur time.Duration) (data, order float64) {
 	t.Helper()
+	per := floodFrames(t, n, cfg, batch, dur)
+	return per(GData), per(GOrder, GPrio, GFinal)
+}
+
+// floodFrames is floodCost's count of frames of the given types per
+// message.
+func floodFrames(t *testing.T, n int, cfg GroupConfig, batch int, dur time.Duration) func(types ...GType) float64 {
+	t.Helper()
 	ids := make([]node.ID, n)
 	for i := range ids {
 		ids[i] = node.ID(i + 1)
@@ -62,7 +70,7 @@ func floodCost(t *testing.T, n int, cfg GroupConfig, batch int, dur time.Duratio
 		}
 		return float64(k) / float64(sent)
 	}
-	return per(GData), per(GOrder, GPrio, GFinal)
+	return per
 }
 
 // TestFloodOrderFrames: in a flood at nine members, ISIS batches its

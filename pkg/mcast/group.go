@@ -75,7 +75,7 @@ type GroupConfig struct {
 	FoundAfter time.Duration
 	// Safe: deliver a message only once every member of the view has it
 	// (Nita-Rotaru's CS7610 notes, TOTEM's and Spread's safe delivery). Each member then
-	// acknowledges new messages to everyone at once. At a view change the
+	// acknowledges new messages to everyone (in batches, group_batch.go). At a view change the
 	// rest of the old view's messages (every survivor has them), if any,
 	// are delivered after a TransitionalEvent naming the survivors: safe
 	// in that smaller configuration only (extended virtual synchrony).
@@ -146,6 +146,8 @@ const (
 	gbugDropLive                       // a change that drops a silent member drops the view's last member too, though it answered
 	gbugNoMissed                       // a removed member does not report the messages of its view it missed
 	gbugFixedWindow                    // every member keeps the whole Window in flight, however many members send
+	gbugNoBatch                        // order frames go as each data frame comes, not batched (group_batch.go)
+	gbugNoRide                         // isis: no proposal or agreed priority rides on a data frame
 )
 
 // Group events. Text forms: "view 7 members 1,2,4 joined 4 left 3",
@@ -389,6 +391,7 @@ type Group struct {
 	ackRecv   []uint64 // what this member first answered a view change of this view with
 	isis      isisState
 	totem     totemState
+	batch     batchState // order frames waiting (group_batch.go)
 	heard     []time.Time
 	health    int       // Lifeguard's local health multiplier (suspectFor)
 	healthAt  time.Time // when it last changed
@@ -595,6 +598,7 @@ func (g *Group) install(v View) {
 	g.delivered, g.stampAt, g.stamped = map[Stamp]bool{}, map[uint64]Stamp{}, map[Stamp]bool{}
 	g.ts, g.clk, g.clkSeq, g.ackRecv = map[Stamp]uint64{}, make([]uint64, n), make([]uint64, n), nil
 	g.isisReset(n)
+	g.batchReset()
 	g.stamps, g.nextPos = nil, 1
 	g.gcRecv, g.heard = make([][]uint64, n), make([]time.Time, n)
 	for i := range g.heard {
@@ -743,6 +747,9 @@ func (g *Group) missed(c *Change) {
 // Tick implements node.Machine.
 func (g *Group) Tick(now time.Time) {
 	g.now = now
+	if g.batchTick(now) {
+		return
+	}
 	g.healthTick(now)
 	if !now.Before(g.tickAt) {
 		g.tickAt = now.Add(g.cfg.Period / 2)

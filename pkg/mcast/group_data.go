@@ -160,6 +160,9 @@ func (g *Group) handle(from node.ID, m GMsg) {
 	g.heard[i] = g.now
 	switch m.Type {
 	case GData:
+		if g.cfg.Total == TotalISIS && len(m.Prios) > 0 {
+			g.isisRode(from, i, m.Prios) // even when the data is refused
+		}
 		if g.backlogged() && !g.flushing {
 			// Flow control: the reader is behind. Nothing stored is
 			// nothing acknowledged; it comes again later.
@@ -170,17 +173,16 @@ func (g *Group) handle(from node.ID, m GMsg) {
 		for _, it := range m.Items {
 			fresh = g.receive(it) || fresh
 		}
-		if g.cfg.Total == TotalISIS {
-			g.isisFlush()
-		}
 		if fresh && (g.cfg.Total == TotalLamport || g.cfg.Safe && g.cfg.Total != TotalTotem) && !g.flushing {
 			// Tanenbaum ch. 6: the receiver acknowledges to everyone (one
-			// acknowledgement per frame of new messages); safe delivery
-			// waits for everyone's acknowledgement too, except TOTEM's,
-			// where the token's aru says it (Nita-Rotaru's CS7610 notes).
-			for _, id := range g.others() {
-				g.sendStatus(id)
-			}
+			// acknowledgement per batch of new messages, group_batch.go);
+			// safe delivery waits for everyone's acknowledgement too,
+			// except TOTEM's, where the token's aru says it
+			// (Nita-Rotaru's CS7610 notes).
+			g.batch.ack = true
+		}
+		if g.cfg.Total == TotalISIS || g.batch.ack {
+			g.ctrl()
 		}
 		if g.nak[from] {
 			delete(g.nak, from)
@@ -215,7 +217,7 @@ func (g *Group) handle(from node.ID, m GMsg) {
 					g.isisGot(it.Seq, i, it.Prio)
 				}
 			}
-			g.isisFlush()
+			g.ctrl()
 			g.deliver()
 		}
 	case GFinal:
@@ -867,10 +869,8 @@ func (g *Group) stamp() {
 			g.deliv[j] = q // stamped up to here
 		}
 	}
-	if fresh := g.stamps[start-1:]; len(fresh) > 0 {
-		for _, id := range g.others() {
-			g.send(id, GMsg{Type: GOrder, View: g.view.ID, Start: start, Stamps: slices.Clone(fresh)})
-		}
+	if uint64(len(g.stamps)) >= start {
+		g.ctrl() // to every member, batched (group_batch.go)
 	}
 }
 
@@ -930,11 +930,17 @@ func (g *Group) flushQueue() {
 	}
 	g.queue = nil
 	g.broadcast(items)
+	if g.cfg.Total == TotalLamport && !g.cfg.Safe {
+		// The data carries this member's clock, past every message it
+		// received: it acknowledges them all (Tanenbaum ch. 6, an
+		// acknowledgement is any message with a later time).
+		g.batch.ack = false
+	}
 	if g.cfg.Total == TotalTotem {
 		g.totemPass()
 	}
 	if g.cfg.Total == TotalISIS {
-		g.isisFlush() // alone in the view: agreed at once
+		g.ctrl() // proposals and agreed priorities of its own messages
 	}
 	g.deliver()
 }
@@ -962,8 +968,20 @@ func (g *Group) broadcast(items []Item) {
 			size += len(items[n].Payload) + 16
 			n++
 		}
+		room, finals := 0, false
+		if g.cfg.Total == TotalISIS && g.cfg.bug != gbugNoRide {
+			room = max(budget-size, 0) / prioSize
+			finals = len(g.isis.finalOut) <= room
+		}
 		for _, id := range g.others() {
-			g.send(id, GMsg{Type: GData, View: g.view.ID, Items: items[:n]})
+			m := GMsg{Type: GData, View: g.view.ID, Items: items[:n]}
+			if room > 0 {
+				m.Prios = g.isisRide(id, room, finals)
+			}
+			g.send(id, m)
+		}
+		if finals {
+			g.isis.finalOut = g.isis.finalOut[:0]
 		}
 		items = items[n:]
 	}
@@ -1171,6 +1189,9 @@ func (g *Group) Ready() node.Ready[GMsg] {
 			g.tickAt = g.now.Add(g.cfg.Period / 2)
 		}
 		r.Wake = g.tickAt
+		if w := g.batchWake(); !w.IsZero() && w.Before(r.Wake) {
+			r.Wake = w
+		}
 	}
 	return r
 }
