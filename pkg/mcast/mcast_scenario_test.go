@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -75,8 +76,8 @@ func failNow[M any](r *sim.Run[M], v *error, err error) {
 // groupConfig is the group of a transcript, from its file's name:
 // isis-* (ISIS total order), totem-* (TOTEM with safe delivery), safe-*
 // (safe delivery, no total order), seq-* (the fixed sequencer), lamport-*
-// (Lamport total order), evs-* (extended virtual synchrony); anything
-// else FIFO per sender.
+// (Lamport total order), evs-* (extended virtual synchrony), window-*
+// (FIFO with a Window of 128 messages); anything else FIFO per sender.
 func groupConfig(base string) GroupConfig {
 	switch {
 	case strings.HasPrefix(base, "isis-"):
@@ -91,6 +92,8 @@ func groupConfig(base string) GroupConfig {
 		return GroupConfig{Total: TotalLamport}
 	case strings.HasPrefix(base, "evs-"):
 		return GroupConfig{EVS: true}
+	case strings.HasPrefix(base, "window-"):
+		return GroupConfig{Window: 128}
 	}
 	return GroupConfig{}
 }
@@ -114,9 +117,21 @@ func transcript(base GroupConfig, bug gbug) *sim.Scenario[GMsg] {
 	ended := map[node.ID]time.Time{}      // when a member's input ended (end N)
 	views := map[uint64][]Member{}        // the members of each view number, as first installed
 	var failed error
+	quiet := false // "quiet on": sends and deliveries counted, not printed
+	delivered := map[node.ID]int{}
+	burst := map[node.ID]int{} // messages a member's bursts have offered
 	return &sim.Scenario[GMsg]{
 		Codec:   GCodec{},
 		Options: sim.Options{Latency: l.latency},
+		Event: func(ev node.Event) string {
+			switch ev.(type) {
+			case GroupDeliverEvent, GroupSendEvent:
+				if quiet {
+					return ""
+				}
+			}
+			return fmt.Sprint(ev)
+		},
 		Machine: func(id node.ID, peers []node.ID, inc int, _ *rand.Rand) node.Machine[GMsg] {
 			cfg := base
 			cfg.ID, cfg.Inc, cfg.Found, cfg.Contacts, cfg.bug = id, uint64(inc), id == 1 && inc == 1, peers, bug
@@ -156,6 +171,7 @@ func transcript(base GroupConfig, bug gbug) *sim.Scenario[GMsg] {
 				case GroupSendEvent:
 					logs[p] = append(logs[p], VRecord{Kind: VSend, View: e.View, Seq: e.Seq, Payload: e.Payload})
 				case GroupDeliverEvent:
+					delivered[id]++
 					if err := safe(p, e); err != nil {
 						return err
 					}
@@ -224,6 +240,47 @@ func transcript(base GroupConfig, bug gbug) *sim.Scenario[GMsg] {
 					items = append(items, Item{Payload: []byte(p)})
 				}
 				return r.Inject(id, GMsg{Type: GSend, Items: items})
+			},
+			// burst N K: member N multicasts K more messages (m1, m2, ...
+			// on from its last burst), one request each, at one instant,
+			// until its window refuses one.
+			"burst": func(r *sim.Run[GMsg], args []string) error {
+				if len(args) != 2 {
+					return fmt.Errorf("usage: burst N K")
+				}
+				id, err := r.ID(args[0])
+				if err != nil {
+					return err
+				}
+				k, err := strconv.Atoi(args[1])
+				if err != nil || k < 1 || k > 10000 {
+					return fmt.Errorf("burst wants a count from 1 to 10000, not %q", args[1])
+				}
+				for i := 1; i <= k; i++ {
+					if err := r.Inject(id, GMsg{Type: GSend, Items: []Item{{Payload: []byte(fmt.Sprintf("m%d", burst[id]+1))}}}); err != nil {
+						r.Printf("%d: %d of %d taken, m%d refused", id, i-1, k, burst[id]+1)
+						return nil
+					}
+					burst[id]++
+				}
+				r.Printf("%d: %d of %d taken", id, k, k)
+				return nil
+			},
+			// quiet on|off: count sends and deliveries without printing
+			// them (delivered shows the counts), or print them again.
+			"quiet": func(r *sim.Run[GMsg], args []string) error {
+				if len(args) != 1 || args[0] != "on" && args[0] != "off" {
+					return fmt.Errorf("usage: quiet on|off")
+				}
+				quiet = args[0] == "on"
+				return nil
+			},
+			// delivered: how many messages each member has delivered.
+			"delivered": func(r *sim.Run[GMsg], args []string) error {
+				for _, id := range r.Sim.IDs() {
+					r.Printf("%d: %d delivered", id, delivered[id])
+				}
+				return nil
 			},
 			// end N: member N's input ends; it leaves the group.
 			"end": func(r *sim.Run[GMsg], args []string) error {
@@ -514,6 +571,7 @@ func TestScenarioPlantedBugs(t *testing.T) {
 		{Name: "gbugQuitCounted", File: "quit-and-leave.txt", Plant: plant{g: gbugQuitCounted}, Shows: "failed: sim seed 0 at +1.6s: member 1's input ended 900ms ago and it has not left"}, // "+960ms 1: minority in view 2"
 		{Name: "gbugNoLinger", File: "quit-and-leave.txt", Plant: plant{g: gbugNoLinger}, Shows: "failed: sim seed 0 at +1.6s: member 2's input ended 900ms ago and it has not left"},
 		{Name: "gbugLamportNoAck", File: "lamport-slow-copy.txt", Plant: plant{g: gbugLamportNoAck}, Shows: "failed: sim seed 0 at +335ms: agreed order: member 1/1 delivered 2/1/1 before 2/2/1, member 2/1 the other way"}, // "+301ms 3: 2 2.1 b"
+		{Name: "gbugFixedWindow", File: "window-share.txt", Plant: plant{g: gbugFixedWindow}, Shows: "+300ms 1: 100 of 100 taken"},
 		{Name: "gbugNoHealth", File: "health-late-ticks.txt", Plant: plant{g: gbugNoHealth}, Shows: "+650ms 3->1 propose view=2 inc=1 ballot={n=1 id=3}"},
 		{Name: "gbugMergeNoFlush", File: "evs-merge.txt", Plant: plant{g: gbugMergeNoFlush}, Shows: "failed: sim seed 0 at +1.165s: virtual synchrony: members 3/1 and 4/1 moved from view 1099511627779 to 1099511627780; 4/1 delivered 1099511627779/4/1 there, 3/1 did not"},
 		{Name: "gbugMergeEitherWay", File: "evs-merge.txt", Plant: plant{g: gbugMergeEitherWay}, Shows: "failed: sim seed 0 at +1.165s: member 1 is in no view"}, // "+814ms 1: merge view 3 members 1,2 into 3", and 3's into 1
