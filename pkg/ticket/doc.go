@@ -289,23 +289,14 @@
 // needs sit in its socket, and it would read its own lateness as its
 // predecessors' silence. As Lifeguard does for SWIM (Dadgar et al., 2018,
 // §III-A, "local health awareness"), it raises a local-health factor f
-// (1 on time, at most S = Config.Stretch) and stretches its own timeouts
-// instead:
+// (1 on time, at most S = Config.Stretch; down by one after healthDecay
+// rounds on time) and stretches its own timeouts instead:
 //
 //   - an ALIVE (or UPDATE) received at r vouches until r + W·f', W the
 //     window, f' the larger of the receiver's f and the sender's (every
 //     message carries its sender's f, Msg.Stretch), never above S;
 //   - it suspects its successor after Suspect rounds times the larger of
 //     its own f and the successor's last word of its own.
-//
-// f comes down by one after healthDecay rounds on time in a row (2 s at
-// ticketd's 40 ms rounds): a busy host's stalls come in bursts with quiet
-// spells between, and a factor back at 1 after 8 rounds met the next
-// burst with one window of support (TestSimStretchOutlastsQuietSpell;
-// the old decay, planted as bugFastDecay, loses the process there). A
-// member's next process starts at its last one's f (Member.next):
-// ticketd's processes leave and join again each time a ticket moves
-// between members, and on a busy host each new one started at 1.
 //
 // f rises only after support has been checked, so it never brings back
 // support that ran out: it serves the next stall on a host that keeps
@@ -325,29 +316,7 @@
 // before its range moves. TestSimStretchSafety cuts a process off and
 // stalls it again and again (its f climbs to S, unseen by anyone); the
 // planted bug bugNoStretchWait counts one window in tempFor and is caught
-// by Theorem 4.1, and so is a vouch that outlasts the wait
-// (bugVouchPastStretch, TestSimStretchSafetyVouchPastWait). The price is
-// S−1 more windows in every reclaim.
-//
-// Vouches of S windows for every process whatever its f, with suspicion
-// still at Suspect·f rounds, would keep a host's processes through its
-// first stall; the inequality above says that is safe, yet TestSimFaults
-// found two processes acting on one ticket that way (seed 119: 10
-// processes, k = 2, Stretch 3, drops, crashes and a member cut off for
-// 0.6 s), so the argument misses a path (an L not drawn from the
-// excluder's R after churn and crashes is the suspect) and the rule is
-// not used. Whether a process whose own stalls raised f to S can reach
-// the same state is open: seed 119 with every process at S from the
-// start passes, but there suspicion is stretched as well.
-//
-// What a busy host still costs (measured with ticketd at load 40 to 60
-// on 2 cores): processes not run at all for 0.4 to 0.6 s, longer than
-// S·W; and vouches read while rounds run late back to back are all dated
-// at the last instant the process ran on time (held.go), so a process
-// that runs, but never on time, for S·W loses its support although fresh
-// ALIVEs keep arriving. Dating each vouch by a time of the receiver's own
-// that the voucher echoes (as a lease counts from the holder's request)
-// would need neither; it is not done here.
+// by Theorem 4.1. The price is S−1 more windows in every reclaim.
 //
 // # Fencing across refounds
 //

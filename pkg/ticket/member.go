@@ -80,7 +80,6 @@ func (h *Member) Learn(floor uint64) {
 // next is the Config of the member's next Machine: the mark so far.
 func (h *Member) next() Config {
 	h.base.Floor = h.Mark()
-	h.base.health = h.m.health.level // a busy host's next process starts stretched
 	return h.base
 }
 

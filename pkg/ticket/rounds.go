@@ -67,26 +67,8 @@ const maxStretch = 8
 
 // healthDecay: after this many rounds on time in a row, the local-health
 // factor comes down by one (memberlist's awareness score works the same
-// way: up at once on a sign of trouble, down slowly). A busy host's stalls
-// come in bursts seconds apart: with 8 rounds (320 ms at ticketd's 40 ms
-// rounds) the factor was back to 1 between two bursts, and the next one
-// found the process counting one window of support and suspecting its
-// successor after Suspect rounds again. 50 rounds is 2 s at ticketd's
-// rounds, about Lifeguard's one step per probe period.
-const healthDecay = 50
-
-// bugFastDecay: the factor comes down after 8 rounds on time, the old
-// rule, so a second stall a second after the first finds it at 1.
-// Liveness only; tests only.
-const bugFastDecay bug = 140
-
-// decayRounds is healthDecay (8 with the planted bugFastDecay).
-func (m *Machine) decayRounds() int {
-	if m.cfg.bug == bugFastDecay {
-		return 8
-	}
-	return healthDecay
-}
+// way: up at once on a sign of trouble, down slowly).
+const healthDecay = 8
 
 // health is a process's local health (Lifeguard's "local health
 // awareness", Dadgar, Phillips and Currey, "Lifeguard: Local Health
@@ -131,7 +113,7 @@ func (m *Machine) healthRound(now time.Time) {
 	if m.roundAt.IsZero() || now.Sub(m.roundAt) >= m.lateBy() {
 		return
 	}
-	if m.health.onTime++; m.health.onTime >= m.decayRounds() && m.health.level > 0 {
+	if m.health.onTime++; m.health.onTime >= healthDecay && m.health.level > 0 {
 		m.health.level--
 		m.health.onTime = 0
 	}
@@ -165,17 +147,9 @@ func (m *Machine) vouchFor(id node.ID) time.Duration {
 	if !ok || v == 0 {
 		return m.window()
 	}
-	if m.cfg.bug == bugVouchPastStretch {
-		return 2 * m.vouchMax()
-	}
 	f := min(max(int(v), int(m.health.factor())), m.stretch())
 	return time.Duration(f) * m.window()
 }
-
-// bugVouchPastStretch: a vouch lasts twice what the safety side's waits
-// count (vouchMax), so an excluded process may still act when its range
-// is handed out; Theorem 4.1 catches it. Tests only.
-const bugVouchPastStretch bug = 141
 
 // heard records an ALIVE or UPDATE from id at now, with its sender's
 // local-health factor.

@@ -76,11 +76,6 @@ type Config struct {
 	// ticketd sets it.
 	Quorum bool
 
-	// health is the local-health level (factor − 1) a new Machine starts
-	// at: a member's next process inherits its last one's (Member.next),
-	// so a busy host's new process does not start as if it were idle.
-	health uint8
-
 	// bug plants a bug for the checkers. Tests only.
 	bug bug
 }
@@ -250,7 +245,7 @@ func New(cfg Config) (*Machine, error) {
 	}
 	return &Machine{cfg: cfg, floor: floor, view: map[uint32]node.ID{}, epochs: map[uint32]uint64{}, alive: map[node.ID]time.Time{}, known: map[node.ID]known{}, former: map[node.ID]known{}, claims: map[node.ID]known{},
 		answered: map[node.ID]answer{}, cleaved: map[cleft]time.Time{}, tried: map[node.ID]time.Time{},
-		attempt: cfg.Rand.Uint64() >> 44, health: health{level: min(cfg.health, uint8(min(max(cfg.Stretch, 1), maxStretch)-1))}}, nil
+		attempt: cfg.Rand.Uint64() >> 44}, nil
 }
 
 // Ticket returns the owned ticket and its epoch, and whether this process
