@@ -151,17 +151,12 @@ func signedTranscript(plant func(*Config)) *sim.Scenario[Msg] {
 				if len(args) != 3 {
 					return fmt.Errorf("usage: forge A->B VALUE SIGNERS")
 				}
-				a, b, ok := strings.Cut(args[0], "->")
-				if !ok {
-					return fmt.Errorf("%q is not a link (A->B)", args[0])
-				}
-				from, err := r.ID(a)
+				from, to, err := r.Link(args[0])
 				if err != nil {
 					return err
 				}
-				to, err := r.ID(b)
-				if err != nil {
-					return err
+				if from == node.None || to == node.None {
+					return fmt.Errorf("forge wants two processes, not %q", args[0])
 				}
 				t, ok := r.Sim.Machine(from).(*forger)
 				if !ok {

@@ -36,17 +36,12 @@ func slowCommand[M any](l links) func(*sim.Run[M], []string) error {
 		if len(args) != 2 {
 			return fmt.Errorf("usage: slow A->B DURATION")
 		}
-		a, b, ok := strings.Cut(args[0], "->")
-		if !ok {
-			return fmt.Errorf("%q is not a link (A->B)", args[0])
-		}
-		from, err := r.ID(a)
+		from, to, err := r.Link(args[0])
 		if err != nil {
 			return err
 		}
-		to, err := r.ID(b)
-		if err != nil {
-			return err
+		if from == node.None || to == node.None {
+			return fmt.Errorf("slow wants two members, not %q", args[0])
 		}
 		d, err := time.ParseDuration(args[1])
 		if err != nil || d < 0 {
@@ -58,6 +53,25 @@ func slowCommand[M any](l links) func(*sim.Run[M], []string) error {
 			l[[2]node.ID{from, to}] = d
 		}
 		return nil
+	}
+}
+
+// sendCommand is "send N PAYLOAD...": member N multicasts each PAYLOAD,
+// in the request msg builds.
+func sendCommand[M any](msg func([]Item) M) func(*sim.Run[M], []string) error {
+	return func(r *sim.Run[M], args []string) error {
+		if len(args) < 2 {
+			return fmt.Errorf("usage: send N PAYLOAD...")
+		}
+		id, err := r.ID(args[0])
+		if err != nil {
+			return err
+		}
+		var items []Item
+		for _, p := range args[1:] {
+			items = append(items, Item{Payload: []byte(p)})
+		}
+		return r.Inject(id, msg(items))
 	}
 }
 
@@ -226,21 +240,7 @@ func transcript(base GroupConfig, bug gbug) *sim.Scenario[GMsg] {
 			}
 		},
 		Commands: map[string]func(*sim.Run[GMsg], []string) error{
-			// send N PAYLOAD...: member N multicasts each PAYLOAD.
-			"send": func(r *sim.Run[GMsg], args []string) error {
-				if len(args) < 2 {
-					return fmt.Errorf("usage: send N PAYLOAD...")
-				}
-				id, err := r.ID(args[0])
-				if err != nil {
-					return err
-				}
-				var items []Item
-				for _, p := range args[1:] {
-					items = append(items, Item{Payload: []byte(p)})
-				}
-				return r.Inject(id, GMsg{Type: GSend, Items: items})
-			},
+			"send": sendCommand(func(items []Item) GMsg { return GMsg{Type: GSend, Items: items} }),
 			// burst N K: member N multicasts K more messages (m1, m2, ...
 			// on from its last burst), one request each, at one instant,
 			// until its window refuses one.
@@ -488,21 +488,7 @@ func fixed(order Order, b bug) *sim.Scenario[Msg] {
 			}
 		},
 		Commands: map[string]func(*sim.Run[Msg], []string) error{
-			// send N PAYLOAD...: member N multicasts each PAYLOAD.
-			"send": func(r *sim.Run[Msg], args []string) error {
-				if len(args) < 2 {
-					return fmt.Errorf("usage: send N PAYLOAD...")
-				}
-				id, err := r.ID(args[0])
-				if err != nil {
-					return err
-				}
-				var items []Item
-				for _, p := range args[1:] {
-					items = append(items, Item{Payload: []byte(p)})
-				}
-				return r.Inject(id, Msg{Type: MsgSend, Items: items})
-			},
+			"send": sendCommand(func(items []Item) Msg { return Msg{Type: MsgSend, Items: items} }),
 			"slow": slowCommand[Msg](l),
 			"check": func(r *sim.Run[Msg], args []string) error {
 				crashed := map[node.ID]bool{}

@@ -313,7 +313,9 @@ func (r *Run[M]) factory(id node.ID, inc int, rng *rand.Rand) node.Machine[M] {
 }
 
 // link parses "A->B", where * stands for any node.
-func (r *Run[M]) link(s string) (from, to node.ID, err error) {
+// Link parses a link "A->B" between two nodes of the simulation, "*" for
+// any node (node.None), for a package's own commands.
+func (r *Run[M]) Link(s string) (from, to node.ID, err error) {
 	a, b, ok := strings.Cut(s, "->")
 	if !ok {
 		return 0, 0, fmt.Errorf("%q is not a link (A->B)", s)
@@ -393,7 +395,7 @@ func (r *Run[M]) exec(line string) error {
 		if err := want(1, "A->B"); err != nil {
 			return err
 		}
-		from, to, err := r.link(args[0])
+		from, to, err := r.Link(args[0])
 		if err != nil {
 			return err
 		}
@@ -429,7 +431,7 @@ func (r *Run[M]) exec(line string) error {
 			return err
 		}
 		if strings.Contains(args[0], "->") {
-			from, to, err := r.link(args[0])
+			from, to, err := r.Link(args[0])
 			if err != nil {
 				return err
 			}
