@@ -24,6 +24,7 @@ type held struct {
 
 // noteRun is called with every Step and Tick, before anything is read.
 func (m *Machine) noteRun(now time.Time) {
+	m.now = now
 	if m.cfg.bug == bugHeldFresh || m.cfg.bug == bugHeldVouch {
 		return
 	}

@@ -189,6 +189,13 @@ type Msg struct {
 	// windows, an ACKUPDATE asks its predecessor for that much more
 	// patience before it suspects the sender (rounds.go).
 	Stretch uint8
+	// Stamp is the sender's clock when it sent the message (Unix ns; 0
+	// from a sender that does not say). Echo, on ALIVE and UPDATE, is the
+	// latest Stamp the sender has had from the receiver: the receiver
+	// dates the vouch no earlier than that time on its own clock, which
+	// is before the vouch was sent (echo.go). Both travel after Stretch,
+	// only when either is set; a frame without them decodes as 0.
+	Stamp, Echo uint64
 	// Gossip is MsgPrCast's message.
 	Gossip *gossip.Msg
 	// Notice (MsgAnnounce) and Group (MsgGroup): local requests only.
@@ -261,6 +268,10 @@ func (Codec) Marshal(m Msg) (uint8, []byte, error) {
 	}
 	e.Uvarint(m.Floor)
 	e.U8(m.Stretch)
+	if m.Stamp != 0 || m.Echo != 0 {
+		e.Uvarint(m.Stamp)
+		e.Uvarint(m.Echo)
+	}
 	return uint8(m.Type), e.B, nil
 }
 
@@ -308,6 +319,11 @@ func (Codec) Unmarshal(typ uint8, p []byte) (Msg, error) {
 	}
 	m.Floor = d.Uvarint()
 	m.Stretch = d.U8()
+	if rest := *d; d.Err() == nil && rest.Done() != nil {
+		// Bytes after Stretch: the vouch stamps (absent from older frames).
+		m.Stamp = d.Uvarint()
+		m.Echo = d.Uvarint()
+	}
 	if err := d.Done(); err != nil {
 		return Msg{}, err
 	}

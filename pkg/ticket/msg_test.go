@@ -17,6 +17,8 @@ func TestCodecRoundTrip(t *testing.T) {
 		{Type: MsgNewSucc},
 		{Type: MsgCLeave, Ticket: 4, Succ: 2, SuccTicket: 0, N: 5, Epochs: []Epoch{{4, 9}}},
 		{Type: MsgAlive},
+		{Type: MsgAlive, Ticket: 3, Stretch: 2, Stamp: 1767225600682724009, Echo: 1767225600582724009},
+		{Type: MsgAckUpdate, Succs: []Owner{{4, 2}}, Stamp: 1 << 60},
 		{Type: MsgUpdate, Preds: []Owner{{5, 2}, {7, 3}, {1, 9}}},
 		{Type: MsgAckUpdate, Succs: []Owner{{4, 2}, {3, 3}}, Floor: 1 << 33},
 		{Type: MsgReqCoord, Attempt: 3, Ticket: 6, SuccTicket: 2},
@@ -37,6 +39,15 @@ func TestCodecRoundTrip(t *testing.T) {
 			t.Fatalf("%v must not be encodable", m.Type)
 		}
 	}
+	// A frame from before the vouch stamps (nothing after Stretch)
+	// decodes with neither; one with half a stamp block does not.
+	typ, p, _ := Codec{}.Marshal(Msg{Type: MsgAlive, Ticket: 3, Stretch: 1})
+	if got, err := (Codec{}).Unmarshal(typ, p); err != nil || got.Stamp != 0 || got.Echo != 0 {
+		t.Fatalf("an unstamped frame decoded as %+v, %v", got, err)
+	}
+	if _, err := (Codec{}).Unmarshal(typ, append(p, 0x85)); err == nil {
+		t.Fatal("a truncated stamp decoded")
+	}
 	if _, err := (Codec{}).Unmarshal(uint8(MsgPrCast), nil); err == nil {
 		t.Fatal("an empty prcast decoded")
 	}
@@ -56,6 +67,8 @@ func FuzzCodec(f *testing.F) {
 	typ, p, _ := Codec{}.Marshal(Msg{Type: MsgAckCJoin, Ticket: 3, N: 8, View: []Owner{{3, 4}}, Epochs: []Epoch{{3, 2}}})
 	f.Add(typ, p)
 	f.Add(uint8(6), []byte{})
+	typ, p, _ = Codec{}.Marshal(Msg{Type: MsgAlive, Ticket: 3, Stretch: 1, Stamp: 1 << 60, Echo: 1<<60 - 1})
+	f.Add(typ, p)
 	f.Fuzz(func(t *testing.T, typ uint8, p []byte) {
 		if err := wire.RoundTrip[Msg](Codec{}, typ, p); err != nil {
 			t.Fatal(err)

@@ -151,10 +151,18 @@ func (m *Machine) vouchFor(id node.ID) time.Duration {
 	return time.Duration(f) * m.window()
 }
 
-// heard records an ALIVE or UPDATE from id at now, with its sender's
-// local-health factor.
-func (m *Machine) heard(now time.Time, id node.ID, stretch uint8) {
-	m.alive[id] = m.vouchAt(now) // after a stall: when this process last ran on time (held.go)
+// heard records an ALIVE or UPDATE from id read at now, with its
+// sender's local-health factor and its echo of our stamp. It is dated at
+// the later of two times, each at most its sending plus δ on this
+// process's clock (doc.go, "Busy hosts: echoed vouches"): its reading,
+// or after a stall the last instant this process ran on time (held.go),
+// and the stamp it echoes (echo.go), which is before its sending.
+func (m *Machine) heard(now time.Time, id node.ID, stretch uint8, echo uint64) {
+	at := m.vouchAt(now)
+	if e := m.echoAt(now, echo); e.After(at) {
+		at = e
+	}
+	m.alive[id] = at
 	if m.aliveBy == nil {
 		m.aliveBy = map[node.ID]uint8{}
 	}
@@ -266,6 +274,7 @@ func (m *Machine) round(now time.Time) {
 	}
 	m.counts.Rounds++
 	m.recompute(now)
+	m.pruneEcho()
 	m.introduce(now)
 	m.counts.MaxAliveFrom = max(m.counts.MaxAliveFrom, len(m.counts.heard))
 	clear(m.counts.heard)
@@ -381,7 +390,7 @@ func (m *Machine) onAlive(now time.Time, from node.ID, msg Msg) {
 	if m.uncounted(from) {
 		m.send(from, Msg{Type: MsgIntro, Ticket: NoTicket, Attempt: introUncounted})
 	}
-	m.heard(now, from, msg.Stretch)
+	m.heard(now, from, msg.Stretch, msg.Echo)
 	m.counts.AliveRecv++
 	if m.counts.heard == nil {
 		m.counts.heard = map[node.ID]bool{}
@@ -414,7 +423,7 @@ func (m *Machine) onUpdate(now time.Time, from node.ID, msg Msg) {
 	// The immediate predecessor vouches for us by sending it (it sends
 	// none to a successor it no longer vouches for, round): a new
 	// predecessor's first ALIVE may come after its first UPDATE.
-	m.heard(now, from, msg.Stretch)
+	m.heard(now, from, msg.Stretch, msg.Echo)
 	m.send(from, m.succsMsg(msg.Attempt))
 }
 

@@ -186,10 +186,12 @@ type Machine struct {
 	updAt      time.Time
 	updAcked   bool
 	counts     Counts
-	health     health            // local health: how late this process's own rounds run (rounds.go)
-	aliveBy    map[node.ID]uint8 // the local-health factor of each last ALIVE's sender (0: a credit)
-	succHealth uint8             // the successor's factor, from its last ACKUPDATE
-	held       held              // how vouches read after a stall are dated (held.go)
+	health     health             // local health: how late this process's own rounds run (rounds.go)
+	aliveBy    map[node.ID]uint8  // the local-health factor of each last ALIVE's sender (0: a credit)
+	succHealth uint8              // the successor's factor, from its last ACKUPDATE
+	held       held               // how vouches read after a stall are dated (held.go)
+	echo       map[node.ID]uint64 // the latest stamp heard from each successor, echoed in our vouches (echo.go)
+	now        time.Time          // the current Step or Tick's time, for stamps
 
 	out    []node.Envelope[Msg]
 	events []node.Event
@@ -355,6 +357,7 @@ func (m *Machine) inS(t uint32) bool { return t < m.n && (m.ticket-t+m.n)%m.n < 
 func (m *Machine) send(to node.ID, msg Msg) {
 	msg.Floor = max(msg.Floor, m.floor)
 	msg.Stretch = m.health.factor()
+	m.stamp(to, &msg)
 	m.out = append(m.out, node.Envelope[Msg]{From: m.cfg.ID, To: to, Msg: msg})
 }
 
@@ -405,6 +408,7 @@ func (m *Machine) Step(now time.Time, in node.Envelope[Msg]) error {
 		return fmt.Errorf("ticket: %v from %d for a pool of %d tickets, this one has %d", msg.Type, in.From, msg.N, m.n)
 	}
 	m.noteEpoch(msg.Floor) // the sender's mark
+	m.noteStamp(in.From, msg.Stamp)
 	switch msg.Type {
 	case MsgCJoin:
 		m.onCJoin(now, in.From, msg)

@@ -44,7 +44,8 @@ func transcript(bug bug, stretch int) *sim.Scenario[Msg] {
 			return m
 		},
 		Format: func(m Msg) string {
-			m.Attempt = 0 // drawn at random: it says nothing here
+			m.Attempt = 0          // drawn at random: it says nothing here
+			m.Stamp, m.Echo = 0, 0 // clock readings (the lines' own times say when)
 			if m.Stretch == 1 {
 				m.Stretch = 0 // on time: shown only when a sender says it is late
 			}
