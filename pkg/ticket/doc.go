@@ -327,6 +327,64 @@
 // f' as above, healthDecay 8, a new process at 1, which pass every seed
 // of the simulator's run.
 //
+// # Busy hosts: echoed vouches
+//
+// held.go dates a vouch read while this process's rounds run late at the
+// last instant it ran on time, which is safe but, on a host where every
+// round starts late, pins every vouch read during the run to the run's
+// start: support lapses after S windows although the predecessors vouch
+// all along. So a vouch also says when it was sent, on its receiver's
+// clock, the way a lease counts from its request's sending (Gray and
+// Cheriton, SOSP 1989; "A refound that needs a majority" below):
+//
+//   - Every message a process in the ring sends carries its own clock,
+//     Msg.Stamp. Every ALIVE and UPDATE carries back the latest (the
+//     highest) stamp its sender has had from its receiver, Msg.Echo.
+//   - The receiver dates the vouch at the later of held.go's date and the
+//     echo (rounds.go, heard). An echo later than its own clock (the clock
+//     was set back, or the frame is not what it says) counts for nothing.
+//
+// Why it is safe. An echo e is a time at which the receiver sent a
+// message that the sender read before it sent the vouch: e is before the
+// vouch's sending, on the receiver's own clock, however long either side
+// was stalled and whatever the links' delay. A banned voter sends no
+// vouch after its ACKCOORD at t_v, so every vouch of it that the receiver
+// can count is dated at most max(t_v + δ, t_v) = t_v + δ: held.go's date
+// is at most the sending plus δ (held.go), the echo at most the sending.
+// That is the bound the "Safety" and "Busy hosts" arguments start from
+// (r_v ≤ t_v + δ), so the vouch counts until at most t_v + δ + W·S
+// (·(1+2ρ): the receiver's clock measures both its own echo and the
+// window, so only its rate matters), inside the excluder's wait
+// tempFor; nothing on the excluder's side changes. The support check
+// before every message (Liveness) stays as it is: a process whose support
+// ran out stops for good, whatever it reads next.
+//
+// Is held.go still needed? Not for safety where every vouch carries an
+// echo: dating at the echo alone is safe. It is kept because the echo is
+// up to a round and two delays older than the reading, so on time a vouch
+// dated at its reading (held.go's date then) lasts longer, and because a
+// vouch from a sender that has no stamp of the receiver yet (a new
+// predecessor, an older frame) has no echo; held.go makes the reading's
+// date safe for those. Stamps reach the predecessors through ACKUPDATE
+// (the immediate one), ALIVE (those that are also successors, in a small
+// ring) and INTRO, which a process sends each round to every predecessor
+// that has not vouched for it within a round and a half: after a late
+// round that is every predecessor whose vouches were pinned.
+//
+// What it does not fix: a process unscheduled for longer than its
+// longest vouch (S windows; 360 ms with ticketd's 40 ms rounds) finds its
+// support gone when it runs again, whatever the dating, since nothing it
+// could read then was sent after a stamp of its own from before the stall.
+//
+// TestEchoDatesVouch checks the dating; TestSimEchoKeepsSupportThroughStalls
+// runs a member whose every round starts late for 30 rounds, with six
+// stalls of 400 to 600 ms among them (each shorter than its 900 ms
+// vouch): it keeps its place in every seed, and dated by held.go alone
+// (bugEchoIgnored) it loses it in every seed. The planted bugEchoAtReading
+// takes an echoed vouch as current (dated at its reading) and is caught
+// by Theorem 4.1 at seeds 574 and 718 of TestSimPauseMidExclusion
+// (TestSimPauseMidExclusionEchoAtReading).
+//
 // # Fencing across refounds
 //
 // Epochs are fencing numbers: no (ticket, epoch) is ever handed out or

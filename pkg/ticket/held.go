@@ -14,7 +14,9 @@ import "time"
 // last instant the process ran on time: a message sent before that
 // instant would have been read within δ of its sending, and one sent
 // after it is dated before its sending; either way its date is at most
-// its sending plus δ, as the bound needs.
+// its sending plus δ, as the bound needs. A vouch that echoes a later
+// stamp of this process's own is dated at that stamp instead (echo.go;
+// doc.go, "Busy hosts: echoed vouches").
 type held struct {
 	ranAt time.Time // the last Step or Tick on time (no stall under way)
 	round time.Time // the overdue round the stall was noted for
