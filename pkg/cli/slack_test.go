@@ -99,7 +99,7 @@ func TestKillSlackRule(t *testing.T) {
 // scheduling delay this process measured (four times, as
 // TestWatchdogLateness does) for its own seeing of the death. Without the
 // measured part of the slack (the floor alone) the command dies about
-// 100 ms after the resource's end: testdata/mutants/72-cli-kill-slack-floor-only.patch.
+// 100 ms after the resource's end: testdata/mutants/74-cli-kill-slack-floor-only.patch.
 func TestKillSlackStoppedWatchdog(t *testing.T) {
 	resetSlack(t)
 	probe := startProbe()
