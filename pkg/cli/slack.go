@@ -45,7 +45,9 @@ const (
 	SlackFactor = 2
 	// SlackWindow is how long a measured lateness counts: long enough to
 	// span the bursts of a busy host, short enough that a host that has
-	// calmed down gets its lease back within seconds.
+	// calmed down gets its lease back within two windows (a running
+	// watchdog repeats its worst while its window holds it, and the
+	// wrapper's window then holds the last repeat as long again).
 	SlackWindow = 10 * time.Second
 	// probeEvery is the watchdog's longest sleep: how often it measures
 	// its own lateness when no deadline or extension wakes it sooner.
@@ -121,15 +123,24 @@ func KillSlack() time.Duration {
 	return time.Duration(slackFor(hostSlack.floor, hostSlack.win.recent(monotonic())))
 }
 
-// noteReported takes a watchdog's reported worst lateness, and logs when
-// it makes the slack grow by a quarter or more (back at the floor, the
-// next growth is logged again).
+// noteReported takes a watchdog's reported worst lateness.
 func noteReported(worst int64) {
+	hostSlack.Lock()
+	defer hostSlack.Unlock()
+	hostSlack.win.note(monotonic(), worst)
+}
+
+// deadlineSlack is KillSlack for a deadline handed to a watchdog (a
+// command's start, an extension). It logs when the slack has grown by a
+// quarter or more since it was last logged (back at the floor, the next
+// growth is logged again): only then, so that a wait for a grant whose
+// watchdog measures a busy host meanwhile says nothing unless a command
+// is given less of its lease for it.
+func deadlineSlack() int64 {
 	now := monotonic()
 	hostSlack.Lock()
-	hostSlack.win.note(now, worst)
-	floor := hostSlack.floor
-	s := slackFor(floor, hostSlack.win.recent(now))
+	floor, worst := hostSlack.floor, hostSlack.win.recent(now)
+	s := slackFor(floor, worst)
 	grew := s > floor && s > hostSlack.logged+hostSlack.logged/4
 	if s == floor {
 		hostSlack.logged = 0
@@ -142,6 +153,7 @@ func noteReported(worst int64) {
 		log.Warn("the host is starving its processes: leased commands will be killed earlier",
 			"kill_slack", time.Duration(s), "timer_late", time.Duration(worst), "floor", time.Duration(floor))
 	}
+	return s
 }
 
 // KillSlackFlag is --kill-slack, for the tools that run a leased command.

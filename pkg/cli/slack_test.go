@@ -122,13 +122,13 @@ func TestKillSlackStoppedWatchdog(t *testing.T) {
 		// A stop is pending until the watchdog runs to take it, and a
 		// SIGCONT before then would cancel it: the stop counts from
 		// when the watchdog is seen stopped.
-		for end := time.Now().Add(10 * time.Second); !stopped(pid); time.Sleep(time.Millisecond) {
+		for end := time.Now().Add(10 * time.Second); !stopped(pid) && !exited(pid); time.Sleep(time.Millisecond) {
 			if time.Now().After(end) {
 				t.Fatal("the watchdog did not stop within 10 s of SIGSTOP")
 			}
 		}
 		time.Sleep(stop) // the fault: the watchdog gets no CPU for this long
-		if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+		if err := syscall.Kill(pid, syscall.SIGCONT); err != nil && err != syscall.ESRCH {
 			t.Fatal(err)
 		}
 	}
@@ -188,4 +188,15 @@ func stopped(pid int) bool {
 		}
 	}
 	return true
+}
+
+// exited reports whether process pid has exited (a zombie, or gone): a
+// watchdog that fired before its stop took effect.
+func exited(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i >= 0 && i+2 < len(b) && (b[i+2] == 'Z' || b[i+2] == 'X')
 }

@@ -490,7 +490,7 @@ func (l *Watch) Start(args, env []string, until time.Time) (*Child, error) {
 	}
 	// What the watchdog measured while it waited counts too.
 	l.readReports()
-	end, slack := monoOf(until), int64(KillSlack())
+	end, slack := monoOf(until), deadlineSlack()
 	deadline := end - slack
 	if monotonic() >= deadline {
 		return nil, ErrLeaseOver
@@ -537,7 +537,7 @@ func (c *Child) Extend(until time.Time) {
 		return
 	}
 	c.watch.readReports()
-	end, slack := monoOf(until), int64(KillSlack())
+	end, slack := monoOf(until), deadlineSlack()
 	c.end.Store(end)
 	c.slack.Store(slack)
 	_, _ = c.lease.Write(record(end, slack))
