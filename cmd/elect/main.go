@@ -28,6 +28,7 @@ var runFlags = cli.WithEnv(tool, append(cli.NodeFlags(),
 	&ucli.DurationFlag{Name: "answer-timeout", Value: defaults.AnswerTimeout, Usage: "wait for an answer or ring acknowledgement; > 2·MDT + MHT"},
 	&ucli.StringFlag{Name: "state-file", Usage: "persist the highest term and the last ELECT_FENCE here, so both keep growing across restarts"},
 	&ucli.DurationFlag{Name: "kill-grace", Value: 5 * time.Second, Usage: "after leadership is lost: SIGTERM the child, then SIGKILL after this long"},
+	cli.KillSlackFlag(),
 	&ucli.BoolFlag{Name: "rerun", Usage: "with a child: stay in the election after losing leadership and run the child again on every new term"},
 	&ucli.DurationFlag{Name: "lease", DefaultText: "the timeout", Usage: "run the command only while a majority has acknowledged this leader within this long; 0: lead without a majority (faster, but two commands can overlap under partitions or pauses)"},
 	&ucli.IntFlag{Name: "awareness", Value: defaults.Awareness, Usage: "local health: a member whose own timers fire late stretches its timeouts and asks for longer lease promises, up to (1+N)×; 0 turns it off"},
@@ -68,7 +69,10 @@ clock drift up to --clock-drift: a watchdog process kills the command at
 the lease's end even if elect itself is stopped. When the lease is lost the
 command gets SIGTERM, then SIGKILL after --kill-grace or at the lease's end,
 whichever is first, and elect exits 76 (or, with --rerun, waits to lead
-again). When the command exits by itself, elect resigns and exits with the
+again). The watchdog's deadline is the lease's end less --kill-slack, or
+less twice the worst lateness of its own timers over the last 10s when
+that is more (a starved host stops the command earlier rather than late);
+a lease with less left than the slack starts nothing. When the command exits by itself, elect resigns and exits with the
 command's code. --lease 0 runs the command as soon as this member leads,
 without a majority: failover is faster, but a partitioned or paused leader's
 command can overlap the next one's for up to --timeout.
@@ -138,6 +142,9 @@ func run(c *ucli.Context) error {
 	} else if ec.Lease = ec.Timeout; ec.Lease < 2*ec.Heartbeat {
 		ec.Lease = 2 * ec.Heartbeat
 	}
+	if c.Duration("kill-slack") < 0 {
+		return cli.Exitf(cli.ExitUsage, "--kill-slack must not be negative")
+	}
 	if ec.Drift <= 0 || ec.Drift >= 0.2 {
 		return cli.Exitf(cli.ExitUsage, "--clock-drift must be above 0 and below 0.2, got %v", ec.Drift)
 	}
@@ -146,6 +153,7 @@ func run(c *ucli.Context) error {
 		return err
 	}
 	defer mb.Close()
+	cli.SetKillSlack(c.Duration("kill-slack"), mb.Log)
 	return electd.Run(mb, electd.Config{Election: ec, Child: c.Args().Slice(), StateFile: stateFile, Fence: state[1],
 		KillGrace: c.Duration("kill-grace"), Rerun: c.Bool("rerun")})
 }

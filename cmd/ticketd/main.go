@@ -108,7 +108,10 @@ across crashes: give it to what the command writes to, and refuse lower ones.
 The command runs under a watchdog: if the member stops renewing the ticket
 (it died, was stopped, or lost its place in the pool) the command gets
 SIGTERM, then SIGKILL after the kill grace, before any other member may
-hand the ticket out again.
+hand the ticket out again. The watchdog kills it --kill-slack before that
+point, or earlier on a host that makes its timers fire late (twice their
+worst lateness over the last 10s); a ticket with less time left than the
+slack starts nothing.
 
 A wait that lasts a second says on stderr what it waits for (the tickets
 the member holds and has lent, who else waits, or that the daemon does not
@@ -132,6 +135,7 @@ Examples:
 				// No --json: the command owns stdout.
 				Flags: waitFlags(
 					&ucli.DurationFlag{Name: "kill-grace", Usage: "after the ticket is lost: SIGTERM, then SIGKILL after this long (at most, and by default, the member's --max-kill-grace)"},
+					cli.KillSlackFlag(),
 					&ucli.BoolFlag{Name: "shell", Usage: "run the command through /bin/sh -c"}),
 				Action: runCmd,
 			},
@@ -272,6 +276,9 @@ func serve(c *ucli.Context) error {
 }
 
 func runCmd(c *ucli.Context) error {
+	if err := cli.SetKillSlackFlag(c, tool); err != nil {
+		return err
+	}
 	return ticketd.Run(claim.RunOptions(c))
 }
 

@@ -33,6 +33,9 @@ type Child struct {
 	lease *os.File        // StartLeased: the watchdog's deadlines
 	guard <-chan struct{} // StartLeased: closed once the watchdog ignores the group's signals
 	grace atomic.Int64    // SetKillGrace
+	watch *Watch          // StartLeased: the watchdog, for its reports
+	end   atomic.Int64    // StartLeased: the resource's end (CLOCK_MONOTONIC)
+	slack atomic.Int64    // StartLeased: the slack sent with it
 }
 
 // DefaultKillGrace is how long what a command left running in its group
@@ -62,14 +65,13 @@ func StartChild(args []string, env []string) (*Child, error) {
 	if len(args) == 0 {
 		return nil, Exitf(ExitUsage, "no command given after --")
 	}
-	return startChild(args, env, 0, nil, nil)
+	return startChild(args, env, 0, nil)
 }
 
 // startChild starts the command in process group pgid, or in a new group
-// of its own when pgid is 0; lease is its watchdog's deadline pipe (nil:
-// no watchdog), closed when the command exits, and guard is closed once
-// the watchdog ignores the signals sent to its group.
-func startChild(args []string, env []string, pgid int, lease *os.File, guard <-chan struct{}) (*Child, error) {
+// of its own when pgid is 0, under the watchdog w (nil: none), whose
+// deadline pipe is closed when the command exits.
+func startChild(args []string, env []string, pgid int, w *Watch) (*Child, error) {
 	subreaper()
 	cmd := exec.Command(args[0], args[1:]...)
 	if errors.Is(cmd.Err, exec.ErrNotFound) {
@@ -90,12 +92,18 @@ func startChild(args []string, env []string, pgid int, lease *os.File, guard <-c
 	if pgid == 0 {
 		pgid = cmd.Process.Pid
 	}
-	c := &Child{cmd: cmd, pgid: pgid, done: make(chan struct{}), lease: lease, guard: guard}
+	c := &Child{cmd: cmd, pgid: pgid, done: make(chan struct{})}
+	if w != nil {
+		c.watch, c.lease, c.guard = w, w.w, w.guarding
+	}
 	c.grace.Store(int64(DefaultKillGrace))
 	go func() {
 		_ = cmd.Wait()
 		c.state = cmd.ProcessState
 		c.sweep()
+		if c.lease != nil {
+			c.watch.closeReports() // the watchdog is gone: its last reports are in
+		}
 		close(c.done)
 	}()
 	return c, nil

@@ -114,8 +114,7 @@ func warm(t *testing.T) {
 // passed, and not before; its watchdog goes with it.
 func TestLeasedChildDiesAtDeadline(t *testing.T) {
 	warm(t)
-	start := time.Now()
-	until := start.Add(300 * time.Millisecond)
+	until := time.Now().Add(300*time.Millisecond + KillSlack())
 	c, err := StartLeased([]string{"sh", "-c", "sleep 30 & sleep 30"}, nil, until)
 	if err != nil {
 		t.Fatal(err)
@@ -124,7 +123,8 @@ func TestLeasedChildDiesAtDeadline(t *testing.T) {
 }
 
 // killedAtDeadline checks that a leased command was killed (SIGKILL, with
-// everything in its group) once until had passed, and not before.
+// everything in its group) once its deadline had passed (the resource's
+// end, until, less the kill slack), and not before.
 func killedAtDeadline(t *testing.T, c *Child, until time.Time) {
 	t.Helper()
 	select {
@@ -132,8 +132,12 @@ func killedAtDeadline(t *testing.T, c *Child, until time.Time) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("leased child still running 10 s after its deadline")
 	}
-	if now := time.Now(); now.Before(until) {
-		t.Fatalf("killed %v before its deadline", until.Sub(now))
+	d := c.Deadline()
+	if now := time.Now(); now.Before(d) {
+		t.Fatalf("killed %v before its deadline", d.Sub(now))
+	}
+	if s := until.Sub(d); s < DefaultKillSlack {
+		t.Fatalf("deadline %v before the resource's end, less than the kill slack's floor %v", s, DefaultKillSlack)
 	}
 	if c.ExitCode() != 128+int(syscall.SIGKILL) {
 		t.Fatalf("exit code %d, want %d (SIGKILL)", c.ExitCode(), 128+int(syscall.SIGKILL))
@@ -160,7 +164,7 @@ func TestPreparedWatch(t *testing.T) {
 	if err := syscall.Kill(-w.wd.Process.Pid, 0); err != nil {
 		t.Fatalf("an unarmed watchdog left: %v", err)
 	}
-	until := time.Now().Add(300 * time.Millisecond)
+	until := time.Now().Add(300*time.Millisecond + KillSlack())
 	c, err := w.Start([]string{"sleep", "30"}, nil, until)
 	if err != nil {
 		t.Fatal(err)
@@ -183,12 +187,12 @@ func waitGroupGone(t *testing.T, pgid int) {
 // watchdog clears its group and leaves.
 func TestLeasedChildExtended(t *testing.T) {
 	warm(t)
-	c, err := StartLeased([]string{"sh", "-c", "trap 'exit 7' TERM; while :; do sleep 0.01; done"}, nil, time.Now().Add(100*time.Millisecond))
+	c, err := StartLeased([]string{"sh", "-c", "trap 'exit 7' TERM; while :; do sleep 0.01; done"}, nil, time.Now().Add(100*time.Millisecond+KillSlack()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 30; i++ { // 600 ms, six times the lease
-		c.Extend(time.Now().Add(100 * time.Millisecond))
+		c.Extend(time.Now().Add(100*time.Millisecond + KillSlack()))
 		select {
 		case <-c.Done():
 			t.Fatalf("killed while its deadline was being extended (exit %d)", c.ExitCode())
@@ -209,8 +213,9 @@ func TestLeasedChildExtended(t *testing.T) {
 // still honours the extension its supervisor wrote before the deadline:
 // it reads what is waiting before it looks at the clock.
 func TestLeasedWatchdogStarved(t *testing.T) {
+	resetSlack(t) // the stop below is not the host's lateness: later tests must not pay for it
 	warm(t)
-	c, err := StartLeased([]string{"sh", "-c", "trap 'exit 7' TERM; while :; do sleep 0.01; done"}, nil, time.Now().Add(200*time.Millisecond))
+	c, err := StartLeased([]string{"sh", "-c", "trap 'exit 7' TERM; while :; do sleep 0.01; done"}, nil, time.Now().Add(200*time.Millisecond+KillSlack()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,11 +62,12 @@ func RunWatchdog() {
 		return
 	}
 	// "-": started ahead of its command (PrepareWatch), the first deadline
-	// comes on stdin; until then there is nothing to kill.
-	armed, deadline := v != unarmed, int64(0)
+	// comes on stdin; until then there is nothing to kill. Otherwise v is
+	// the resource's end, with no slack but what the watchdog measures.
+	armed, end, slack := v != unarmed, int64(0), int64(0)
 	if armed {
 		var err error
-		if deadline, err = strconv.ParseInt(v, 10, 64); err != nil {
+		if end, err = strconv.ParseInt(v, 10, 64); err != nil {
 			os.Exit(ExitUsage)
 		}
 	}
@@ -77,14 +78,39 @@ func RunWatchdog() {
 	// From here on a signal sent to the group spares the watchdog. The
 	// supervisor learns it from one byte on standard output (a pipe):
 	// until then it signals the command alone, since a signal to the group
-	// would end the watchdog and leave the group unguarded.
+	// would end the watchdog and leave the group unguarded. The pipe then
+	// carries the watchdog's worst timer lateness (slack.go), 8 bytes each
+	// time it changes; a supervisor that does not read them loses them
+	// rather than block the watchdog.
+	// due is when the loop means to look at the clock next (at once,
+	// from here): a look that comes later, for whatever reason (a sleep
+	// that ended late, a stop or a starved stretch anywhere in the loop),
+	// is late by that much.
+	due, ended := monotonic(), false
 	_, _ = syscall.Write(1, []byte{'r'})
-	_ = syscall.Close(1)
-	// Deadlines come on stdin, 8 bytes each. The watchdog reads what is
-	// there before every look at the clock, the last one included: a
-	// watchdog that was itself starved of CPU (or slow to start) still
-	// honours every extension the supervisor wrote before the deadline.
-	// End of input (the supervisor is done, or gone) ends the lease.
+	_ = syscall.SetNonblock(1, true)
+	var win lateWindow
+	reported, reportedAt := int64(0), int64(0)
+	report := func(now int64) {
+		w := win.recent(now)
+		// On change, and once a bucket's span while it is not zero, so
+		// that the supervisor's window does not forget a lateness this
+		// one still counts.
+		if w == reported && (w == 0 || now-reportedAt < bucketSpan) {
+			return
+		}
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], uint64(w))
+		if n, _ := syscall.Write(1, b[:]); n == 8 {
+			reported, reportedAt = w, now
+		}
+	}
+	// Deadlines come on stdin, 16 bytes each: the resource's end and the
+	// supervisor's slack. The watchdog reads what is there before every
+	// look at the clock, the last one included: a watchdog that was
+	// itself starved of CPU (or slow to start) still honours every
+	// extension the supervisor wrote before the deadline. End of input
+	// (the supervisor is done, or gone) ends the lease.
 	if err := syscall.SetNonblock(0, true); err != nil {
 		os.Exit(ExitUsage)
 	}
@@ -96,9 +122,9 @@ func RunWatchdog() {
 			switch {
 			case n > 0:
 				pending = append(pending, b[:n]...)
-				for len(pending) >= 8 {
-					deadline, armed = int64(binary.LittleEndian.Uint64(pending[:8])), true
-					pending = pending[8:]
+				for len(pending) >= 16 {
+					end, slack, armed = int64(binary.LittleEndian.Uint64(pending[:8])), int64(binary.LittleEndian.Uint64(pending[8:16])), true
+					pending = pending[16:]
 				}
 			case err == syscall.EINTR:
 			case err == syscall.EAGAIN:
@@ -108,8 +134,14 @@ func RunWatchdog() {
 			}
 		}
 	}
+	// deadline is when the command is killed: the resource's end less the
+	// supervisor's slack or the one this watchdog measured, the larger.
+	deadline := func(now int64) int64 { return end - max(slack, slackFor(0, win.recent(now))) }
 	for {
-		if drain() {
+		eof := drain()
+		now := monotonic()
+		win.note(now, now-due)
+		if eof {
 			if !armed {
 				os.Exit(0) // never given a command
 			}
@@ -119,27 +151,39 @@ func RunWatchdog() {
 			// command of its own in a group of its own: it gets SIGTERM
 			// and up to the kill grace, never past the deadline, to end
 			// before the whole group is killed.
-			endGroup(deadline)
+			endGroup(deadline(now))
+			ended = true
 			break
 		}
-		if !armed {
-			var r syscall.FdSet
-			r.Bits[0] |= 1
-			_, _ = syscall.Select(1, &r, nil, nil, nil)
-			continue
+		report(now)
+		sleep := int64(probeEvery)
+		if armed {
+			left := deadline(now) - now
+			if left <= 0 {
+				break
+			}
+			sleep = min(sleep, left)
 		}
-		left := deadline - monotonic()
-		if left <= 0 {
-			break
-		}
+		due = now + sleep
 		var r syscall.FdSet
 		r.Bits[0] |= 1 // stdin
-		tv := syscall.NsecToTimeval(left)
+		tv := syscall.NsecToTimeval(sleep)
 		_, _ = syscall.Select(1, &r, nil, nil, &tv) // readable, timed out or interrupted: look again
+	}
+	// At the deadline (not after the command's end): say when, for the
+	// supervisor's accounts, then kill.
+	if !ended {
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], uint64(monotonic())|firedBit)
+		_, _ = syscall.Write(1, b[:])
 	}
 	_ = syscall.Kill(0, syscall.SIGKILL) // the whole group, the watchdog last
 	os.Exit(1)
 }
+
+// firedBit marks a watchdog's last report: not a lateness but the
+// CLOCK_MONOTONIC reading at which it killed its group at the deadline.
+const firedBit = 1 << 63
 
 // endGroup sends SIGTERM to the watchdog's group (the watchdog ignores it)
 // and waits until no other live process is left in it, the deadline
@@ -211,6 +255,12 @@ type Watch struct {
 	w        *os.File
 	err      error
 	armed    bool // Start has given it a deadline
+
+	mu      sync.Mutex
+	rep     *os.File // the watchdog's ready pipe, then its reports (nil once closed)
+	pending []byte
+	worst   int64 // the worst timer lateness the watchdog last reported
+	fired   int64 // when the watchdog killed the group at its deadline (CLOCK_MONOTONIC; 0: not seen)
 }
 
 // PrepareWatch starts a watchdog with no deadline, in the background. A
@@ -251,13 +301,13 @@ func PrepareWatch() *Watch {
 		go func() { _ = wd.Wait() }()
 		// The watchdog says when it ignores the signals sent to its group
 		// (or dies first: then there is nothing left to spare).
+		// The pipe stays open for its reports (readReports).
 		go func() {
-			defer ready.Close()
 			var b [1]byte
 			_, _ = ready.Read(b[:])
 			close(l.guarding)
 		}()
-		l.wd, l.w = wd, w
+		l.wd, l.w, l.rep = wd, w, ready
 	}()
 	return l
 }
@@ -272,6 +322,72 @@ func (l *Watch) Cancel() {
 	if l.w != nil {
 		l.w.Close()
 	}
+	l.closeReports()
+}
+
+// readReports reads what the watchdog reported of its timers' lateness
+// since the last call, without waiting, and passes it on to the host's
+// slack (noteReported). It returns the watchdog's last report.
+func (l *Watch) readReports() int64 {
+	select {
+	case <-l.guarding: // its ready byte is read: what follows are reports
+	default:
+		return 0
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.rep == nil {
+		return l.worst
+	}
+	rc, err := l.rep.SyscallConn()
+	if err != nil {
+		return l.worst
+	}
+	var got []int64
+	_ = rc.Read(func(fd uintptr) bool {
+		var b [256]byte
+		for {
+			n, _ := syscall.Read(int(fd), b[:])
+			if n <= 0 {
+				return true // nothing more now (EAGAIN), or the watchdog is gone: never wait
+			}
+			l.pending = append(l.pending, b[:n]...)
+			for len(l.pending) >= 8 {
+				got = append(got, int64(binary.LittleEndian.Uint64(l.pending[:8])))
+				l.pending = l.pending[8:]
+			}
+		}
+	})
+	for _, w := range got {
+		if uint64(w)&firedBit != 0 {
+			l.fired = int64(uint64(w) &^ firedBit)
+			continue
+		}
+		l.worst = w
+		noteReported(w)
+	}
+	return l.worst
+}
+
+// closeReports reads the watchdog's last reports and closes their pipe.
+func (l *Watch) closeReports() {
+	l.readReports()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.rep != nil {
+		l.rep.Close()
+		l.rep = nil
+	}
+}
+
+// record is a deadline as the watchdog reads it: the resource's end and
+// the slack to keep before it, both in nanoseconds (the end on
+// CLOCK_MONOTONIC).
+func record(end, slack int64) []byte {
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[:8], uint64(end))
+	binary.LittleEndian.PutUint64(b[8:], uint64(slack))
+	return b[:]
 }
 
 // StartLeased starts args as StartChild does, but the command may run only
@@ -360,40 +476,52 @@ func (l *Watch) Start(args, env []string, until time.Time) (*Child, error) {
 	// would outlive its lease by that much. A watchdog not up by the
 	// deadline means this lease is over; the Watch, still unarmed, may
 	// be used again (StartLeased keeps it for the next command).
-	if !time.Now().Before(until) {
+	//
+	// The deadline is the resource's end less the kill slack (slack.go):
+	// a lease whose usable part is gone when the command would start
+	// starts nothing.
+	if !time.Now().Before(until.Add(-KillSlack())) {
 		return nil, ErrLeaseOver // a select below could pick either ready case
 	}
 	select {
 	case <-l.guarding:
-	case <-time.After(time.Until(until)):
+	case <-time.After(time.Until(until.Add(-KillSlack()))):
+		return nil, ErrLeaseOver
+	}
+	// What the watchdog measured while it waited counts too.
+	l.readReports()
+	end, slack := monoOf(until), deadlineSlack()
+	deadline := end - slack
+	if monotonic() >= deadline {
 		return nil, ErrLeaseOver
 	}
 	// The deadline goes first: the command never runs unwatched.
 	l.armed = true
-	var b [8]byte
-	deadline := monoOf(until)
-	binary.LittleEndian.PutUint64(b[:], uint64(deadline))
-	if _, err := l.w.Write(b[:]); err != nil {
+	if _, err := l.w.Write(record(end, slack)); err != nil {
 		l.w.Close()
 		return nil, ErrLeaseOver // the watchdog is gone
 	}
-	c, err := startChild(args, env, l.wd.Process.Pid, l.w, l.guarding)
+	c, err := startChild(args, env, l.wd.Process.Pid, l)
 	if err != nil {
 		_ = syscall.Kill(-l.wd.Process.Pid, syscall.SIGKILL)
 		l.w.Close()
+		l.closeReports()
 		if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.ESRCH) {
 			return nil, ErrLeaseOver // the watchdog's group is gone: it fired
 		}
 		return nil, err
 	}
+	c.end.Store(end)
+	c.slack.Store(slack)
 	// A watchdog fires only at the deadline, and a command that joined its
 	// group before it fired dies with it. Past the deadline the watchdog
 	// may have cleared the group before the command joined (a watchdog
 	// that has exited but is not yet reaped still holds the group's ID),
 	// or be clearing it right now (killing, not yet exited: on a starved
 	// host that window is long): the lease is over either way, so the
-	// group is killed here.
-	if monotonic() >= deadline {
+	// group is killed here. The deadline is the one the watchdog keeps,
+	// with the slack it measured itself.
+	if !time.Now().Before(c.Deadline()) {
 		_ = syscall.Kill(-l.wd.Process.Pid, syscall.SIGKILL)
 		<-c.done
 		return nil, ErrLeaseOver
@@ -401,12 +529,53 @@ func (l *Watch) Start(args, env []string, until time.Time) (*Child, error) {
 	return c, nil // when the command exits, sweep closes l.w: the watchdog clears the group, then exits
 }
 
-// Extend moves a leased child's deadline.
+// Extend moves a leased child's deadline: until is the resource's new
+// end, and the watchdog kills the command the kill slack before it
+// (slack.go).
 func (c *Child) Extend(until time.Time) {
 	if c.lease == nil {
 		return
 	}
-	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], uint64(monoOf(until)))
-	_, _ = c.lease.Write(b[:])
+	c.watch.readReports()
+	end, slack := monoOf(until), deadlineSlack()
+	c.end.Store(end)
+	c.slack.Store(slack)
+	_, _ = c.lease.Write(record(end, slack))
+}
+
+// Deadline is when a leased command is killed unless extended: the
+// resource's end less the kill slack, the wrapper's or the one its
+// watchdog measured, whichever is larger. Zero for a command without a
+// lease. A wrapper that finds its command dead at or past Deadline knows
+// the watchdog killed it.
+func (c *Child) Deadline() time.Time {
+	if c.watch == nil {
+		return time.Time{}
+	}
+	w := c.watch.readReports()
+	return timeOf(c.end.Load() - max(c.slack.Load(), slackFor(0, w)))
+}
+
+// Fired is when the watchdog killed the command at its deadline, as the
+// watchdog read its clock just before the kill; zero if it did not, or
+// has not said so yet. Exact where Done is not: Done is seen when this
+// process runs.
+func (c *Child) Fired() time.Time {
+	if c.watch == nil {
+		return time.Time{}
+	}
+	c.watch.readReports()
+	c.watch.mu.Lock()
+	defer c.watch.mu.Unlock()
+	if c.watch.fired == 0 {
+		return time.Time{}
+	}
+	return timeOf(c.watch.fired)
+}
+
+// timeOf converts a CLOCK_MONOTONIC reading to a time.Time (monoOf's
+// inverse).
+func timeOf(mono int64) time.Time {
+	b := monoBase()
+	return b.t.Add(time.Duration(mono - b.mono))
 }

@@ -79,33 +79,42 @@ func (p *schedProbe) worst(from, to time.Time) time.Duration {
 }
 
 // TestWatchdogLateness: leased commands nobody extends die at their
-// deadline plus at most watchdogSlack and four times the scheduling delay
-// measured meanwhile, each killed by its own watchdog. How late is
+// deadline (the resource's end less the kill slack, slack.go) plus at most
+// watchdogSlack and four times the scheduling delay measured meanwhile,
+// each killed by its own watchdog; and it counts those that died after the
+// resource's end itself, which the slack is there to prevent. How late is
 // measured from this process, which sees the death only when it runs
 // itself: an upper bound. WATCHDOG_SOAK=5m runs commands back to back for
 // that long (run it beside a CPU hog to measure the slack on a starved
-// machine); the default is ten.
+// machine); the default is ten. Each lease is WATCHDOG_LEASE long (default
+// 300ms): a lease shorter than the slack starts nothing, and is counted.
 func TestWatchdogLateness(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts leased commands one after another")
 	}
 	soak, _ := time.ParseDuration(os.Getenv("WATCHDOG_SOAK"))
+	lease := 300 * time.Millisecond
+	if d, err := time.ParseDuration(os.Getenv("WATCHDOG_LEASE")); err == nil && d > 0 {
+		lease = d
+	}
 	probe := startProbe()
 	defer probe.stop()
-	var late, excess []time.Duration
+	var late, excess, slacks, afterEnd, firedLate []time.Duration
 	var worstDelay time.Duration
-	unstarted := 0
-	for end := time.Now().Add(soak); len(late) < 10 || time.Now().Before(end); {
+	unstarted, seenAfter := 0, 0
+	for end := time.Now().Add(soak); len(late) < 10 && unstarted < 1000 || time.Now().Before(end); {
 		// A watchdog already up, as a warm one is: its start-up is not
 		// the slack measured here (the command waits for it).
 		w := PrepareWatch()
 		<-w.ready
 		<-w.guarding
-		until := time.Now().Add(100 * time.Millisecond)
+		until := time.Now().Add(lease) // the resource's end
 		c, err := w.Start([]string{"sleep", "30"}, nil, until)
-		if errors.Is(err, ErrLeaseOver) && unstarted < 100 {
-			// A starved machine took the 100 ms to start the command:
-			// it is not started at all, which is what must happen.
+		if errors.Is(err, ErrLeaseOver) {
+			// A starved machine took the lease to start the command,
+			// or its slack is longer than the lease: it is not started
+			// at all, which is what must happen.
+			w.Cancel()
 			unstarted++
 			continue
 		}
@@ -119,14 +128,15 @@ func TestWatchdogLateness(t *testing.T) {
 			t.Fatal("a leased command still ran 30 s past its deadline")
 		}
 		died := time.Now()
-		d := died.Sub(until)
+		deadline := c.Deadline() // with what the watchdog measured, up to its kill
+		d := died.Sub(deadline)
 		if d < 0 {
 			t.Fatalf("killed %v before its deadline", -d)
 		}
 		if c.ExitCode() != 128+int(syscall.SIGKILL) {
 			t.Fatalf("exit code %d, want %d (SIGKILL)", c.ExitCode(), 128+int(syscall.SIGKILL))
 		}
-		delay := probe.worst(until.Add(-100*time.Millisecond), died)
+		delay := probe.worst(deadline.Add(-100*time.Millisecond), died)
 		worstDelay = max(worstDelay, delay)
 		if allowed := watchdogSlack + 4*delay; d > allowed {
 			t.Fatalf("a leased command died %v after its deadline: more than the slack, %v + 4 × %v of scheduling delay measured meanwhile",
@@ -134,10 +144,43 @@ func TestWatchdogLateness(t *testing.T) {
 		}
 		late = append(late, d)
 		excess = append(excess, max(0, d-4*delay))
+		slacks = append(slacks, until.Sub(deadline))
+		fired := c.Fired()
+		if fired.IsZero() {
+			t.Fatal("the watchdog killed the command without saying when")
+		}
+		if fired.Before(deadline) {
+			t.Fatalf("the watchdog fired %v before its deadline", deadline.Sub(fired))
+		}
+		firedLate = append(firedLate, fired.Sub(deadline))
+		if a := fired.Sub(until); a > 0 {
+			afterEnd = append(afterEnd, a)
+		}
+		if died.After(until) {
+			seenAfter++
+		}
+	}
+	if len(late) == 0 {
+		if s := KillSlack(); s >= lease {
+			t.Skipf("no command started in %d leases of %v: the kill slack measured on this host, %v, is longer than the lease", unstarted, lease, s)
+		}
+		t.Fatalf("no command started in %d leases of %v, though the kill slack is %v", unstarted, lease, KillSlack())
 	}
 	slices.Sort(late)
 	slices.Sort(excess)
-	q := func(l []time.Duration, p float64) time.Duration { return l[int(p*float64(len(l)-1))] }
-	t.Logf("%d leased commands: killed after their deadline by %v median, %v p99, %v at most; less four times the scheduling delay measured meanwhile, %v at most (worst delay %v); %d not started (the lease ended first)",
-		len(late), q(late, 0.5), q(late, 0.99), late[len(late)-1], excess[len(excess)-1], worstDelay, unstarted)
+	slices.Sort(slacks)
+	slices.Sort(afterEnd)
+	slices.Sort(firedLate)
+	q := func(l []time.Duration, p float64) time.Duration {
+		if len(l) == 0 {
+			return 0
+		}
+		return l[int(p*float64(len(l)-1))]
+	}
+	t.Logf("%d leased commands of %v: killed after their deadline by %v median, %v p99, %v at most; less four times the scheduling delay measured meanwhile, %v at most (worst delay %v); %d not started (the usable lease was gone first)",
+		len(late), lease, q(late, 0.5), q(late, 0.99), late[len(late)-1], excess[len(excess)-1], worstDelay, unstarted)
+	t.Logf("the watchdogs fired after their deadlines by %v median, %v p99, %v at most (by their own clock readings)",
+		q(firedLate, 0.5), q(firedLate, 0.99), q(firedLate, 1))
+	t.Logf("kill slack (usable lease lost) %v median, %v p99, %v at most (%.1f%% of the lease at the median); killed after the resource's end: %d (by %v at most); seen dead after it by this process (which sees it late when it runs late): %d",
+		q(slacks, 0.5), q(slacks, 0.99), slacks[len(slacks)-1], 100*float64(q(slacks, 0.5))/float64(lease), len(afterEnd), q(afterEnd, 1), seenAfter)
 }

@@ -86,6 +86,7 @@ type child interface {
 	ExitCode() int
 	Signal(syscall.Signal)
 	Extend(until time.Time)
+	Deadline() time.Time
 	Stop(grace time.Duration)
 }
 
@@ -255,9 +256,10 @@ func (s *service) event(ev node.Event) (done bool, err error) {
 
 // exited handles the command's end.
 func (s *service) exited() (done bool, err error) {
-	if s.leased && !s.now().Before(s.until) {
-		// The watchdog killed the command at the lease's end while this
-		// process could not act (stopped, starved).
+	if s.leased && !s.now().Before(s.kid.Deadline()) {
+		// The watchdog killed the command at its deadline (the lease's
+		// end less the kill slack, cli.KillSlack) while this process
+		// could not act (stopped, starved).
 		s.log.Warn("the lease ran out: the watchdog stopped the child", "pid", s.kid.Pid(), "code", s.kid.ExitCode())
 		s.kid, s.kidDone, s.leading = nil, nil, false
 		if !s.cfg.Rerun {

@@ -38,6 +38,7 @@ func (f *fakeChild) Done() <-chan struct{}    { return f.done }
 func (f *fakeChild) ExitCode() int            { return f.code }
 func (f *fakeChild) Signal(s syscall.Signal)  { f.signals = append(f.signals, s) }
 func (f *fakeChild) Extend(until time.Time)   { f.until = until }
+func (f *fakeChild) Deadline() time.Time      { return f.until }
 func (f *fakeChild) Stop(grace time.Duration) { f.stopped, f.stopG = true, grace }
 func (f *fakeChild) exit(code int)            { f.code = code; close(f.done) }
 
