@@ -161,7 +161,7 @@ func TestLamportFloodAcks(t *testing.T) {
 
 // TestISISFloodRides: in a flood at nine members, ISIS's proposals and
 // agreed priorities ride on the data frames their members send anyway
-// (isisRide): order frames per message at most half the data frames
+// (isisOrder.ride): order frames per message at most half the data frames
 // (measured 0.12 beside 0.5). In their own frames, one to each sender
 // per batch of its messages and one to every member per batch of
 // agreements, they cost 0.98 (the planted gbugNoRide), three frames for

@@ -58,15 +58,17 @@
 //     one deliver the same messages in the former, each in its sending
 //     view.
 //   - Total orders: TotalSequencer (the view's leader numbers messages,
-//     GOrder; Nita-Rotaru's fixed sequencer), TotalLamport (Tanenbaum ch. 6,
-//     §6.3.1: Lamport times, acknowledgements to all, deliver the head
-//     once everyone is past it), TotalISIS (Nita-Rotaru's CS7610 notes: proposed and agreed
+//     GOrder; Nita-Rotaru's fixed sequencer, group_sequencer.go),
+//     TotalLamport (Tanenbaum ch. 6, §6.3.1: Lamport times,
+//     acknowledgements to all, deliver the head once everyone is past it,
+//     group_lamport.go), TotalISIS (Nita-Rotaru's CS7610 notes: proposed and agreed
 //     priorities, group_isis.go) and TotalTotem (Nita-Rotaru's CS7610 notes: a token ring
 //     whose holder numbers what it sends, group_totem.go). What any member
 //     delivered in a view is a prefix of that view's order, so a view
 //     change delivers the rest of the cut in the same order.
 //   - Safe delivery (Config.Safe; TOTEM and Spread in Nita-Rotaru's CS7610 notes): deliver
-//     once every member's status shows the message received; at a view
+//     once every member's status shows the message received (with TOTEM,
+//     once the token's aru has passed its position); at a view
 //     change the rest follows a TransitionalEvent (extended virtual
 //     synchrony). A member's status stays at its first answer to a view
 //     change while it lasts, so nothing it receives later counts as held.
@@ -92,4 +94,32 @@
 // multiplier: ticks that come late).
 // Fault model: loss, duplication, reordering,
 // pauses, crashes, partitions that heal; CheckViews judges a run.
+//
+// # Adding a total order
+//
+// Each total order is one type in its own file behind the totalOrder
+// interface (group_order.go), as pkg/election's algorithms are: the group
+// keeps what every order shares (views and their cuts, the store, what
+// each member received, retransmission, the batch of order frames,
+// safe delivery's statuses) and calls the order's hooks where orders
+// differ: when it sends (maySend, onSend, sent, ride), when data comes
+// (stored, received, ackData, ctrlOnData, rode), on the order's own
+// frames (frame: GToken, GOrder, GPrio, GFinal), on a status (onStatus,
+// statusClock, finals, agreed), on heartbeats and ticks (beat, tick,
+// slowBeat), when a batch of order frames goes (sendBatch), to deliver
+// (deliver, safe) and at a view change (reset, start, finish), and for
+// status queries (status). fifoOrder (TotalNone) gives every hook's
+// default; an order embeds it, or positions (an order that is a list of
+// positions, as the sequencer's and TOTEM's), and overrides what it
+// changes. Safe delivery is not an order: Config.Safe holds any order's
+// deliveries until safe(j, q), by default every member's status, TOTEM's
+// token aru.
+//
+// A fifth order is a file group_<name>.go with its Total constant (the
+// next number), its type and constructor, and one entry in orders
+// (group_order.go): its name, a line for --total's help, and the
+// constructor. NewGroup, ParseTotal, TotalNames and the CLI's --total take
+// it from there. TestOrderLayout checks that shape: no code outside the
+// table tests which order runs, and each order's type and constant are in
+// its own file. Add it to TestSimGroups' orders and to a transcript.
 package mcast

@@ -11,51 +11,6 @@ import (
 	"github.com/roundtable-go/roundtable/pkg/node"
 )
 
-// Total is how a Group orders deliveries across senders.
-type Total uint8
-
-const (
-	// TotalNone: FIFO per sender, no order across senders.
-	TotalNone Total = 0
-	// TotalSequencer: the view's leader stamps every message with its
-	// position in one order (Nita-Rotaru's CS7610 notes, "agreed delivery"; a fixed
-	// sequencer); the next view's leader goes on after a failure.
-	TotalSequencer Total = 1
-	// TotalLamport: Tanenbaum's totally-ordered multicast (§6.3.1). Each
-	// message carries its sender's Lamport time; every receiver
-	// acknowledges to everyone; a member delivers the message at the head
-	// of its queue (least time, then sender ID) once it knows every other
-	// member's clock has passed it with every earlier message received.
-	TotalLamport Total = 2
-	// TotalISIS: Nita-Rotaru's ISIS total order: proposed priorities from
-	// every member, the largest agreed by the sender (group_isis.go).
-	TotalISIS Total = 3
-	// TotalTotem: Nita-Rotaru's TOTEM single ring: a token goes round the
-	// view; its holder numbers and multicasts its messages
-	// (group_totem.go).
-	TotalTotem Total = 4
-)
-
-// stamping reports whether the order is a list of positions (the
-// sequencer's stamps, TOTEM's token numbers).
-func (t Total) stamping() bool { return t == TotalSequencer || t == TotalTotem }
-
-func (t Total) String() string {
-	switch t {
-	case TotalNone:
-		return "none"
-	case TotalSequencer:
-		return "sequencer"
-	case TotalLamport:
-		return "lamport"
-	case TotalISIS:
-		return "isis"
-	case TotalTotem:
-		return "totem"
-	}
-	return fmt.Sprintf("total(%d)", uint8(t))
-}
-
 // GroupConfig configures a Group. Zero values mean the default.
 type GroupConfig struct {
 	ID  node.ID
@@ -383,15 +338,11 @@ type Group struct {
 	stampAt   map[uint64]Stamp
 	stamped   map[Stamp]bool
 	nextPos   uint64
-	gcRecv    [][]uint64 // last status per member
-	clock     uint64     // Lamport: this member's clock (kept across views)
-	ts        map[Stamp]uint64
-	clk       []uint64 // Lamport: per member, the highest clock it has shown
-	clkSeq    []uint64 // ... and how many of its own messages it had sent then
-	ackRecv   []uint64 // what this member first answered a view change of this view with
-	isis      isisState
-	totem     totemState
-	batch     batchState // order frames waiting (group_batch.go)
+	gcRecv    [][]uint64       // last status per member
+	ts        map[Stamp]uint64 // the time or position a message carries (Item.TS)
+	ackRecv   []uint64         // what this member first answered a view change of this view with
+	order     totalOrder       // the total order (group_order.go)
+	batch     batchState       // order frames waiting (group_batch.go)
 	heard     []time.Time
 	health    int       // Lifeguard's local health multiplier (suspectFor)
 	healthAt  time.Time // when it last changed
@@ -454,9 +405,6 @@ func NewGroup(cfg GroupConfig) (*Group, error) {
 	if !cfg.Found && cfg.FoundAfter <= 0 && len(cfg.Contacts) == 0 {
 		return nil, errors.New("mcast: a member that does not found the group needs contacts")
 	}
-	if cfg.Total > TotalTotem {
-		return nil, errors.New("mcast: unknown total order")
-	}
 	cfg.Period = cfg.period()
 	cfg.Suspect = cfg.suspect()
 	if cfg.Window <= 0 {
@@ -468,6 +416,10 @@ func NewGroup(cfg GroupConfig) (*Group, error) {
 		if id != cfg.ID {
 			g.known[id] = true
 		}
+	}
+	var ok bool
+	if g.order, ok = newOrder(g); !ok {
+		return nil, errors.New("mcast: unknown total order")
 	}
 	g.contacts = slices.DeleteFunc(slices.Clone(cfg.Contacts), func(id node.ID) bool { return id == cfg.ID })
 	return g, nil
@@ -501,7 +453,7 @@ func (g *Group) Status() any {
 	}
 	st.Delivered = make([]uint64, len(g.view.Members))
 	for j, m := range g.view.Members {
-		if !g.cfg.Total.stamping() {
+		if !g.order.stamping() {
 			st.Delivered[j] = g.deliv[j]
 			continue
 		}
@@ -509,16 +461,7 @@ func (g *Group) Status() any {
 			st.Delivered[j] = q
 		}
 	}
-	switch g.cfg.Total {
-	case TotalSequencer:
-		st.Stamps = uint64(len(g.stamps))
-	case TotalTotem:
-		st.Stamps, st.Token, st.Holding = uint64(len(g.stamps)), g.totem.lastRot, g.totem.holding != nil
-	case TotalLamport:
-		st.Clock = g.clock
-	case TotalISIS:
-		st.Agreed = slices.Clone(g.isis.finalRecv)
-	}
+	g.order.status(&st)
 	return st
 }
 
@@ -596,8 +539,8 @@ func (g *Group) install(v View) {
 	}
 	g.recv, g.deliv, g.gcLow = make([]uint64, n), make([]uint64, n), make([]uint64, n)
 	g.delivered, g.stampAt, g.stamped = map[Stamp]bool{}, map[uint64]Stamp{}, map[Stamp]bool{}
-	g.ts, g.clk, g.clkSeq, g.ackRecv = map[Stamp]uint64{}, make([]uint64, n), make([]uint64, n), nil
-	g.isisReset(n)
+	g.ts, g.ackRecv = map[Stamp]uint64{}, nil
+	g.order.reset(n)
 	g.batchReset()
 	g.stamps, g.nextPos = nil, 1
 	g.gcRecv, g.heard = make([][]uint64, n), make([]time.Time, n)
@@ -630,7 +573,7 @@ func (g *Group) install(v View) {
 	g.events = append(g.events, ViewEvent{Event: "view", View: v.ID, Leader: v.Members[0].ID,
 		Members: slices.Clone(v.Members), Joined: slices.Clone(v.Joined), Left: slices.Clone(v.Left)})
 	g.stats["views"]++
-	g.totemReset()
+	g.order.start()
 	g.flushQueue()
 	g.room()
 	// Frames of this view that came early.
@@ -689,7 +632,7 @@ func (g *Group) requeue(c *Change) {
 		for q := c.Cut[me] + 1; q <= g.seq; q++ {
 			p, held := g.store[me][q]
 			mine := g.deliv[me] >= q
-			if g.cfg.Total.stamping() {
+			if g.order.stamping() {
 				mine = g.delivered[Stamp{g.cfg.ID, q}]
 			}
 			if !held || mine {
@@ -729,11 +672,11 @@ func (g *Group) missed(c *Change) {
 	for j, m := range g.view.Members {
 		var seqs []uint64
 		from := g.deliv[j] + 1 // delivered in each sender's order
-		if g.cfg.Total.stamping() {
+		if g.order.stamping() {
 			from = 1 // delivered in stamp order: look at each
 		}
 		for q := from; q <= c.Cut[j]; q++ {
-			if !g.delivered[Stamp{m.ID, q}] || !g.cfg.Total.stamping() {
+			if !g.delivered[Stamp{m.ID, q}] || !g.order.stamping() {
 				seqs = append(seqs, q)
 			}
 		}
@@ -799,13 +742,9 @@ func (g *Group) Tick(now time.Time) {
 		for _, id := range g.others() {
 			g.sendStatus(id)
 		}
-		if g.cfg.Total == TotalISIS && !g.flushing {
-			g.isisResend()
-		}
+		g.order.beat()
 	}
-	if g.cfg.Total == TotalTotem {
-		g.totemTick()
-	}
+	g.order.tick()
 	g.tryLeave()
 	g.leadChange()
 	g.probe()
@@ -822,7 +761,7 @@ func (g *Group) Tick(now time.Time) {
 // detect failures (Suspect is 8·Period by default). A view change needs
 // the statuses (what each member lacks of the cut) at the full rate.
 func (g *Group) beat() time.Duration {
-	if g.cfg.Total == TotalTotem && !g.flushing && g.lead == nil {
+	if g.order.slowBeat() && !g.flushing && g.lead == nil {
 		return 2 * g.cfg.Period
 	}
 	return g.cfg.Period
@@ -844,21 +783,12 @@ func (g *Group) status(to node.ID, ask bool) {
 		// could deliver as safe a message the survivors never deliver.
 		recv = g.ackRecv
 	}
-	clock := g.clock
-	if g.cfg.Total == TotalTotem {
-		clock = g.totem.lastRot // the token pass this member has seen
-	}
-	g.send(to, GMsg{Type: GStatus, View: g.view.ID, Recv: slices.Clone(recv), Ordered: uint64(len(g.stamps)), Clock: clock,
+	g.send(to, GMsg{Type: GStatus, View: g.view.ID, Recv: slices.Clone(recv), Ordered: uint64(len(g.stamps)), Clock: g.order.statusClock(),
 		Finals: g.finals(), Reject: ask})
 }
 
 // finals is what a status or an answer says of agreed priorities (ISIS).
-func (g *Group) finals() []uint64 {
-	if g.cfg.Total != TotalISIS {
-		return nil
-	}
-	return slices.Clone(g.isis.finalRecv)
-}
+func (g *Group) finals() []uint64 { return g.order.finals() }
 
 // suspected reports whether view member i has been silent too long.
 func (g *Group) suspected(i int) bool {
@@ -1042,7 +972,7 @@ func (g *Group) tryCommit() {
 				c.Cut[j] = max(c.Cut[j], a.Recv[j])
 			}
 			c.OrderCut = max(c.OrderCut, a.Ordered)
-			if g.cfg.Total == TotalISIS && len(a.Finals) == len(g.view.Members) {
+			if g.order.agreed() != nil && len(a.Finals) == len(g.view.Members) {
 				if c.FinalCut == nil {
 					c.FinalCut = make([]uint64, len(g.view.Members))
 				}

@@ -1,7 +1,6 @@
 package mcast
 
 import (
-	"slices"
 	"time"
 )
 
@@ -22,10 +21,9 @@ const ctrlBatch = time.Millisecond
 // batchState is what a member has to send in its next batch of order
 // frames.
 type batchState struct {
-	last      time.Time // when the last batch went
-	due       bool      // something waits for the next batch
-	ack       bool      // an acknowledgement (a status to every member)
-	orderSent uint64    // sequencer: the stamps sent so far in this view
+	last time.Time // when the last batch went
+	due  bool      // something waits for the next batch
+	ack  bool      // an acknowledgement (a status to every member)
 }
 
 // ctrl notes that order frames wait (stamps, an acknowledgement, ISIS's
@@ -45,25 +43,14 @@ func (g *Group) sendCtrl() {
 	if !g.inView || g.done {
 		return
 	}
-	if g.cfg.Total == TotalSequencer && g.leader() == g.cfg.ID {
-		for start := g.batch.orderSent + 1; start <= uint64(len(g.stamps)); {
-			end := min(uint64(len(g.stamps)), start-1+maxStamps)
+	g.order.sendBatch(func() {
+		if g.batch.ack {
+			g.batch.ack = false
 			for _, id := range g.others() {
-				g.send(id, GMsg{Type: GOrder, View: g.view.ID, Start: start, Stamps: slices.Clone(g.stamps[start-1 : end])})
+				g.sendStatus(id)
 			}
-			start = end + 1
 		}
-		g.batch.orderSent = uint64(len(g.stamps))
-	}
-	if g.batch.ack {
-		g.batch.ack = false
-		for _, id := range g.others() {
-			g.sendStatus(id)
-		}
-	}
-	if g.cfg.Total == TotalISIS {
-		g.isisFlush()
-	}
+	})
 }
 
 // batchWake is when the waiting batch is due (zero: none waits).

@@ -1,7 +1,6 @@
 package mcast
 
 import (
-	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -160,8 +159,8 @@ func (g *Group) handle(from node.ID, m GMsg) {
 	g.heard[i] = g.now
 	switch m.Type {
 	case GData:
-		if g.cfg.Total == TotalISIS && len(m.Prios) > 0 {
-			g.isisRode(from, i, m.Prios) // even when the data is refused
+		if len(m.Prios) > 0 {
+			g.order.rode(from, i, m.Prios) // even when the data is refused
 		}
 		if g.backlogged() && !g.flushing {
 			// Flow control: the reader is behind. Nothing stored is
@@ -173,7 +172,7 @@ func (g *Group) handle(from node.ID, m GMsg) {
 		for _, it := range m.Items {
 			fresh = g.receive(it) || fresh
 		}
-		if fresh && (g.cfg.Total == TotalLamport || g.cfg.Safe && g.cfg.Total != TotalTotem) && !g.flushing {
+		if fresh && g.order.ackData() && !g.flushing {
 			// Tanenbaum ch. 6: the receiver acknowledges to everyone (one
 			// acknowledgement per batch of new messages, group_batch.go);
 			// safe delivery waits for everyone's acknowledgement too,
@@ -181,7 +180,7 @@ func (g *Group) handle(from node.ID, m GMsg) {
 			// (Nita-Rotaru's CS7610 notes).
 			g.batch.ack = true
 		}
-		if g.cfg.Total == TotalISIS || g.batch.ack {
+		if g.order.ctrlOnData() || g.batch.ack {
 			g.ctrl()
 		}
 		if g.nak[from] {
@@ -190,55 +189,13 @@ func (g *Group) handle(from node.ID, m GMsg) {
 		}
 		g.deliver()
 		g.checkReady() // last: it may install the next view
-	case GToken:
-		if g.cfg.Total == TotalTotem && m.Token != nil {
-			g.onToken(m.Token)
-		}
-	case GOrder:
-		// The leader's stamps, or another member's copies of them.
-		if g.cfg.Total.stamping() {
-			for k, s := range m.Stamps {
-				p := m.Start + uint64(k)
-				if p > uint64(len(g.stamps)) {
-					g.stampAt[p] = s
-				}
-			}
-			g.advanceStamps()
-			if len(g.stampAt) > 0 {
-				g.askStatus(from)
-			}
-			g.deliver()
-			g.checkReady() // last: it may install the next view
-		}
-	case GPrio:
-		if g.cfg.Total == TotalISIS {
-			for _, it := range m.Prios {
-				if it.Sender == g.cfg.ID && it.Prio.By == from {
-					g.isisGot(it.Seq, i, it.Prio)
-				}
-			}
-			g.ctrl()
-			g.deliver()
-		}
-	case GFinal:
-		if g.cfg.Total == TotalISIS {
-			g.isisFinals(m.Prios)
-			g.deliver()
-			g.checkReady() // last: it may install the next view
-		}
+	case GToken, GOrder, GPrio, GFinal:
+		g.order.frame(from, i, m)
 	case GStatus:
-		if g.cfg.Total == TotalISIS {
-			g.isisRetransmit(from, m.Finals, m.Reject)
-		}
-		if g.cfg.Total == TotalTotem {
-			g.totemSuccessor(from, m.Clock)
-		}
+		wake := g.order.onStatus(from, i, m)
 		if len(m.Recv) == len(g.view.Members) {
-			if g.cfg.Total == TotalLamport {
-				g.showClock(i, m.Clock, m.Recv[i])
-			}
 			g.gcRecv[i] = m.Recv
-			if g.cfg.Total == TotalLamport || g.cfg.Safe {
+			if wake || g.cfg.Safe {
 				g.deliver()
 			}
 			g.retransmit(from, m.Recv, m.Ordered, m.Reject)
@@ -424,7 +381,7 @@ func (g *Group) onCommit(from node.ID, b Ballot, c *Change) {
 	g.startFlush()
 	g.accepted, g.accBallot = c, b
 	g.readySent = Ballot{} // a repeated commit: our ready was lost
-	if !covers(g.recv, uint64(len(g.stamps)), g.isis.finalRecv, c) {
+	if !covers(g.recv, uint64(len(g.stamps)), g.order.agreed(), c) {
 		// Ask the survivors: whoever has what we lack sends it (and the
 		// heartbeats go on asking).
 		for _, id := range c.Survivors {
@@ -440,7 +397,7 @@ func (g *Group) onCommit(from node.ID, b Ballot, c *Change) {
 // checkReady tells the change's leader once this member has everything up
 // to the accepted cut.
 func (g *Group) checkReady() {
-	if g.accepted == nil || g.readySent == g.accBallot || !covers(g.recv, uint64(len(g.stamps)), g.isis.finalRecv, g.accepted) {
+	if g.accepted == nil || g.readySent == g.accBallot || !covers(g.recv, uint64(len(g.stamps)), g.order.agreed(), g.accepted) {
 		return
 	}
 	g.readySent = g.accBallot
@@ -525,7 +482,7 @@ func (g *Group) onInstall(from node.ID, c *Change) {
 		g.rejoin(g.view.ID, c)
 		return
 	}
-	if !covers(g.recv, uint64(len(g.stamps)), g.isis.finalRecv, c) && g.cfg.bug != gbugEarlyInstall {
+	if !covers(g.recv, uint64(len(g.stamps)), g.order.agreed(), c) && g.cfg.bug != gbugEarlyInstall {
 		// A survivor the install did not wait for (a change taken over
 		// from a failed leader waits only for those that answered it)
 		// and that lacks part of the cut cannot move with the others:
@@ -607,8 +564,7 @@ func (g *Group) checkLinger() {
 // member has not delivered yet: the stamped messages in stamp order, then
 // the rest by sender and number (the same at every survivor).
 func (g *Group) finishView(c *Change) {
-	cut := c.Cut
-	if g.cfg.Safe && g.undelivered(cut) {
+	if g.cfg.Safe && g.undelivered(c.Cut) {
 		// The transitional set (Nita-Rotaru's notes, "Transitional
 		// Configuration"): the members that come from this view and will
 		// be in the same next one, this member always included.
@@ -626,52 +582,7 @@ func (g *Group) finishView(c *Change) {
 		}
 		g.events = append(g.events, TransitionalEvent{Event: "transitional", View: g.view.ID, Members: ms})
 	}
-	if g.cfg.Total.stamping() {
-		for p := g.nextPos; p <= c.OrderCut && p <= uint64(len(g.stamps)); p++ {
-			s := g.stamps[p-1]
-			if j, ok := g.pos[s.Sender]; ok && s.Seq <= cut[j] && !g.delivered[s] {
-				g.deliverOne(j, s.Seq)
-			}
-		}
-		for j, m := range g.view.Members {
-			for q := uint64(1); q <= cut[j] && q <= g.recv[j]; q++ {
-				if !g.delivered[Stamp{m.ID, q}] {
-					g.deliverOne(j, q)
-				}
-			}
-		}
-		return
-	}
-	if g.cfg.Total == TotalISIS {
-		g.isisFinish(c)
-		return
-	}
-	if g.cfg.Total == TotalLamport {
-		// What a member delivered is a prefix of the view's messages in
-		// (time, sender) order (it delivered m only with every earlier
-		// one here), so the rest of the cut goes in that order too.
-		var rest []Stamp
-		for j, m := range g.view.Members {
-			for q := g.deliv[j] + 1; q <= cut[j] && q <= g.recv[j]; q++ {
-				rest = append(rest, Stamp{m.ID, q})
-			}
-		}
-		slices.SortFunc(rest, func(a, b Stamp) int {
-			if c := cmp.Compare(g.ts[a], g.ts[b]); c != 0 {
-				return c
-			}
-			return cmp.Compare(a.Sender, b.Sender)
-		})
-		for _, st := range rest {
-			g.deliverOne(g.pos[st.Sender], st.Seq)
-		}
-		return
-	}
-	for j := range g.view.Members {
-		for g.deliv[j] < cut[j] && g.deliv[j] < g.recv[j] {
-			g.deliverOne(j, g.deliv[j]+1)
-		}
-	}
+	g.order.finish(c)
 }
 
 // undelivered reports whether some message up to cut is not delivered
@@ -679,7 +590,7 @@ func (g *Group) finishView(c *Change) {
 func (g *Group) undelivered(cut []uint64) bool {
 	for j, m := range g.view.Members {
 		top := min(cut[j], g.recv[j])
-		if !g.cfg.Total.stamping() {
+		if !g.order.stamping() {
 			if g.deliv[j] < top {
 				return true
 			}
@@ -706,20 +617,7 @@ func (g *Group) receive(it Item) bool {
 		return false
 	}
 	g.store[j][it.Seq] = it.Payload
-	if g.cfg.Total == TotalTotem && it.TS > 0 {
-		st := Stamp{it.Sender, it.Seq}
-		g.ts[st] = it.TS
-		if it.TS > uint64(len(g.stamps)) {
-			g.stampAt[it.TS] = st
-			defer g.advanceStamps()
-		}
-	}
-	if g.cfg.Total == TotalLamport {
-		// Tanenbaum ch. 6: a receiver's clock moves past the message's time.
-		g.ts[Stamp{it.Sender, it.Seq}] = it.TS
-		g.clock = max(g.clock, it.TS) + 1
-		g.showClock(j, it.TS, it.Seq)
-	}
+	g.order.stored(j, it)
 	if debugf != nil {
 		debugf("%d: view %d store %d/%d %q", g.cfg.ID, g.view.ID, it.Sender, it.Seq, it.Payload)
 	}
@@ -734,53 +632,7 @@ func (g *Group) receive(it Item) bool {
 		delete(g.above[j], g.recv[j]+1)
 		g.recv[j]++
 	}
-	if g.cfg.Total == TotalISIS && !g.flushing {
-		for q := old + 1; q <= g.recv[j]; q++ {
-			g.isisPropose(j, q)
-		}
-	}
-	return true
-}
-
-// showClock records that member j's clock reached c when it had sent seq
-// messages: its later messages carry times above c.
-func (g *Group) showClock(j int, c, seq uint64) {
-	if c > g.clk[j] {
-		g.clk[j], g.clkSeq[j] = c, seq
-	}
-}
-
-// lamportHead is the undelivered message least in (time, sender) order
-// among each member's next one, if any.
-func (g *Group) lamportHead() (j int, q, ts uint64, ok bool) {
-	for k, m := range g.view.Members {
-		if g.deliv[k] >= g.recv[k] {
-			continue
-		}
-		t := g.ts[Stamp{m.ID, g.deliv[k] + 1}]
-		if !ok || t < ts || t == ts && m.ID < g.view.Members[j].ID {
-			j, q, ts, ok = k, g.deliv[k]+1, t, true
-		}
-	}
-	return
-}
-
-// lamportDeliverable: every other member has either a later message
-// queued here, or shown a clock at or past ts with every message it had
-// sent by then received here; so nothing earlier in the order can still
-// come (Tanenbaum ch. 6: the head is acknowledged by everyone).
-func (g *Group) lamportDeliverable(j int, ts uint64) bool {
-	if g.cfg.bug == gbugLamportNoAck {
-		return true
-	}
-	for k, m := range g.view.Members {
-		if k == j || m.ID == g.cfg.ID || g.deliv[k] < g.recv[k] {
-			continue
-		}
-		if g.clk[k] < ts || g.recv[k] < g.clkSeq[k] {
-			return false
-		}
-	}
+	g.order.received(j, old+1, g.recv[j])
 	return true
 }
 
@@ -790,60 +642,19 @@ func (g *Group) deliver() {
 	if g.flushing && g.cfg.bug != gbugFlushDeliver {
 		return
 	}
-	if g.cfg.Total.stamping() {
-		if g.cfg.Total == TotalSequencer && g.leader() == g.cfg.ID {
-			g.stamp()
-		}
-		for g.nextPos <= uint64(len(g.stamps)) {
-			s := g.stamps[g.nextPos-1]
-			j, ok := g.pos[s.Sender]
-			if !ok || s.Seq > g.recv[j] {
-				if g.cfg.bug == gbugSkipGap && ok {
-					g.nextPos++
-					continue
-				}
-				return
-			}
-			if !g.delivered[s] && (!g.safe(j, s.Seq) || g.backlogged()) {
-				return
-			}
-			if !g.delivered[s] {
-				g.deliverOne(j, s.Seq)
-			}
-			g.nextPos++
-		}
-		return
-	}
-	if g.cfg.Total == TotalISIS {
-		g.isisDeliver()
-		return
-	}
-	if g.cfg.Total == TotalLamport {
-		for {
-			j, q, ts, ok := g.lamportHead()
-			if !ok || !g.lamportDeliverable(j, ts) || !g.safe(j, q) || g.backlogged() {
-				return
-			}
-			g.deliverOne(j, q)
-		}
-	}
-	for j := range g.view.Members {
-		for g.deliv[j] < g.recv[j] && g.safe(j, g.deliv[j]+1) && !g.backlogged() {
-			g.deliverOne(j, g.deliv[j]+1)
-		}
-	}
+	g.order.deliver()
 }
 
 // safe reports whether message q of member j may be delivered: always,
 // unless Safe, and then once every other member's last status shows it
 // received (TOTEM's aru, Nita-Rotaru's CS7610 notes).
 func (g *Group) safe(j int, q uint64) bool {
-	if !g.cfg.Safe {
-		return true
-	}
-	if g.cfg.Total == TotalTotem {
-		return g.totemSafe(g.ts[Stamp{g.view.Members[j].ID, q}])
-	}
+	return !g.cfg.Safe || g.order.safe(j, q)
+}
+
+// heldByAll: every other member's last status shows message q of member
+// j received (safe delivery's acknowledgements).
+func (g *Group) heldByAll(j int, q uint64) bool {
 	for i, m := range g.view.Members {
 		if m.ID == g.cfg.ID || g.cfg.bug == gbugSafeSkipLast && i == len(g.view.Members)-1 {
 			continue
@@ -855,28 +666,9 @@ func (g *Group) safe(j int, q uint64) bool {
 	return true
 }
 
-// stamp: the sequencer gives each message it has received without a gap
-// the next position, and tells every member.
-func (g *Group) stamp() {
-	start := uint64(len(g.stamps)) + 1
-	for j, m := range g.view.Members {
-		for q := g.deliv[j] + 1; q <= g.recv[j]; q++ {
-			s := Stamp{m.ID, q}
-			if !g.stamped[s] {
-				g.stamped[s] = true
-				g.stamps = append(g.stamps, s)
-			}
-			g.deliv[j] = q // stamped up to here
-		}
-	}
-	if uint64(len(g.stamps)) >= start {
-		g.ctrl() // to every member, batched (group_batch.go)
-	}
-}
-
 func (g *Group) deliverOne(j int, q uint64) {
 	m := g.view.Members[j]
-	if !g.cfg.Total.stamping() {
+	if !g.order.stamping() {
 		g.deliv[j] = q
 	} else {
 		g.delivered[Stamp{m.ID, q}] = true
@@ -903,7 +695,7 @@ func (g *Group) flushQueue() {
 		}
 		g.open = true
 	}
-	if g.cfg.Total == TotalTotem && g.totem.holding == nil {
+	if !g.order.maySend() {
 		return // TOTEM: only the token's holder multicasts
 	}
 	me := g.pos[g.cfg.ID]
@@ -915,33 +707,12 @@ func (g *Group) flushQueue() {
 		g.stats["sent"]++
 		g.events = append(g.events, GroupSendEvent{Event: "send", View: g.view.ID, Inc: g.me.Inc, Seq: g.seq, Payload: p})
 		it := Item{Sender: g.cfg.ID, Seq: g.seq, Payload: p}
-		if g.cfg.Total == TotalISIS {
-			g.isisPropose(me, g.seq)
-		}
-		if g.cfg.Total == TotalTotem {
-			g.totemStamp(&it)
-		}
-		if g.cfg.Total == TotalLamport {
-			g.clock++ // Tanenbaum ch. 6: a send is an event
-			it.TS = g.clock
-			g.ts[Stamp{g.cfg.ID, g.seq}] = it.TS
-		}
+		g.order.onSend(me, &it)
 		items = append(items, it)
 	}
 	g.queue = nil
 	g.broadcast(items)
-	if g.cfg.Total == TotalLamport && !g.cfg.Safe {
-		// The data carries this member's clock, past every message it
-		// received: it acknowledges them all (Tanenbaum ch. 6, an
-		// acknowledgement is any message with a later time).
-		g.batch.ack = false
-	}
-	if g.cfg.Total == TotalTotem {
-		g.totemPass()
-	}
-	if g.cfg.Total == TotalISIS {
-		g.ctrl() // proposals and agreed priorities of its own messages
-	}
+	g.order.sent()
 	g.deliver()
 }
 
@@ -968,20 +739,14 @@ func (g *Group) broadcast(items []Item) {
 			size += len(items[n].Payload) + 16
 			n++
 		}
-		room, finals := 0, false
-		if g.cfg.Total == TotalISIS && g.cfg.bug != gbugNoRide {
-			room = max(budget-size, 0) / prioSize
-			finals = len(g.isis.finalOut) <= room
-		}
-		for _, id := range g.others() {
+		to := g.others()
+		rides := g.order.ride(size, to)
+		for k, id := range to {
 			m := GMsg{Type: GData, View: g.view.ID, Items: items[:n]}
-			if room > 0 {
-				m.Prios = g.isisRide(id, room, finals)
+			if rides != nil {
+				m.Prios = rides[k]
 			}
 			g.send(id, m)
-		}
-		if finals {
-			g.isis.finalOut = g.isis.finalOut[:0]
 		}
 		items = items[n:]
 	}
@@ -1077,7 +842,7 @@ func (g *Group) collect() {
 			low = min(low, g.gcRecv[i][j])
 		}
 		for q := g.gcLow[j] + 1; q <= low; q++ {
-			if !(!g.cfg.Total.stamping() && q <= g.deliv[j] || g.delivered[Stamp{m.ID, q}]) {
+			if !(!g.order.stamping() && q <= g.deliv[j] || g.delivered[Stamp{m.ID, q}]) {
 				break
 			}
 			delete(g.store[j], q)

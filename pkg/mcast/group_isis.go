@@ -31,13 +31,110 @@ import (
 //
 // Proposals and agreed priorities go in batches (group_batch.go), and
 // those waiting when a member sends data ride on its data frames
-// (isisRide): in a flood where every member sends, the order costs
+// (rideTo): in a flood where every member sends, the order costs
 // little beyond the data's own frames.
 
 // maxPrios bounds the priorities of one frame: at most 30 bytes each, so
 // that a frame stays within a datagram (a larger one is never sent, and
 // the retransmission that made it would repeat for ever).
 const maxPrios = 1024
+
+// TotalISIS: Nita-Rotaru's ISIS total order: proposed priorities from
+// every member, the largest agreed by the sender.
+const TotalISIS Total = 3
+
+// isisOrder is the ISIS total order (above).
+type isisOrder struct {
+	fifoOrder
+	isisState
+}
+
+func newISIS(g *Group) totalOrder { return &isisOrder{fifoOrder: fifoOrder{g: g}} }
+
+// onSend: a member proposes for its own messages too.
+func (o *isisOrder) onSend(me int, it *Item) { o.propose(me, it.Seq) }
+
+// sent: the proposals and agreed priorities of its own messages go.
+func (o *isisOrder) sent() { o.g.ctrl() }
+
+// received: proposals for each sender's messages in their order (not
+// during a view change: the cut settles those).
+func (o *isisOrder) received(j int, from, to uint64) {
+	if o.g.flushing {
+		return
+	}
+	for q := from; q <= to; q++ {
+		o.propose(j, q)
+	}
+}
+
+// ctrlOnData: new data gives proposals to send.
+func (o *isisOrder) ctrlOnData() bool { return true }
+
+// frame takes proposals for this member's messages (GPrio) and agreed
+// priorities (GFinal).
+func (o *isisOrder) frame(from node.ID, i int, m GMsg) {
+	g := o.g
+	switch m.Type {
+	case GPrio:
+		for _, it := range m.Prios {
+			if it.Sender == g.cfg.ID && it.Prio.By == from {
+				o.proposal(it.Seq, i, it.Prio)
+			}
+		}
+		g.ctrl()
+		g.deliver()
+	case GFinal:
+		o.takeFinals(m.Prios)
+		g.deliver()
+		g.checkReady() // last: it may install the next view
+	}
+}
+
+// onStatus sends the agreed priorities the status shows missing.
+func (o *isisOrder) onStatus(from node.ID, i int, m GMsg) bool {
+	o.retransmit(from, m.Finals, m.Reject)
+	return false
+}
+
+// sendBatch: proposals and agreed priorities go after the
+// acknowledgements.
+func (o *isisOrder) sendBatch(acks func()) {
+	acks()
+	o.flush()
+}
+
+func (o *isisOrder) beat() {
+	if !o.g.flushing {
+		o.resend()
+	}
+}
+
+func (o *isisOrder) finals() []uint64 { return slices.Clone(o.finalRecv) }
+func (o *isisOrder) agreed() []uint64 { return o.finalRecv }
+
+func (o *isisOrder) status(st *GroupStatus) { st.Agreed = slices.Clone(o.finalRecv) }
+
+// ride: what waits rides on a data frame of size bytes (rideTo), in the
+// room the frame leaves: every agreed priority or none, and proposals
+// for each receiver's messages.
+func (o *isisOrder) ride(size int, to []node.ID) [][]PrioItem {
+	if o.g.cfg.bug == gbugNoRide {
+		return nil
+	}
+	room := max(budget-size, 0) / prioSize
+	finals := len(o.finalOut) <= room
+	out := make([][]PrioItem, len(to))
+	for k, id := range to {
+		if room > 0 {
+			out[k] = o.rideTo(id, room, finals)
+		}
+	}
+	if finals {
+		o.finalOut = o.finalOut[:0]
+	}
+	return out
+}
 
 // isisState is the per-view ISIS state.
 type isisState struct {
@@ -51,31 +148,33 @@ type isisState struct {
 	finalOut  []PrioItem // own messages agreed while handling a frame, not yet sent
 }
 
-func (g *Group) isisReset(n int) {
-	g.isis = isisState{n: g.isis.n, prop: map[Stamp]Prio{}, final: map[Stamp]Prio{}, finalRecv: make([]uint64, n),
+func (o *isisOrder) reset(n int) {
+	o.isisState = isisState{n: o.n, prop: map[Stamp]Prio{}, final: map[Stamp]Prio{}, finalRecv: make([]uint64, n),
 		got: map[uint64][]Prio{}, prioOut: map[node.ID][]PrioItem{}}
 }
 
-// isisPropose: message q of member j arrived in order; propose.
-func (g *Group) isisPropose(j int, q uint64) {
-	s := &g.isis
+// propose: message q of member j arrived in order; propose.
+func (o *isisOrder) propose(j int, q uint64) {
+	g := o.g
+	s := &o.isisState
 	s.n++
 	p := Prio{s.n, g.cfg.ID}
 	m := g.view.Members[j].ID
 	s.prop[Stamp{m, q}] = p
 	if m == g.cfg.ID {
-		g.isisGot(q, g.pos[g.cfg.ID], p)
+		o.proposal(q, g.pos[g.cfg.ID], p)
 		return
 	}
 	s.prioOut[m] = append(s.prioOut[m], PrioItem{Sender: m, Seq: q, Prio: p})
 }
 
-// isisFlush sends the proposals and the agreed priorities gathered
+// flush sends the proposals and the agreed priorities gathered
 // while handling a frame: one frame per member for all of them, not one
 // per proposal that completed an agreement (a frame of proposals for
 // many messages agrees on many at once).
-func (g *Group) isisFlush() {
-	s := &g.isis
+func (o *isisOrder) flush() {
+	g := o.g
+	s := &o.isisState
 	for out := s.finalOut; len(out) > 0; {
 		k := min(len(out), maxPrios)
 		for _, id := range g.others() {
@@ -101,9 +200,10 @@ func (g *Group) isisFlush() {
 	}
 }
 
-// isisGot records member i's proposal for own message q.
-func (g *Group) isisGot(q uint64, i int, p Prio) {
-	s := &g.isis
+// proposal records member i's proposal for own message q.
+func (o *isisOrder) proposal(q uint64, i int, p Prio) {
+	g := o.g
+	s := &o.isisState
 	if q <= s.finalSent || q > g.seq {
 		return
 	}
@@ -114,7 +214,7 @@ func (g *Group) isisGot(q uint64, i int, p Prio) {
 	}
 	ps[i] = p
 	// Agree in sequence order, once every member has proposed; sent by
-	// isisFlush.
+	// flush.
 	me := g.pos[g.cfg.ID]
 	for q := s.finalSent + 1; q <= g.seq; q++ {
 		ps := s.got[q]
@@ -143,9 +243,10 @@ func (g *Group) isisGot(q uint64, i int, p Prio) {
 	}
 }
 
-// isisFinals records agreed priorities (from their sender or relayed).
-func (g *Group) isisFinals(items []PrioItem) {
-	s := &g.isis
+// takeFinals records agreed priorities (from their sender or relayed).
+func (o *isisOrder) takeFinals(items []PrioItem) {
+	g := o.g
+	s := &o.isisState
 	for _, it := range items {
 		j, ok := g.pos[it.Sender]
 		if !ok || it.Seq <= s.finalRecv[j] {
@@ -162,27 +263,29 @@ func (g *Group) isisFinals(items []PrioItem) {
 	}
 }
 
-// isisPrio is message (j, q)'s place in the queue: agreed, or this
+// prio is message (j, q)'s place in the queue: agreed, or this
 // member's proposal (a lower bound of the agreed one).
-func (g *Group) isisPrio(j int, q uint64) (Prio, bool) {
+func (o *isisOrder) prio(j int, q uint64) (Prio, bool) {
+	g := o.g
 	st := Stamp{g.view.Members[j].ID, q}
-	if p, ok := g.isis.final[st]; ok {
+	if p, ok := o.final[st]; ok {
 		return p, true
 	}
-	return g.isis.prop[st], false
+	return o.prop[st], false
 }
 
-// isisDeliver delivers heads with agreed priorities. Each sender's first
+// deliver delivers heads with agreed priorities. Each sender's first
 // undelivered message stands for it: its later ones get larger agreed
 // priorities (see above).
-func (g *Group) isisDeliver() {
+func (o *isisOrder) deliver() {
+	g := o.g
 	for {
 		head, headP, agreed := -1, Prio{}, false
 		for j := range g.view.Members {
 			if g.deliv[j] >= g.recv[j] {
 				continue
 			}
-			p, ok := g.isisPrio(j, g.deliv[j]+1)
+			p, ok := o.prio(j, g.deliv[j]+1)
 			if head < 0 || p.less(headP) {
 				head, headP, agreed = j, p, ok
 			}
@@ -197,10 +300,11 @@ func (g *Group) isisDeliver() {
 	}
 }
 
-// isisResend: with each heartbeat, proposals not yet agreed go to their
+// resend: with each heartbeat, proposals not yet agreed go to their
 // senders again (a lost proposal would hold the message for ever).
-func (g *Group) isisResend() {
-	s := &g.isis
+func (o *isisOrder) resend() {
+	g := o.g
+	s := &o.isisState
 	h := g.heldBefore() // proposed half a Period ago or more: not in flight
 	if h == nil {
 		return
@@ -215,17 +319,18 @@ func (g *Group) isisResend() {
 			}
 		}
 	}
-	g.isisFlush()
+	o.flush()
 }
 
-// isisRetransmit sends a member the agreed priorities its status lacks
+// retransmit sends a member the agreed priorities its status lacks
 // (those this member held half a Period ago, unless the status asks: as
 // retransmit).
-func (g *Group) isisRetransmit(to node.ID, finals []uint64, ask bool) {
+func (o *isisOrder) retransmit(to node.ID, finals []uint64, ask bool) {
+	g := o.g
 	if len(finals) != len(g.view.Members) {
 		return
 	}
-	top := g.isis.finalRecv
+	top := o.finalRecv
 	// With extended virtual synchrony agreed priorities go again at once,
 	// not only what was held half a Period ago as for data: holding them
 	// back left a member of a healed component in no view (seed 897 of
@@ -239,8 +344,8 @@ func (g *Group) isisRetransmit(to node.ID, finals []uint64, ask bool) {
 	}
 	var out []PrioItem
 	for j, m := range g.view.Members {
-		for q := finals[j] + 1; q <= min(g.isis.finalRecv[j], top[j]) && len(out) < maxPrios; q++ {
-			out = append(out, PrioItem{Sender: m.ID, Seq: q, Prio: g.isis.final[Stamp{m.ID, q}]})
+		for q := finals[j] + 1; q <= min(o.finalRecv[j], top[j]) && len(out) < maxPrios; q++ {
+			out = append(out, PrioItem{Sender: m.ID, Seq: q, Prio: o.final[Stamp{m.ID, q}]})
 		}
 	}
 	if len(out) > 0 {
@@ -249,9 +354,10 @@ func (g *Group) isisRetransmit(to node.ID, finals []uint64, ask bool) {
 	}
 }
 
-// isisFinish delivers the rest of the cut at a view change: agreed ones
+// finish delivers the rest of the cut at a view change: agreed ones
 // in priority order, then the others by sender and number.
-func (g *Group) isisFinish(c *Change) {
+func (o *isisOrder) finish(c *Change) {
+	g := o.g
 	var agreed, rest []Stamp
 	for j, m := range g.view.Members {
 		for q := g.deliv[j] + 1; q <= c.Cut[j] && q <= g.recv[j]; q++ {
@@ -263,7 +369,7 @@ func (g *Group) isisFinish(c *Change) {
 		}
 	}
 	slices.SortFunc(agreed, func(a, b Stamp) int {
-		pa, pb := g.isis.final[a], g.isis.final[b]
+		pa, pb := o.final[a], o.final[b]
 		if pa == pb {
 			return 0
 		}
@@ -286,15 +392,15 @@ func (g *Group) isisFinish(c *Change) {
 // prioSize bounds the bytes of one priority item on the wire.
 const prioSize = 32
 
-// isisRide is what rides on a data frame to member to (at most room
+// rideTo is what rides on a data frame to member to (at most room
 // items): this member's agreed priorities (finals: all of them, or none
 // when they do not all fit; the caller then forgets them) and its
 // proposals for to's messages. A member that sends data anyway sends
 // its order frames with it: in a flood where every member sends, ISIS
 // costs about the data's frames, not three times them (Nita-Rotaru's
 // 3(n−1) per message, batched).
-func (g *Group) isisRide(to node.ID, room int, finals bool) []PrioItem {
-	s := &g.isis
+func (o *isisOrder) rideTo(to node.ID, room int, finals bool) []PrioItem {
+	s := &o.isisState
 	var out []PrioItem
 	if finals {
 		out = append(out, s.finalOut...)
@@ -313,18 +419,19 @@ func (g *Group) isisRide(to node.ID, room int, finals bool) []PrioItem {
 	return out
 }
 
-// isisRode takes the priorities that rode on a data frame of member i
+// rode takes the priorities that rode on a data frame of member i
 // (from): proposals for this member's messages, and from's agreed
 // priorities of its own.
-func (g *Group) isisRode(from node.ID, i int, prios []PrioItem) {
+func (o *isisOrder) rode(from node.ID, i int, prios []PrioItem) {
+	g := o.g
 	var finals []PrioItem
 	for _, it := range prios {
 		switch {
 		case it.Sender == g.cfg.ID && it.Prio.By == from:
-			g.isisGot(it.Seq, i, it.Prio)
+			o.proposal(it.Seq, i, it.Prio)
 		case it.Sender == from:
 			finals = append(finals, it)
 		}
 	}
-	g.isisFinals(finals)
+	o.takeFinals(finals)
 }

@@ -952,11 +952,12 @@ func TestISISFramesFit(t *testing.T) {
 		}
 	}
 	g := s.Machine(2).(*Group)
-	if g.isis.finalRecv[0] < 30000 {
-		t.Fatalf("member 2 holds %d agreed priorities of member 1, want 30000", g.isis.finalRecv[0])
+	isis := g.order.(*isisOrder)
+	if isis.finalRecv[0] < 30000 {
+		t.Fatalf("member 2 holds %d agreed priorities of member 1, want 30000", isis.finalRecv[0])
 	}
 	g.out = nil
-	g.isisRetransmit(1, []uint64{20000, 0}, true) // numbers of three bytes
+	isis.retransmit(1, []uint64{20000, 0}, true) // numbers of three bytes
 	if len(g.out) == 0 {
 		t.Fatal("nothing retransmitted")
 	}

@@ -40,17 +40,96 @@ type totemState struct {
 	safeAru  uint64 // every position up to here is held by every member
 }
 
-func (g *Group) totemReset() {
-	g.totem = totemState{}
-	if g.cfg.Total == TotalTotem && g.leader() == g.cfg.ID {
-		g.onToken(&Token{Rot: 1, Arus: make([]uint64, len(g.view.Members))})
+// TotalTotem: Nita-Rotaru's TOTEM single ring: a token goes round the
+// view; its holder numbers and multicasts its messages.
+const TotalTotem Total = 4
+
+// totemOrder is TOTEM's single ring (above): positions given out by the
+// token's holder.
+type totemOrder struct {
+	positions
+	totemState
+}
+
+func newTotem(g *Group) totalOrder { return &totemOrder{positions: positions{fifoOrder{g: g}}} }
+
+func (o *totemOrder) reset(n int) { o.totemState = totemState{} }
+
+// start: the view's leader makes the token.
+func (o *totemOrder) start() {
+	g := o.g
+	if g.leader() == g.cfg.ID {
+		o.onToken(&Token{Rot: 1, Arus: make([]uint64, len(g.view.Members))})
 	}
 }
 
-// totemAdvance moves myAru past every position held here (number and
+// maySend: only the token's holder multicasts.
+func (o *totemOrder) maySend() bool { return o.holding != nil }
+
+func (o *totemOrder) onSend(me int, it *Item) { o.stamp(it) }
+
+// sent: the holder passes the token on at once after multicasting.
+func (o *totemOrder) sent() { o.pass() }
+
+// stored: a message carries its position (Item.TS).
+func (o *totemOrder) stored(j int, it Item) {
+	g := o.g
+	if it.TS == 0 {
+		return
+	}
+	st := Stamp{it.Sender, it.Seq}
+	g.ts[st] = it.TS
+	if it.TS > uint64(len(g.stamps)) {
+		g.stampAt[it.TS] = st
+		g.advanceStamps()
+	}
+}
+
+// ackData: never; safe delivery has the token's aru.
+func (o *totemOrder) ackData() bool { return false }
+
+func (o *totemOrder) frame(from node.ID, i int, m GMsg) {
+	if m.Type == GToken {
+		if m.Token != nil {
+			o.onToken(m.Token)
+		}
+		return
+	}
+	o.positions.frame(from, i, m)
+}
+
+// onStatus notes the token pass the successor's status shows.
+func (o *totemOrder) onStatus(from node.ID, i int, m GMsg) bool {
+	g := o.g
+	me := g.pos[g.cfg.ID]
+	if g.view.Members[(me+1)%len(g.view.Members)].ID == from {
+		o.succRot = max(o.succRot, m.Clock)
+	}
+	return false
+}
+
+// slowBeat: the token carries what the heartbeats would (Group.beat).
+func (o *totemOrder) slowBeat() bool { return true }
+
+// statusClock: the token pass this member has seen.
+func (o *totemOrder) statusClock() uint64 { return o.lastRot }
+
+func (o *totemOrder) status(st *GroupStatus) {
+	st.Stamps, st.Token, st.Holding = uint64(len(o.g.stamps)), o.lastRot, o.holding != nil
+}
+
+// safe: the message's position is held by every member (the token's
+// aru).
+func (o *totemOrder) safe(j int, q uint64) bool {
+	g := o.g
+	return g.ts[Stamp{g.view.Members[j].ID, q}] <= o.safeAru
+}
+
+// advance moves myAru past every position held here (number and
 // message).
-func (g *Group) totemAdvance() {
-	t := &g.totem
+func (o *totemOrder) advance() {
+	g := o.g
+	t := &o.totemState
 	for t.myAru < uint64(len(g.stamps)) {
 		s := g.stamps[t.myAru]
 		j, ok := g.pos[s.Sender]
@@ -62,8 +141,9 @@ func (g *Group) totemAdvance() {
 }
 
 // onToken: the token arrived (or was made here).
-func (g *Group) onToken(tok *Token) {
-	t := &g.totem
+func (o *totemOrder) onToken(tok *Token) {
+	g := o.g
+	t := &o.totemState
 	if tok.Rot <= t.lastRot || g.flushing || len(tok.Arus) != len(g.view.Members) {
 		return
 	}
@@ -90,7 +170,7 @@ func (g *Group) onToken(tok *Token) {
 		g.stats["retransmitted"] += uint64(len(resend))
 		g.broadcast(resend)
 	}
-	g.totemAdvance()
+	o.advance()
 	for p := uint64(len(g.stamps)) + 1; p <= tok.Seq && len(rtr) < 256; p++ {
 		if _, have := g.stampAt[p]; !have {
 			rtr = append(rtr, p)
@@ -108,9 +188,10 @@ func (g *Group) onToken(tok *Token) {
 	g.deliver()
 }
 
-// totemStamp gives this member's message its position (the holder only).
-func (g *Group) totemStamp(it *Item) {
-	tok := g.totem.holding
+// stamp gives this member's message its position (the holder only).
+func (o *totemOrder) stamp(it *Item) {
+	g := o.g
+	tok := o.holding
 	tok.Seq++
 	it.TS = tok.Seq
 	st := Stamp{g.cfg.ID, it.Seq}
@@ -119,9 +200,10 @@ func (g *Group) totemStamp(it *Item) {
 	g.advanceStamps()
 }
 
-// totemPass sends the token to the next member of the view.
-func (g *Group) totemPass() {
-	t := &g.totem
+// pass sends the token to the next member of the view.
+func (o *totemOrder) pass() {
+	g := o.g
+	t := &o.totemState
 	tok := t.holding
 	if tok == nil {
 		return
@@ -146,16 +228,17 @@ func cloneToken(t *Token) *Token {
 	return &Token{Rot: t.Rot, Seq: t.Seq, Arus: slices.Clone(t.Arus), Rtr: slices.Clone(t.Rtr)}
 }
 
-// totemTick passes an idle token on and sends a passed one again until the
+// tick passes an idle token on and sends a passed one again until the
 // successor has shown it got it.
-func (g *Group) totemTick() {
-	t := &g.totem
+func (o *totemOrder) tick() {
+	g := o.g
+	t := &o.totemState
 	if g.flushing {
 		t.holding = nil
 		return
 	}
 	if t.holding != nil && g.now.Sub(t.heldAt) >= g.cfg.Period/4 {
-		g.totemPass()
+		o.pass()
 		return
 	}
 	if p := t.passed; p != nil && t.succRot < p.Rot && g.now.Sub(t.passedAt) >= g.cfg.Period {
@@ -165,14 +248,3 @@ func (g *Group) totemTick() {
 		g.send(g.view.Members[(me+1)%len(g.view.Members)].ID, GMsg{Type: GToken, View: g.view.ID, Token: cloneToken(p)})
 	}
 }
-
-// totemSuccessor notes the token pass the successor's status shows.
-func (g *Group) totemSuccessor(from node.ID, rot uint64) {
-	me := g.pos[g.cfg.ID]
-	if g.view.Members[(me+1)%len(g.view.Members)].ID == from {
-		g.totem.succRot = max(g.totem.succRot, rot)
-	}
-}
-
-// totemSafe: position p is held by every member.
-func (g *Group) totemSafe(p uint64) bool { return p <= g.totem.safeAru }
