@@ -15,7 +15,7 @@ import (
 // run' and 'mcast bench' (one environment variable, one meaning).
 var groupFlags = []ucli.Flag{
 	&ucli.BoolFlag{Name: "views", Usage: "a dynamic group: members join and leave, failed ones are removed, and each installed view is printed (implied by --order total)"},
-	&ucli.StringFlag{Name: "total", Value: "sequencer", Usage: "with --order total: how the one order is made: sequencer (the view's leader numbers every message), lamport (Lamport times, acknowledged by everyone), isis (priorities proposed by every member, agreed by the sender) or totem (a token goes round; its holder numbers what it sends)"},
+	&ucli.StringFlag{Name: "total", Value: "sequencer", Usage: "with --order total: how the one order is made: " + mcast.TotalUsage()},
 	&ucli.BoolFlag{Name: "safe", Usage: "with --views: deliver a message only once every member of the view has it; at a view change the rest follows a 'transitional' line naming the members it is safe among"},
 	&ucli.IntFlag{Name: "start-with", DefaultText: "every member in --peers", Usage: "with --views: hold the first lines until a view has this many members (0: send at once)"},
 	&ucli.StringFlag{Name: "join", Usage: "with --views: join through these members (IDs from --peers, comma-separated; default every other peer)"},

@@ -147,17 +147,11 @@ func ParsePartitions(p string) (evs bool, err error) {
 	return false, cli.Exitf(cli.ExitUsage, "--partitions: %q is not one of: primary, evs", p)
 }
 
-// ParseTotal is --total: how a dynamic group makes its one order.
+// ParseTotal is --total: how a dynamic group makes its one order, one of
+// the orders pkg/mcast registers.
 func ParseTotal(t string) (mcast.Total, error) {
-	switch t {
-	case "sequencer":
-		return mcast.TotalSequencer, nil
-	case "lamport":
-		return mcast.TotalLamport, nil
-	case "isis":
-		return mcast.TotalISIS, nil
-	case "totem":
-		return mcast.TotalTotem, nil
+	if total, ok := mcast.ParseTotal(t); ok {
+		return total, nil
 	}
-	return 0, cli.Exitf(cli.ExitUsage, "--total: %q is not one of: sequencer, lamport, isis, totem", t)
+	return 0, cli.Exitf(cli.ExitUsage, "--total: %q is not one of: %s", t, strings.Join(mcast.TotalNames(), ", "))
 }
