@@ -19,7 +19,10 @@ type GroupConfig struct {
 	// alone). Otherwise it joins through Contacts.
 	Found    bool
 	Contacts []node.ID
-	Total    Total
+	// Total is the order across senders, one registered in
+	// group_order.go (TotalNone: FIFO per sender); NewGroup refuses
+	// any other.
+	Total Total
 	// Period is the heartbeat (GStatus) interval. Default 20ms.
 	Period time.Duration
 	// Suspect is the silence after which a view member is suspected and
