@@ -106,6 +106,7 @@ const (
 	gbugFixedWindow                    // every member keeps the whole Window in flight, however many members send
 	gbugNoBatch                        // order frames go as each data frame comes, not batched (group_batch.go)
 	gbugNoRide                         // isis: no proposal or agreed priority rides on a data frame
+	gbugFlushUnheard                   // the acting leader ignores a status that says its sender is flushing
 )
 
 // Group events. Text forms: "view 7 members 1,2,4 joined 4 left 3",
@@ -379,6 +380,7 @@ type Group struct {
 	nextLeave  time.Time
 	lagAt      map[node.ID]time.Time
 	flushSince time.Time
+	flushSeen  bool // a member's status of this view said it is flushing (peerFlushing)
 
 	// extended virtual synchrony (group_evs.go)
 	known      map[node.ID]bool // every process seen in a view, and the contacts
@@ -552,7 +554,7 @@ func (g *Group) install(v View) {
 	}
 	g.nak, g.held = map[node.ID]bool{}, nil
 	g.flushing, g.promised, g.accepted, g.accBallot, g.readySent, g.lead = false, Ballot{}, nil, Ballot{}, Ballot{}, nil
-	g.minority, g.waitSince, g.installed = false, time.Time{}, g.now
+	g.minority, g.waitSince, g.installed, g.flushSeen = false, time.Time{}, g.now, false
 	for m := range g.joins {
 		if i, ok := g.pos[m.ID]; ok && v.Members[i].Inc >= m.Inc {
 			delete(g.joins, m)
@@ -786,7 +788,11 @@ func (g *Group) status(to node.ID, ask bool) {
 		// could deliver as safe a message the survivors never deliver.
 		recv = g.ackRecv
 	}
-	g.send(to, GMsg{Type: GStatus, View: g.view.ID, Recv: slices.Clone(recv), Ordered: uint64(len(g.stamps)), Clock: g.order.statusClock(),
+	var b Ballot
+	if g.flushing {
+		b = g.promised // peerFlushing: the acting leader learns of the flush
+	}
+	g.send(to, GMsg{Type: GStatus, View: g.view.ID, Ballot: b, Recv: slices.Clone(recv), Ordered: uint64(len(g.stamps)), Clock: g.order.statusClock(),
 		Finals: g.finals(), Reject: ask})
 }
 
@@ -815,6 +821,22 @@ const maxHealth = 8
 // on time detects a crash in Suspect.
 func (g *Group) suspectFor() time.Duration {
 	return g.cfg.Suspect * time.Duration(1+g.health)
+}
+
+// peerFlushing: a status of this view from a member that is flushing (it
+// carries the ballot the member promised). If that change has no leader
+// any more (its leader, which had suspected the acting one, heard it
+// again and stepped back), nobody would end the member's flush: the
+// acting leader must run a change that takes the member along
+// (Nita-Rotaru's CS7610 notes, "A Membership Protocol": the view change
+// ends once every process that answered is in the next view), with a
+// ballot above the one promised.
+func (g *Group) peerFlushing(b Ballot) {
+	if b == (Ballot{}) || g.cfg.bug == gbugFlushUnheard {
+		return
+	}
+	g.maxN = max(g.maxN, b.N)
+	g.flushSeen = true
 }
 
 // unhealthy raises the local health multiplier.
@@ -863,7 +885,7 @@ func (g *Group) leadChange() {
 		return
 	}
 	if g.lead == nil {
-		need := g.flushing || g.accepted != nil || len(g.joins) > 0 || len(g.leaves) > 0 || g.leader() != g.cfg.ID || g.mergeInto != node.None
+		need := g.flushing || g.flushSeen || g.accepted != nil || len(g.joins) > 0 || len(g.leaves) > 0 || g.leader() != g.cfg.ID || g.mergeInto != node.None
 		for i := range g.view.Members {
 			need = need || g.suspected(i)
 		}

@@ -192,6 +192,7 @@ func (g *Group) handle(from node.ID, m GMsg) {
 	case GToken, GOrder, GPrio, GFinal:
 		g.order.frame(from, i, m)
 	case GStatus:
+		g.peerFlushing(m.Ballot)
 		wake := g.order.onStatus(from, i, m)
 		if len(m.Recv) == len(g.view.Members) {
 			g.gcRecv[i] = m.Recv

@@ -558,6 +558,7 @@ func TestScenarioPlantedBugs(t *testing.T) {
 		{Name: "gbugNoLinger", File: "quit-and-leave.txt", Plant: plant{g: gbugNoLinger}, Shows: "failed: sim seed 0 at +1.6s: member 2's input ended 900ms ago and it has not left"},
 		{Name: "gbugLamportNoAck", File: "lamport-slow-copy.txt", Plant: plant{g: gbugLamportNoAck}, Shows: "failed: sim seed 0 at +335ms: agreed order: member 1/1 delivered 2/1/1 before 2/2/1, member 2/1 the other way"}, // "+301ms 3: 2 2.1 b"
 		{Name: "gbugFixedWindow", File: "window-share.txt", Plant: plant{g: gbugFixedWindow}, Shows: "+300ms 1: 100 of 100 taken"},
+		{Name: "gbugFlushUnheard", File: "flush-unled.txt", Plant: plant{g: gbugFlushUnheard}, Shows: "failed: sim seed 0 at +1.48s: agreement: members 1/1 and 2/1 end in view 2; only the first delivered 2/1/1"}, // "+920ms 2: minority in view 2"
 		{Name: "gbugNoHealth", File: "health-late-ticks.txt", Plant: plant{g: gbugNoHealth}, Shows: "+650ms 3->1 propose view=2 inc=1 ballot={n=1 id=3}"},
 		{Name: "gbugMergeNoFlush", File: "evs-merge.txt", Plant: plant{g: gbugMergeNoFlush}, Shows: "failed: sim seed 0 at +1.165s: virtual synchrony: members 3/1 and 4/1 moved from view 1099511627779 to 1099511627780; 4/1 delivered 1099511627779/4/1 there, 3/1 did not"},
 		{Name: "gbugMergeEitherWay", File: "evs-merge.txt", Plant: plant{g: gbugMergeEitherWay}, Shows: "failed: sim seed 0 at +1.165s: member 1 is in no view"}, // "+814ms 1: merge view 3 members 1,2 into 3", and 3's into 1
