@@ -218,7 +218,7 @@ func TestLocalHealth(t *testing.T) {
 		g.cfg.bug = bug
 		period, suspect := g.cfg.Period, g.cfg.Suspect
 		g.Tick(now)
-		if got := g.suspectFor(); got != suspect {
+		if got := g.suspectFor(0); got != suspect {
 			t.Fatalf("at start: %v, want %v", got, suspect)
 		}
 		for i := 0; i < 20; i++ { // late ticks: 3 Periods apart
@@ -229,14 +229,14 @@ func TestLocalHealth(t *testing.T) {
 		if bug != 0 {
 			want = suspect
 		}
-		if got := g.suspectFor(); got != want {
+		if got := g.suspectFor(0); got != want {
 			t.Errorf("bug %d: after late ticks: %v, want %v", bug, got, want)
 		}
 		for i := 0; i < 2*(maxHealth+1)*int(suspect/period); i++ { // on time
 			now = now.Add(period / 2)
 			g.Tick(now)
 		}
-		if got := g.suspectFor(); got != suspect {
+		if got := g.suspectFor(0); got != suspect {
 			t.Errorf("bug %d: after ticks on time: %v, want %v", bug, got, suspect)
 		}
 	}

@@ -107,6 +107,7 @@ const (
 	gbugNoBatch                        // order frames go as each data frame comes, not batched (group_batch.go)
 	gbugNoRide                         // isis: no proposal or agreed priority rides on a data frame
 	gbugFlushUnheard                   // the acting leader ignores a status that says its sender is flushing
+	gbugFlatSuspect                    // suspicion waits Suspect for every process, whatever silences it came back from
 )
 
 // Group events. Text forms: "view 7 members 1,2,4 joined 4 left 3",
@@ -382,6 +383,11 @@ type Group struct {
 	flushSince time.Time
 	flushSeen  bool // a member's status of this view said it is flushing (peerFlushing)
 
+	// learnt silences (hear): per process, the longest silence this
+	// member has seen it come back from, kept across views
+	silence map[node.ID]time.Duration
+	gone    map[node.ID]time.Time // suspected members a view change removed: when last heard
+
 	// extended virtual synchrony (group_evs.go)
 	known      map[node.ID]bool // every process seen in a view, and the contacts
 	mergeInto  node.ID          // this component is to join the one this process leads
@@ -416,7 +422,7 @@ func NewGroup(cfg GroupConfig) (*Group, error) {
 		cfg.Window = 4096
 	}
 	g := &Group{cfg: cfg, me: Member{cfg.ID, cfg.Inc}, stats: map[string]uint64{}, joins: map[Member]bool{},
-		leaves: map[node.ID]bool{}, quit: map[Member]bool{}, lagAt: map[node.ID]time.Time{}, known: map[node.ID]bool{}, mergeJoins: map[Member]bool{}}
+		leaves: map[node.ID]bool{}, quit: map[Member]bool{}, lagAt: map[node.ID]time.Time{}, silence: map[node.ID]time.Duration{}, gone: map[node.ID]time.Time{}, known: map[node.ID]bool{}, mergeJoins: map[Member]bool{}}
 	for _, id := range cfg.Contacts {
 		if id != cfg.ID {
 			g.known[id] = true
@@ -527,6 +533,13 @@ func (g *Group) others() []node.ID {
 
 // install makes v the current view and resets the per-view state.
 func (g *Group) install(v View) {
+	if g.inView && len(g.heard) == len(g.view.Members) {
+		for i, m := range g.view.Members {
+			if !slices.Contains(v.Members, m) && g.suspected(i) {
+				g.gone[m.ID] = g.heard[i] // hear: the silence it may come back from
+			}
+		}
+	}
 	g.view, g.inView = v, true
 	n := len(v.Members)
 	g.pos = make(map[node.ID]int, n)
@@ -804,23 +817,64 @@ func (g *Group) suspected(i int) bool {
 	if _, quit := g.quit[g.view.Members[i]]; quit {
 		return true
 	}
-	return g.view.Members[i].ID != g.cfg.ID && g.now.Sub(g.heard[i]) > g.suspectFor()
+	return g.view.Members[i].ID != g.cfg.ID && g.now.Sub(g.heard[i]) > g.suspectFor(i)
 }
 
 // maxHealth bounds the local health multiplier: suspicion waits at most
 // (1 + maxHealth)·Suspect (Lifeguard's default maximum, 8).
 const maxHealth = 8
 
-// suspectFor is how long a member must stay silent to be suspected here:
-// Suspect, stretched by this member's own health (Dadgar et al.,
+// maxLearnt bounds the learnt silence: a process is suspected after at
+// most maxLearnt·Suspect of silence (but for this member's own health).
+const maxLearnt = 4
+
+// suspectFor is how long view member i must stay silent to be suspected
+// here: Suspect, stretched by this member's own health (Dadgar et al.,
 // "Lifeguard: Local Health Awareness for More Accurate Failure Detection",
-// §IV-A, Local Health Multiplier). A member that was not running on time
-// (its ticks came late: a flood's backlog, a loaded machine) takes its
-// own slowness for others' silence less readily; the multiplier falls
-// back by one for each Suspect without such a sign, so a member running
-// on time detects a crash in Suspect.
-func (g *Group) suspectFor() time.Duration {
-	return g.cfg.Suspect * time.Duration(1+g.health)
+// §IV-A, Local Health Multiplier), or twice the longest silence this
+// member has seen that process come back from (hear), up to
+// maxLearnt·Suspect, whichever is longer. A member that was not running
+// on time (its ticks came late: a flood's backlog, a loaded machine)
+// takes its own slowness for others' silence less readily; the
+// multiplier falls back by one for each Suspect without such a sign, so
+// a member running on time detects a crash in Suspect. And a process
+// that keeps coming back after silences (a starved host: its pauses are
+// its normal behaviour) is waited for as long as it has shown it needs:
+// the timeout adapts to the inter-arrival times observed from that
+// process, as the accrual detector of Hayashibara et al. ("The φ Accrual
+// Failure Detector", §III) and the adaptive timeouts of Chen, Toueg and
+// Aguilera ("On the Quality of Service of Failure Detectors", §6) do,
+// here with the simplest estimate, the largest gap, and a cap so that a
+// crash is still found in bounded time. A process that never paused is
+// suspected after Suspect as before.
+func (g *Group) suspectFor(i int) time.Duration {
+	d := g.cfg.Suspect * time.Duration(1+g.health)
+	if g.cfg.bug != gbugFlatSuspect {
+		d = max(d, min(2*g.silence[g.view.Members[i].ID], maxLearnt*g.cfg.Suspect))
+	}
+	return d
+}
+
+// hear records a frame of the current view from view member i: if the
+// silence it ends is the longest this member has seen that process come
+// back from, suspectFor learns it. A process removed for its silence
+// comes back in a later view: its silence runs from when it was last
+// heard in the view it was removed from (install keeps that). Only while this member runs on time
+// (no late tick, full health): a silence that was this member's own
+// pause (the frames were waiting for it) says nothing of the sender.
+func (g *Group) hear(i int) {
+	id := g.view.Members[i].ID
+	gap := g.now.Sub(g.heard[i])
+	if t, ok := g.gone[id]; ok {
+		// It was removed for its silence and is back in a view: the
+		// silence it came back from began when it was last heard then.
+		gap = max(gap, g.now.Sub(t))
+		delete(g.gone, id)
+	}
+	if g.health == 0 && !g.lastTick.IsZero() && g.now.Sub(g.lastTick) <= g.cfg.Period && gap > g.silence[id] {
+		g.silence[id] = gap
+	}
+	g.heard[i] = g.now
 }
 
 // peerFlushing: a status of this view from a member that is flushing (it
@@ -856,6 +910,18 @@ func (g *Group) healthTick(now time.Time) {
 	if !g.lastTick.IsZero() && g.inView && g.cfg.bug != gbugNoHealth {
 		if now.Sub(g.lastTick) > g.cfg.Period {
 			g.unhealthy()
+		}
+	}
+	if late := now.Sub(g.lastTick); !g.lastTick.IsZero() && g.inView && late > g.cfg.Period && g.cfg.bug != gbugFlatSuspect {
+		// Silence is counted in this member's own running time: while
+		// it was not running (a pause, a starved host) it could hear
+		// nobody, and what others sent meanwhile is still on its way
+		// in. Without this a member that resumes suspects everyone at
+		// once and proposes a needless change.
+		for i := range g.heard {
+			if g.heard[i] = g.heard[i].Add(late - g.cfg.Period/2); g.heard[i].After(now) {
+				g.heard[i] = now
+			}
 		}
 	}
 	g.lastTick = now

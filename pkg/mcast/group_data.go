@@ -156,7 +156,7 @@ func (g *Group) handle(from node.ID, m GMsg) {
 		g.stats["foreign"]++
 		return
 	}
-	g.heard[i] = g.now
+	g.hear(i)
 	switch m.Type {
 	case GData:
 		if len(m.Prios) > 0 {
