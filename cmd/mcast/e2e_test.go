@@ -25,7 +25,7 @@ var mcastBin string
 
 func TestMain(m *testing.M) {
 	if n, _ := strconv.Atoi(os.Getenv("MCAST_TEST_LINES")); n > 0 {
-		generate(n) // a member's input, for partitioned
+		generate(n, os.Getenv("MCAST_TEST_STOP")) // a member's input, for partitioned
 		return
 	}
 	clitest.Main(m, "mcast", &mcastBin)
@@ -33,10 +33,17 @@ func TestMain(m *testing.M) {
 
 // generate writes n lines to stdout, "line 1" to "line n", one every 3 ms:
 // one process where a shell loop started a sleep for every line, which
-// on a busy host was most of the load the test made itself.
-func generate(n int) {
+// on a busy host was most of the load the test made itself. It ends
+// early once the file stop (if named) exists: the input lasts as long as
+// the test needs it, however slowly a loaded host gets there.
+func generate(n int, stop string) {
 	w := bufio.NewWriter(os.Stdout)
 	for i := 1; i <= n; i++ {
+		if stop != "" && i%64 == 0 {
+			if _, err := os.Stat(stop); err == nil {
+				return
+			}
+		}
 		fmt.Fprintf(w, "line %d\n", i)
 		if w.Flush() != nil {
 			return

@@ -95,7 +95,11 @@ func partitioned(t *testing.T, args ...string) (*clitest.Cluster, func(...string
 		t.Fatal(err)
 	}
 	wrapper := filepath.Join(dir, "member.sh")
-	script := fmt.Sprintf("#!/bin/bash\nexec %q \"$@\" < <(MCAST_TEST_LINES=3000 %q)\n", mcastBin, self)
+	// Lines go on until waitGone makes the stop file (at most 100,000,
+	// 5 minutes' worth), so that the partition and the heal happen while
+	// every member still sends, however long a loaded host takes to get
+	// there (3,000 lines ended before the split at load 20).
+	script := fmt.Sprintf("#!/bin/bash\nexec %q \"$@\" < <(MCAST_TEST_LINES=100000 MCAST_TEST_STOP=%q %q)\n", mcastBin, filepath.Join(dir, "stop"), self)
 	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -110,10 +114,13 @@ func partitioned(t *testing.T, args ...string) (*clitest.Cluster, func(...string
 	return c, ctl, ms
 }
 
-// waitGone waits until the generators have ended and every member has
-// left and exited.
+// waitGone ends the generators (the stop file) and waits until every
+// member has left and exited.
 func waitGone(t *testing.T, c *clitest.Cluster) {
 	t.Helper()
+	if err := os.WriteFile(filepath.Join(c.Dir, "stop"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	clitest.WaitFor(t, 60*time.Second, func() bool {
 		for i := 1; i <= 5; i++ {
 			b, _ := os.ReadFile(c.File(i, "pid"))
