@@ -846,10 +846,16 @@ const maxLearnt = 4
 // Aguilera ("On the Quality of Service of Failure Detectors", §6) do,
 // here with the simplest estimate, the largest gap, and a cap so that a
 // crash is still found in bounded time. A process that never paused is
-// suspected after Suspect as before.
+// suspected after Suspect as before. Not with EVS: there a member that
+// is split off goes on in a component of its own and merges back, the
+// silences learnt are mostly partitions, and a merge after a heal
+// waits for suspicion (with it, TestSimGroups' EVS schedules missed
+// their merge deadlines in 2 of 1,000 seeds of two orders, and seed 671
+// of the sequencer order broke integrity across two components that
+// numbered views alike, so EVS keeps Suspect).
 func (g *Group) suspectFor(i int) time.Duration {
 	d := g.cfg.Suspect * time.Duration(1+g.health)
-	if g.cfg.bug != gbugFlatSuspect {
+	if g.cfg.bug != gbugFlatSuspect && !g.cfg.EVS {
 		d = max(d, min(2*g.silence[g.view.Members[i].ID], maxLearnt*g.cfg.Suspect))
 	}
 	return d
