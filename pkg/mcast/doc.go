@@ -100,7 +100,8 @@
 // Toueg and Aguilera, "On the Quality of Service of Failure Detectors",
 // §6), so a starved member that keeps coming back is not removed for
 // each pause while a process that never paused is still suspected after
-// Suspect (TestSimRepeatedPauses: members 4 and 5 of five paused again
+// Suspect (not with EVS, whose merges wait for suspicion and whose
+// silences are mostly partitions) (TestSimRepeatedPauses: members 4 and 5 of five paused again
 // and again for ½–3 Suspect over 20 s are removed 1–3 times and 3–5
 // views are installed, against 50–61 and 82–92 with the flat timeout;
 // a crash still gives a view without it in under 200ms); a member
