@@ -90,6 +90,7 @@ func (w *audited) Step(now time.Time, in node.Envelope[Msg]) error {
 	st, ticket, until := m.st, m.ticket, m.SupportedUntil()
 	updAcked := m.updAcked
 	heard, had := m.alive[in.From]
+	oldL := slices.Clone(m.preds)
 	err := m.Step(now, in)
 	if !m.cfg.FaultTolerant || in.From == m.cfg.ID {
 		return err
@@ -125,6 +126,12 @@ func (w *audited) Step(now time.Time, in node.Envelope[Msg]) error {
 			mine = mine && in.Msg.Ticket == m.ticket
 		case MsgUpdate, MsgNewSucc:
 			mine = mine && in.Msg.SuccTicket == m.ticket
+		case MsgHandL:
+			// A leaving predecessor hands on its L (doc.go, "A hand-back
+			// beside a cut"): only while our L is its R (its place at the
+			// head), and only for this place.
+			mine = m.ticket == ticket && len(oldL) > 0 && oldL[0] == Owner{Ticket: in.Msg.Ticket, ID: in.From} &&
+				in.Msg.SuccTicket == m.ticket
 		default:
 			mine = false
 		}

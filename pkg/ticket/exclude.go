@@ -51,6 +51,9 @@ func (m *Machine) between(from, to, t uint32) bool {
 }
 
 func (m *Machine) banned(now time.Time, t uint32) bool {
+	if m.n == 0 {
+		return false
+	}
 	for _, b := range m.bans {
 		if now.Before(b.until) && m.between(b.from, b.to, t) {
 			return true
@@ -113,7 +116,13 @@ func (m *Machine) nextCandidate(now time.Time) {
 
 // onExclude: "On q receives EXCLUDE: reply ACKEXCLUDE(L_q)".
 func (m *Machine) onExclude(from node.ID, msg Msg) {
-	if m.st != stCoordinator && m.st != stLinking {
+	// A leaving process answers too: the excluder becomes its
+	// predecessor and serves its CLEAVE once its wait is over (a leaver
+	// whose predecessor was cut off before serving it would otherwise
+	// never be served, and the exclusion would have to take it in
+	// E_pq, whose candidate may hold an L of two that names it).
+	leaving := m.st == stLeaving && m.cfg.FaultTolerant && m.cfg.bug != bugNoHandL
+	if m.st != stCoordinator && m.st != stLinking && !leaving {
 		return
 	}
 	m.send(from, Msg{Type: MsgAckExclude, Attempt: msg.Attempt, Ticket: m.ticket, Preds: m.preds})
@@ -206,9 +215,15 @@ func lFor(l []Owner, self node.ID, max int, n uint32) []Owner {
 }
 
 // onReqCoord: a voter not in E_pq acknowledges and stops vouching for
-// E_pq ("remove processes in E_pq from Cview").
+// E_pq ("remove processes in E_pq from Cview"). A leaving or left process
+// votes too: it vouches for nobody once left, and its member's next
+// process keeps its bans (Member.Join). Without its vote an exclusion
+// whose candidate still holds an L that names it could never reach a
+// strict majority of a list of two (doc.go, "A hand-back beside a cut").
 func (m *Machine) onReqCoord(now time.Time, from node.ID, msg Msg) {
-	if m.st != stCoordinator && m.st != stLinking || msg.Ticket >= m.n || msg.SuccTicket >= m.n ||
+	voter := m.st == stCoordinator || m.st == stLinking ||
+		(m.st == stLeaving || m.st == stLeft) && m.cfg.FaultTolerant && m.cfg.bug != bugNoHandL
+	if !voter || m.n == 0 || msg.Ticket >= m.n || msg.SuccTicket >= m.n ||
 		m.between(msg.Ticket, msg.SuccTicket, m.ticket) {
 		return
 	}

@@ -28,6 +28,7 @@ type Member struct {
 	base     Config // Tickets set only until the pool is founded
 	contacts func() []node.ID
 	m        *Machine
+	left     *Machine        // the last Machine, if it left the core by a CLEAVE: it still votes (onReqCoord)
 	pc       *gossip.Machine // PrCast; nil on a member's other processes
 	pcWake   time.Time
 	group    []node.ID
@@ -97,6 +98,14 @@ func (h *Member) Join(now time.Time) bool {
 		if err != nil {
 			return false
 		}
+		// A voter's promise outlives its process: the last one may have
+		// voted after it left (onReqCoord), and this one must not vouch
+		// for what it banned, under the same ID.
+		m.bans = slices.Clone(h.m.bans)
+		h.left = nil
+		if h.m.st == stLeft {
+			h.left = h.m
+		}
 		h.m = m
 	}
 	h.base.Tickets = 0 // the pool is founded once
@@ -119,6 +128,7 @@ func (h *Member) Reset() {
 	cfg := h.next()
 	cfg.Tickets, cfg.Contacts = 0, []node.ID{h.base.ID + 1}
 	if m, err := New(cfg); err == nil {
+		m.bans = h.m.bans
 		h.m = m
 	}
 }
@@ -260,6 +270,17 @@ func (h *Member) Step(now time.Time, in node.Envelope[Msg]) error {
 			h.pc.SetPeers(g)
 		}
 		return nil
+	}
+	if in.Msg.Type == MsgReqCoord && h.left != nil && !h.m.inRing() {
+		// Our last process left the core and this one is not in it yet:
+		// the left one votes for its place (an exclusion whose candidate
+		// still holds an L that names it needs it), and this one keeps
+		// the promise, under the same ID.
+		err := h.left.Step(now, in)
+		r := h.left.Ready()
+		h.out = append(h.out, r.Msgs...)
+		h.m.bans = slices.Clone(h.left.bans)
+		return err
 	}
 	if in.Msg.Type == MsgCJoin && !h.Leased(now) {
 		return nil // no place handed out without a lease (lease.go)

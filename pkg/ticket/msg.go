@@ -92,6 +92,12 @@ const (
 	// MsgLeaseGrant grants it: Attempt echoes the request's, Floor is the
 	// granter's mark.
 	MsgLeaseGrant MsgType = 20
+	// MsgHandL: a leaving process hands its successor the L its own
+	// predecessor gave it (Preds; Ticket is the sender's, SuccTicket the
+	// receiver's). Once the CLEAVE is served that predecessor is the
+	// receiver's, and the list is one of the Rs it sent, so the receiver
+	// may take it as its L at once (doc.go, "A hand-back beside a cut").
+	MsgHandL MsgType = 21
 
 	// MsgJoin is a local request (From == self): take a ticket.
 	MsgJoin MsgType = 64
@@ -141,7 +147,7 @@ var typeNames = map[MsgType]string{
 	MsgAckCoord: "ackcoord", MsgIntro: "intro", MsgPrCast: "prcast", MsgJoin: "join", MsgLeave: "leave",
 	MsgAnnounce: "announce", MsgGroup: "group", MsgProbe: "probe", MsgProbeAnswer: "probeanswer", MsgLocal: "local",
 	MsgLend: "lend", MsgReturn: "return", MsgLease: "lease", MsgLeaseGrant: "leasegrant", MsgLearn: "learn", MsgReset: "reset",
-	MsgLeased: "leased", MsgAdmit: "admit",
+	MsgLeased: "leased", MsgAdmit: "admit", MsgHandL: "handl",
 }
 
 func (t MsgType) String() string {
@@ -221,7 +227,7 @@ type Codec struct{}
 
 func (Codec) Family() wire.Family { return wire.FamilyTicket }
 
-func onWire(t MsgType) bool { return t >= MsgCJoin && t <= MsgLeaseGrant }
+func onWire(t MsgType) bool { return t >= MsgCJoin && t <= MsgHandL }
 
 func (Codec) Marshal(m Msg) (uint8, []byte, error) {
 	if !onWire(m.Type) {

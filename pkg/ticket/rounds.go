@@ -406,10 +406,20 @@ func (m *Machine) onUpdate(now time.Time, from node.ID, msg Msg) {
 	if !m.inRing() || m.st == stLeaving || msg.SuccTicket != m.ticket || len(msg.Preds) == 0 || !m.claim(now, from, msg.Ticket) {
 		return
 	}
+	m.takeR(now, msg.Preds)
+	// The immediate predecessor vouches for us by sending it (it sends
+	// none to a successor it no longer vouches for, round): a new
+	// predecessor's first ALIVE may come after its first UPDATE.
+	m.heard(now, from, msg.Stretch, msg.Echo)
+	m.send(from, m.succsMsg(msg.Attempt))
+}
+
+// takeR makes a predecessor's R our L. A predecessor new to L has not
+// had time to learn of us (it will, by our INTRO): it counts as vouching
+// for two rounds (doc.go, "Safety").
+func (m *Machine) takeR(now time.Time, r []Owner) {
 	old := m.preds
-	m.setPreds(msg.Preds)
-	// A predecessor new to L has not had time to learn of us (it will, by
-	// our INTRO): it counts as vouching for two rounds (doc.go, "Safety").
+	m.setPreds(r)
 	for _, o := range m.preds {
 		if len(old) > 0 && !slices.ContainsFunc(old, func(p Owner) bool { return p.ID == o.ID }) {
 			credit := m.vouchAt(now).Add(2*m.cfg.Round - m.window())
@@ -420,11 +430,21 @@ func (m *Machine) onUpdate(now time.Time, from node.ID, msg Msg) {
 			}
 		}
 	}
-	// The immediate predecessor vouches for us by sending it (it sends
-	// none to a successor it no longer vouches for, round): a new
-	// predecessor's first ALIVE may come after its first UPDATE.
-	m.heard(now, from, msg.Stretch, msg.Echo)
-	m.send(from, m.succsMsg(msg.Attempt))
+}
+
+// onHandL: our predecessor is leaving (or has left) and hands us its L,
+// an R of its own predecessor p, which p (our predecessor once it serves
+// the CLEAVE) keeps among the lists an exclusion of us needs (onCLeave).
+// It is taken only while our L is still the leaver's R (its head is the
+// leaver's place): once p's own UPDATE has reached us, a late copy would
+// take us back to an older list that p no longer counts.
+func (m *Machine) onHandL(now time.Time, from node.ID, msg Msg) {
+	if m.st != stCoordinator && m.st != stLinking || msg.SuccTicket != m.ticket || len(msg.Preds) == 0 ||
+		len(m.preds) == 0 || m.preds[0].ID != from || m.preds[0].Ticket != msg.Ticket || m.succ == m.cfg.ID ||
+		msg.Preds[0] == (Owner{Ticket: m.ticket, ID: m.cfg.ID}) {
+		return // (the last: we serve the CLEAVE ourselves, a ring of two)
+	}
+	m.takeR(now, msg.Preds)
 }
 
 // claim notes that from (owning ticket t) names us its successor, by

@@ -91,6 +91,7 @@ const (
 	bugFloorZero                       // a new Machine forgets its member's mark (Config.Floor): a refounded pool starts from 0
 	bugRefoundSilent                   // a Member founds the pool again although members did not answer its probe
 	bugNoStretchWait                   // stretch support by local health but wait out only one window (Config.Stretch)
+	bugNoHandL                         // a leaving process hands its successor no L (MsgHandL)
 )
 
 type state uint8
@@ -155,6 +156,7 @@ type Machine struct {
 	tried      map[node.ID]time.Time // joiner: who rejected us lately
 	silent     int                   // joiner: CJOINs to the target unanswered
 	leftEpochs []Epoch               // leaving: the epochs of the range handed back
+	handUntil  time.Time             // left: resend MsgHandL until then (handL)
 
 	// coordinator memory
 	answered map[node.ID]answer
@@ -443,10 +445,16 @@ func (m *Machine) Step(now time.Time, in node.Envelope[Msg]) error {
 		m.onAckCoord(now, in.From, msg)
 	case MsgIntro:
 		m.onIntro(now, in.From, msg)
+	case MsgHandL:
+		m.onHandL(now, in.From, msg)
 	case MsgAckCLeave:
 		if m.st == stLeaving && in.From == m.pred {
 			m.st, m.leaveAt, m.lastPred, m.lastSucc = stLeft, time.Time{}, in.From, m.succ
 			m.events = append(m.events, LeftEvent{Event: "left"})
+			// Our ALIVEs stop now: the successor must have our L before
+			// the last of them runs out, over links that lose messages.
+			m.handL()
+			m.handUntil, m.leaveAt = now.Add(m.window()), now.Add(m.cfg.Retry)
 		}
 	default:
 		return fmt.Errorf("ticket: unexpected %v from %d", msg.Type, in.From)
@@ -748,6 +756,27 @@ func (m *Machine) sendCleave(now time.Time) {
 	if m.pred != m.cfg.ID {
 		m.send(m.pred, m.cleaveMsg())
 	}
+	m.handL()
+}
+
+// handL: a leaving (or just left) process hands its successor its L, the
+// R its predecessor p sent it, which is what p, the successor's
+// predecessor once the CLEAVE is served, would send it next (§4, UPDATE).
+// Without it the successor counts on the leaver's ALIVEs until p's next
+// UPDATE reaches it, and if p is cut off just then it never does: with
+// k = 1 the successor keeps one voucher of the two it needs and leaves
+// the core, and the processes after it follow (doc.go, "A hand-back
+// beside a cut"). Only an L that came from the process that serves (or
+// served) our CLEAVE is handed on: p keeps that R among the lists its
+// new successor may hold (onCLeave), which an exclusion of it needs.
+func (m *Machine) handL() {
+	// In a ring of two the successor serves the CLEAVE itself and is
+	// alone after it: nothing to hand on.
+	if !m.cfg.FaultTolerant || m.cfg.bug == bugNoHandL || m.succ == m.cfg.ID || m.succ == node.None || m.succ == m.pred ||
+		len(m.preds) == 0 || m.preds[0].ID != m.pred {
+		return
+	}
+	m.send(m.succ, Msg{Type: MsgHandL, Ticket: m.ticket, SuccTicket: m.succTicket, Preds: slices.Clone(m.preds)})
 }
 
 func (m *Machine) cleaveMsg() Msg {
@@ -804,7 +833,13 @@ func (m *Machine) onCLeave(now time.Time, from node.ID, msg Msg) {
 	}
 	m.succ, m.succTicket = msg.Succ, msg.SuccTicket
 	if m.succ != m.cfg.ID {
+		// The new successor's L is the leaver's R until one of our
+		// UPDATEs reaches it, or, once the leaver hands it on (MsgHandL),
+		// an R we sent the leaver: those stay among the lists an
+		// exclusion of it must take a majority of (exclude.go).
+		rs := m.sentRs
 		m.newSucc(now, m.succ, m.succTicket)
+		m.sentRs = rs
 	}
 	m.dropSucc(now, from)
 	if mergeOnly {
@@ -885,6 +920,14 @@ func (m *Machine) Tick(now time.Time) {
 	if m.st == stLeaving && !now.Before(m.leaveAt) {
 		m.sendCleave(now)
 	}
+	if m.st == stLeft && !m.handUntil.IsZero() && !now.Before(m.leaveAt) {
+		if now.Before(m.handUntil) {
+			m.handL()
+			m.leaveAt = now.Add(m.cfg.Retry)
+		} else {
+			m.handUntil, m.leaveAt = time.Time{}, time.Time{}
+		}
+	}
 	for id, a := range m.answered {
 		if now.Sub(a.at) >= forget {
 			delete(m.answered, id)
@@ -908,7 +951,7 @@ func (m *Machine) Ready() node.Ready[Msg] {
 	if m.await && (m.st == stLinking || m.st == stCoordinator) {
 		due = append(due, m.succAt)
 	}
-	if m.st == stLeaving {
+	if m.st == stLeaving || m.st == stLeft && !m.handUntil.IsZero() {
 		due = append(due, m.leaveAt)
 	}
 	due = append(due, m.strandedWake())
