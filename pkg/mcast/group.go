@@ -108,7 +108,6 @@ const (
 	gbugNoRide                         // isis: no proposal or agreed priority rides on a data frame
 	gbugFlushUnheard                   // the acting leader ignores a status that says its sender is flushing
 	gbugFlatSuspect                    // suspicion waits Suspect for every process, whatever silences it came back from
-	gbugWaitSuperseded                 // the leader waits out the silence of an incarnation whose process has asked to join as a later one
 )
 
 // Group events. Text forms: "view 7 members 1,2,4 joined 4 left 3",
@@ -813,23 +812,10 @@ func (g *Group) status(to node.ID, ask bool) {
 // finals is what a status or an answer says of agreed priorities (ISIS).
 func (g *Group) finals() []uint64 { return g.order.finals() }
 
-// suspected reports whether view member i has been silent too long, or
-// has ended: the acting leader holds a join from a later incarnation of
-// its process (a process runs one incarnation at a time, and a new one
-// never speaks for the old, whose frames it drops as foreign). Without
-// this, the change that swaps the new incarnation in waits Suspect for an
-// answer the old one can never give, and the view churns once per install.
+// suspected reports whether view member i has been silent too long.
 func (g *Group) suspected(i int) bool {
-	m := g.view.Members[i]
-	if _, quit := g.quit[m]; quit {
+	if _, quit := g.quit[g.view.Members[i]]; quit {
 		return true
-	}
-	if g.cfg.bug != gbugWaitSuperseded {
-		for j := range g.joins {
-			if j.ID == m.ID && j.Inc > m.Inc {
-				return true
-			}
-		}
 	}
 	return g.view.Members[i].ID != g.cfg.ID && g.now.Sub(g.heard[i]) > g.suspectFor(i)
 }
