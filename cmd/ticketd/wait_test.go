@@ -23,7 +23,11 @@ func runTicketdFor(limit time.Duration, args ...string) (code int, stderr string
 // daemon --nonblock answers 69 within about a second and --timeout D ends
 // within D plus 10% with 69, saying the daemon does not answer.
 func TestWaitsSayWhyAndEnd(t *testing.T) {
-	c := startPool(t, 1, 1)
+	// Rounds of 250 ms, as in TestEpochsAcrossRefounds: the held ticket's
+	// lease is a few rounds, and at load 20 the default 40 ms rounds let
+	// a starved `hold` (or its daemon) lose it between two steps below
+	// (exit 76, correctly), which then hands the next client the ticket.
+	c := startPool(t, 1, 1, "--round", "250ms")
 	c.waitCore(1)
 	// What a client costs that the daemon answers at once, on this machine
 	// now: the deadlines below are allowed twice that on top of their promise.
