@@ -200,3 +200,69 @@ func exited(pid int) bool {
 	i := bytes.LastIndexByte(b, ')')
 	return i >= 0 && i+2 < len(b) && (b[i+2] == 'Z' || b[i+2] == 'X')
 }
+
+// TestKillSlackForgetsWaitStall: a lateness the watchdog measured while
+// its command was still waited for (a ticket, a lock) counts for
+// SlackWindow like any other, and no longer. A watchdog stopped for 3 s
+// while nothing ran, then left alone for more than the window, gets the
+// next grant's deadline with the recent slack: a command with a 1 s lease
+// starts. The wrapper used to take every report the watchdog had queued
+// over the wait as measured at the grant, so a stall from a minute before
+// left a 6 s slack and nothing started ("the lease ended before the
+// command could start", `ticketd run` waiting out a refound):
+// testdata/mutants/75-cli-kill-slack-stale-reports.patch. The lease is
+// 1 s plus twice the scheduling delay this process measured over the last
+// window, so that a host that is starved now (not a minute ago) does not
+// fail the test.
+func TestKillSlackForgetsWaitStall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out the slack window (10 s)")
+	}
+	resetSlack(t)
+	probe := startProbe()
+	defer probe.stop()
+	w := PrepareWatch()
+	<-w.ready
+	if w.err != nil {
+		t.Fatal(w.err)
+	}
+	<-w.guarding
+	pid := w.wd.Process.Pid
+	defer syscall.Kill(-pid, syscall.SIGKILL)
+	const stall = 3 * time.Second
+	stopWatchdog(t, pid, stall)
+	// The wait for the grant: nothing reads the watchdog's reports
+	// meanwhile (a client waiting on its daemon does not), and the stall
+	// leaves the window.
+	time.Sleep(SlackWindow + 2*time.Duration(bucketSpan)) // the age the rule is about, not a synchronisation
+	margin := 2 * probe.worst(time.Now().Add(-SlackWindow), time.Now())
+	until := time.Now().Add(time.Second + margin)
+	c, err := w.Start([]string{"sleep", "30"}, nil, until)
+	if err != nil {
+		t.Fatalf("a %v lease after a %v stall %v ago: %v (kill slack %v)", time.Second+margin, stall, SlackWindow+2*time.Duration(bucketSpan), err, KillSlack())
+	}
+	defer waitGroupGone(t, c.pgid)
+	defer c.Signal(syscall.SIGKILL)
+	t.Logf("lease %v; kill slack %v", time.Second+margin, until.Sub(c.Deadline()))
+}
+
+// stopWatchdog stops the watchdog pid for d, counted from when it is seen
+// stopped (a stop is pending until the process runs to take it, and a
+// SIGCONT before then would cancel it).
+func stopWatchdog(t *testing.T, pid int, d time.Duration) {
+	t.Helper()
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err == syscall.ESRCH {
+		return // the watchdog has fired already
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(10 * time.Second); !stopped(pid) && !exited(pid); time.Sleep(time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("the watchdog did not stop within 10 s of SIGSTOP")
+		}
+	}
+	time.Sleep(d) // the fault: the watchdog gets no CPU for this long
+	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil && err != syscall.ESRCH {
+		t.Fatal(err)
+	}
+}

@@ -358,13 +358,22 @@ func (l *Watch) readReports() int64 {
 			}
 		}
 	})
+	// Each report is the watchdog's worst over its own last SlackWindow,
+	// and it repeats it once a bucket's span while the window holds it:
+	// the newest report read here says all that still counts, and the
+	// older ones, queued while nobody read them (a wait for a grant can
+	// last minutes), are superseded. Noting them too, as of now, would
+	// stretch the window over the whole wait.
+	fresh := false
 	for _, w := range got {
 		if uint64(w)&firedBit != 0 {
 			l.fired = int64(uint64(w) &^ firedBit)
 			continue
 		}
-		l.worst = w
-		noteReported(w)
+		l.worst, fresh = w, true
+	}
+	if fresh {
+		noteReported(l.worst)
 	}
 	return l.worst
 }
