@@ -129,7 +129,9 @@ func (m *central) dueReqs(until time.Time) []*request {
 
 // lockDue is when the coordinator must look at l: its holder's lease
 // ends, or its longest-silent waiter is given up (a waiter not heard from
-// for more than a lease).
+// for more than a lease). Zero when neither can happen: a holder renewed
+// by its member's session (whose end is a timer of its own,
+// expireSessions) and nobody waiting.
 func (l *lock) dueAt(lease time.Duration) time.Time {
 	var t time.Time
 	if l.holder != nil && !l.holder.inSess {
@@ -145,7 +147,9 @@ func (l *lock) dueAt(lease time.Duration) time.Time {
 
 // tidy files a lock after a change: an empty one is forgotten; a free one
 // with waiters is marked blocked (Tick hands it on once it may); every
-// other one is rescheduled.
+// other one is rescheduled, or leaves the heap when it has no timer (a
+// session's lock nobody waits for): the heap holds only locks that can
+// fall due, so a Tick's work grows with them, not with the locks held.
 func (m *central) tidy(l *lock) {
 	if l == nil {
 		return
@@ -165,9 +169,14 @@ func (m *central) tidy(l *lock) {
 		delete(m.blocked, l.name)
 	}
 	l.due = l.dueAt(m.cfg.Lease)
-	if l.idx < 0 {
+	switch {
+	case l.due.IsZero():
+		if l.idx >= 0 {
+			heap.Remove(&m.lockHeap, l.idx)
+		}
+	case l.idx < 0:
 		heap.Push(&m.lockHeap, l)
-	} else {
+	default:
 		heap.Fix(&m.lockHeap, l.idx)
 	}
 }
