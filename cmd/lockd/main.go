@@ -5,13 +5,16 @@
 package main
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"os"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/roundtable-go/roundtable/pkg/claim"
 	"github.com/roundtable-go/roundtable/pkg/cli"
+	"github.com/roundtable-go/roundtable/pkg/cli/cpuprof"
 	"github.com/roundtable-go/roundtable/pkg/lockd"
 	"github.com/roundtable-go/roundtable/pkg/mutex"
 )
@@ -252,5 +255,22 @@ func serve(c *ucli.Context) error {
 	if err != nil {
 		return cli.Exitf(cli.ExitUsage, "%v", err)
 	}
+	stopProfile, err := cpuProfile(uint32(mb.ID))
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	return lockd.Serve(mb, m, lockd.Config{Lease: lease, StateFile: stateFile, Persisted: term, Socket: c.String("socket")})
+}
+
+// cpuProfile writes a CPU profile of the daemon to
+// $ROUNDTABLE_CPUPROFILE.<id> until it stops, when that variable is set (a
+// developer's tool for TestTenThousandLocks and the load benchmarks; not a
+// flag: users never need it).
+func cpuProfile(id uint32) (func(), error) {
+	base := os.Getenv("ROUNDTABLE_CPUPROFILE")
+	if base == "" {
+		return func() {}, nil
+	}
+	return cpuprof.Start("ROUNDTABLE_CPUPROFILE", fmt.Sprintf("%s.%d", base, id))
 }
