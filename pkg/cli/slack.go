@@ -25,8 +25,11 @@ import (
 // the command: its own lateness is the quantity to cover, and it applies
 // what it measures at once, even while the wrapper cannot run. It costs
 // one wake-up every probeEvery (no busy loop), and the watchdog reports
-// its worst lateness on its ready pipe when it changes. The wrapper keeps
-// what its watchdogs reported over the window, so that the next command's
+// its worst lateness on its ready pipe when it changes (and once a
+// bucket's span while it holds). The wrapper keeps what its watchdogs
+// reported over the window, the newest report of each read only (a client
+// waiting for its grant reads none meanwhile, and the older ones are
+// superseded: watchdog.go, readReports), so that the next command's
 // watchdog, which starts with nothing measured, gets the host's recent
 // lateness with its first deadline; it also decides from it whether a
 // command can start, and logs when the slack grows. The wrapper's own
