@@ -1,9 +1,12 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -109,6 +112,7 @@ func partitioned(t *testing.T, args ...string) (*clitest.Cluster, func(...string
 		ms[i] = &member{id: i + 1, log: c.File(i+1, "out")}
 	}
 	dumpOnFailure(t, ms)
+	t.Cleanup(func() { t.Log(churn(ms)) })
 	inView(t, ms, []int{1, 2, 3, 4, 5}, 30*time.Second)
 	ctl("partition", "1,2,3/4,5")
 	return c, ctl, ms
@@ -131,4 +135,38 @@ func waitGone(t *testing.T, c *clitest.Cluster) {
 		}
 		return true
 	})
+}
+
+// churn counts, over the members' logs, the views installed and the new
+// incarnations each member started, by cause ('removed' lines' cause, and
+// 'merge' lines that join another component).
+func churn(ms []*member) string {
+	views, causes := 0, map[string]int{}
+	for _, m := range ms {
+		b, _ := os.ReadFile(m.log)
+		for _, l := range strings.Split(string(b), "\n") {
+			var e struct {
+				Event, Cause string
+				Into         int
+			}
+			if !strings.Contains(l, `"event":"view"`) && !strings.Contains(l, `"event":"removed"`) && !strings.Contains(l, `"event":"merge"`) || json.Unmarshal([]byte(l), &e) != nil {
+				continue
+			}
+			switch {
+			case e.Event == "view":
+				views++
+			case e.Event == "removed":
+				causes[e.Cause]++
+			case e.Into != 0:
+				causes["merge"]++
+			}
+		}
+	}
+	var parts []string
+	n := 0
+	for _, c := range slices.Sorted(maps.Keys(causes)) {
+		parts = append(parts, fmt.Sprintf("%s %d", c, causes[c]))
+		n += causes[c]
+	}
+	return fmt.Sprintf("churn: %d view lines, %d new incarnations (%s)", views, n, strings.Join(parts, ", "))
 }

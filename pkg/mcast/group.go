@@ -244,8 +244,18 @@ func (e MissedEvent) String() string {
 type RemovedEvent struct {
 	Event string `json:"event"` // "removed"
 	View  uint64 `json:"view"`
-	Inc   uint64 `json:"inc"` // the new incarnation
+	Inc   uint64 `json:"inc"`             // the new incarnation
+	Cause string `json:"cause,omitempty"` // why this member took itself for removed (a Cause* constant)
 }
+
+// Why a member starts a new incarnation (RemovedEvent.Cause).
+const (
+	CauseGone        = "gone"         // a member of its view said the group went on without it (GGone)
+	CauseMissedViews = "missed-views" // an install of a view past the next one, or of another view's cut
+	CauseLeftOut     = "left-out"     // the install of the next view leaves it out, without its flush
+	CauseNotReady    = "not-ready"    // the install's cut holds what it lacks
+	CauseRemoved     = "removed"      // the install of the next view leaves it out, after its flush
+)
 
 func (e RemovedEvent) Kind() string   { return "removed" }
 func (e RemovedEvent) String() string { return fmt.Sprintf("removed from view %d", e.View) }
@@ -605,8 +615,9 @@ func (g *Group) install(v View) {
 }
 
 // rejoin starts a new incarnation after the group went on without us;
-// c is the change that did so, when known.
-func (g *Group) rejoin(view uint64, c *Change) {
+// c is the change that did so, when known; cause says how this member
+// learnt it (a Cause* constant).
+func (g *Group) rejoin(view uint64, c *Change, cause string) {
 	g.requeue(c)
 	g.missed(c)
 	for _, m := range g.view.Members {
@@ -619,8 +630,9 @@ func (g *Group) rejoin(view uint64, c *Change) {
 	g.inView, g.flushing, g.lead, g.future = false, false, nil, nil
 	g.view = View{}
 	g.nextJoin, g.outSince = time.Time{}, g.now
-	g.events = append(g.events, RemovedEvent{Event: "removed", View: view, Inc: g.me.Inc})
+	g.events = append(g.events, RemovedEvent{Event: "removed", View: view, Inc: g.me.Inc, Cause: cause})
 	g.stats["removed"]++
+	g.stats["removed-"+cause]++
 }
 
 // requeue: the group went on without this member (change c, nil when

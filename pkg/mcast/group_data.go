@@ -124,7 +124,7 @@ func (g *Group) handle(from node.ID, m GMsg) {
 	case GGone:
 		if g.inView && m.View > g.view.ID {
 			if _, ok := g.pos[from]; ok {
-				g.rejoin(g.view.ID, nil)
+				g.rejoin(g.view.ID, nil, CauseGone)
 			}
 		}
 		return
@@ -474,13 +474,13 @@ func (g *Group) onInstall(from node.ID, c *Change) {
 	case next.ID > g.view.ID+1 || len(c.Cut) != len(g.view.Members):
 		// We missed whole views: the group went on without us.
 		g.stats["missed-views"]++
-		g.rejoin(g.view.ID, nil)
+		g.rejoin(g.view.ID, nil, CauseMissedViews)
 		return
 	}
 	if !slices.Contains(c.Survivors, g.cfg.ID) {
 		// Taken out without flushing: what we delivered in this view may
 		// differ from the survivors; this incarnation ends here.
-		g.rejoin(g.view.ID, c)
+		g.rejoin(g.view.ID, c, CauseLeftOut)
 		return
 	}
 	if !covers(g.recv, uint64(len(g.stamps)), g.order.agreed(), c) && g.cfg.bug != gbugEarlyInstall {
@@ -489,7 +489,7 @@ func (g *Group) onInstall(from node.ID, c *Change) {
 		// and that lacks part of the cut cannot move with the others:
 		// this incarnation ends here.
 		g.stats["install-unready"]++
-		g.rejoin(g.view.ID, c)
+		g.rejoin(g.view.ID, c, CauseNotReady)
 		return
 	}
 	if c.Into == node.None || g.cfg.bug != gbugMergeNoFlush {
@@ -518,7 +518,7 @@ func (g *Group) onInstall(from node.ID, c *Change) {
 		g.mergeOut(c)
 		return
 	}
-	g.rejoin(g.view.ID, c)
+	g.rejoin(g.view.ID, c, CauseRemoved)
 }
 
 // linger: a member that has left stays until every survivor of the

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 
 	"github.com/roundtable-go/roundtable/pkg/cli"
@@ -21,6 +22,9 @@ type Group struct {
 	// ExitOnMinority: a member cut off with a minority of its view stops
 	// (exit 69) instead of waiting for the majority to come back.
 	ExitOnMinority bool
+	// Log, when set, says on stderr why this member starts a new
+	// incarnation (info).
+	Log *slog.Logger
 	room
 	done   bool
 	err    error
@@ -107,6 +111,9 @@ func (g *Group) Handle(ev node.Event, p *Printer) {
 		p.Merge(ev)
 	case mcast.LeftEvent, mcast.RemovedEvent, mcast.MinorityEvent:
 		p.Note(ev)
+		if e, ok := ev.(mcast.RemovedEvent); ok && g.Log != nil {
+			g.Log.Info("a new incarnation", "view", e.View, "inc", e.Inc, "cause", e.Cause)
+		}
 		if e, ok := ev.(mcast.MinorityEvent); ok && g.ExitOnMinority {
 			g.err = cli.Exitf(cli.ExitUnavailable, "cut off with a minority of view %d (--exit-on-minority)", e.View)
 		}
@@ -204,7 +211,7 @@ func (p *Printer) Note(ev node.Event) {
 	case mcast.LeftEvent:
 		l.View, l.Next = e.View, e.Leader
 	case mcast.RemovedEvent:
-		l.View, l.Inc = e.View, e.Inc
+		l.View, l.Inc, l.Cause = e.View, e.Inc, e.Cause
 	case mcast.MinorityEvent:
 		l.View = e.View
 	case mcast.LostEvent:

@@ -46,6 +46,7 @@ type LogLine struct {
 	Sent    *uint64        `json:"sent,omitempty"`
 	Seqs    []uint64       `json:"seqs,omitempty"`    // lost: this member's messages the others may lack; missed: the sender's messages this member lacks
 	Unknown bool           `json:"unknown,omitempty"` // lost, missed: the view's cut is unknown here
+	Cause   string         `json:"cause,omitempty"`   // removed: how this member learnt it (mcast.RemovedEvent.Cause)
 }
 
 func (p *Printer) payload(b []byte) string {

@@ -86,6 +86,7 @@ func RunGroup(mb *cli.Member, cfg GroupRunConfig) error {
 	out := NewPrinter(os.Stdout, mb.ID, cfg.JSON, cfg.Pipe.Base64)
 	member := NewGroup(drv)
 	member.ExitOnMinority = cfg.ExitOnMinority
+	member.Log = cfg.Pipe.Log
 	cfg.Pipe.MaxLine = mcast.MaxPayload
 	return Pipe(live, member, os.Stdin, out, cfg.Pipe)
 }
