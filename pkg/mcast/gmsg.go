@@ -45,6 +45,9 @@ const (
 	GInstall GType = 25
 	// GGone tells a member of an older view that it is no longer in the
 	// group (View is the sender's view): it must rejoin as a new member.
+	// Member names the incarnation whose frame it answers; a receiver
+	// running another (later) incarnation ignores it. Zero (a sender
+	// from before the field): whichever incarnation receives it.
 	GGone GType = 26
 	// GPrio (ISIS total order): the sender's proposed priorities for
 	// messages it received, sent to their senders (Prios; By unused).
@@ -169,7 +172,7 @@ type GMsg struct {
 	Stamps  []Stamp
 	Recv    []uint64 // status, ack
 	Ordered uint64   // status, ack
-	Member  Member   // join, leave, merge
+	Member  Member   // join, leave, merge, gone (its addressee)
 	// Reject: ack: the member promised a higher Ballot; join: the joiner
 	// comes from another component (a merge); status: the sender asks for
 	// what it shows missing at once (it saw a gap, or must fetch a cut).

@@ -20,6 +20,7 @@ func TestGCodecRoundTrip(t *testing.T) {
 		{Type: GAck, View: 7, Ballot: Ballot{5, 4}, Reject: true},
 		{Type: GInstall, View: 7, Change: change},
 		{Type: GGone, View: 9},
+		{Type: GGone, View: 9, Inc: 3, Member: Member{4, 1 << 33}},
 	} {
 		typ, p, err := GCodec{}.Marshal(m)
 		if err != nil {
@@ -47,6 +48,7 @@ func FuzzGCodec(f *testing.F) {
 	for _, m := range []GMsg{
 		{Type: GData, View: 2, Items: []Item{{Sender: 3, Seq: 1, Payload: []byte("x")}}},
 		{Type: GCommit, View: 2, Ballot: Ballot{1, 1}, Change: &Change{Next: View{ID: 3, Members: []Member{{1, 2}}}, Survivors: []node.ID{1}, Cut: []uint64{1}}},
+		{Type: GGone, View: 5, Inc: 2, Member: Member{3, 7}},
 	} {
 		typ, p, _ := GCodec{}.Marshal(m)
 		f.Add(typ, p)

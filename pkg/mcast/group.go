@@ -108,6 +108,7 @@ const (
 	gbugNoRide                         // isis: no proposal or agreed priority rides on a data frame
 	gbugFlushUnheard                   // the acting leader ignores a status that says its sender is flushing
 	gbugFlatSuspect                    // suspicion waits Suspect for every process, whatever silences it came back from
+	gbugGoneAnyInc                     // a GGone makes its receiver rejoin whichever incarnation it answered
 )
 
 // Group events. Text forms: "view 7 members 1,2,4 joined 4 left 3",

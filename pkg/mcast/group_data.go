@@ -77,7 +77,7 @@ func (g *Group) Step(now time.Time, in node.Envelope[GMsg]) error {
 					// The change that ended its view: its cut (laggard).
 					g.send(in.From, GMsg{Type: GInstall, View: in.Msg.View, Change: c})
 				} else {
-					g.send(in.From, GMsg{Type: GGone, View: g.view.ID + 1})
+					g.send(in.From, GMsg{Type: GGone, View: g.view.ID + 1, Member: Member{in.From, in.Msg.Inc}})
 				}
 			}
 		}
@@ -122,6 +122,12 @@ func (g *Group) handle(from node.ID, m GMsg) {
 		}
 		return
 	case GGone:
+		if m.Member.Inc != 0 && m.Member != g.me && g.cfg.bug != gbugGoneAnyInc {
+			// It answers a frame of another incarnation of this process
+			// (a stale frame of an earlier one): not news of this one.
+			g.stats["gone-stale"]++
+			return
+		}
 		if g.inView && m.View > g.view.ID {
 			if _, ok := g.pos[from]; ok {
 				g.rejoin(g.view.ID, nil, CauseGone)
@@ -307,7 +313,10 @@ func (g *Group) laggard(from node.ID, inc, view uint64) {
 		return
 	}
 	if _, ok := g.pos[from]; !ok || g.view.Members[g.pos[from]].Inc != inc {
-		g.send(from, GMsg{Type: GGone, View: g.view.ID})
+		// Named for the incarnation whose frame it answers: a later
+		// incarnation of the same process, live in a view or joining,
+		// must not take it for news of itself.
+		g.send(from, GMsg{Type: GGone, View: g.view.ID, Member: Member{from, inc}})
 	}
 }
 
