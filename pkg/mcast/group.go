@@ -109,6 +109,7 @@ const (
 	gbugFlushUnheard                   // the acting leader ignores a status that says its sender is flushing
 	gbugFlatSuspect                    // suspicion waits Suspect for every process, whatever silences it came back from
 	gbugGoneAnyInc                     // a GGone makes its receiver rejoin whichever incarnation it answered
+	gbugWaitSuperseded                 // a view member whose process has been heard as a later incarnation is waited for until silent
 )
 
 // Group events. Text forms: "view 7 members 1,2,4 joined 4 left 3",
@@ -403,10 +404,14 @@ type Group struct {
 	known      map[node.ID]bool // every process seen in a view, and the contacts
 	mergeInto  node.ID          // this component is to join the one this process leads
 	mergeJoins map[Member]bool  // joiners from another component
-	merging    bool             // this member's joins come from a merge
-	nextProbe  time.Time
-	lastView   uint64    // the last view this member was in
-	outSince   time.Time // out of every view since
+	// later: per process, the highest incarnation heard of it (its
+	// frames, its joins, its merge probes) when above the one in the
+	// view; that one has ended (suspected).
+	later     map[node.ID]uint64
+	merging   bool // this member's joins come from a merge
+	nextProbe time.Time
+	lastView  uint64    // the last view this member was in
+	outSince  time.Time // out of every view since
 
 	// after leaving: the install the next view's members must confirm
 	leftChange  *Change
@@ -433,7 +438,7 @@ func NewGroup(cfg GroupConfig) (*Group, error) {
 		cfg.Window = 4096
 	}
 	g := &Group{cfg: cfg, me: Member{cfg.ID, cfg.Inc}, stats: map[string]uint64{}, joins: map[Member]bool{},
-		leaves: map[node.ID]bool{}, quit: map[Member]bool{}, lagAt: map[node.ID]time.Time{}, silence: map[node.ID]time.Duration{}, gone: map[node.ID]time.Time{}, known: map[node.ID]bool{}, mergeJoins: map[Member]bool{}}
+		leaves: map[node.ID]bool{}, quit: map[Member]bool{}, lagAt: map[node.ID]time.Time{}, silence: map[node.ID]time.Duration{}, gone: map[node.ID]time.Time{}, known: map[node.ID]bool{}, mergeJoins: map[Member]bool{}, later: map[node.ID]uint64{}}
 	for _, id := range cfg.Contacts {
 		if id != cfg.ID {
 			g.known[id] = true
@@ -588,6 +593,11 @@ func (g *Group) install(v View) {
 	for id := range g.leaves {
 		if _, ok := g.pos[id]; !ok {
 			delete(g.leaves, id)
+		}
+	}
+	for id, inc := range g.later {
+		if i, ok := g.pos[id]; !ok || v.Members[i].Inc >= inc {
+			delete(g.later, id)
 		}
 	}
 	for m := range g.quit {
@@ -825,12 +835,31 @@ func (g *Group) status(to node.ID, ask bool) {
 // finals is what a status or an answer says of agreed priorities (ISIS).
 func (g *Group) finals() []uint64 { return g.order.finals() }
 
-// suspected reports whether view member i has been silent too long.
+// suspected reports whether view member i has been silent too long, or
+// has ended: its process has been heard as a later incarnation (a
+// process runs one incarnation at a time, and a new one never answers for
+// the old, whose frames the others drop as foreign). Without the second
+// rule a change that swaps the new incarnation in waits Suspect for an
+// answer the old one can never give: once per install when the process
+// rejoins again and again. A false suspicion costs a view change, never
+// safety: the majority count of tryCommit is over the whole view.
 func (g *Group) suspected(i int) bool {
-	if _, quit := g.quit[g.view.Members[i]]; quit {
+	m := g.view.Members[i]
+	if _, quit := g.quit[m]; quit {
 		return true
 	}
-	return g.view.Members[i].ID != g.cfg.ID && g.now.Sub(g.heard[i]) > g.suspectFor(i)
+	if m.ID != g.cfg.ID && g.later[m.ID] > m.Inc && g.cfg.bug != gbugWaitSuperseded {
+		return true
+	}
+	return m.ID != g.cfg.ID && g.now.Sub(g.heard[i]) > g.suspectFor(i)
+}
+
+// heardOf notes that process id runs incarnation inc (suspected).
+func (g *Group) heardOf(id node.ID, inc uint64) {
+	if i, ok := g.pos[id]; ok && g.inView && inc > g.view.Members[i].Inc && inc > g.later[id] {
+		g.later[id] = inc
+		g.stats["superseded"]++
+	}
 }
 
 // maxHealth bounds the local health multiplier: suspicion waits at most

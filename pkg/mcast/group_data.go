@@ -90,6 +90,7 @@ func (g *Group) Step(now time.Time, in node.Envelope[GMsg]) error {
 
 // handle processes one frame from another process.
 func (g *Group) handle(from node.ID, m GMsg) {
+	g.heardOf(from, m.Inc)
 	if g.leftChange != nil {
 		next := g.leftChange.Next.ID
 		if m.Type == GInstall && m.Change != nil && m.Change.Next.ID == next {
@@ -326,6 +327,7 @@ func (g *Group) onJoin(m Member, merging bool) {
 	if !g.inView || m.ID == node.None {
 		return
 	}
+	g.heardOf(m.ID, m.Inc)
 	if i, ok := g.pos[m.ID]; ok && g.view.Members[i].Inc > m.Inc {
 		// A late or duplicated join of an earlier incarnation: the view
 		// holds a later one, which a change must not replace with it.

@@ -74,7 +74,11 @@ func (g *Group) onMerge(from node.ID, m GMsg) {
 		return
 	}
 	if _, in := g.pos[from]; in {
-		return // a member of our view, from before it: stale
+		// A member of our view: from before it (stale), or from a later
+		// incarnation of its process (handle noted it: the one in our
+		// view has ended and goes at the next change; its probes are
+		// heard as another component's once it is out).
+		return
 	}
 	g.known[from] = true
 	if g.acting() != g.cfg.ID || g.mergeInto != node.None {
