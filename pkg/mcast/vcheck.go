@@ -3,6 +3,7 @@ package mcast
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/roundtable-go/roundtable/pkg/node"
@@ -280,7 +281,8 @@ func CheckViewsEVS(total, evs bool, logs map[Member][]VRecord, final map[Member]
 	// 7: virtual synchrony.
 	for ai, a := range procs {
 		for _, b := range procs[ai+1:] {
-			for v, next := range moves[a] {
+			for _, v := range slices.Sorted(maps.Keys(moves[a])) {
+				next := moves[a][v]
 				if moves[b][v] != next {
 					continue
 				}
@@ -324,7 +326,8 @@ func CheckViewsEVS(total, evs bool, logs map[Member][]VRecord, final map[Member]
 	if total {
 		for ai, a := range procs {
 			for _, b := range procs[ai+1:] {
-				for v, da := range dels[a] {
+				for _, v := range slices.Sorted(maps.Keys(dels[a])) {
+					da := dels[a][v]
 					if !correct(a, v) || !correct(b, v) || evs && moves[a][v] != moves[b][v] {
 						continue
 					}
@@ -418,7 +421,8 @@ func CheckViewsEVS(total, evs bool, logs map[Member][]VRecord, final map[Member]
 		}
 	}
 	for _, p := range procs {
-		for v, tp := range trans[p] {
+		for _, v := range slices.Sorted(maps.Keys(trans[p])) {
+			tp := trans[p][v]
 			next := moves[p][v]
 			if nv, ok := viewOf[next]; !ok || !slices.Contains(nv, p) {
 				continue // p does not install the next view
@@ -480,11 +484,11 @@ func CheckViewsEVS(total, evs bool, logs map[Member][]VRecord, final map[Member]
 			if !final[b] || lastView(b) != va {
 				continue
 			}
-			sa, sb := setOf(a, va), setOf(b, va)
-			for k, at := range sa {
-				if _, ok := sb[k]; !ok {
-					report(&Violation{Text: fmt.Sprintf("agreement: members %d/%d and %d/%d end in view %d; only the first delivered %v", a.ID, a.Inc, b.ID, b.Inc, va, k),
-						Evidence: []Evidence{{a.ID, at, "deliver " + k.String()}, {b.ID, 0, "never delivers " + k.String()}}})
+			sb := setOf(b, va)
+			for _, d := range dels[a][va] { // in a's order: the report is the same from run to run
+				if _, ok := sb[d.k]; !ok {
+					report(&Violation{Text: fmt.Sprintf("agreement: members %d/%d and %d/%d end in view %d; only the first delivered %v", a.ID, a.Inc, b.ID, b.Inc, va, d.k),
+						Evidence: []Evidence{{a.ID, d.at, "deliver " + d.k.String()}, {b.ID, 0, "never delivers " + d.k.String()}}})
 				}
 			}
 		}
