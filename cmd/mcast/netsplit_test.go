@@ -112,7 +112,21 @@ func partitioned(t *testing.T, args ...string) (*clitest.Cluster, func(...string
 		ms[i] = &member{id: i + 1, log: c.File(i+1, "out")}
 	}
 	dumpOnFailure(t, ms)
-	t.Cleanup(func() { t.Log(churn(ms)) })
+	t.Cleanup(func() {
+		t.Log(churn(ms))
+		if keep := os.Getenv("MCAST_TEST_KEEP"); keep != "" {
+			// Keep the logs (they go with the test's directory).
+			d := filepath.Join(keep, fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano()))
+			if os.MkdirAll(d, 0o755) == nil {
+				for _, m := range ms {
+					if b, err := os.ReadFile(m.log); err == nil {
+						os.WriteFile(filepath.Join(d, fmt.Sprintf("%d.log", m.id)), b, 0o644)
+					}
+				}
+				t.Logf("logs kept in %s", d)
+			}
+		}
+	})
 	inView(t, ms, []int{1, 2, 3, 4, 5}, 30*time.Second)
 	ctl("partition", "1,2,3/4,5")
 	return c, ctl, ms
