@@ -81,7 +81,17 @@
 // Period before (the status may have crossed it on the way), unless the
 // status asks at once (its sender saw a gap); a change that
 // waits 4·Suspect without a majority reports MinorityEvent; a member
-// removed from the group joins again under a new incarnation; a member
+// removed from the group joins again under a new incarnation (Nita-Rotaru's
+// CS7610 notes, "A Membership Protocol": a process taken for crashed
+// rejoins with another identifier), and says why (RemovedEvent.Cause);
+// an incarnation ends when its process is heard as a later one (its
+// frames, its join, its merge probe), so a view member whose process has
+// been heard so is suspected at once, and the change that swaps the new
+// incarnation in does not wait Suspect for an answer the old one can never
+// give (TestRejoinReplacesSupersededIncarnation: 24 ms against 172 ms);
+// GGone names the incarnation whose frame it answers, and a later
+// incarnation of the same process ignores it (TestGoneForEarlierIncarnation:
+// a stale frame of the earlier one no longer throws the live one out); a member
 // that leaves re-sends the install until the next view's members and the
 // change's survivors confirm it (or Suspect passes), since nobody else
 // may be left to tell them; a member removed from a view sends its
