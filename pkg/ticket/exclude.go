@@ -15,17 +15,20 @@ const epochJump = 1 << 32
 
 // exclusion is Algorithm 5 in progress at the excluder p.
 type exclusion struct {
-	id       uint64
-	idx      int       // the candidate's index in succs
-	cand     Owner     // q: the candidate new successor
-	gone     []node.ID // E_pq's processes: the successors closer than q
-	deadline time.Time
-	asked    bool // REQCOORD sent
-	tries    int  // sends of the current request
-	resend   time.Time
-	lists    [][]Owner // every L the successor may hold
-	voters   map[node.ID]bool
-	acks     map[node.ID]bool
+	id   uint64
+	idx  int       // the candidate's index in succs
+	cand Owner     // q: the candidate new successor
+	gone []node.ID // E_pq's processes: the successors closer than q
+	// goneOwners are the same with their tickets, for REQCOORD: a voter
+	// bans for as long as the excluder waits, which grows with them.
+	goneOwners []Owner
+	deadline   time.Time
+	asked      bool // REQCOORD sent
+	tries      int  // sends of the current request
+	resend     time.Time
+	lists      [][]Owner // every L the successor may hold
+	voters     map[node.ID]bool
+	acks       map[node.ID]bool
 }
 
 // temporary is a temporary coordinator's state (§4): until it ends, the
@@ -96,10 +99,11 @@ func (m *Machine) nextCandidate(now time.Time) {
 			ex.cand = c
 			// E_pq's processes: every successor closer than q (the
 			// successor first). They are excluded with their tickets.
-			ex.gone = ex.gone[:0]
+			ex.gone, ex.goneOwners = ex.gone[:0], ex.goneOwners[:0]
 			for _, o := range m.succs[:ex.idx] {
 				if o.ID != m.cfg.ID && !slices.Contains(ex.gone, o.ID) {
 					ex.gone = append(ex.gone, o.ID)
+					ex.goneOwners = append(ex.goneOwners, o)
 				}
 			}
 			ex.tries, ex.resend = 1, now.Add(m.cfg.Delta)
@@ -170,7 +174,7 @@ func (m *Machine) onAckExclude(now time.Time, from node.ID, msg Msg) {
 	ex.tries, ex.resend = 1, now.Add(m.cfg.Delta)
 	ex.deadline = now.Add(exTries * m.cfg.Delta)
 	if ex.voters[m.cfg.ID] {
-		m.grantBan(now, m.ticket, ex.cand.Ticket)
+		m.grantBan(now, m.ticket, ex.cand.Ticket, len(ex.gone))
 		ex.acks[m.cfg.ID] = true
 	}
 	m.askVoters()
@@ -227,14 +231,20 @@ func (m *Machine) onReqCoord(now time.Time, from node.ID, msg Msg) {
 		m.between(msg.Ticket, msg.SuccTicket, m.ticket) {
 		return
 	}
-	m.grantBan(now, msg.Ticket, msg.SuccTicket)
+	// Succs are the processes of E_pq the excluder knows (none from an
+	// excluder that does not say: one); at most one per ticket of E_pq.
+	span := (msg.Ticket - msg.SuccTicket + m.n) % m.n
+	if span == 0 {
+		span = m.n // the whole ring but the excluder
+	}
+	m.grantBan(now, msg.Ticket, msg.SuccTicket, min(len(msg.Succs), int(span)))
 	m.send(from, Msg{Type: MsgAckCoord, Attempt: msg.Attempt})
 }
 
 // askVoters sends REQCOORD to the voters that have not answered.
 func (m *Machine) askVoters() {
 	ex := m.ex
-	req := Msg{Type: MsgReqCoord, Attempt: ex.id, Ticket: m.ticket, SuccTicket: ex.cand.Ticket}
+	req := Msg{Type: MsgReqCoord, Attempt: ex.id, Ticket: m.ticket, SuccTicket: ex.cand.Ticket, Succs: ex.goneOwners}
 	for _, id := range slices.Sorted(maps.Keys(ex.voters)) {
 		if !ex.acks[id] {
 			m.send(id, req)
@@ -247,11 +257,14 @@ func (m *Machine) askVoters() {
 // retransmit within δ).
 const exTries = 3
 
-func (m *Machine) grantBan(now time.Time, from, to uint32) {
+// grantBan promises not to vouch for the tickets strictly between from
+// and to, held by chain processes, for as long as the excluder waits
+// (tempChain).
+func (m *Machine) grantBan(now time.Time, from, to uint32, chain int) {
 	if m.cfg.bug == bugNoBan {
 		return
 	}
-	m.bans = append(m.bans, ban{from: from, to: to, until: now.Add(m.tempFor((from - to + m.n) % m.n))})
+	m.bans = append(m.bans, ban{from: from, to: to, until: now.Add(m.tempChain((from-to+m.n)%m.n, chain))})
 	for id, k := range m.known {
 		if m.between(from, to, k.ticket) {
 			delete(m.known, id)
@@ -273,7 +286,7 @@ func (m *Machine) maybeTemp(now time.Time) {
 	if !ex.quorum(ex.acks) {
 		return
 	}
-	wait := m.tempFor((m.ticket - ex.cand.Ticket + m.n) % m.n)
+	wait := m.tempChain((m.ticket-ex.cand.Ticket+m.n)%m.n, len(ex.gone))
 	if m.cfg.bug == bugShortTemp {
 		wait = m.cfg.Round
 	}

@@ -61,7 +61,9 @@ const (
 	MsgAckExclude MsgType = 12
 	// MsgReqCoord asks a voter to acknowledge the exclusion of every
 	// ticket strictly between Ticket (the excluder's) and SuccTicket
-	// (the new successor's): REQCOORD(E_pq).
+	// (the new successor's): REQCOORD(E_pq). Succs are the processes of
+	// E_pq the excluder knows, closest first: the voter's ban lasts as
+	// long as the excluder's wait, which grows with them (exclude.go).
 	MsgReqCoord MsgType = 13
 	// MsgAckCoord acknowledges it (ACKCOORD, used but not listed in the
 	// seed): the sender stops vouching for E_pq.

@@ -43,14 +43,34 @@ func (m *Machine) window() time.Duration { return time.Duration(m.cfg.Window) * 
 func (m *Machine) grace() time.Duration { return time.Duration(m.cfg.K+2) * m.cfg.Round }
 
 // tempFor is how long a temporary coordinator waits before it hands out
-// the dist−1 excluded tickets, and how long a voter keeps its ban: every
-// process in E_pq has lost its support by then (doc.go, "Safety"). The
-// seed's TempRounds = dist(p,q) term is here too: each process of E_pq
-// may pass one new-predecessor grace on to the next.
-func (m *Machine) tempFor(dist uint32) time.Duration {
-	d := float64(m.vouchMax()+m.grace()+time.Duration(dist)*(m.cfg.Round+m.cfg.Delta)) * (1 + 2*m.cfg.Drift)
+// the dist−1 excluded tickets, and how long a voter keeps its ban, when
+// E_pq holds one process: every process in E_pq has lost its support by
+// then (doc.go, "Safety"). The seed's TempRounds = dist(p,q) term is here
+// too: each process of E_pq may pass one new-predecessor grace on to the
+// next.
+func (m *Machine) tempFor(dist uint32) time.Duration { return m.tempChain(dist, 1) }
+
+// tempChain is tempFor for an E_pq of chain processes. Its i-th process
+// (from the excluder) may be kept supported by the last ALIVE of an
+// earlier one, read up to δ after its sending and counted for up to
+// Stretch windows, so it stops at most i·(δ + Stretch windows) after the
+// quorum (§4, Corollary 4.1: the i-th successor in E_pq fails i rounds
+// after p was acknowledged, a round here being the longest vouch; doc.go,
+// "Safety: a chain inside E_pq"). The dist·δ term covers the first δ.
+func (m *Machine) tempChain(dist uint32, chain int) time.Duration {
+	chain = max(chain, 1)
+	if m.cfg.bug == bugOneVouchChain {
+		chain = 1
+	}
+	links := time.Duration(chain-1) * (m.vouchMax() + m.cfg.Delta)
+	d := float64(m.vouchMax()+links+m.grace()+time.Duration(dist)*(m.cfg.Round+m.cfg.Delta)) * (1 + 2*m.cfg.Drift)
 	return time.Duration(d) + m.cfg.Round + m.cfg.Margin
 }
+
+// bugOneVouchChain: the wait and the bans count one stretched vouch
+// whatever the number of processes in E_pq, so a process of E_pq kept
+// supported by another one's last ALIVE outlasts them. Tests only.
+const bugOneVouchChain bug = 133
 
 // ExclusionTime is how long the exclusion of one crashed successor takes
 // at its quickest, from the crash until its ticket is in the excluder's
