@@ -95,14 +95,69 @@
 // Safety (Theorem 4.1). Voters are a strict majority of R_p, support needs
 // half of L rounded up, and every process of E_pq has an L drawn from R_p
 // down the UPDATE chain, so once the voters stop vouching no process of
-// E_pq can keep support longer than one window after the last voter's
-// ACKCOORD. What can stretch that is bounded and added to the wait:
+// E_pq can keep support longer than one window per process of E_pq after
+// the last voter's ACKCOORD (the chain below). What can stretch that is
+// bounded and added to the wait:
 // a newcomer's grace ((k+2) rounds: its predecessors learn of it by its
 // INTRO), two rounds of credit for a predecessor new to L, passed on at
 // most once per process of E_pq (the seed's dist(p,q) term), clock drift
 // (Config.Drift, both ways) and Config.Margin (a host's time to stop what
 // an excluded process was running). A process in its grace serves no
 // CJOIN, so graces do not chain.
+//
+// Safety: a chain inside E_pq. The bans stop the voters' vouches, not
+// those of E_pq's own processes, and a process of E_pq that still acts
+// vouches for the ones after it. Number E_pq's processes r_1, …, r_m going
+// down the ring from the excluder p (r_1 its successor); t_v is the last
+// ACKCOORD of the quorum; the voters that acknowledged are a strict
+// majority of every L r_1 may hold (the Rs p sent, cut to 2k+1); the
+// others (at most k of them: their REQCOORDs were lost, or they are cut
+// off from p) never promised anything and vouch on.
+//
+//   - Who vouches for whom. r_i's L is drawn from R_p down the UPDATE
+//     chain (§4, Lemma 4.2): r_1, …, r_{i−1} and the closest of R_p. Of
+//     the k+1 vouches r_i needs, at most k come from processes that never
+//     promised, so it needs at least one from a banned voter or from some
+//     r_j, j < i.
+//   - When each vouch is dated. A banned voter sends nothing to E_pq after
+//     its ACKCOORD (before t_v); r_j sends nothing after it stops acting,
+//     at T_j. The receiver dates every vouch at most δ after its sending,
+//     however long it was stalled (held.go; "Busy hosts: echoed
+//     vouches"), and counts it for at most S windows, W·S(1+2ρ) on its
+//     clock.
+//   - So r_1 stops by T_1 = t_v + δ + W·S(1+2ρ), and r_i by
+//     T_i = T_{i−1} + δ + W·S(1+2ρ) = t_v + i·(δ + W·S(1+2ρ)): one
+//     stretched vouch per process of E_pq. This is the seed's Corollary 4.1 ("the ith
+//     successor of p in E_pq will fail latest i rounds after p was
+//     acknowledged"), a round here being the longest vouch.
+//
+// The wait (tempChain) counts that: m stretched vouches and m−1 δ (the
+// dist·δ term holds the first), m the processes of E_pq the excluder
+// knows, and REQCOORD names them so that every voter's ban lasts as long.
+// With m = 1 it is the wait above, so a single failure is reclaimed no
+// later than before. The earlier wait counted one stretched vouch
+// whatever m: a chain of two then outlasts it by up to W·S − (k+6)·R − δ
+// − Margin (one ticket each, so dist = 3), 150 ms with 100 ms rounds, 300
+// ms windows, S = 3, k = 1 and no margin. TestSimChainInExcluded plays
+// it (k = 1, a core of 8): c, cut off from b and a, excludes E = {b, a}
+// with its REQCOORDs to its predecessor d lost; b (L = {c, d, e}) keeps d
+// and e's last ALIVE, a (L = {b, c, d}) keeps d and b's last ALIVE, and b,
+// stalled again and again so that its factor stays at S, wakes for its
+// last round just before its support ends. a acts until 1.79 s after the
+// quorum at most (two links are 1.94 s), and the wait lasts 2.75 s; with
+// the old wait (the planted bugOneVouchChain, 1.78 s) Theorem 4.1 catches
+// a acting on a ticket c has reclaimed. ticketd's defaults (k = 1, 40 ms
+// rounds, S = 3, a Margin of 190 ms or more) stayed inside the old wait by
+// their margin for a chain of two.
+//
+// What the wait does not count: a process that joined inside E_pq after
+// the excluder last heard from its successor, which the excluder does not
+// know, adds a link if another process of E_pq keeps it supported.
+// Counting one stretched vouch per ticket of E_pq (dist−1, the seed's
+// TempRounds) would cover it, at a vouch per free ticket in every
+// reclaim; so would a vouch that lasts no longer than its sender's own
+// support (each link would then add only δ). Neither is done, and no test
+// plays it.
 //
 // Where the seed is silent or wrong, and what is done here:
 //
