@@ -83,6 +83,7 @@ func (h *holder) entered(t *testing.T, c *cluster) string {
 func killOnce(t *testing.T, victim int) (time.Duration, int) {
 	t.Helper()
 	c := startPool(t, 3, 4, "--k", "1")
+	keepLogs(t, c)
 	c.waitSettled(3)
 	double := victim%3 + 1
 	var hs []*holder
@@ -106,10 +107,7 @@ func killOnce(t *testing.T, victim int) (time.Duration, int) {
 	if err := waiter.Start(); err != nil {
 		t.Fatal(err)
 	}
-	clitest.WaitFor(t, 20*time.Second, func() bool {
-		out, _ := exec.Command(ticketdBin, "status", "--json", "--socket", c.sock(on)).Output()
-		return strings.Contains(strings.ReplaceAll(string(out), " ", ""), `"waiting":1`)
-	})
+	c.waitQueued(on, waiter, &werr)
 	t0 := time.Now()
 	c.Ctl("kill", fmt.Sprint(victim))
 	if err := waiter.Wait(); err != nil {
@@ -144,17 +142,84 @@ func TestOneKillNeverEndsPool(t *testing.T) {
 	}
 	n := tries(t, "TICKETD_KILL_TRIES", 3)
 	var ds []time.Duration
-	lost := 0
+	lost, served := 0, 0
+	// Each try is a subtest, so that its pool and commands are stopped
+	// when it ends (twenty pools left running to the end of the test
+	// were load of their own), and a failed try does not hide the rest.
 	for i := range n {
-		d, l := killOnce(t, 1+i%3)
+		var d time.Duration
+		var l int
+		if !t.Run(fmt.Sprintf("try%02d", i+1), func(t *testing.T) { d, l = killOnce(t, 1+i%3) }) {
+			t.Logf("try %d: member %d killed, the pool did not serve again (load %s)", i+1, 1+i%3, loadNow())
+			continue
+		}
+		served++
 		ds, lost = append(ds, d), lost+l
-		load, _ := os.ReadFile("/proc/loadavg")
 		t.Logf("try %d: member %d killed, the pool served again after %v; %d survivor commands lost their tickets (load %s)",
-			i+1, 1+i%3, d, l, strings.Fields(string(load) + " ?")[0])
+			i+1, 1+i%3, d, l, loadNow())
+	}
+	if served == 0 {
+		t.Fatalf("0 of %d tries served again", n)
 	}
 	slices.Sort(ds)
 	t.Logf("%d of %d tries served again; median %v, worst %v; survivors' commands that lost their tickets: %d in %d tries",
-		n, n, ds[(n-1)/2], ds[n-1], lost, n)
+		served, n, ds[(served-1)/2], ds[served-1], lost, served)
+}
+
+// waitQueued waits until member on's status lists the waiter as waiting
+// (20 s), and otherwise fails with what the waiter said and every
+// member's status.
+func (c *cluster) waitQueued(on int, waiter *exec.Cmd, werr *strings.Builder) {
+	c.T.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		out, err := exec.Command(ticketdBin, "status", "--json", "--socket", c.sock(on)).Output()
+		if strings.Contains(strings.ReplaceAll(string(out), " ", ""), `"waiting":1`) {
+			return
+		}
+		if time.Now().After(deadline) {
+			gone := clitest.Gone(waiter.Process.Pid)
+			statuses := c.statuses()
+			_ = waiter.Process.Kill()
+			werr2 := waiter.Wait() // its stderr is whole once it is waited for
+			c.T.Fatalf("the waiter was not queued on member %d within 20 s (last status: %v %s; the waiter had exited: %v, %v)\n%s\n%s",
+				on, err, out, gone, werr2, werr.String(), statuses)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// loadNow is the host's one-minute load average, for the logs.
+func loadNow() string {
+	load, _ := os.ReadFile("/proc/loadavg")
+	return strings.Fields(string(load) + " ?")[0]
+}
+
+// keepLogs copies the pool's files (each member's stdout and stderr, the
+// commands' ticket and PID files) to $TICKETD_KEEP_LOGS/<test name> once
+// the test has stopped the pool, so that a run of many tries can be read
+// afterwards, passed or failed.
+func keepLogs(t *testing.T, c *cluster) {
+	root := os.Getenv("TICKETD_KEEP_LOGS")
+	if root == "" {
+		return
+	}
+	t.Cleanup(func() {
+		_ = exec.Command(clitest.Script(t, "cluster.sh"), "stop", "-d", c.Dir).Run()
+		into := filepath.Join(root, strings.ReplaceAll(t.Name(), "/", "_"))
+		if err := os.MkdirAll(into, 0o755); err != nil {
+			t.Log(err)
+			return
+		}
+		files, _ := os.ReadDir(c.Dir)
+		for _, f := range files {
+			if f.Type().IsRegular() && !strings.HasSuffix(f.Name(), ".sock") {
+				if b, err := os.ReadFile(filepath.Join(c.Dir, f.Name())); err == nil {
+					_ = os.WriteFile(filepath.Join(into, f.Name()), b, 0o644)
+				}
+			}
+		}
+	})
 }
 
 // TestTwoMembersNeedBoth: in a pool of two members a lease needs both, so
