@@ -113,7 +113,7 @@ func Run(o claim.RunOpts) error {
 	if o.KillGrace > 0 && o.KillGrace < grace {
 		grace = o.KillGrace
 	}
-	if why := awaitWatch(c, watch, &got, grace); why != "" {
+	if why := awaitWatch(c, watch.Guarding(), &got, grace); why != "" {
 		_ = c.Send(Request{Op: "release"})
 		return cli.Exitf(cli.ExitLost, "ticket %d lost before the command started (%s)", got.Ticket, why)
 	}
@@ -137,34 +137,55 @@ func Run(o claim.RunOpts) error {
 }
 
 // awaitWatch waits, when the ticket came before the watchdog was up,
-// until it is, reading the daemon's renewals meanwhile (into got), so that
-// the watchdog's start on a starved host (seconds) does not outlast a
-// lease that the daemon goes on renewing. It returns why the ticket was
-// lost meanwhile, or "". A watchdog that never comes up is left to
-// Start, which says why.
-func awaitWatch(c *client, watch *cli.Watch, got *Reply, grace time.Duration) (lost string) {
+// until it is (guarding closed), reading the daemon's renewals meanwhile
+// (into got), so that the watchdog's start on a starved host (seconds)
+// does not outlast a lease that the daemon goes on renewing. Renewals
+// already read are taken first, watchdog up or not: a client that was not
+// run for a while after the grant finds the daemon's later renewals
+// queued behind it, and its command must start against the latest lease,
+// not the first one, which may have run out meanwhile. It returns why the
+// ticket was lost meanwhile, or "". A watchdog that never comes up is left
+// to Start, which says why.
+func awaitWatch(c *client, guarding <-chan struct{}, got *Reply, grace time.Duration) (lost string) {
 	for {
+		select {
+		case r, ok := <-c.Replies():
+			if why, done := renewal(r, ok, got); done {
+				return why
+			}
+			continue
+		default:
+		}
 		t := time.NewTimer(time.Until(time.Unix(0, got.UntilNS).Add(grace)))
 		select {
-		case <-watch.Guarding():
+		case <-guarding:
 			t.Stop()
 			return ""
 		case <-t.C:
 			return "" // Start finds the lease over
 		case r, ok := <-c.Replies():
 			t.Stop()
-			switch {
-			case !ok:
-				return "the daemon went away"
-			case r.Event == "lost" && r.Reason == "":
-				return "the daemon took it back"
-			case r.Event == "lost":
-				return r.Reason
-			case r.Event == "valid" && r.UntilNS > got.UntilNS:
-				got.UntilNS = r.UntilNS
+			if why, done := renewal(r, ok, got); done {
+				return why
 			}
 		}
 	}
+}
+
+// renewal takes one of the daemon's replies while a command starts: a
+// later lease moves got's; a loss (or the daemon gone) is why it ended.
+func renewal(r Reply, ok bool, got *Reply) (lost string, done bool) {
+	switch {
+	case !ok:
+		return "the daemon went away", true
+	case r.Event == "lost" && r.Reason == "":
+		return "the daemon took it back", true
+	case r.Event == "lost":
+		return r.Reason, true
+	case r.Event == "valid" && r.UntilNS > got.UntilNS:
+		got.UntilNS = r.UntilNS
+	}
+	return "", false
 }
 
 // Hold is 'ticketd hold': take a ticket, print it, and hold it until

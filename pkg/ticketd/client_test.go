@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/roundtable-go/roundtable/pkg/cli"
 )
 
 // fakeDaemon serves one client on a Unix socket and sends it replies.
@@ -42,8 +40,8 @@ func fakeDaemon(t *testing.T) (socket string, send func(Reply)) {
 	}
 }
 
-// TestAwaitWatchRenews: while the watchdog is not up yet (a zero Watch
-// never is), the client reads the daemon's renewals and waits past the
+// TestAwaitWatchRenews: while the watchdog is not up yet (a nil channel
+// never closes), the client reads the daemon's renewals and waits past the
 // lease it was granted with; a lost ticket ends the wait with the reason.
 func TestAwaitWatchRenews(t *testing.T) {
 	socket, send := fakeDaemon(t)
@@ -57,7 +55,7 @@ func TestAwaitWatchRenews(t *testing.T) {
 	renewed := start.Add(time.Hour).UnixNano()
 	send(Reply{Event: "valid", UntilNS: renewed})
 	done := make(chan string, 1)
-	go func() { done <- awaitWatch(c, &cli.Watch{}, &got, 0) }()
+	go func() { done <- awaitWatch(c, nil, &got, 0) }()
 	// Past the first lease, the wait goes on: the renewal moved it.
 	select {
 	case why := <-done:
@@ -75,5 +73,40 @@ func TestAwaitWatchRenews(t *testing.T) {
 	}
 	if got.UntilNS != renewed {
 		t.Fatalf("the lease was not renewed: %v", time.Unix(0, got.UntilNS))
+	}
+}
+
+// TestAwaitWatchTakesQueuedRenewal: with the watchdog already up, a
+// renewal the daemon sent after the grant and before the client read it
+// still moves the lease the command starts with (a client not run for a
+// while after its grant would otherwise start against the first lease,
+// run out meanwhile, and lose the ticket before its command ran). Twenty
+// times: a wait that picked between the watchdog and the queue at random
+// passes all twenty once in a million.
+func TestAwaitWatchTakesQueuedRenewal(t *testing.T) {
+	socket, send := fakeDaemon(t)
+	c, err := dial(socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	up := make(chan struct{})
+	close(up)
+	for i := range 20 {
+		got := Reply{Event: "taken", UntilNS: time.Now().Add(-time.Millisecond).UnixNano()}
+		renewed := time.Now().Add(time.Hour).UnixNano() + int64(i)
+		send(Reply{Event: "valid", UntilNS: renewed})
+		// The renewal is read (into the client's queue) before the wait.
+		for deadline := time.Now().Add(time.Minute); len(c.Replies()) == 0; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the renewal never reached the client")
+			}
+		}
+		if why := awaitWatch(c, up, &got, 0); why != "" {
+			t.Fatalf("lost: %q", why)
+		}
+		if got.UntilNS != renewed {
+			t.Fatalf("try %d: the command would start with the first lease (%v), not the renewal queued behind it", i+1, time.Unix(0, got.UntilNS))
+		}
 	}
 }
