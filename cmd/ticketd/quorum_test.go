@@ -42,6 +42,7 @@ func startHolder(t *testing.T, c *cluster, member int, name string) *holder {
 	h := &holder{file: file, cmd: exec.Command(ticketdBin, "run", "--socket", c.sock(member), "--quiet", "--", "sh", "-c",
 		fmt.Sprintf("echo $TICKETD_TICKET > %s.tmp && mv %s.tmp %s; echo $$ > %s.pid.tmp && mv %s.pid.tmp %s.pid; exec sleep 600",
 			file, file, file, file, file, file))}
+	h.cmd.Stderr = stderrFile(t, file+".err")
 	if err := h.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -187,6 +188,17 @@ func (c *cluster) waitQueued(on int, waiter *exec.Cmd, werr *strings.Builder) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// stderrFile is a file for a client's stderr (why it lost its ticket),
+// kept with the pool's logs (keepLogs).
+func stderrFile(t *testing.T, path string) *os.File {
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
 }
 
 // loadNow is the host's one-minute load average, for the logs.

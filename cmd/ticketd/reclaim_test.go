@@ -35,6 +35,7 @@ func reclaimOnce(t *testing.T, victim int) time.Duration {
 	for i := 1; i <= 4; i++ {
 		h := exec.Command(ticketdBin, "run", "--socket", c.sock(i), "--quiet", "--", "sh", "-c",
 			fmt.Sprintf("echo $TICKETD_TICKET > %s/h%d.ticket; echo $$ > %s/h%d.pid; exec sleep 600", dir, i, dir, i))
+		h.Stderr = stderrFile(t, filepath.Join(dir, fmt.Sprintf("h%d.err", i)))
 		if err := h.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -79,7 +80,11 @@ func reclaimOnce(t *testing.T, victim int) time.Duration {
 	t0 := time.Now()
 	c.Ctl("kill", fmt.Sprint(victim))
 	if err := waiter.Wait(); err != nil {
-		t.Fatalf("the waiting client on member %d failed after %v: %v\n%s\n%s", on, time.Since(t0), err, werr.String(), c.statuses())
+		ran := "its command never ran"
+		if b, rerr := os.ReadFile(filepath.Join(dir, "w.ticket")); rerr == nil {
+			ran = fmt.Sprintf("its command ran with ticket %s (the killed member's: %s) and the ticket was lost after", strings.TrimSpace(string(b)), lost)
+		}
+		t.Fatalf("the waiting client on member %d failed after %v: %v; %s\n%s\n%s", on, time.Since(t0), err, ran, werr.String(), c.statuses())
 	}
 	d := time.Since(t0)
 	if !clitest.Gone(victimChild) {
@@ -113,14 +118,26 @@ func reclaimOnce(t *testing.T, victim int) time.Duration {
 		}
 		holders[i] = exec.Command("true") // waited for: the cleanup skips it
 		_ = holders[i].Run()
-		clitest.WaitFor(t, 30*time.Second, func() bool {
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			back := false
 			for m := 1; m <= 4; m++ {
-				if m != victim && reclaims(readFile(t, c.File(m, "out")), lost) {
-					return true
-				}
+				back = back || m != victim && reclaims(readFile(t, c.File(m, "out")), lost)
 			}
-			return false
-		})
+			if back {
+				break
+			}
+			if time.Now().After(deadline) {
+				// Say which way it failed: the survivors all lost
+				// their support and the pool was founded again (every
+				// ticket handed out anew, none reclaimed), or not.
+				refounds := 0
+				for m := 1; m <= 4; m++ {
+					refounds += strings.Count(readFile(t, c.File(m, "log")), "founded it again")
+				}
+				t.Fatalf("the killed member's ticket %s was not reclaimed within 30 s of the waiter getting %s from member %d's client; pools founded again meanwhile: %d\n%s",
+					lost, got, i+1, refounds, c.statuses())
+			}
+		}
 		t.Logf("member %d's client lost ticket %s to its starved member and the waiter got it; the killed member's ticket %s was reclaimed too", i+1, got, lost)
 		return -d
 	}

@@ -637,6 +637,7 @@ func (d *daemon) event(s *slot, ev node.Event) {
 func (d *daemon) lose(s *slot, why string) {
 	if c := s.holder; c != nil && !c.stopping {
 		c.stopping = true
+		d.mb.Log.Warn("a client's ticket was taken back: its command is stopped", "ticket", s.ticket, "epoch", c.epoch, "why", why)
 		c.cn.Send(Reply{Event: "lost", Ticket: s.ticket, Epoch: c.epoch, Reason: why})
 		d.announce(Notice{Event: "lost", Ticket: s.ticket, Epoch: c.epoch})
 	}
