@@ -79,6 +79,7 @@ func reclaimOnce(t *testing.T, victim int) time.Duration {
 	c.waitQueued(on, waiter, &werr)
 	t0 := time.Now()
 	c.Ctl("kill", fmt.Sprint(victim))
+	t.Logf("member %d killed at %s", victim, t0.UTC().Format("15:04:05.000"))
 	if err := waiter.Wait(); err != nil {
 		ran := "its command never ran"
 		if b, rerr := os.ReadFile(filepath.Join(dir, "w.ticket")); rerr == nil {
