@@ -248,7 +248,7 @@ func TestReclaimBusyHost(t *testing.T) {
 		t.Errorf("%d of %d tries not reclaimed", failed, 2*tries)
 	}
 	if len(idle) == 0 || len(busy) == 0 {
-		t.Logf("%d tries of %d had a survivor's ticket reach the waiter: no median to compare (idle %v, busy %v)", losses, 2*tries, idle, busy)
+		t.Logf("no median to compare: of %d tries %d were not reclaimed and %d had a survivor's ticket reach the waiter (idle %v, busy %v)", 2*tries, failed, losses, idle, busy)
 		return
 	}
 	t.Logf("reclaimed %d of %d idle (median %v, worst %v: %v) and %d of %d beside %d busy loops (median %v, worst %v: %v); %d tries a survivor's ticket went to the waiter",
