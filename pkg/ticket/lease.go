@@ -255,6 +255,32 @@ func (h *Member) checkLease(now time.Time) {
 	h.events = append(h.events, LeaseLostEvent{Lent: lent})
 }
 
+// leaseSummary says, for a refused lend, how far the member is from a
+// lease: how many members of its book granted a request recent enough to
+// count, of how many, and how many it needs (a member's other processes
+// only know what the first one told them, MsgLeased).
+func (h *Member) leaseSummary(now time.Time) string {
+	if !h.quorum() {
+		return " (its first process holds none)"
+	}
+	n := 0
+	for _, id := range h.group {
+		switch t, ok := h.ls.grants[id]; {
+		case id == h.base.ID:
+			if h.grantsTo(id, now) {
+				n++
+			}
+		case ok && now.Before(t.Add(h.leaseTime())):
+			n++
+		}
+	}
+	s := fmt.Sprintf(" (leases granted by %d of %d, %d needed", n, len(h.group), majority(len(h.group)))
+	if h.ls.promised != node.None && h.ls.promised != h.base.ID && now.Before(h.ls.promiseUntil) {
+		s += fmt.Sprintf("; its grants are promised to prober %v for %v more", h.ls.promised, h.ls.promiseUntil.Sub(now).Round(time.Millisecond))
+	}
+	return s + ")"
+}
+
 // onLease answers a lease request.
 func (h *Member) onLease(now time.Time, from node.ID, msg Msg) {
 	h.learnFloor(msg.Floor)

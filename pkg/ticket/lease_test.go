@@ -188,8 +188,8 @@ func TestMemberOtherProcessLease(t *testing.T) {
 	if _, _, ok := h.Machine().Ticket(); !ok {
 		t.Fatalf("the founder owns no ticket: %s", h.Machine().State())
 	}
-	if evs := self(Msg{Type: MsgLend}); len(evs) != 1 || evs[0].Kind() != "lend-refused" {
-		t.Fatalf("lend without the member's lease: %v, want lend-refused", evs)
+	if evs := self(Msg{Type: MsgLend}); len(evs) != 1 || evs[0] != (LendRefusedEvent{Why: "no lease from a majority of the members (its first process holds none)"}) {
+		t.Fatalf("lend without the member's lease: %v, want lend-refused saying why", evs)
 	}
 	end := now.Add(4 * round)
 	self(Msg{Type: MsgLeased, Attempt: uint64(end.UnixNano())})
@@ -247,5 +247,38 @@ func TestFoundingFitsInsidePromises(t *testing.T) {
 				t.Fatalf("margin %v: the prober may found %v after its probe by a promiser's clock, the promise lasts %v", margin, by, h.promiseTime())
 			}
 		}
+	}
+}
+
+// TestLendRefusalSaysWhy: a member's first process under Config.Quorum
+// that owns its ticket but holds no lease refuses to lend and says how
+// far it is from one (the daemon puts it in a waiting client's report);
+// once a majority granted, it lends.
+func TestLendRefusalSaysWhy(t *testing.T) {
+	now := time.Unix(1000, 0)
+	round := 100 * time.Millisecond
+	cfg := Config{ID: 1, Tickets: 2, Quorum: true, FaultTolerant: true, Round: round, Rand: rand.New(rand.NewPCG(1, 2))}
+	h, err := NewMember(cfg, func() []node.ID { return []node.ID{2, 3} }, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := func(from node.ID, m Msg) []node.Event {
+		_ = h.Step(now, node.Envelope[Msg]{From: from, To: 1, Msg: m})
+		return h.Ready().Events
+	}
+	step(1, Msg{Type: MsgGroup, Group: []node.ID{2, 3}})
+	step(1, Msg{Type: MsgJoin})
+	h.Tick(now)
+	h.Ready()
+	if _, _, ok := h.Machine().Ticket(); !ok {
+		t.Fatalf("the founder owns no ticket: %s", h.Machine().State())
+	}
+	want := LendRefusedEvent{Why: "no lease from a majority of the members (leases granted by 1 of 3, 2 needed)"}
+	if evs := step(1, Msg{Type: MsgLend}); len(evs) != 1 || evs[0] != want {
+		t.Fatalf("lend with its own grant only: %v, want %v", evs, want)
+	}
+	step(2, Msg{Type: MsgLeaseGrant, Attempt: uint64(now.UnixNano())})
+	if evs := step(1, Msg{Type: MsgLend}); len(evs) != 1 || evs[0].Kind() != "lent" {
+		t.Fatalf("lend with grants from 2 of 3: %v, want lent", evs)
 	}
 }

@@ -342,7 +342,7 @@ func (h *Member) lend(now time.Time) {
 		return
 	}
 	if !h.Leased(now) {
-		h.events = append(h.events, LendRefusedEvent{Why: "no lease from a majority of the members"})
+		h.events = append(h.events, LendRefusedEvent{Why: "no lease from a majority of the members" + h.leaseSummary(now)})
 		return
 	}
 	if h.base.Quorum && !outState(h.m.st) {
@@ -350,7 +350,11 @@ func (h *Member) lend(now time.Time) {
 	}
 	e, ok := h.m.Lend(now)
 	if !ok {
-		h.events = append(h.events, LendRefusedEvent{Why: "may not act"})
+		why := "may not act: it is " + h.m.State()
+		if h.m.st == stCoordinator {
+			why = "may not act: its support ran out (no ALIVEs from its predecessors)"
+		}
+		h.events = append(h.events, LendRefusedEvent{Why: why})
 		return
 	}
 	t, _, _ := h.m.Ticket()

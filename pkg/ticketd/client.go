@@ -49,8 +49,10 @@ func statusWithin(socket string, wait time.Duration) (json.RawMessage, error) {
 }
 
 // describeWait says, for a waiting client, what its member knows of the
-// pool: how many tickets there are and how many it has lent, who else
-// waits, and which members it knows.
+// pool: how many tickets it holds (its processes in the core) and how
+// many it has lent, who else waits, which members it knows, and why a
+// ticket it holds is not lent (its Member's refusal: no lease from a
+// majority, no support, leaving) or that a refound is being decided.
 func describeWait(socket string, raw json.RawMessage, err error) string {
 	if err != nil {
 		return fmt.Sprintf("the daemon at %s does not answer (stopped, or starved of CPU)", socket)
@@ -61,20 +63,45 @@ func describeWait(socket string, raw json.RawMessage, err error) string {
 		Members []int64 `json:"members"`
 		Waiting int     `json:"waiting"`
 		Slots   []struct {
-			Lent bool `json:"lent"`
+			Lent      bool   `json:"lent"`
+			Refused   string `json:"refused"`
+			RefusedMS int64  `json:"refused_ms"`
+			Machine   struct {
+				State  string `json:"state"`
+				Ticket uint32 `json:"ticket"`
+			} `json:"machine"`
 		} `json:"slots"`
+		Refound struct {
+			Frozen bool `json:"frozen"`
+		} `json:"refound"`
 	}
 	if json.Unmarshal(raw, &st) != nil {
 		return "the daemon's status cannot be read"
 	}
-	lent := 0
+	lent, holds := 0, 0
+	var why []string
 	for _, sl := range st.Slots {
 		if sl.Lent {
 			lent++
 		}
+		switch sl.Machine.State {
+		case "coordinator", "linking", "leaving":
+			holds++
+			if sl.Refused != "" && !sl.Lent {
+				why = append(why, fmt.Sprintf("it may not lend ticket %d (%s) for %v: %s", sl.Machine.Ticket, sl.Machine.State,
+					(time.Duration(sl.RefusedMS)*time.Millisecond).Round(100*time.Millisecond), sl.Refused))
+			}
+		}
 	}
-	return fmt.Sprintf("member %d holds %d of the pool's %d tickets and has lent %d; %d clients wait there (this one included); it knows %d other members",
-		st.Member, len(st.Slots), st.Tickets, lent, st.Waiting, len(st.Members))
+	if st.Refound.Frozen {
+		why = append(why, "a refound of the pool is being decided (no joins meanwhile)")
+	}
+	s := fmt.Sprintf("member %d holds %d of the pool's %d tickets and has lent %d; %d clients wait there (this one included); it knows %d other members",
+		st.Member, holds, st.Tickets, lent, st.Waiting, len(st.Members))
+	for _, w := range why {
+		s += "; " + w
+	}
+	return s
 }
 
 // keep keeps a ticket: the daemon's "valid" replies extend its lease

@@ -110,3 +110,25 @@ func TestAwaitWatchTakesQueuedRenewal(t *testing.T) {
 		}
 	}
 }
+
+// TestDescribeWaitSaysWhyNotLent: the waiting client's report counts the
+// tickets the member's processes own (not its slots), and says why one
+// it owns is not lent (its Member's refusal, and for how long) and that
+// a refound is being decided.
+func TestDescribeWaitSaysWhyNotLent(t *testing.T) {
+	st := map[string]any{"member": 1, "tickets": 4, "members": []int{2, 3}, "waiting": 1,
+		"slots": []any{
+			map[string]any{"lent": false, "refused": "no lease from a majority of the members (leases granted by 1 of 3, 2 needed)", "refused_ms": 12345,
+				"machine": map[string]any{"state": "coordinator", "ticket": 2}},
+			map[string]any{"lent": false, "machine": map[string]any{"state": "idle", "ticket": 0}},
+		},
+		"refound": map[string]any{"frozen": true}}
+	raw, _ := json.Marshal(st)
+	got := describeWait("s", raw, nil)
+	want := "member 1 holds 1 of the pool's 4 tickets and has lent 0; 1 clients wait there (this one included); it knows 2 other members; " +
+		"it may not lend ticket 2 (coordinator) for 12.3s: no lease from a majority of the members (leases granted by 1 of 3, 2 needed); " +
+		"a refound of the pool is being decided (no joins meanwhile)"
+	if got != want {
+		t.Fatalf("report:\n got %s\nwant %s", got, want)
+	}
+}

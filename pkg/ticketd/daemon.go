@@ -48,6 +48,7 @@ type session struct {
 	cn       *cli.Conn
 	wants    bool      // waiting for a ticket
 	nonblock bool      // give up at busyAt
+	since    time.Time // waiting since
 	busyAt   time.Time // nonblock: answer busy then
 	holds    *slot     // the slot whose ticket it holds
 	epoch    uint64
@@ -76,6 +77,10 @@ type slot struct {
 	lends     int       // lends since this slot took its ticket
 	idleSince time.Time // when its last holder went
 	lending   bool      // asked its Member to lend its ticket, no answer yet
+	refused   string    // why its Member last refused to lend (ticket.LendRefusedEvent); "" since a lend
+	refusedAt time.Time // since when it refuses for that reason
+	refusedTo time.Time // when it last refused
+	told      bool      // the refusal was logged above debug level
 	yield     bool      // give the ticket back (CLEAVE) when the current use ends
 	takenAt   time.Time // when it took its ticket
 	joining   time.Time // when the current join started (zero: none)
@@ -598,6 +603,7 @@ func (d *daemon) event(s *slot, ev node.Event) {
 		return
 	case ticket.LendRefusedEvent:
 		s.lending = false
+		d.refusedLend(s, e.Why, time.Now())
 		return
 	case ticket.ReturnedEvent:
 		return
@@ -690,7 +696,7 @@ func (d *daemon) serve() {
 // lent hands a lent ticket to the oldest waiting client, or gives it
 // back at once if nobody waits any more.
 func (d *daemon) lent(s *slot, e ticket.LentEvent) {
-	s.lending = false
+	s.lending, s.refused, s.told = false, "", false
 	if len(d.queue) == 0 || d.stopping || s.holder != nil {
 		d.giveBack(s)
 		return
@@ -722,6 +728,42 @@ func (d *daemon) lent(s *slot, e ticket.LentEvent) {
 // be, less a quarter round.
 func renew(sent, u, now time.Time, round time.Duration) bool {
 	return u.Sub(sent) >= max(round/4, u.Sub(now)/4)
+}
+
+// refusedLend notes why slot s's Member refused to lend (asked again
+// each tick while clients wait): logged at debug level when the reason
+// changes, and for the clients' wait report (status).
+func (d *daemon) refusedLend(s *slot, why string, now time.Time) {
+	if why != s.refused {
+		s.refused, s.refusedAt, s.told = why, now, false
+		d.mb.Log.Debug("lend refused", "slot", s.idx, "state", s.mc.state, "why", why)
+	}
+	s.refusedTo = now
+}
+
+// refusing is why slot s does not lend its ticket now ("" when it was
+// not asked lately, or lent): the Member refuses each tick while a client
+// waits, so an older refusal is stale.
+func (s *slot) refusing(now time.Time) string {
+	if s.refused == "" || now.Sub(s.refusedTo) > time.Second {
+		return ""
+	}
+	return s.refused
+}
+
+// tellRefusals logs, once per reason, why a slot that owns its ticket
+// does not lend it while a client has waited a second for one.
+func (d *daemon) tellRefusals(now time.Time) {
+	if len(d.queue) == 0 || now.Sub(d.queue[0].since) < time.Second {
+		return
+	}
+	for _, s := range d.slots {
+		if why := s.refusing(now); why != "" && !s.told && !out(s.mc.state) && s.mc.state != "joining" {
+			s.told = true
+			d.mb.Log.Warn("a client waits and this member does not lend its ticket: "+why, "slot", s.idx, "ticket", s.mc.ticket,
+				"state", s.mc.state, "since", now.Sub(s.refusedAt).Round(time.Millisecond), "waited", now.Sub(d.queue[0].since).Round(time.Millisecond))
+		}
+	}
 }
 
 // giveBack tells slot s's Member that the use of its ticket is over
@@ -777,6 +819,7 @@ func (d *daemon) tick() {
 		return
 	}
 	d.serve()
+	d.tellRefusals(now)
 	d.tellLocal(now)
 	if d.frozen() {
 		return // a refound is being decided: no joins, nor tickets given back, meanwhile
@@ -987,7 +1030,7 @@ func (d *daemon) client(m clientMsg) {
 		case s.wants || s.holds != nil:
 			s.cn.Send(Reply{Event: "error", Error: "this connection already holds or waits for a ticket"})
 		default:
-			s.wants, s.nonblock = true, m.req.NonBlock
+			s.wants, s.nonblock, s.since = true, m.req.NonBlock, time.Now()
 			s.busyAt = time.Now().Add(4 * d.cfg.roundOr())
 			d.queue = append(d.queue, s)
 			d.serve()
@@ -1018,12 +1061,17 @@ func (d *daemon) client(m clientMsg) {
 // local clients.
 func (d *daemon) status() json.RawMessage {
 	var slots []any
+	now := time.Now()
 	for _, s := range d.slots {
 		var st any
 		var settled bool
 		d.do(s, func() { st, settled = s.h.Status(), s.h.Machine().Settled(time.Now()) })
-		slots = append(slots, map[string]any{"slot": s.idx, "id": s.id, "addr": s.net.Addr(), "lent": s.holder != nil,
-			"lends": s.lends, "settled": settled, "machine": st, "frames": s.drv.Stats()})
+		sl := map[string]any{"slot": s.idx, "id": s.id, "addr": s.net.Addr(), "lent": s.holder != nil,
+			"lends": s.lends, "settled": settled, "machine": st, "frames": s.drv.Stats()}
+		if why := s.refusing(now); why != "" {
+			sl["refused"], sl["refused_ms"] = why, now.Sub(s.refusedAt).Milliseconds()
+		}
+		slots = append(slots, sl)
 	}
 	out := map[string]any{"event": "status", "member": d.mb.ID, "addr": d.mb.Net.Addr(), "tickets": d.bk.size(), "slots": slots,
 		"members": d.bk.others(), "gone": d.bk.gone(), "waiting": len(d.queue),
