@@ -752,13 +752,15 @@ func (s *slot) refusing(now time.Time) string {
 }
 
 // tellRefusals logs, once per reason, why a slot that owns its ticket
-// does not lend it while a client has waited a second for one.
+// does not lend it while a client has waited a second for one (a
+// refusal that has lasted a second too: one a tick before a lend is not
+// worth a warning).
 func (d *daemon) tellRefusals(now time.Time) {
 	if len(d.queue) == 0 || now.Sub(d.queue[0].since) < time.Second {
 		return
 	}
 	for _, s := range d.slots {
-		if why := s.refusing(now); why != "" && !s.told && !out(s.mc.state) && s.mc.state != "joining" {
+		if why := s.refusing(now); why != "" && !s.told && !out(s.mc.state) && s.mc.state != "joining" && now.Sub(s.refusedAt) >= time.Second {
 			s.told = true
 			d.mb.Log.Warn("a client waits and this member does not lend its ticket: "+why, "slot", s.idx, "ticket", s.mc.ticket,
 				"state", s.mc.state, "since", now.Sub(s.refusedAt).Round(time.Millisecond), "waited", now.Sub(d.queue[0].since).Round(time.Millisecond))
