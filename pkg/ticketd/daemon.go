@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -80,6 +81,7 @@ type slot struct {
 	refused   string    // why its Member last refused to lend (ticket.LendRefusedEvent); "" since a lend
 	refusedAt time.Time // since when it refuses for that reason
 	refusedTo time.Time // when it last refused
+	refusedIn string    // the slot's state (as last looked at) when it last refused
 	told      bool      // the refusal was logged above debug level
 	yield     bool      // give the ticket back (CLEAVE) when the current use ends
 	takenAt   time.Time // when it took its ticket
@@ -734,18 +736,20 @@ func renew(sent, u, now time.Time, round time.Duration) bool {
 // each tick while clients wait): logged at debug level when the reason
 // changes, and for the clients' wait report (status).
 func (d *daemon) refusedLend(s *slot, why string, now time.Time) {
-	if why != s.refused {
-		s.refused, s.refusedAt, s.told = why, now, false
+	// The same reason with other figures (grants, how long a promise
+	// lasts) is the same refusal going on.
+	if key, _, _ := strings.Cut(why, " ("); s.refused == "" || !strings.HasPrefix(s.refused, key) {
+		s.refusedAt, s.told = now, false
 		d.mb.Log.Debug("lend refused", "slot", s.idx, "state", s.mc.state, "why", why)
 	}
-	s.refusedTo = now
+	s.refused, s.refusedTo, s.refusedIn = why, now, s.mc.state
 }
 
 // refusing is why slot s does not lend its ticket now ("" when it was
-// not asked lately, or lent): the Member refuses each tick while a client
-// waits, so an older refusal is stale.
+// not asked lately, or lent, or its state changed since): the Member
+// refuses each tick while a client waits, so an older refusal is stale.
 func (s *slot) refusing(now time.Time) string {
-	if s.refused == "" || now.Sub(s.refusedTo) > time.Second {
+	if s.refused == "" || now.Sub(s.refusedTo) > time.Second || s.refusedIn != s.mc.state {
 		return ""
 	}
 	return s.refused
