@@ -111,3 +111,40 @@ func TestBackgroundJobEndsWithRun(t *testing.T) {
 		t.Errorf("ticketd run after SIGINT: exit %d, want %d: %s", exitCode(err), 128+int(syscall.SIGINT), stderr.String())
 	}
 }
+
+// TestWaitEndSaid: a client whose wait said so on stderr says when it
+// ends, with the ticket and epoch it got, so that a command that hangs
+// afterwards is not read as a wait that never ended.
+func TestWaitEndSaid(t *testing.T) {
+	c := startPool(t, 1, 1, "--round", "250ms")
+	c.waitCore(1)
+	h := exec.Command(ticketdBin, "hold", "--socket", c.sock(1))
+	in, _ := h.StdinPipe()
+	out, _ := h.StdoutPipe()
+	if err := h.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Close(); h.Process.Kill(); h.Wait() })
+	if l, err := bufio.NewReader(out).ReadString('\n'); err != nil || !strings.HasPrefix(l, "taken ") {
+		t.Fatalf("hold: %q %v", l, err)
+	}
+	r := exec.Command(ticketdBin, "run", "--socket", c.sock(1), "--timeout", "60s", "--", "true")
+	errPipe, _ := r.StderrPipe()
+	if err := r.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Process.Kill() })
+	sc := bufio.NewScanner(errPipe)
+	var lines []string
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if strings.Contains(sc.Text(), "waited 1s for a ticket") {
+			in.Close() // the holder gives the ticket back: the wait ends
+		}
+	}
+	err := r.Wait()
+	if exitCode(err) != 0 || len(lines) < 2 || !strings.HasPrefix(lines[len(lines)-1], "ticketd: got ticket 0 epoch ") {
+		t.Fatalf("a wait that ended: exit %d, stderr:\n%s", exitCode(err), strings.Join(lines, "\n"))
+	}
+	t.Logf("stderr:\n%s", strings.Join(lines, "\n"))
+}
