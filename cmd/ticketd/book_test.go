@@ -209,7 +209,10 @@ func TestRefusedJoinerNotInBook(t *testing.T) {
 	// A majority refound waits out the promises (38 rounds plus the
 	// margin, pkg/ticket doc.go) and the new pool serves only its founder
 	// until they end: at 500 ms rounds that took 45–65 s here.
-	again := c.run(1, file, 10*time.Millisecond, "--timeout", "180s")
+	// Its timeout is inside clientLimit: a recovery slower than that ends
+	// the client with its own report of what it waited for (exit 75), not
+	// with the test's SIGKILL (137) and nothing said.
+	again := c.run(1, file, 10*time.Millisecond, "--timeout", (clientLimit - 10*time.Second).String())
 	again.exits(t, 0, "a client after every member stalled")
 	if _, refounds := c.refounding(1, 2); refounds == 0 {
 		t.Logf("the core outlived the stall (no refound); the books were checked all the same")

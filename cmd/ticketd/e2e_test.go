@@ -234,7 +234,7 @@ func (c *cluster) run(member int, file string, hold time.Duration, extra ...stri
 	self, _ := os.Executable()
 	args := append(append([]string{"run", "--socket", c.sock(member)}, extra...), "--", self)
 	cl := &client{c: c, cmd: exec.Command(ticketdBin, args...)}
-	cl.cmd.Env = append(os.Environ(), "TICKETD_WITNESS="+file, "WITNESS_HOLD="+hold.String())
+	cl.cmd.Env = append(os.Environ(), "TICKETD_WITNESS="+file, "WITNESS_HOLD="+hold.String(), "GOTRACEBACK=all")
 	cl.cmd.Stderr = &cl.out
 	cl.call = time.Now().UnixNano()
 	if err := cl.cmd.Start(); err != nil {
@@ -246,7 +246,12 @@ func (c *cluster) run(member int, file string, hold time.Duration, extra ...stri
 func (cl *client) wait() {
 	stuck := time.AfterFunc(clientLimit, func() {
 		cl.c.T.Errorf("ticketd run %v still running after %v\n%s", cl.cmd.Args[1:], clientLimit, cl.c.statuses())
-		_ = cl.cmd.Process.Kill()
+		// SIGQUIT first: the Go runtime writes every goroutine's stack
+		// to the client's stderr (cl.out, in the failure), which shows
+		// where it is stuck (waiting for the grant, or past it); SIGKILL
+		// if that does not end it.
+		_ = cl.cmd.Process.Signal(syscall.SIGQUIT)
+		time.AfterFunc(10*time.Second, func() { _ = cl.cmd.Process.Kill() })
 	})
 	defer stuck.Stop()
 	err := cl.cmd.Wait()
