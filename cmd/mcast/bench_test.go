@@ -21,7 +21,7 @@ import (
 func BenchmarkViewChange(b *testing.B) {
 	var took []time.Duration
 	for i := 0; i < b.N; i++ {
-		ms := group(b, 5, "--order", "total")
+		ms := startGroup(b, 5, "--order", "total")
 		inView(b, ms, []int{1, 2, 3, 4, 5}, 30*time.Second)
 		victim := ms[2+i%3] // never the leader (1) nor the next one
 		killed := time.Now()

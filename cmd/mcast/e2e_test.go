@@ -79,8 +79,8 @@ func freePorts(t testing.TB, n int) []string {
 	return addrs
 }
 
-// group starts n members with args, stdin open.
-func group(t testing.TB, n int, args ...string) []*member {
+// startGroup starts n members with args, stdin open.
+func startGroup(t testing.TB, n int, args ...string) []*member {
 	t.Helper()
 	dir := t.TempDir()
 	var peers []string
@@ -165,7 +165,7 @@ func checkLogs(t *testing.T, order string, ms []*member, extra ...string) string
 func TestFiveMembersLossy(t *testing.T) {
 	for _, order := range []string{"fifo", "causal"} {
 		t.Run(order, func(t *testing.T) {
-			ms := group(t, 5, "--order", order, "--fault-drop", "0.1", "--fault-dup", "0.05", "--fault-delay", "2ms")
+			ms := startGroup(t, 5, "--order", order, "--fault-drop", "0.1", "--fault-dup", "0.05", "--fault-delay", "2ms")
 			for _, m := range ms {
 				m.write(t, 1, 300)
 				m.stdin.Close()
@@ -187,7 +187,7 @@ func TestFiveMembersLossy(t *testing.T) {
 // agree on everything, 5's delivered lines included, and member 4 gets
 // what it missed while stopped.
 func TestKillAndPause(t *testing.T) {
-	ms := group(t, 5, "--order", "causal", "--fault-drop", "0.05", "--fault-delay", "1ms")
+	ms := startGroup(t, 5, "--order", "causal", "--fault-drop", "0.05", "--fault-delay", "1ms")
 	for _, m := range ms {
 		m.write(t, 1, 100)
 	}
@@ -241,7 +241,7 @@ func TestGossipOrder(t *testing.T) {
 }
 
 func gossipGroup(t *testing.T, args []string) {
-	ms := group(t, 5, args...)
+	ms := startGroup(t, 5, args...)
 	for _, m := range ms {
 		m.write(t, 1, 200)
 	}

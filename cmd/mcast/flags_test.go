@@ -14,7 +14,7 @@ func TestFlags(t *testing.T) { clitest.CheckFlags(t, newApp()) }
 func TestManPage(t *testing.T) { clitest.CheckMan(t, newApp()) }
 
 // TestTimerHelp: --period and --suspect show the defaults each kind of
-// group uses (pkg/mcast's TestTimerDefaults checks those).
+// group uses (pkg/mcast's and pkg/mcast/group's TestTimerDefaults check those).
 func TestTimerHelp(t *testing.T) {
 	want := map[string][]string{"period": {"50ms", "20ms with --views"}, "suspect": {"20 × --period (1s)", "8 × --period (160ms)"}}
 	for _, f := range runFlags {

@@ -29,7 +29,7 @@ func TestFloodNineMembers(t *testing.T) {
 	}
 	for _, total := range []string{"isis", "totem"} {
 		t.Run(total, func(t *testing.T) {
-			ms := group(t, 9, "--order", "total", "--total", total, "--fault-drop", "0.01", "--linger", "60s")
+			ms := startGroup(t, 9, "--order", "total", "--total", total, "--fault-drop", "0.01", "--linger", "60s")
 			dumpOnFailure(t, ms)
 			for _, m := range ms {
 				go func() {

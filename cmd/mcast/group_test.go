@@ -126,7 +126,7 @@ func TestGroupKillSequencer(t *testing.T) {
 }
 
 func killLeader(t *testing.T, args ...string) {
-	ms := group(t, 5, append([]string{"--order", "total", "--fault-drop", "0.05", "--fault-delay", "1ms"}, args...)...)
+	ms := startGroup(t, 5, append([]string{"--order", "total", "--fault-drop", "0.05", "--fault-delay", "1ms"}, args...)...)
 	dumpOnFailure(t, ms)
 	leader := inView(t, ms, []int{1, 2, 3, 4, 5}, 30*time.Second)
 	for _, m := range ms {
@@ -176,7 +176,7 @@ func killLeader(t *testing.T, args ...string) {
 // joins again as a new incarnation, and goes on; nothing the checker can
 // see is lost or out of order.
 func TestGroupPausedMemberRejoins(t *testing.T) {
-	ms := group(t, 5, "--order", "total", "--fault-delay", "1ms")
+	ms := startGroup(t, 5, "--order", "total", "--fault-delay", "1ms")
 	dumpOnFailure(t, ms)
 	inView(t, ms, []int{1, 2, 3, 4, 5}, 30*time.Second)
 	for _, m := range ms {
@@ -214,7 +214,7 @@ func TestGroupPausedMemberRejoins(t *testing.T) {
 // them are stopped (SIGSTOP), so the other two are a minority of their
 // view: they say so and exit 69 instead of waiting.
 func TestGroupExitOnMinority(t *testing.T) {
-	ms := group(t, 5, "--order", "total", "--exit-on-minority")
+	ms := startGroup(t, 5, "--order", "total", "--exit-on-minority")
 	dumpOnFailure(t, ms)
 	inView(t, ms, []int{1, 2, 3, 4, 5}, 30*time.Second)
 	for _, m := range ms[:3] {
@@ -246,7 +246,7 @@ func TestGroupExitOnMinority(t *testing.T) {
 // through, what each sender's messages have reached; --json lines carry
 // the documented fields.
 func TestGroupStatus(t *testing.T) {
-	ms := group(t, 3, "--order", "total", "--total", "isis")
+	ms := startGroup(t, 3, "--order", "total", "--total", "isis")
 	dumpOnFailure(t, ms)
 	leader := inView(t, ms, []int{1, 2, 3}, 30*time.Second)
 	for _, m := range ms {

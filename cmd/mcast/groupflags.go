@@ -1,12 +1,12 @@
 package main
 
 import (
+	"github.com/roundtable-go/roundtable/pkg/mcast/group"
 	"strings"
 
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/roundtable-go/roundtable/pkg/cli"
-	"github.com/roundtable-go/roundtable/pkg/mcast"
 	"github.com/roundtable-go/roundtable/pkg/mcastd"
 	"github.com/roundtable-go/roundtable/pkg/node"
 )
@@ -15,7 +15,7 @@ import (
 // run' and 'mcast bench' (one environment variable, one meaning).
 var groupFlags = []ucli.Flag{
 	&ucli.BoolFlag{Name: "views", Usage: "a dynamic group: members join and leave, failed ones are removed, and each installed view is printed (implied by --order total)"},
-	&ucli.StringFlag{Name: "total", Value: "sequencer", Usage: "with --order total: how the one order is made: " + mcast.TotalUsage()},
+	&ucli.StringFlag{Name: "total", Value: "sequencer", Usage: "with --order total: how the one order is made: " + group.TotalUsage()},
 	&ucli.BoolFlag{Name: "safe", Usage: "with --views: deliver a message only once every member of the view has it; at a view change the rest follows a 'transitional' line naming the members it is safe among"},
 	&ucli.IntFlag{Name: "start-with", DefaultText: "every member in --peers", Usage: "with --views: hold the first lines until a view has this many members (0: send at once)"},
 	&ucli.StringFlag{Name: "join", Usage: "with --views: join through these members (IDs from --peers, comma-separated; default every other peer)"},
@@ -35,30 +35,30 @@ func isGroup(c *ucli.Context) bool { return c.String("order") == "total" || c.Bo
 // groupConfig reads a group member's options from the command line
 // (--order, --total, --safe, --start-with, --join, --found, --partitions,
 // --period, --suspect) and hands them, typed, to mcastd.NewGroupConfig.
-func groupConfig(c *ucli.Context, mb *cli.Member) (mcast.GroupConfig, error) {
+func groupConfig(c *ucli.Context, mb *cli.Member) (group.Config, error) {
 	var o mcastd.GroupOptions
 	var err error
 	switch ord := c.String("order"); ord {
 	case "total":
 		if o.Total, err = mcastd.ParseTotal(c.String("total")); err != nil {
-			return mcast.GroupConfig{}, err
+			return group.Config{}, err
 		}
 	case "fifo":
 	default:
-		return mcast.GroupConfig{}, cli.Exitf(cli.ExitUsage, "--views goes with --order fifo or total, not %s", ord)
+		return group.Config{}, cli.Exitf(cli.ExitUsage, "--views goes with --order fifo or total, not %s", ord)
 	}
 	if c.IsSet("join") {
 		o.Join = []node.ID{}
 		for _, f := range strings.Split(c.String("join"), ",") {
 			id, err := node.ParseID(strings.TrimSpace(f))
 			if err != nil {
-				return mcast.GroupConfig{}, cli.Exitf(cli.ExitUsage, "--join: %q is not another member in --peers", f)
+				return group.Config{}, cli.Exitf(cli.ExitUsage, "--join: %q is not another member in --peers", f)
 			}
 			o.Join = append(o.Join, id)
 		}
 	}
 	if o.EVS, err = mcastd.ParsePartitions(c.String("partitions")); err != nil {
-		return mcast.GroupConfig{}, err
+		return group.Config{}, err
 	}
 	o.StartWith = -1
 	if c.IsSet("start-with") {

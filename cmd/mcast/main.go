@@ -5,6 +5,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/roundtable-go/roundtable/pkg/mcast/group"
 	"log/slog"
 	"os"
 	"time"
@@ -203,9 +204,9 @@ func bench(c *ucli.Context) error {
 		return err
 	}
 	defer mb.Close()
-	var group mcast.GroupConfig
+	var gcfg group.Config
 	if cfg.Group {
-		if group, err = groupConfig(c, mb); err != nil {
+		if gcfg, err = groupConfig(c, mb); err != nil {
 			return err
 		}
 	}
@@ -214,7 +215,7 @@ func bench(c *ucli.Context) error {
 		return err
 	}
 	defer stop()
-	return mcastd.RunBench(mb, cfg, group)
+	return mcastd.RunBench(mb, cfg, gcfg)
 }
 
 func check(c *ucli.Context) error {

@@ -52,7 +52,7 @@ type msgID struct {
 // on stderr, joins again, and at the end exits 76 while the others exit
 // 0; 'mcast check' passes.
 func TestGroupPausedMemberReportsMissed(t *testing.T) {
-	ms := group(t, 4, "--order", "total", "--fault-delay", "1ms")
+	ms := startGroup(t, 4, "--order", "total", "--fault-delay", "1ms")
 	dumpOnFailure(t, ms)
 	inView(t, ms, []int{1, 2, 3, 4}, 30*time.Second)
 	for _, m := range ms {

@@ -13,7 +13,8 @@ import (
 
 // TestPayloadLimitFitsSealedFrame: a message at the limit fits one sealed
 // frame with every header at its widest, in the fixed group (causal order
-// with the most members included) and in the dynamic group.
+// with the most members included; pkg/mcast/group's TestPayloadLimitFits
+// checks the dynamic group).
 func TestPayloadLimitFitsSealedFrame(t *testing.T) {
 	f, err := wire.NewFramer("c", 1, 1<<62, bytes.Repeat([]byte{7}, 32))
 	if err != nil {
@@ -39,9 +40,6 @@ func TestPayloadLimitFitsSealedFrame(t *testing.T) {
 		typ, p, err := Codec{}.Marshal(Msg{Type: MsgData, Items: []Item{it}})
 		seal(o.String(), typ, p, err)
 	}
-	typ, p, err := GCodec{}.Marshal(GMsg{Type: GData, View: maxSeq, Inc: ^uint64(0), Ballot: Ballot{maxSeq, node.ID(^uint32(0))},
-		Items: []Item{{Sender: node.ID(^uint32(0)), Seq: maxSeq, TS: maxSeq, Payload: make([]byte, MaxPayload)}}})
-	seal("group", typ, p, err)
 	// The figures docs/mcast.md gives.
 	if MaxPayload != 61248 || PayloadLimit(FIFO, 3) != 61248 || PayloadLimit(Causal, 3) != 61221 {
 		t.Fatalf("limits %d, %d", PayloadLimit(FIFO, 3), PayloadLimit(Causal, 3))
@@ -216,8 +214,8 @@ func TestBacklogOffByDefault(t *testing.T) {
 }
 
 // TestTimerDefaults: the defaults 'mcast run --help' and docs/mcast.md
-// give: 50ms and 20 × 50ms in a fixed group, 20ms and 8 × 20ms in a
-// dynamic one.
+// give: 50ms and 20 × 50ms in a fixed group (pkg/mcast/group's
+// TestTimerDefaults: 20ms and 8 × 20ms in a dynamic one).
 func TestTimerDefaults(t *testing.T) {
 	m, err := New(Config{ID: 1, Peers: []node.ID{1, 2}})
 	if err != nil {
@@ -225,8 +223,5 @@ func TestTimerDefaults(t *testing.T) {
 	}
 	if m.cfg.Period != 50*time.Millisecond || m.cfg.Suspect != time.Second {
 		t.Fatalf("fixed group: period %v, suspect %v", m.cfg.Period, m.cfg.Suspect)
-	}
-	if g := (GroupConfig{}); g.period() != 20*time.Millisecond || g.SuspectTime() != 160*time.Millisecond {
-		t.Fatalf("dynamic group: period %v, suspect %v", g.period(), g.SuspectTime())
 	}
 }

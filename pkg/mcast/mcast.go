@@ -120,8 +120,11 @@ type DoneEvent struct {
 func (e DoneEvent) Kind() string   { return "done" }
 func (e DoneEvent) String() string { return fmt.Sprintf("done after %d", e.Sent) }
 
-// budget bounds the payload bytes of one data frame.
-const budget = 48 << 10
+// FrameBudget bounds the payload bytes of one data frame (of the fixed
+// group's and of pkg/mcast/group's).
+const FrameBudget = 48 << 10
+
+const budget = FrameBudget
 
 // Machine is one member's multicast state. Create it with New; the runner
 // calls Tick once at start.

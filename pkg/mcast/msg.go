@@ -91,11 +91,17 @@ func PayloadLimit(o Order, members int) int {
 	return MaxPayload
 }
 
-// Bounds on the wire.
+// Bounds on the wire, of the fixed group's frames and of pkg/mcast/group's.
 const (
-	maxItems   = 4096
-	maxMembers = 1024
-	maxSeq     = 1 << 62
+	MaxItems   = 4096    // messages in one frame
+	MaxMembers = 1024    // members a frame names
+	MaxSeq     = 1 << 62 // the largest sequence number, view or time a frame carries
+)
+
+const (
+	maxItems   = MaxItems
+	maxMembers = MaxMembers
+	maxSeq     = MaxSeq
 )
 
 // Codec encodes mcast messages for package wire.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"github.com/roundtable-go/roundtable/pkg/mcast/group"
 	"hash/crc32"
 	"log/slog"
 	"net"
@@ -22,7 +23,7 @@ type BenchConfig struct {
 	// Group: a dynamic group in this total order (sending, and the clock,
 	// start once the group has formed).
 	Group bool
-	Total mcast.Total
+	Total group.Total
 	// Members: with Group, sending starts once a view has this many, and
 	// a member leaves once it has delivered Members·Count messages (every
 	// member sends Count), or --linger after its own sends, counting what
@@ -200,12 +201,12 @@ func Bench(live *cli.Running, m BenchMember, cfg BenchConfig, out *cli.Output, l
 				lastDeliv = time.Now()
 			case mcast.DeliverEvent:
 				deliver(ev.Sender, ev.Payload)
-			case mcast.GroupDeliverEvent:
+			case group.DeliverEvent:
 				deliver(ev.Sender, ev.Payload)
 				if want > 0 && sendsDone && delivered >= want {
 					end()
 				}
-			case mcast.ViewEvent:
+			case group.ViewEvent:
 				// On stderr, so that a failed flood's log shows who
 				// left and when (scripts/bench-mcast.sh keeps it).
 				log.Info("view "+ev.String(), "view", ev.View, "leader", ev.Leader)
@@ -217,7 +218,7 @@ func Bench(live *cli.Running, m BenchMember, cfg BenchConfig, out *cli.Output, l
 						close(formed)
 					}
 				}
-			case mcast.LostEvent:
+			case group.LostEvent:
 				// Messages of this member the others may never deliver:
 				// a hole in its stream at their end, so a failed check.
 				errs += len(ev.Seqs)
@@ -225,9 +226,9 @@ func Bench(live *cli.Running, m BenchMember, cfg BenchConfig, out *cli.Output, l
 					firstErr = ev.String()
 				}
 				log.Warn(ev.String(), "incarnation", ev.Inc)
-			case mcast.RemovedEvent:
+			case group.RemovedEvent:
 				log.Warn("removed from the view", "view", ev.View, "incarnation", ev.Inc)
-			case mcast.MissedEvent:
+			case group.MissedEvent:
 				// Its holes fail the sequence check (or the count) of
 				// what follows: said here, counted there.
 				log.Warn(ev.String())

@@ -2,6 +2,7 @@ package mcastd
 
 import (
 	"fmt"
+	"github.com/roundtable-go/roundtable/pkg/mcast/group"
 	"slices"
 	"strings"
 
@@ -72,8 +73,8 @@ func Check(cfg CheckConfig) (string, error) {
 // checkViews is 'mcast check --views': Nita-Rotaru's properties of virtual
 // synchrony over the logs of a dynamic group.
 func checkViews(cfg CheckConfig) (string, error) {
-	logs := map[mcast.Member][]mcast.VRecord{}
-	final := map[mcast.Member]bool{}
+	logs := map[group.Member][]group.Record{}
+	final := map[group.Member]bool{}
 	files := map[node.ID]string{}
 	lines, views, safe, merged := 0, map[uint64]bool{}, false, false
 	for _, file := range cfg.Files {
@@ -90,11 +91,11 @@ func checkViews(cfg CheckConfig) (string, error) {
 			lines += len(recs)
 			for _, r := range recs {
 				switch r.Kind {
-				case mcast.VView:
+				case group.VView:
 					views[r.View] = true
-				case mcast.VTransitional:
+				case group.VTransitional:
 					safe = true
-				case mcast.VMerge:
+				case group.VMerge:
 					merged = true
 				}
 			}
@@ -106,7 +107,7 @@ func checkViews(cfg CheckConfig) (string, error) {
 	if merged && !cfg.EVS {
 		return "", cli.Exitf(cli.ExitUsage, "the logs show merges of components: check them with --partitions evs")
 	}
-	if err := mcast.CheckViewsEVS(cfg.Total, cfg.EVS, logs, final); err != nil {
+	if err := group.CheckViewsEVS(cfg.Total, cfg.EVS, logs, final); err != nil {
 		return "", checkFailed(err, files)
 	}
 	what := "virtual synchrony"
@@ -148,10 +149,10 @@ func ParsePartitions(p string) (evs bool, err error) {
 }
 
 // ParseTotal is --total: how a dynamic group makes its one order, one of
-// the orders pkg/mcast registers.
-func ParseTotal(t string) (mcast.Total, error) {
-	if total, ok := mcast.ParseTotal(t); ok {
+// the orders pkg/mcast/group registers.
+func ParseTotal(t string) (group.Total, error) {
+	if total, ok := group.ParseTotal(t); ok {
 		return total, nil
 	}
-	return 0, cli.Exitf(cli.ExitUsage, "--total: %q is not one of: %s", t, strings.Join(mcast.TotalNames(), ", "))
+	return 0, cli.Exitf(cli.ExitUsage, "--total: %q is not one of: %s", t, strings.Join(group.TotalNames(), ", "))
 }

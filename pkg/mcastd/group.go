@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/roundtable-go/roundtable/pkg/mcast/group"
 	"log/slog"
 	"os"
 
@@ -14,11 +15,11 @@ import (
 	"github.com/roundtable-go/roundtable/pkg/node"
 )
 
-// Group is a pkg/mcast dynamic group member behind a pipe: it prints
+// Group is a pkg/mcast/group member behind a pipe: it prints
 // deliveries (its own included, in the group's order) and views, and it
 // leaves the group at the end of input or on the first SIGTERM.
 type Group struct {
-	Drv *driver.Driver[mcast.GMsg]
+	Drv *driver.Driver[group.Msg]
 	// ExitOnMinority: a member cut off with a minority of its view stops
 	// (exit 69) instead of waiting for the majority to come back.
 	ExitOnMinority bool
@@ -28,8 +29,8 @@ type Group struct {
 	room
 	done   bool
 	err    error
-	lost   []mcast.LostEvent
-	missed []mcast.MissedEvent
+	lost   []group.LostEvent
+	missed []group.MissedEvent
 }
 
 // Lost is the non-zero exit of a member the group went on without, some
@@ -60,25 +61,25 @@ func (g *Group) Lost() error {
 func (g *Group) Err() error { return g.err }
 
 // NewGroup wraps drv.
-func NewGroup(drv *driver.Driver[mcast.GMsg]) *Group {
+func NewGroup(drv *driver.Driver[group.Msg]) *Group {
 	return &Group{Drv: drv, room: newRoom()}
 }
 
 // Submit sends a batch, waiting for a RoomEvent while the group lags.
 func (g *Group) Submit(ctx context.Context, lines [][]byte) error {
 	return g.submit(ctx, func() error {
-		return g.Drv.Request(ctx, mcast.GMsg{Type: mcast.GSend, Items: items(lines)})
+		return g.Drv.Request(ctx, group.Msg{Type: group.MsgSend, Items: items(lines)})
 	})
 }
 
 // Written reports what the writer wrote (GWritten).
 func (g *Group) Written(ctx context.Context, cost uint64) error {
-	return g.Drv.Request(ctx, mcast.GMsg{Type: mcast.GWritten, Written: cost})
+	return g.Drv.Request(ctx, group.Msg{Type: group.MsgWritten, Written: cost})
 }
 
 // End asks the group to let this member go.
 func (g *Group) End(ctx context.Context) error {
-	return g.Drv.Request(ctx, mcast.GMsg{Type: mcast.GEnd})
+	return g.Drv.Request(ctx, group.Msg{Type: group.MsgEnd})
 }
 
 // Leave is End on a signal: the member flushes and leaves like at the end
@@ -87,7 +88,7 @@ func (g *Group) Leave(ctx context.Context) error { return g.End(ctx) }
 
 // Quit tells the group that this member stops now (GAbandon).
 func (g *Group) Quit(ctx context.Context) error {
-	return g.Drv.Request(ctx, mcast.GMsg{Type: mcast.GAbandon})
+	return g.Drv.Request(ctx, group.Msg{Type: group.MsgAbandon})
 }
 
 // Quitted: the machine has quit (its DoneEvent).
@@ -99,29 +100,29 @@ func (g *Group) Quitted(ev node.Event) bool {
 // Handle prints deliveries, views and what happens to this member.
 func (g *Group) Handle(ev node.Event, p *Printer) {
 	switch ev := ev.(type) {
-	case mcast.GroupDeliverEvent:
+	case group.DeliverEvent:
 		p.GroupDeliver(ev)
-	case mcast.GroupSendEvent:
+	case group.SendEvent:
 		p.GroupSend(ev)
-	case mcast.ViewEvent:
+	case group.ViewEvent:
 		p.View(ev)
-	case mcast.TransitionalEvent:
+	case group.TransitionalEvent:
 		p.Transitional(ev)
-	case mcast.MergeEvent:
+	case group.MergeEvent:
 		p.Merge(ev)
-	case mcast.LeftEvent, mcast.RemovedEvent, mcast.MinorityEvent:
+	case group.LeftEvent, group.RemovedEvent, group.MinorityEvent:
 		p.Note(ev)
-		if e, ok := ev.(mcast.RemovedEvent); ok && g.Log != nil {
+		if e, ok := ev.(group.RemovedEvent); ok && g.Log != nil {
 			g.Log.Info("a new incarnation", "view", e.View, "inc", e.Inc, "cause", e.Cause)
 		}
-		if e, ok := ev.(mcast.MinorityEvent); ok && g.ExitOnMinority {
+		if e, ok := ev.(group.MinorityEvent); ok && g.ExitOnMinority {
 			g.err = cli.Exitf(cli.ExitUnavailable, "cut off with a minority of view %d (--exit-on-minority)", e.View)
 		}
-	case mcast.LostEvent:
+	case group.LostEvent:
 		p.Note(ev)
 		g.lost = append(g.lost, ev)
 		fmt.Fprintf(os.Stderr, "mcast: %v\n", ev)
-	case mcast.MissedEvent:
+	case group.MissedEvent:
 		p.Note(ev)
 		g.missed = append(g.missed, ev)
 		fmt.Fprintf(os.Stderr, "mcast: %v\n", ev)
@@ -139,7 +140,7 @@ func (g *Group) Finished(uint64) bool { return g.done }
 // counts the sender's messages in the view, so view and seq together name
 // the message), or a JSON line with the view and the sender's
 // incarnation.
-func (p *Printer) GroupDeliver(ev mcast.GroupDeliverEvent) {
+func (p *Printer) GroupDeliver(ev group.DeliverEvent) {
 	p.line(ev.Payload, true)
 	if !p.out.IsJSON() {
 		p.textView(ev.Sender, ev.View, ev.Seq, ev.Payload)
@@ -152,7 +153,7 @@ func (p *Printer) GroupDeliver(ev mcast.GroupDeliverEvent) {
 // GroupSend records one of the member's own messages (JSON only: in text
 // a member prints its own lines when it delivers them, in the group's
 // order).
-func (p *Printer) GroupSend(ev mcast.GroupSendEvent) {
+func (p *Printer) GroupSend(ev group.SendEvent) {
 	if p.out.IsJSON() {
 		p.lines++
 		pl := p.payload(ev.Payload)
@@ -161,7 +162,7 @@ func (p *Printer) GroupSend(ev mcast.GroupSendEvent) {
 }
 
 // View prints an installed view: 'view 7 members 1,2,4 joined 4 left 3'.
-func (p *Printer) View(ev mcast.ViewEvent) {
+func (p *Printer) View(ev group.ViewEvent) {
 	p.lines++
 	if !p.out.IsJSON() {
 		p.w.WriteString(ev.String())
@@ -174,7 +175,7 @@ func (p *Printer) View(ev mcast.ViewEvent) {
 
 // Transitional prints the start of a view's transitional configuration
 // (--safe): 'transitional view 7 members 1,2'.
-func (p *Printer) Transitional(ev mcast.TransitionalEvent) {
+func (p *Printer) Transitional(ev group.TransitionalEvent) {
 	p.lines++
 	if !p.out.IsJSON() {
 		p.w.WriteString(ev.String())
@@ -187,7 +188,7 @@ func (p *Printer) Transitional(ev mcast.TransitionalEvent) {
 // Merge prints a merge of components (--partitions evs): 'merge view 5
 // members 4,5 into 1' (this side joins member 1's) or 'merge view 8
 // members 1,2,3' (this side takes the other in with its next view).
-func (p *Printer) Merge(ev mcast.MergeEvent) {
+func (p *Printer) Merge(ev group.MergeEvent) {
 	p.lines++
 	if !p.out.IsJSON() {
 		p.w.WriteString(ev.String())
@@ -208,15 +209,15 @@ func (p *Printer) Note(ev node.Event) {
 	}
 	l := LogLine{Time: now(), Event: ev.Kind(), Member: p.member}
 	switch e := ev.(type) {
-	case mcast.LeftEvent:
+	case group.LeftEvent:
 		l.View, l.Next = e.View, e.Leader
-	case mcast.RemovedEvent:
+	case group.RemovedEvent:
 		l.View, l.Inc, l.Cause = e.View, e.Inc, e.Cause
-	case mcast.MinorityEvent:
+	case group.MinorityEvent:
 		l.View = e.View
-	case mcast.LostEvent:
+	case group.LostEvent:
 		l.View, l.Inc, l.Seqs, l.Unknown = e.View, e.Inc, e.Seqs, e.Unknown
-	case mcast.MissedEvent:
+	case group.MissedEvent:
 		l.View, l.Sender, l.Inc, l.Seqs, l.Unknown = e.View, e.Sender, e.Inc, e.Seqs, e.Unknown
 	}
 	p.out.JSON(l)
@@ -227,11 +228,11 @@ func (p *Printer) Note(ev node.Event) {
 // one).
 type ViewLog struct {
 	ID    node.ID
-	Lives map[mcast.Member][]mcast.VRecord
+	Lives map[group.Member][]group.Record
 	// Final is the incarnation that ended the run cleanly in a view
 	// without leaving it (none when the log ends with leaving, or without
 	// its 'exit' line).
-	Final *mcast.Member
+	Final *group.Member
 }
 
 // ReadViewLog reads one member's 'mcast run --views --json' log.
@@ -245,10 +246,10 @@ func ReadViewLog(file string) (*ViewLog, error) {
 	if err != nil {
 		return nil, err
 	}
-	vl := &ViewLog{Lives: map[mcast.Member][]mcast.VRecord{}}
+	vl := &ViewLog{Lives: map[group.Member][]group.Record{}}
 	var (
-		cur     mcast.Member // the incarnation, once its first view names it
-		pending []mcast.VRecord
+		cur     group.Member // the incarnation, once its first view names it
+		pending []group.Record
 		inc     uint64 // the incarnation after a 'removed' line (0: learn from the view)
 		clean   bool
 		left    bool
@@ -273,12 +274,12 @@ func ReadViewLog(file string) (*ViewLog, error) {
 		if l.Payload != nil {
 			pl = []byte(*l.Payload)
 		}
-		var r mcast.VRecord
+		var r group.Record
 		switch l.Event {
 		case "send":
-			r = mcast.VRecord{Kind: mcast.VSend, View: l.View, Seq: l.Seq, Payload: pl, Line: n}
+			r = group.Record{Kind: group.VSend, View: l.View, Seq: l.Seq, Payload: pl, Line: n}
 		case "deliver":
-			r = mcast.VRecord{Kind: mcast.VDeliver, View: l.View, Sender: l.Sender, Seq: l.Seq, Payload: pl, Line: n}
+			r = group.Record{Kind: group.VDeliver, View: l.View, Sender: l.Sender, Seq: l.Seq, Payload: pl, Line: n}
 			// A message's identity includes its sender's incarnation:
 			// in the view it is delivered in, that is the sender's.
 			if inc, ok := viewInc[l.Sender]; ok && l.Inc != 0 && l.View == lastView && inc != l.Inc {
@@ -286,44 +287,44 @@ func ReadViewLog(file string) (*ViewLog, error) {
 					n, l.View, l.Seq, l.Inc, l.Sender, l.View, inc)
 			}
 		case "view":
-			r = mcast.VRecord{Kind: mcast.VView, View: l.View, Members: l.Members, Line: n}
+			r = group.Record{Kind: group.VView, View: l.View, Members: l.Members, Line: n}
 			lastView, viewInc = l.View, map[node.ID]uint64{}
 			for _, m := range l.Members {
 				viewInc[m.ID] = m.Inc
 			}
-			if cur == (mcast.Member{}) {
+			if cur == (group.Member{}) {
 				for _, m := range l.Members {
 					if m.ID == vl.ID && (inc == 0 || m.Inc == inc) {
 						cur = m
 					}
 				}
-				if cur == (mcast.Member{}) {
+				if cur == (group.Member{}) {
 					return nil, fmt.Errorf("line %d: view %d without member %d", n, l.View, vl.ID)
 				}
 				vl.Lives[cur] = append(vl.Lives[cur], pending...)
 				pending = nil
 			}
 		case "left":
-			r = mcast.VRecord{Kind: mcast.VLeft, View: l.View, Line: n}
+			r = group.Record{Kind: group.VLeft, View: l.View, Line: n}
 			if l.Next != nil {
 				r.Leader = *l.Next
 			}
 			left = true
 		case "removed":
-			cur, inc = mcast.Member{}, l.Inc
+			cur, inc = group.Member{}, l.Inc
 			continue
 		case "transitional":
-			r = mcast.VRecord{Kind: mcast.VTransitional, View: l.View, Members: l.Members, Line: n}
+			r = group.Record{Kind: group.VTransitional, View: l.View, Members: l.Members, Line: n}
 		case "merge":
-			r = mcast.VRecord{Kind: mcast.VMerge, View: l.View, Members: l.Members, Line: n}
+			r = group.Record{Kind: group.VMerge, View: l.View, Members: l.Members, Line: n}
 			if l.Into != node.None {
 				// The component left the view together, into no view of
 				// its own; the next incarnation starts here.
-				if cur == (mcast.Member{}) {
+				if cur == (group.Member{}) {
 					return nil, fmt.Errorf("line %d: a merge before any view", n)
 				}
-				vl.Lives[cur] = append(vl.Lives[cur], r, mcast.VRecord{Kind: mcast.VLeft, View: l.View + 1, Line: n})
-				cur, inc = mcast.Member{}, l.Inc
+				vl.Lives[cur] = append(vl.Lives[cur], r, group.Record{Kind: group.VLeft, View: l.View + 1, Line: n})
+				cur, inc = group.Member{}, l.Inc
 				continue
 			}
 		case "minority", "room", "lost", "missed":
@@ -334,7 +335,7 @@ func ReadViewLog(file string) (*ViewLog, error) {
 		default:
 			return nil, fmt.Errorf("line %d: unknown event %q", n, l.Event)
 		}
-		if cur == (mcast.Member{}) {
+		if cur == (group.Member{}) {
 			pending = append(pending, r) // sends queued before the first view
 			continue
 		}
@@ -343,7 +344,7 @@ func ReadViewLog(file string) (*ViewLog, error) {
 	if vl.ID == node.None {
 		return nil, errors.New("no member in this log")
 	}
-	if clean && !left && cur != (mcast.Member{}) {
+	if clean && !left && cur != (group.Member{}) {
 		vl.Final = &cur
 	}
 	return vl, nil

@@ -2,17 +2,17 @@ package mcastd
 
 import (
 	"fmt"
+	"github.com/roundtable-go/roundtable/pkg/mcast/group"
 	"slices"
 	"time"
 
-	"github.com/roundtable-go/roundtable/pkg/mcast"
 	"github.com/roundtable-go/roundtable/pkg/node"
 )
 
 // GroupOptions is what a user chooses for a dynamic group member ('mcast
 // run --views', 'mcast bench --order total'), typed.
 type GroupOptions struct {
-	Total mcast.Total // the total order (TotalNone: FIFO views)
+	Total group.Total // the total order (TotalNone: FIFO views)
 	Safe  bool
 	EVS   bool // --partitions evs
 	Found bool // create the group now
@@ -27,24 +27,24 @@ type GroupOptions struct {
 
 // NewGroupConfig is the machine's configuration for member self
 // (incarnation inc) among peers (self included), with options o.
-func NewGroupConfig(self node.ID, inc uint64, peers []node.ID, o GroupOptions) (mcast.GroupConfig, error) {
+func NewGroupConfig(self node.ID, inc uint64, peers []node.ID, o GroupOptions) (group.Config, error) {
 	if !slices.Contains(peers, self) {
-		return mcast.GroupConfig{}, fmt.Errorf("member %d is not among the peers %v", self, peers)
+		return group.Config{}, fmt.Errorf("member %d is not among the peers %v", self, peers)
 	}
 	contacts := slices.DeleteFunc(slices.Clone(peers), func(id node.ID) bool { return id == self })
 	if o.Join != nil {
 		contacts = nil
 		for _, id := range o.Join {
 			if !slices.Contains(peers, id) || id == self {
-				return mcast.GroupConfig{}, fmt.Errorf("--join: %d is not another member in --peers", id)
+				return group.Config{}, fmt.Errorf("--join: %d is not another member in --peers", id)
 			}
 			contacts = append(contacts, id)
 		}
 	}
 	if o.Period < 0 || o.Suspect < 0 {
-		return mcast.GroupConfig{}, fmt.Errorf("--period and --suspect must be positive")
+		return group.Config{}, fmt.Errorf("--period and --suspect must be positive")
 	}
-	cfg := mcast.GroupConfig{ID: self, Inc: inc, Found: o.Found, Contacts: contacts, Total: o.Total, Safe: o.Safe, EVS: o.EVS,
+	cfg := group.Config{ID: self, Inc: inc, Found: o.Found, Contacts: contacts, Total: o.Total, Safe: o.Safe, EVS: o.EVS,
 		StartWith: len(peers), Period: o.Period, Suspect: o.Suspect}
 	if o.StartWith >= 0 {
 		cfg.StartWith = o.StartWith
@@ -53,7 +53,7 @@ func NewGroupConfig(self node.ID, inc uint64, peers []node.ID, o GroupOptions) (
 		// Nobody answers after a while: there is no group yet, and the
 		// lowest ID creates it (the next one a while later, and so on).
 		rank := slices.Index(peers, self)
-		cfg.FoundAfter = time.Duration(3*(rank+1)) * mcast.GroupConfig{Period: cfg.Period, Suspect: cfg.Suspect}.SuspectTime()
+		cfg.FoundAfter = time.Duration(3*(rank+1)) * group.Config{Period: cfg.Period, Suspect: cfg.Suspect}.SuspectTime()
 	}
 	return cfg, nil
 }

@@ -3,6 +3,7 @@ package mcastd
 import (
 	"bytes"
 	"errors"
+	"github.com/roundtable-go/roundtable/pkg/mcast/group"
 
 	"github.com/roundtable-go/roundtable/pkg/cli"
 	"slices"
@@ -20,11 +21,11 @@ import (
 // members refused.
 func TestNewGroupConfig(t *testing.T) {
 	peers := []node.ID{1, 2, 3}
-	cfg, err := NewGroupConfig(2, 7, peers, GroupOptions{Total: mcast.TotalTotem, StartWith: -1, Period: 10 * time.Millisecond})
+	cfg, err := NewGroupConfig(2, 7, peers, GroupOptions{Total: group.TotalTotem, StartWith: -1, Period: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.ID != 2 || cfg.Inc != 7 || !slices.Equal(cfg.Contacts, []node.ID{1, 3}) || cfg.StartWith != 3 || cfg.Total != mcast.TotalTotem {
+	if cfg.ID != 2 || cfg.Inc != 7 || !slices.Equal(cfg.Contacts, []node.ID{1, 3}) || cfg.StartWith != 3 || cfg.Total != group.TotalTotem {
 		t.Errorf("config %+v", cfg)
 	}
 	if want := 6 * cfg.SuspectTime(); cfg.FoundAfter != want || cfg.SuspectTime() != 80*time.Millisecond {
@@ -67,7 +68,7 @@ func TestPipeLostIsAnError(t *testing.T) {
 	var out bytes.Buffer
 	p := NewPrinter(&out, 3, true, false)
 	f := &lostFake{g: &Group{}}
-	evs <- mcast.LostEvent{Event: "lost", View: 4, Inc: 2, Seqs: []uint64{7, 8}}
+	evs <- group.LostEvent{Event: "lost", View: 4, Inc: 2, Seqs: []uint64{7, 8}}
 	evs <- mcast.DoneEvent{}
 	err := Pipe(live, f, strings.NewReader(""), p, PipeConfig{MaxLine: mcast.MaxPayload, Linger: time.Minute})
 	var ee *cli.ExitError

@@ -3,6 +3,7 @@ package mcastd
 import (
 	"bytes"
 	"errors"
+	"github.com/roundtable-go/roundtable/pkg/mcast/group"
 	"strings"
 	"testing"
 	"time"
@@ -18,19 +19,19 @@ import (
 // sees besides the 'removed' line.
 func TestPipeMissedIsAnError(t *testing.T) {
 	for _, c := range []struct {
-		ev       mcast.MissedEvent
+		ev       group.MissedEvent
 		json, is string
 	}{
-		{mcast.MissedEvent{Event: "missed", View: 4, Sender: 2, Inc: 1, Seqs: []uint64{7, 8}},
+		{group.MissedEvent{Event: "missed", View: 4, Sender: 2, Inc: 1, Seqs: []uint64{7, 8}},
 			`"event":"missed","member":3,"view":4,"inc":1,"sender":2,"seqs":[7,8]}`, "missed 2 messages"},
-		{mcast.MissedEvent{Event: "missed", View: 4, Unknown: true},
+		{group.MissedEvent{Event: "missed", View: 4, Unknown: true},
 			`"event":"missed","member":3,"view":4,"unknown":true}`, "cut is unknown"},
 	} {
 		live, evs := running()
 		var out bytes.Buffer
 		p := NewPrinter(&out, 3, true, false)
 		f := &lostFake{g: &Group{}}
-		evs <- mcast.RemovedEvent{Event: "removed", View: 4, Inc: 2}
+		evs <- group.RemovedEvent{Event: "removed", View: 4, Inc: 2}
 		evs <- c.ev
 		evs <- mcast.DoneEvent{}
 		err := Pipe(live, f, strings.NewReader(""), p, PipeConfig{MaxLine: mcast.MaxPayload, Linger: time.Minute})

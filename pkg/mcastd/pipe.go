@@ -1,7 +1,8 @@
 // Package mcastd is what `mcast run` and `mcast bench` do around a
 // multicast machine on real sockets: stdin lines in batches, deliveries
 // out, the end of input, and the logs `mcast check` reads. The protocols
-// are pkg/mcast and pkg/gossip; this package is their service.
+// are pkg/mcast (the fixed group), pkg/mcast/group (the dynamic group) and
+// pkg/gossip; this package is their service.
 package mcastd
 
 import (

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/roundtable-go/roundtable/pkg/mcast/group"
 	"io"
 	"os"
 	"strings"
@@ -101,8 +102,8 @@ func TestPrinter(t *testing.T) {
 	p := NewPrinter(&out, 2, false, false)
 	p.Deliver(mcast.DeliverEvent{Sender: 1, Seq: 7, Payload: []byte("a\r")})
 	p.Send(mcast.SendEvent{Seq: 3, Payload: []byte("b")})
-	p.GroupDeliver(mcast.GroupDeliverEvent{View: 4, Sender: 3, Seq: 9, Payload: []byte("c")})
-	p.View(mcast.ViewEvent{View: 4, Members: []mcast.Member{{ID: 1, Inc: 1}, {ID: 2, Inc: 1}}})
+	p.GroupDeliver(group.DeliverEvent{View: 4, Sender: 3, Seq: 9, Payload: []byte("c")})
+	p.View(group.ViewEvent{View: 4, Members: []group.Member{{ID: 1, Inc: 1}, {ID: 2, Inc: 1}}})
 	p.Flush()
 	p.Writer().Close()
 	<-p.Writer().done
@@ -120,7 +121,7 @@ func TestPrinter(t *testing.T) {
 	out.Reset()
 	p = NewPrinter(&out, 2, true, true)
 	p.Deliver(mcast.DeliverEvent{Sender: 1, Seq: 7, Payload: []byte{0, '\n'}})
-	p.GroupDeliver(mcast.GroupDeliverEvent{View: 4, Sender: 3, Inc: 77, Seq: 9, Payload: []byte("c")})
+	p.GroupDeliver(group.DeliverEvent{View: 4, Sender: 3, Inc: 77, Seq: 9, Payload: []byte("c")})
 	p.Exit(5)
 	p.Flush()
 	p.Writer().Close()

@@ -3,6 +3,7 @@ package mcastd
 import (
 	"bytes"
 	"encoding/base64"
+	"github.com/roundtable-go/roundtable/pkg/mcast/group"
 	"io"
 	"strconv"
 	"time"
@@ -33,12 +34,12 @@ type LogLine struct {
 	Member  node.ID        `json:"member"`
 	View    uint64         `json:"view,omitempty"` // dynamic groups
 	Leader  node.ID        `json:"leader,omitempty"`
-	Members []mcast.Member `json:"members,omitempty"`
-	Joined  []mcast.Member `json:"joined,omitempty"`
-	Left    []mcast.Member `json:"left,omitempty"`
+	Members []group.Member `json:"members,omitempty"`
+	Joined  []group.Member `json:"joined,omitempty"`
+	Left    []group.Member `json:"left,omitempty"`
 	Inc     uint64         `json:"inc,omitempty"`         // removed, merge: the new incarnation; deliver, send (dynamic groups): the sender's
 	Into    node.ID        `json:"into,omitempty"`        // merge: the leader of the component this one joins
-	Next    *mcast.Member  `json:"next_leader,omitempty"` // left: the leader of the view left into
+	Next    *group.Member  `json:"next_leader,omitempty"` // left: the leader of the view left into
 	Sender  node.ID        `json:"sender,omitempty"`
 	Seq     uint64         `json:"seq,omitempty"`
 	VT      []uint64       `json:"vt,omitempty"`
@@ -46,7 +47,7 @@ type LogLine struct {
 	Sent    *uint64        `json:"sent,omitempty"`
 	Seqs    []uint64       `json:"seqs,omitempty"`    // lost: this member's messages the others may lack; missed: the sender's messages this member lacks
 	Unknown bool           `json:"unknown,omitempty"` // lost, missed: the view's cut is unknown here
-	Cause   string         `json:"cause,omitempty"`   // removed: how this member learnt it (mcast.RemovedEvent.Cause)
+	Cause   string         `json:"cause,omitempty"`   // removed: how this member learnt it (group.RemovedEvent.Cause)
 }
 
 func (p *Printer) payload(b []byte) string {

@@ -1,6 +1,7 @@
 package mcastd
 
 import (
+	"github.com/roundtable-go/roundtable/pkg/mcast/group"
 	"os"
 
 	"github.com/roundtable-go/roundtable/pkg/cli"
@@ -62,10 +63,10 @@ func Run(mb *cli.Member, cfg RunConfig) error {
 // GroupRunConfig is `mcast run --views` (or --order total): one member of
 // a dynamic group.
 type GroupRunConfig struct {
-	Group          mcast.GroupConfig // the machine (its Backlog is set by RunGroup)
-	Order          string            // --order as given, for the start log
-	ExitOnMinority bool              // leave when this member's side is not the primary
-	Pipe           PipeConfig        // its MaxLine is set by RunGroup
+	Group          group.Config // the machine (its Backlog is set by RunGroup)
+	Order          string       // --order as given, for the start log
+	ExitOnMinority bool         // leave when this member's side is not the primary
+	Pipe           PipeConfig   // its MaxLine is set by RunGroup
 	JSON           bool
 }
 
@@ -73,12 +74,12 @@ type GroupRunConfig struct {
 func RunGroup(mb *cli.Member, cfg GroupRunConfig) error {
 	gc := cfg.Group
 	gc.Backlog = Backlog
-	g, err := mcast.NewGroup(gc)
+	g, err := group.New(gc)
 	if err != nil {
 		return cli.Exitf(cli.ExitUsage, "%v", err)
 	}
 	mb.NotifyReadyOn = "view" // a member serves once it is in a view
-	drv, live, err := cli.StartMachine[mcast.GMsg](mb, g, mcast.GCodec{}, "order", cfg.Order, "views", true, "total", gc.Total, "safe", gc.Safe, "evs", gc.EVS)
+	drv, live, err := cli.StartMachine[group.Msg](mb, g, group.Codec{}, "order", cfg.Order, "views", true, "total", gc.Total, "safe", gc.Safe, "evs", gc.EVS)
 	if err != nil {
 		return err
 	}
@@ -92,20 +93,20 @@ func RunGroup(mb *cli.Member, cfg GroupRunConfig) error {
 }
 
 // RunBench runs `mcast bench`: one member flooding a fixed group (cfg's
-// Order), or with cfg.Group a dynamic group configured by group.
-func RunBench(mb *cli.Member, cfg BenchConfig, group mcast.GroupConfig) error {
+// Order), or with cfg.Group a dynamic group configured by gcfg.
+func RunBench(mb *cli.Member, cfg BenchConfig, gcfg group.Config) error {
 	cfg.Self = mb.ID
 	var (
 		live   *cli.Running
 		member BenchMember
 	)
 	if cfg.Group {
-		g, err := mcast.NewGroup(group)
+		g, err := group.New(gcfg)
 		if err != nil {
 			return cli.Exitf(cli.ExitUsage, "%v", err)
 		}
-		cfg.Total, cfg.Members = group.Total, max(group.StartWith, 1)
-		drv, run, err := cli.StartMachine[mcast.GMsg](mb, g, mcast.GCodec{}, "order", "total", "total", group.Total, "size", cfg.Size, "count", cfg.Count, "rate", cfg.Rate)
+		cfg.Total, cfg.Members = gcfg.Total, max(gcfg.StartWith, 1)
+		drv, run, err := cli.StartMachine[group.Msg](mb, g, group.Codec{}, "order", "total", "total", gcfg.Total, "size", cfg.Size, "count", cfg.Count, "rate", cfg.Rate)
 		if err != nil {
 			return err
 		}

@@ -3,12 +3,12 @@ package mcastd
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/roundtable-go/roundtable/pkg/mcast/group"
 	"slices"
 	"strings"
 
 	"github.com/roundtable-go/roundtable/pkg/cli"
 	"github.com/roundtable-go/roundtable/pkg/driver"
-	"github.com/roundtable-go/roundtable/pkg/mcast"
 	"github.com/roundtable-go/roundtable/pkg/node"
 )
 
@@ -17,7 +17,7 @@ type StatusLine struct {
 	Event  string  `json:"event"` // "status"
 	Member node.ID `json:"member"`
 	Addr   string  `json:"addr"`
-	mcast.GroupStatus
+	group.Status
 }
 
 // Status prints what each member that answered says of its group, in ID
@@ -35,13 +35,13 @@ func Status(out *cli.Output, peers []node.ID, replies map[node.ID]driver.StatusR
 		}
 	}) {
 		r := replies[id]
-		var st mcast.GroupStatus
+		var st group.Status
 		if err := json.Unmarshal(r.Status, &st); err != nil || st.ID != id {
 			return cli.Exitf(cli.ExitUsage, "member %d does not run a dynamic group (mcast run --views)", id)
 		}
 		views[st.View] = true
 		if out.IsJSON() {
-			out.JSON(StatusLine{Event: "status", Member: id, Addr: r.Addr, GroupStatus: st})
+			out.JSON(StatusLine{Event: "status", Member: id, Addr: r.Addr, Status: st})
 			continue
 		}
 		out.Line(StatusText(st))
@@ -60,7 +60,7 @@ func Status(out *cli.Output, peers []node.ID, replies map[node.ID]driver.StatusR
 // StatusText: 'member 2 view 7 leader 1 members 1,2,3 sequencer flushing
 // false received 10,4,7 aru 10,4,7 delivered 10,4,7 sent 4 queue 0
 // unacked 0'.
-func StatusText(st mcast.GroupStatus) string {
+func StatusText(st group.Status) string {
 	list := func(v []uint64) string {
 		if len(v) == 0 {
 			return "-"

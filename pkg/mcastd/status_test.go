@@ -3,6 +3,7 @@ package mcastd
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/roundtable-go/roundtable/pkg/mcast/group"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,9 +27,9 @@ func reply(t *testing.T, st any) driver.StatusReply {
 // silent ones; members in two views exit 75, a member that runs no
 // dynamic group exit 64.
 func TestStatus(t *testing.T) {
-	members := []mcast.Member{{ID: 1, Inc: 1}, {ID: 2, Inc: 1}}
-	in := func(id node.ID, view uint64) mcast.GroupStatus {
-		return mcast.GroupStatus{ID: id, View: view, InView: true, Leader: 1, Members: members, Order: "totem", Safe: true,
+	members := []group.Member{{ID: 1, Inc: 1}, {ID: 2, Inc: 1}}
+	in := func(id node.ID, view uint64) group.Status {
+		return group.Status{ID: id, View: view, InView: true, Leader: 1, Members: members, Order: "totem", Safe: true,
 			Token: 9, Received: []uint64{3, 4}, Aru: []uint64{3, 4}, Delivered: []uint64{3, 4}, Sent: 4}
 	}
 	var out bytes.Buffer
@@ -43,7 +44,7 @@ func TestStatus(t *testing.T) {
 		t.Fatalf("got\n%swant\n%s", out.String(), want)
 	}
 	out.Reset()
-	replies[2] = reply(t, mcast.GroupStatus{ID: 2, View: 6})
+	replies[2] = reply(t, group.Status{ID: 2, View: 6})
 	err := Status(cli.NewOutput(&out, true), []node.ID{1, 2, 3}, replies)
 	if cli.Code(err) != cli.ExitBusy {
 		t.Fatalf("two views: %v, want exit 75", err)

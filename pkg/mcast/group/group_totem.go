@@ -1,0 +1,251 @@
+package group
+
+import (
+	"github.com/roundtable-go/roundtable/pkg/mcast"
+	"slices"
+	"time"
+
+	"github.com/roundtable-go/roundtable/pkg/node"
+)
+
+// TOTEM's single-ring total order (Nita-Rotaru's CS7610 notes, "TOTEM"): a token goes round
+// the members of the view in view order; only the member holding it
+// multicasts, and it numbers each of its messages with the next position
+// of the view's order (Token.Seq), carried on the message itself (Item.TS),
+// so no acknowledgement and no separate order frame is needed. Every
+// member delivers in position order. The token also carries, per member,
+// how far it has received everything (Arus: TOTEM's aru), which makes safe
+// delivery possible (a position every entry has reached is held by all),
+// and the positions members lack (Rtr), which the holder sends again.
+//
+// Filled in here: the view's leader makes the token when a view is
+// installed (TOTEM forms a new ring on token loss; here a lost member
+// leads to a view change and a new token). A member passes the token on
+// at once after multicasting, or after Period/4 when it has nothing to
+// send; it sends the same token again each Period until its successor's
+// status or the token's return shows it got there. The token's arus say what the all-to-all statuses
+// say, so TOTEM members send their heartbeats every 2·Period only, to
+// detect failures (Group.beat). Everything else (retransmission of data,
+// flushing at view changes, positions as the sequencer's stamps) is the
+// group's common machinery.
+
+// totemState is a member's token state in the current view.
+type totemState struct {
+	lastRot  uint64    // the highest Rot seen: older copies are duplicates
+	holding  *Token    // the token, while this member holds it
+	heldAt   time.Time // when it came
+	passed   *Token    // the last token passed on, sent again until confirmed
+	passedAt time.Time
+	succRot  uint64 // the highest Rot the successor's status has shown
+	myAru    uint64 // every position up to here is held here
+	safeAru  uint64 // every position up to here is held by every member
+}
+
+// TotalTotem: Nita-Rotaru's TOTEM single ring: a token goes round the
+// view; its holder numbers and multicasts its messages.
+const TotalTotem Total = 4
+
+// totemOrder is TOTEM's single ring (above): positions given out by the
+// token's holder.
+type totemOrder struct {
+	positions
+	totemState
+}
+
+func newTotem(g *Group) totalOrder { return &totemOrder{positions: positions{fifoOrder{g: g}}} }
+
+func (o *totemOrder) reset(n int) { o.totemState = totemState{} }
+
+// start: the view's leader makes the token.
+func (o *totemOrder) start() {
+	g := o.g
+	if g.leader() == g.cfg.ID {
+		o.onToken(&Token{Rot: 1, Arus: make([]uint64, len(g.view.Members))})
+	}
+}
+
+// maySend: only the token's holder multicasts.
+func (o *totemOrder) maySend() bool { return o.holding != nil }
+
+func (o *totemOrder) onSend(me int, it *mcast.Item) { o.stamp(it) }
+
+// sent: the holder passes the token on at once after multicasting.
+func (o *totemOrder) sent() { o.pass() }
+
+// stored: a message carries its position (Item.TS).
+func (o *totemOrder) stored(j int, it mcast.Item) {
+	g := o.g
+	if it.TS == 0 {
+		return
+	}
+	st := Stamp{it.Sender, it.Seq}
+	g.ts[st] = it.TS
+	if it.TS > uint64(len(g.stamps)) {
+		g.stampAt[it.TS] = st
+		g.advanceStamps()
+	}
+}
+
+// ackData: never; safe delivery has the token's aru.
+func (o *totemOrder) ackData() bool { return false }
+
+func (o *totemOrder) frame(from node.ID, i int, m Msg) {
+	if m.Type == MsgToken {
+		if m.Token != nil {
+			o.onToken(m.Token)
+		}
+		return
+	}
+	o.positions.frame(from, i, m)
+}
+
+// onStatus notes the token pass the successor's status shows.
+func (o *totemOrder) onStatus(from node.ID, i int, m Msg) bool {
+	g := o.g
+	me := g.pos[g.cfg.ID]
+	if g.view.Members[(me+1)%len(g.view.Members)].ID == from {
+		o.succRot = max(o.succRot, m.Clock)
+	}
+	return false
+}
+
+// slowBeat: the token carries what the heartbeats would (Group.beat).
+func (o *totemOrder) slowBeat() bool { return true }
+
+// statusClock: the token pass this member has seen.
+func (o *totemOrder) statusClock() uint64 { return o.lastRot }
+
+func (o *totemOrder) status(st *Status) {
+	st.Stamps, st.Token, st.Holding = uint64(len(o.g.stamps)), o.lastRot, o.holding != nil
+}
+
+// safe: the message's position is held by every member (the token's
+// aru).
+func (o *totemOrder) safe(j int, q uint64) bool {
+	g := o.g
+	return g.ts[Stamp{g.view.Members[j].ID, q}] <= o.safeAru
+}
+
+// advance moves myAru past every position held here (number and
+// message).
+func (o *totemOrder) advance() {
+	g := o.g
+	t := &o.totemState
+	for t.myAru < uint64(len(g.stamps)) {
+		s := g.stamps[t.myAru]
+		j, ok := g.pos[s.Sender]
+		if !ok || s.Seq > g.recv[j] {
+			return
+		}
+		t.myAru++
+	}
+}
+
+// onToken: the token arrived (or was made here).
+func (o *totemOrder) onToken(tok *Token) {
+	g := o.g
+	t := &o.totemState
+	if tok.Rot <= t.lastRot || g.flushing || len(tok.Arus) != len(g.view.Members) {
+		return
+	}
+	t.lastRot, t.holding, t.heldAt = tok.Rot, tok, g.now
+	t.passed = nil
+	g.stats["tokens"]++
+	// Answer the retransmission requests this member can, and add its own.
+	var resend []mcast.Item
+	var rtr []uint64
+	for _, p := range tok.Rtr {
+		if p > uint64(len(g.stamps)) {
+			rtr = append(rtr, p)
+			continue
+		}
+		s := g.stamps[p-1]
+		j := g.pos[s.Sender]
+		if pl, ok := g.store[j][s.Seq]; ok {
+			resend = append(resend, mcast.Item{Sender: s.Sender, Seq: s.Seq, TS: p, Payload: pl})
+		} else {
+			rtr = append(rtr, p)
+		}
+	}
+	if len(resend) > 0 {
+		g.stats["retransmitted"] += uint64(len(resend))
+		g.broadcast(resend)
+	}
+	o.advance()
+	for p := uint64(len(g.stamps)) + 1; p <= tok.Seq && len(rtr) < 256; p++ {
+		if _, have := g.stampAt[p]; !have {
+			rtr = append(rtr, p)
+		}
+	}
+	slices.Sort(rtr)
+	tok.Rtr = slices.Compact(rtr)
+	me := g.pos[g.cfg.ID]
+	tok.Arus[me] = t.myAru
+	if g.cfg.bug == bugTotemStaleAru {
+		tok.Arus[me] = tok.Seq // claims everything given out so far
+	}
+	t.safeAru = slices.Min(tok.Arus)
+	g.flushQueue() // multicasts what waits, and passes the token on
+	g.deliver()
+}
+
+// stamp gives this member's message its position (the holder only).
+func (o *totemOrder) stamp(it *mcast.Item) {
+	g := o.g
+	tok := o.holding
+	tok.Seq++
+	it.TS = tok.Seq
+	st := Stamp{g.cfg.ID, it.Seq}
+	g.ts[st] = tok.Seq
+	g.stampAt[tok.Seq] = st
+	g.advanceStamps()
+}
+
+// pass sends the token to the next member of the view.
+func (o *totemOrder) pass() {
+	g := o.g
+	t := &o.totemState
+	tok := t.holding
+	if tok == nil {
+		return
+	}
+	t.holding = nil
+	me := g.pos[g.cfg.ID]
+	if len(g.view.Members) == 1 {
+		// Alone: the ring is this member; keep the token turning here.
+		tok.Rot++
+		tok.Arus[me] = t.myAru
+		t.lastRot, t.holding, t.heldAt = tok.Rot, tok, g.now
+		t.safeAru = t.myAru
+		return
+	}
+	next := g.view.Members[(me+1)%len(g.view.Members)].ID
+	tok.Rot++
+	t.passed, t.passedAt = tok, g.now
+	g.send(next, Msg{Type: MsgToken, View: g.view.ID, Token: cloneToken(tok)})
+}
+
+func cloneToken(t *Token) *Token {
+	return &Token{Rot: t.Rot, Seq: t.Seq, Arus: slices.Clone(t.Arus), Rtr: slices.Clone(t.Rtr)}
+}
+
+// tick passes an idle token on and sends a passed one again until the
+// successor has shown it got it.
+func (o *totemOrder) tick() {
+	g := o.g
+	t := &o.totemState
+	if g.flushing {
+		t.holding = nil
+		return
+	}
+	if t.holding != nil && g.now.Sub(t.heldAt) >= g.cfg.Period/4 {
+		o.pass()
+		return
+	}
+	if p := t.passed; p != nil && t.succRot < p.Rot && g.now.Sub(t.passedAt) >= g.cfg.Period {
+		me := g.pos[g.cfg.ID]
+		t.passedAt = g.now
+		g.stats["token-resent"]++
+		g.send(g.view.Members[(me+1)%len(g.view.Members)].ID, Msg{Type: MsgToken, View: g.view.ID, Token: cloneToken(p)})
+	}
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package group
+
+const raceOn = false

@@ -1,5 +1,0 @@
-//go:build !race
-
-package mcast
-
-const raceOn = false
