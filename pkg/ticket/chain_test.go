@@ -1,7 +1,9 @@
 package ticket
 
 import (
+	"flag"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -18,6 +20,9 @@ type chainResult struct {
 	bLast    time.Duration // b's last instant acting, after the quorum
 	bHealth  int           // b's factor when it stopped
 	tempWait time.Duration // c's temporary wait
+	aBefore  bool          // a acted before the quorum
+	q        node.ID       // c's new successor
+	known    int           // the processes of E_pq c knew
 }
 
 // chainRun plays the chain inside E_pq of doc.go's "Safety" (k = 1,
@@ -53,7 +58,6 @@ func chainRun(seed uint64, b bug) (res chainResult, err error) {
 	if bID == c || aID == c || d == c || d == node.None || aID == bID {
 		return res, nil
 	}
-	mb, ma := p.machines[bID], p.machines[aID]
 	// Raise b's factor to 3 before the cut: two late rounds.
 	for range 2 {
 		if err := p.pauseFor(bID, 150*time.Millisecond); err != nil {
@@ -67,6 +71,15 @@ func chainRun(seed uint64, b bug) (res chainResult, err error) {
 		s.Cut(c, v)
 		s.Cut(v, c)
 	}
+	return chainTail(p, c, bID, aID, d)
+}
+
+// chainTail plays chainRun from the cut on: c excludes b and the process
+// a behind it, b stalls so that its last ALIVE to a comes as late as its
+// support allows, and c's REQCOORDs to d are lost.
+func chainTail(p *pool, c, bID, aID, d node.ID) (res chainResult, err error) {
+	s, r := p.s, p.r
+	mc, mb, ma := p.machines[c], p.machines[bID], p.machines[aID]
 	const step = 500 * time.Microsecond
 	var quorumAt, aLast, bLast, reclaimAt time.Duration
 	tempSeen, dBanned, aligned := false, false, false
@@ -79,11 +92,12 @@ func chainRun(seed uint64, b bug) (res chainResult, err error) {
 		if mc.temp != nil && !tempSeen {
 			tempSeen, quorumAt = true, t
 			res.tempWait = mc.temp.until.Sub(s.LocalNow(c))
+			res.q, res.known = mc.temp.q.ID, len(mc.temp.gone)
 		}
 		if tempSeen && reclaimAt == 0 && mc.temp == nil {
 			reclaimAt = t
 		}
-		if md := p.machines[d]; md.banned(s.LocalNow(d), ma.ticket) {
+		if md := p.machines[d]; ma.inRing() && md.banned(s.LocalNow(d), ma.ticket) {
 			dBanned = true
 		}
 		// b stalls 150 ms every 500 ms while it still acts, and once the
@@ -112,6 +126,9 @@ func chainRun(seed uint64, b bug) (res chainResult, err error) {
 		}
 		if ma.MayAct(s.LocalNow(aID)) {
 			aLast = t
+			if !tempSeen {
+				res.aBefore = true
+			}
 		}
 		if err := s.RunFor(step); err != nil {
 			return res, fmt.Errorf("c %d excluding b %d and a %d, d %d: %w", c, bID, aID, d, err)
@@ -167,4 +184,182 @@ func TestSimChainInExcluded(t *testing.T) {
 		_, err := chainRun(seed, bugOneVouchChain)
 		return err
 	}, "in the ranges of both")
+}
+
+// newcomerWindow: windows of 5 rounds, so that the link the excluder
+// does not know (Stretch windows) stands out of the wait's other terms.
+const newcomerWindow = 5
+
+// newcomerRun plays the chain inside E_pq with a process that joined
+// there late (doc.go, "Safety: a chain inside E_pq"): in a settled core
+// of 9 on 9 tickets (k = 1, Stretch 3, windows of 5 rounds), b's
+// successor x leaves, so that b coordinates x's ticket too, and once c,
+// b's predecessor, has heard from b that a comes next, x joins again
+// through b on its old ticket. c is cut off both ways from b and from x
+// and excludes b with a as its new successor: with known, only once c
+// has heard from b of x (E_pq = {b, x}, both known to c); without, at
+// once, so that x joins inside E_pq unknown to c (c knows only b there).
+// x (L = {b, c, d}) is then kept supported by d, whose REQCOORDs are
+// lost, and b's last ALIVE, as a is in chainRun. Theorem 4.1
+// (settledPool's invariant) is checked after every event.
+func newcomerRun(seed uint64, b bug, known bool) (res chainResult, err error) {
+	p, err := settledPoolWith(seed, 9, 9, 1, newcomerWindow, 0, 0, func(c *Config) { c.Stretch, c.bug = 3, b })
+	if err != nil {
+		return res, err
+	}
+	s, r := p.s, p.r
+	s.OnEvent = nil // exclusions are expected from here on
+	s.SetLatency(2*time.Millisecond, 4*time.Millisecond)
+	if err := s.RunFor(time.Duration(r.Int64N(int64(300 * time.Millisecond)))); err != nil {
+		return res, err
+	}
+	for i := 0; len(p.coreOf()) < 9; i++ {
+		if i == 300 {
+			return res, nil // a process still waits outside: nobody else may take x's ticket
+		}
+		if err := s.RunFor(10 * time.Millisecond); err != nil {
+			return res, err
+		}
+	}
+	core := p.coreOf()
+	c := core[r.IntN(len(core))]
+	mc := p.machines[c]
+	bID := mc.succ
+	xID := p.machines[bID].succ
+	aID := p.machines[xID].succ
+	d := mc.pred
+	if xID == 1 || slices.Contains([]node.ID{bID, xID, aID, d}, c) || d == node.None || bID == xID || xID == aID || aID == bID {
+		return res, nil // (x must not be the founder: it would found a pool again)
+	}
+	mb, mx := p.machines[bID], p.machines[xID]
+	s.Inject(xID, Msg{Type: MsgLeave})
+	// Until c has heard from b that a comes next, and b holds x's ticket.
+	for i := 0; ; i++ {
+		if i == 3000 {
+			return res, nil // the ring moved otherwise meanwhile
+		}
+		if mx.Done() && mb.succ == aID && mb.size() == 2 && len(mc.succs) > 1 && mc.succs[0].ID == bID && mc.succs[1].ID == aID {
+			break
+		}
+		if err := s.RunFor(time.Millisecond); err != nil {
+			return res, err
+		}
+	}
+	rejoin := func() {
+		s.Crash(xID) // x comes back as a new process with its ID
+		s.Restart(xID)
+		p.machines[xID].cfg.Contacts = []node.ID{bID} // the CJOIN goes to b, which has x's ticket free
+		s.Inject(xID, Msg{Type: MsgJoin})
+	}
+	if known {
+		rejoin()
+	}
+	// Raise b's factor to 3 before the cut: two late rounds.
+	for range 2 {
+		if err := p.pauseFor(bID, 150*time.Millisecond); err != nil {
+			return res, err
+		}
+		if err := s.RunFor(40 * time.Millisecond); err != nil {
+			return res, err
+		}
+	}
+	want := []node.ID{bID, aID}
+	if known {
+		want = []node.ID{bID, xID, aID}
+	}
+	for i := 0; ; i++ {
+		if i == 300 {
+			return res, nil // a join or an exclusion moved the ring meanwhile
+		}
+		if len(mc.succs) >= len(want) && slices.Equal(want, ownerIDs(mc.succs[:len(want)])) {
+			break
+		}
+		if err := s.RunFor(time.Millisecond); err != nil {
+			return res, err
+		}
+	}
+	for _, v := range []node.ID{bID, xID} {
+		s.Cut(c, v)
+		s.Cut(v, c)
+	}
+	if !known {
+		rejoin()
+	}
+	res, err = chainTail(p, c, bID, xID, d)
+	if err != nil {
+		return res, fmt.Errorf("x %d rejoined: %w", xID, err)
+	}
+	// The case played: x acted inside E_pq before the quorum, and c
+	// excluded b (and x) with a as its new successor, knowing x or not.
+	res.formed = res.formed && res.aBefore && res.q == aID && res.known == len(want)-1
+	return res, nil
+}
+
+func ownerIDs(l []Owner) []node.ID {
+	ids := make([]node.ID, len(l))
+	for i, o := range l {
+		ids[i] = o.ID
+	}
+	return ids
+}
+
+// TestSimNewcomerInExcluded: a process that joined inside E_pq before
+// the excluder last heard from its successor, so that the excluder knows
+// it, stops before the excluder's wait ends: two links of δ plus Stretch
+// windows, which the wait counts (tempChain), and Theorem 4.1 holds at
+// every step. With the wait counting one stretched vouch whatever the
+// size of E_pq (bugOneVouchChain), Theorem 4.1 catches x acting on a
+// ticket c has reclaimed.
+func TestSimNewcomerInExcluded(t *testing.T) {
+	runNewcomer(t, true, "TestSimNewcomerInExcluded")
+	simtest.Catch(t, "bugOneVouchChain", 20, func(seed uint64) error {
+		_, err := newcomerRun(seed, bugOneVouchChain, true)
+		return err
+	}, "in the ranges of both")
+}
+
+// TestSimNewcomerUnknownInExcluded: the same with x joining after c last
+// heard from b, unknown to c. The wait counts only the processes of E_pq
+// the excluder knows, so x outlasts it (doc.go, "Safety: a newcomer
+// inside E_pq"): seed 1 fails with ticket 5 in the ranges of both 4 and
+// 8. Skipped until the wait counts it.
+func TestSimNewcomerUnknownInExcluded(t *testing.T) {
+	if !*unknownNewcomer {
+		t.Skip("issue 30: a newcomer inside E_pq unknown to the excluder outlasts the wait (doc.go, \"Safety: a newcomer inside E_pq\"); -unknown-newcomer runs it")
+	}
+	runNewcomer(t, false, "TestSimNewcomerUnknownInExcluded -unknown-newcomer")
+}
+
+var unknownNewcomer = flag.Bool("unknown-newcomer", false, "run TestSimNewcomerUnknownInExcluded, which fails on the current wait")
+
+func runNewcomer(t *testing.T, known bool, replay string) {
+	seeds := sim.Seeds()
+	if len(seeds) > 40 {
+		seeds = seeds[:40]
+	}
+	formed, longest := 0, time.Duration(0)
+	for _, seed := range seeds {
+		res, err := newcomerRun(seed, 0, known)
+		if err != nil {
+			t.Fatalf("seed %d: %v\nreplay: go test ./pkg/ticket -run %s -seed %d", seed, err, replay, seed)
+		}
+		if !res.formed {
+			continue
+		}
+		formed++
+		// Two links: δ plus Stretch windows each, with drift, and 20 ms
+		// of the harness's steps.
+		const link = (50*time.Millisecond + 3*newcomerWindow*100*time.Millisecond) * 102 / 100
+		if res.aLast > 2*link+20*time.Millisecond {
+			t.Errorf("seed %d: x acted %v after the quorum, beyond two links (%v)", seed, res.aLast, 2*link)
+		}
+		if res.reclaim < res.aLast {
+			t.Errorf("seed %d: reclaimed %v after the quorum, x acted until %v", seed, res.reclaim, res.aLast)
+		}
+		longest = max(longest, res.aLast)
+	}
+	if formed == 0 {
+		t.Fatalf("no seed of %d formed the quorum without d with x inside E_pq", len(seeds))
+	}
+	t.Logf("%d of %d seeds formed the quorum without d with x inside E_pq; x acted at most %v after it", formed, len(seeds), longest)
 }
