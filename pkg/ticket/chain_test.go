@@ -325,7 +325,7 @@ func TestSimNewcomerInExcluded(t *testing.T) {
 // 8. Skipped until the wait counts it.
 func TestSimNewcomerUnknownInExcluded(t *testing.T) {
 	if !*unknownNewcomer {
-		t.Skip("issue 30: a newcomer inside E_pq unknown to the excluder outlasts the wait (doc.go, \"Safety: a newcomer inside E_pq\"); -unknown-newcomer runs it")
+		t.Skip("known gap: a newcomer inside E_pq unknown to the excluder outlasts the wait (doc.go, \"Safety: a newcomer inside E_pq\"); -unknown-newcomer runs it")
 	}
 	runNewcomer(t, false, "TestSimNewcomerUnknownInExcluded -unknown-newcomer")
 }
