@@ -13,44 +13,6 @@ import (
 	"github.com/roundtable-go/roundtable/pkg/sim/scenariotest"
 )
 
-// links is the transcripts' latency: 1ms on every link but those a
-// "slow A->B D" command set (messages sent on it from then on take D).
-type links map[[2]node.ID]time.Duration
-
-func (l links) latency(_ *rand.Rand, from, to node.ID) time.Duration {
-	if d, ok := l[[2]node.ID{from, to}]; ok {
-		return d
-	}
-	return time.Millisecond
-}
-
-// slowCommand is "slow A->B D": messages sent from A to B from now on take
-// D (0: back to 1ms); what is in flight keeps its time.
-func slowCommand[M any](l links) func(*sim.Run[M], []string) error {
-	return func(r *sim.Run[M], args []string) error {
-		if len(args) != 2 {
-			return fmt.Errorf("usage: slow A->B DURATION")
-		}
-		from, to, err := r.Link(args[0])
-		if err != nil {
-			return err
-		}
-		if from == node.None || to == node.None {
-			return fmt.Errorf("slow wants two members, not %q", args[0])
-		}
-		d, err := time.ParseDuration(args[1])
-		if err != nil || d < 0 {
-			return fmt.Errorf("slow wants a duration such as 200ms, not %q", args[1])
-		}
-		if d == 0 {
-			delete(l, [2]node.ID{from, to})
-		} else {
-			l[[2]node.ID{from, to}] = d
-		}
-		return nil
-	}
-}
-
 // sendCommand is "send N PAYLOAD...": member N multicasts each PAYLOAD,
 // in the request msg builds.
 func sendCommand[M any](msg func([]Item) M) func(*sim.Run[M], []string) error {
@@ -70,18 +32,6 @@ func sendCommand[M any](msg func([]Item) M) func(*sim.Run[M], []string) error {
 	}
 }
 
-// failNow ends the output with a checker's verdict ("failed: ..."), as
-// one that sees a bug as it happens does: the simulation's invariant
-// (which returns *v) reports it at once. A nil err does nothing.
-func failNow[M any](r *sim.Run[M], v *error, err error) {
-	if err == nil {
-		return
-	}
-	*v = err
-	r.Sim.At(r.Sim.Now(), func() {})
-	r.Sim.RunFor(0)
-}
-
 // groupConfig is the group of a transcript, from its file's name:
 // isis-* (ISIS total order), totem-* (TOTEM with safe delivery), safe-*
 // (safe delivery, no total order), seq-* (the fixed sequencer), lamport-*
@@ -92,12 +42,12 @@ func failNow[M any](r *sim.Run[M], v *error, err error) {
 // judges the logs (Check: integrity, the order, agreement among the
 // members up).
 func fixed(order Order, b bug) *sim.Scenario[Msg] {
-	l := links{}
+	l := scenariotest.Links{}
 	logs := map[node.ID][]Record{}
 	var failed error
 	return &sim.Scenario[Msg]{
 		Codec:   Codec{},
-		Options: sim.Options{Latency: l.latency},
+		Options: sim.Options{Latency: l.Latency},
 		Machine: func(id node.ID, peers []node.ID, inc int, _ *rand.Rand) node.Machine[Msg] {
 			m, err := New(Config{ID: id, Peers: peers, Order: order, bug: b})
 			if err != nil {
@@ -125,7 +75,7 @@ func fixed(order Order, b bug) *sim.Scenario[Msg] {
 		},
 		Commands: map[string]func(*sim.Run[Msg], []string) error{
 			"send": sendCommand(func(items []Item) Msg { return Msg{Type: MsgSend, Items: items} }),
-			"slow": slowCommand[Msg](l),
+			"slow": scenariotest.SlowCommand[Msg](l),
 			"check": func(r *sim.Run[Msg], args []string) error {
 				crashed := map[node.ID]bool{}
 				for _, id := range r.Sim.IDs() {
@@ -141,7 +91,7 @@ func fixed(order Order, b bug) *sim.Scenario[Msg] {
 				if err == nil {
 					r.Printf("check: ok")
 				}
-				failNow(r, &failed, err)
+				scenariotest.FailNow(r, &failed, err)
 				return nil
 			},
 		},

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
-	"github.com/roundtable-go/roundtable/pkg/mcast"
 	"maps"
 	"math/rand/v2"
 	"path/filepath"
@@ -14,48 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/roundtable-go/roundtable/pkg/mcast"
 	"github.com/roundtable-go/roundtable/pkg/node"
 	"github.com/roundtable-go/roundtable/pkg/sim"
 	"github.com/roundtable-go/roundtable/pkg/sim/scenariotest"
 )
-
-// links is the transcripts' latency: 1ms on every link but those a
-// "slow A->B D" command set (messages sent on it from then on take D).
-type links map[[2]node.ID]time.Duration
-
-func (l links) latency(_ *rand.Rand, from, to node.ID) time.Duration {
-	if d, ok := l[[2]node.ID{from, to}]; ok {
-		return d
-	}
-	return time.Millisecond
-}
-
-// slowCommand is "slow A->B D": messages sent from A to B from now on take
-// D (0: back to 1ms); what is in flight keeps its time.
-func slowCommand[M any](l links) func(*sim.Run[M], []string) error {
-	return func(r *sim.Run[M], args []string) error {
-		if len(args) != 2 {
-			return fmt.Errorf("usage: slow A->B DURATION")
-		}
-		from, to, err := r.Link(args[0])
-		if err != nil {
-			return err
-		}
-		if from == node.None || to == node.None {
-			return fmt.Errorf("slow wants two members, not %q", args[0])
-		}
-		d, err := time.ParseDuration(args[1])
-		if err != nil || d < 0 {
-			return fmt.Errorf("slow wants a duration such as 200ms, not %q", args[1])
-		}
-		if d == 0 {
-			delete(l, [2]node.ID{from, to})
-		} else {
-			l[[2]node.ID{from, to}] = d
-		}
-		return nil
-	}
-}
 
 // sendCommand is "send N PAYLOAD...": member N multicasts each PAYLOAD,
 // in the request msg builds.
@@ -74,18 +36,6 @@ func sendCommand[M any](msg func([]mcast.Item) M) func(*sim.Run[M], []string) er
 		}
 		return r.Inject(id, msg(items))
 	}
-}
-
-// failNow ends the output with a checker's verdict ("failed: ..."), as
-// one that sees a bug as it happens does: the simulation's invariant
-// (which returns *v) reports it at once. A nil err does nothing.
-func failNow[M any](r *sim.Run[M], v *error, err error) {
-	if err == nil {
-		return
-	}
-	*v = err
-	r.Sim.At(r.Sim.Now(), func() {})
-	r.Sim.RunFor(0)
 }
 
 // groupConfig is the group of a transcript, from its file's name:
@@ -122,7 +72,7 @@ func groupConfig(base string) Config {
 // logs so far. A member that is done exits, as 'mcast run' does (it
 // crashes here).
 func transcript(base Config, bug bug) *sim.Scenario[Msg] {
-	l := links{}
+	l := scenariotest.Links{}
 	logs := map[Member][]Record{}
 	cur := map[node.ID]Member{}
 	transitional := map[Member]uint64{}
@@ -137,7 +87,7 @@ func transcript(base Config, bug bug) *sim.Scenario[Msg] {
 	burst := map[node.ID]int{} // messages a member's bursts have offered
 	return &sim.Scenario[Msg]{
 		Codec:   Codec{},
-		Options: sim.Options{Latency: l.latency},
+		Options: sim.Options{Latency: l.Latency},
 		Event: func(ev node.Event) string {
 			switch ev.(type) {
 			case DeliverEvent, SendEvent:
@@ -307,7 +257,7 @@ func transcript(base Config, bug bug) *sim.Scenario[Msg] {
 				}
 				return r.Inject(id, Msg{Type: MsgAbandon})
 			},
-			"slow": slowCommand[Msg](l),
+			"slow": scenariotest.SlowCommand[Msg](l),
 			// check: CheckViews on the logs so far, the members up (and
 			// not left) as the final ones; what removed members report
 			// (checkRemoved); every member whose input ended 4·Suspect
@@ -343,7 +293,7 @@ func transcript(base Config, bug bug) *sim.Scenario[Msg] {
 				if err == nil {
 					r.Printf("check: ok")
 				}
-				failNow(r, &failed, err)
+				scenariotest.FailNow(r, &failed, err)
 				return nil
 			},
 		},
