@@ -7,7 +7,10 @@
 # leases, elect members that exited (exit 76: leadership lost while the
 # command ran), new lockd coordinator terms. Then SIGKILLs the elect leader
 # of a fresh cluster TRIALS times and times the failover: until every
-# survivor reports the new leader, and until it holds its lease.
+# survivor reports the new leader, and until it holds its lease; and
+# SIGKILLs the coordinator of a fresh 3-member lockd cluster TRIALS times:
+# until both survivors report the new coordinator, and until a `lockd run`
+# on a survivor, started at the kill, has run its command.
 #
 #   scripts/soak.sh [--load] [--secs N] [--trials N] [--bin DIR] [--keep DIR]
 #
@@ -15,7 +18,7 @@
 #                race-detector workload (`go test -race -count=1 ./pkg/mcast`
 #                in a loop), as a shared CI host or busy server would
 #   --secs N     soak time in seconds (default 300; 0 skips the soak)
-#   --trials N   failover trials (default 5; 0 skips them)
+#   --trials N   failover trials of each tool (default 5; 0 skips them)
 #   --bin DIR    use DIR/elect and DIR/lockd instead of building ./cmd/...
 #                (to measure another revision with the same script)
 #   --keep DIR   keep every member's events and log in DIR (elect/, lockd/,
@@ -62,7 +65,7 @@ keep_dir() {
 work=$(mktemp -d)
 loaders=()
 cleanup() {
-  for c in "$work/e" "$work/l" "$work/f"; do scripts/cluster.sh stop -d "$c" >/dev/null 2>&1 || true; done
+  for c in "$work/e" "$work/l" "$work/f" "$work/g"; do scripts/cluster.sh stop -d "$c" >/dev/null 2>&1 || true; done
   keep_dir "$work/e" elect; keep_dir "$work/l" lockd
   for p in ${loaders[@]+"${loaders[@]}"}; do kill -KILL -- "-$p" 2>/dev/null || true; done
   rm -rf "$work"
@@ -91,12 +94,14 @@ ts_ns() { date -d "$1" +%s%N; } # RFC 3339 → ns
 fmt() { awk -v us="$1" 'BEGIN { printf "%.1f ms", us / 1000 }'; }
 loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 
-# agree DIR FIELD N: prints the value every member 1..N last reported in
-# FIELD ("leader" or "coordinator"), or nothing while they disagree.
+# agree DIR FIELD N [IDS...]: prints the value every member 1..N (or each
+# of IDS) last reported in FIELD ("leader" or "coordinator"), or nothing
+# while they disagree.
 agree() {
-  local v="" x i
-  for ((i = 1; i <= $3; i++)); do
-    x=$(grep "\"event\":\"$2\"" "$1/$i.out" 2>/dev/null | tail -n1 | sed -nE "s/.*\"$2\":([0-9]+),\"term\":([0-9]+).*/\1 \2/p")
+  local d=$1 f=$2 n=$3 v="" x i; shift 3
+  local ids=("$@"); [ ${#ids[@]} -gt 0 ] || ids=($(seq 1 "$n"))
+  for i in "${ids[@]}"; do
+    x=$(grep "\"event\":\"$f\"" "$d/$i.out" 2>/dev/null | tail -n1 | sed -nE "s/.*\"$f\":([0-9]+),\"term\":([0-9]+).*/\1 \2/p")
     [ -n "$x" ] || return 0
     [ -z "$v" ] || [ "$v" = "$x" ] || return 0
     v=$x
@@ -209,10 +214,43 @@ for ((t = 1; t <= trials; t++)); do
   scripts/cluster.sh stop -d "$work/f" >/dev/null
   keep_dir "$work/f" "failover-$t"
 done
+
+# lockd: SIGKILL the coordinator of a fresh 3-member cluster (central, the
+# defaults); time until both survivors report the same new coordinator, and
+# until a `lockd run` started on a survivor at the kill has its lock (its
+# command ran and it exited 0: process start included).
+lfo=(); lac=()
+for ((t = 1; t <= trials; t++)); do
+  rm -rf "$work/g"
+  scripts/cluster.sh start -n 3 -d "$work/g" "$bin/lockd" serve --socket "$work/g/{id}.sock" --json --no-color --log-level "$loglevel" >/dev/null
+  read -r c term <<<"$(settle "$work/g" coordinator 3)"
+  surv=(); for i in 1 2 3; do [ "$i" = "$c" ] || surv+=("$i"); done
+  goff=(0 $(lines "$work/g" 3))
+  t0=$(now_ns); kill -KILL "$(cat "$work/g/$c.pid")"
+  "$bin/lockd" run --socket "$work/g/${surv[0]}.sock" --quiet --timeout 30s soak -- true &
+  runpid=$!
+  newc() { local v; v=$(agree "$work/g" coordinator 3 "${surv[@]}"); [ -n "$v" ] && [ "${v#* }" -gt "$term" ] && echo "$v"; }
+  wait_for "the survivors agree on a new coordinator" newc
+  wait "$runpid" || { echo "soak.sh: lockd run on a survivor failed after the coordinator's kill" >&2; exit 1; }
+  ac=$(( ($(now_ns) - t0) / 1000 ))
+  read -r nc _ <<<"$(newc)"
+  last=0
+  for i in "${surv[@]}"; do
+    ts=$(tail -n +"$(( goff[i] + 1 ))" "$work/g/$i.out" | grep -m1 "\"coordinator\":$nc," | sed -E 's/^\{"time":"([^"]+)".*/\1/')
+    ns=$(ts_ns "$ts"); [ "$ns" -gt "$last" ] && last=$ns
+  done
+  us=$(( (last - t0) / 1000 ))
+  lfo+=("$us"); lac+=("$ac")
+  echo "lockd failover trial $t: coordinator $c killed; both survivors follow $nc after $(fmt "$us"), a waiting lockd run has the lock after $(fmt "$ac") (load $(loadavg))"
+  scripts/cluster.sh stop -d "$work/g" >/dev/null
+  keep_dir "$work/g" "lockd-failover-$t"
+done
 if [ "$trials" -gt 0 ]; then
   med() { local s=($(printf '%s\n' "$@" | sort -n)); echo "${s[$(( (${#s[@]} - 1) / 2 ))]} ${s[$(( ${#s[@]} - 1 ))]}"; }
   read -r m x <<<"$(med "${fo[@]}")"; read -r lm lx <<<"$(med "${le[@]}")"
   echo "failover over $trials trials: followed median $(fmt "$m"), max $(fmt "$x"); lease held median $(fmt "$lm"), max $(fmt "$lx")"
+  read -r m x <<<"$(med "${lfo[@]}")"; read -r lm lx <<<"$(med "${lac[@]}")"
+  echo "lockd failover over $trials trials: followed median $(fmt "$m"), max $(fmt "$x"); lock had median $(fmt "$lm"), max $(fmt "$lx")"
 fi
 echo "soak: load average after: $(loadavg)"
 exit "$bad"
