@@ -25,6 +25,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
+	"github.com/roundtable-go/roundtable/pkg/cli"
 	"github.com/roundtable-go/roundtable/pkg/cli/clitest"
 	"github.com/roundtable-go/roundtable/pkg/ticketd"
 )
@@ -223,6 +224,11 @@ type client struct {
 	call, ret int64
 	code      int
 	out       strings.Builder
+	// what run was given, so that served can start it again
+	member int
+	file   string
+	hold   time.Duration
+	extra  []string
 }
 
 // clientLimit bounds a client's wait: one still running then is stuck (a
@@ -233,7 +239,7 @@ const clientLimit = 2 * time.Minute
 func (c *cluster) run(member int, file string, hold time.Duration, extra ...string) *client {
 	self, _ := os.Executable()
 	args := append(append([]string{"run", "--socket", c.sock(member)}, extra...), "--", self)
-	cl := &client{c: c, cmd: exec.Command(ticketdBin, args...)}
+	cl := &client{c: c, cmd: exec.Command(ticketdBin, args...), member: member, file: file, hold: hold, extra: extra}
 	cl.cmd.Env = append(os.Environ(), "TICKETD_WITNESS="+file, "WITNESS_HOLD="+hold.String(), "GOTRACEBACK=all")
 	cl.cmd.Stderr = &cl.out
 	cl.call = time.Now().UnixNano()
@@ -267,6 +273,45 @@ func (cl *client) exits(t *testing.T, want int, what string) {
 	cl.wait()
 	if cl.code != want {
 		t.Fatalf("%s: exit %d, want %d\n%s", what, cl.code, want, cl.out.String())
+	}
+}
+
+// hostLost says why a client's 76 is the host's doing: the reasons a
+// member or a client gives when the host did not run it in time. A
+// whole-host stall longer than a support window (120 ms at the default
+// 40 ms rounds, 360 ms stretched; stalls of 0.5 to 2 s were seen on 2
+// cores beside busy loops and a race-detector suite) costs every member
+// its support, and a host whose timers fire late makes the watchdog's
+// kill slack longer than the grant's lease: in both cases stopping (or
+// not starting) the command is the protocol's right answer, and the
+// witness has checked every holder and epoch all the same.
+var hostLost = []string{
+	"lease ended before the command started",
+	"(this member lost its support)",
+	"(the lease ran out without renewal)",
+	"(this member was excluded from the core)",
+}
+
+// served waits for cl and wants exit 0. A 76 for one of hostLost's
+// reasons starts the same client again, at most twice, and says so;
+// anything else, or a third such 76, fails the test. It returns the
+// client that exited 0 and how many were started before it.
+func (cl *client) served(t *testing.T, what string) (*client, int) {
+	t.Helper()
+	for again := 0; ; again++ {
+		cl.wait()
+		if cl.code == 0 {
+			return cl, again
+		}
+		host := false
+		for _, r := range hostLost {
+			host = host || strings.Contains(cl.out.String(), r)
+		}
+		if cl.code != cli.ExitLost || !host || again == 2 {
+			t.Fatalf("%s: exit %d, want 0\n%s", what, cl.code, cl.out.String())
+		}
+		t.Logf("%s: exit 76 on a starved host, started again:\n%s", what, cl.out.String())
+		cl = cl.c.run(cl.member, cl.file, cl.hold, cl.extra...)
 	}
 }
 
@@ -449,7 +494,11 @@ func waitEnter(t *testing.T, file string, cl *client) entry {
 // TestKilledHolder: SIGKILL the `ticketd run` holding a ticket; its
 // command dies with it (no orphan) and the ticket is free again.
 func TestKilledHolder(t *testing.T) {
-	c := startPool(t, 2, 2)
+	// 500 ms rounds: a stall of the whole host (up to a second, seen on 2
+	// cores beside busy loops and a race-detector suite) must not cost the
+	// two members their support, which with 40 ms rounds it can (the
+	// protocol's right answer on such a host, but not what this tests).
+	c := startPool(t, 2, 2, "--round", "500ms")
 	file := filepath.Join(c.Dir, "witness")
 	holder := c.run(1, file, time.Hour)
 	child := waitEnter(t, file, holder).pid
@@ -458,10 +507,12 @@ func TestKilledHolder(t *testing.T) {
 	clitest.WaitFor(t, 20*time.Second, func() bool { return clitest.Gone(child) })
 	// Both tickets are free: two holders at once, through either member.
 	a, b := c.run(1, file, 300*time.Millisecond, "--timeout", "20s"), c.run(2, file, 300*time.Millisecond, "--timeout", "20s")
-	a.exits(t, 0, "client on member 1")
-	b.exits(t, 0, "client on member 2")
-	if n := checkWitness(t, file, 2, map[int]bool{child: true}); n != 3 {
-		t.Fatalf("%d sections, want 3", n)
+	_, againA := a.served(t, "client on member 1")
+	_, againB := b.served(t, "client on member 2")
+	// The holder's section, one for each client served, and at most one
+	// for each client stopped on a starved host and started again.
+	if n := checkWitness(t, file, 2, map[int]bool{child: true}); n < 3 || n > 3+againA+againB {
+		t.Fatalf("%d sections, want 3 (and at most %d more from clients started again)", n, againA+againB)
 	}
 }
 
