@@ -546,7 +546,7 @@ func TestKilledMember(t *testing.T) {
 		}
 	}
 	for i, cl := range cls {
-		cl.exits(t, 0, fmt.Sprintf("survivor client %d", i))
+		cl.served(t, fmt.Sprintf("survivor client %d", i))
 	}
 	checkWitness(t, file, 4, map[int]bool{first.pid: true})
 	tickets := map[int]bool{}
@@ -598,11 +598,11 @@ func (c *cluster) cutAndBack(t *testing.T, what string, cut, back func(member in
 		}
 	}
 	for i, cl := range cls {
-		cl.exits(t, 0, fmt.Sprintf("client %d", i))
+		cl.served(t, fmt.Sprintf("client %d", i))
 	}
 	back(victim)
 	again := c.run(victim, file, 10*time.Millisecond, "--timeout", "30s")
-	again.exits(t, 0, "a client of the "+what+" member, back")
+	again.served(t, "a client of the "+what+" member, back")
 	checkWitness(t, file, 4, map[int]bool{first.pid: true})
 	out, _ := os.ReadFile(c.File(victim, "out"))
 	if !strings.Contains(string(out), "excluded") {
@@ -785,13 +785,13 @@ func TestPoolFoundedAgain(t *testing.T) {
 	c.Ctl("resume", "2")
 	// Two of three: a majority founds the pool again without member 3.
 	again := c.run(2, file, 10*time.Millisecond, "--timeout", "60s")
-	again.exits(t, 0, "a client once a majority of the ended pool is back")
+	again.served(t, "a client once a majority of the ended pool is back")
 	if _, refounds = c.refounding(1, 2); refounds != 1 {
 		t.Fatalf("%d refounds by members 1 and 2 while member 3 was stopped, want 1", refounds)
 	}
 	c.Ctl("resume", "3")
 	third := c.run(3, file, 10*time.Millisecond, "--timeout", "60s")
-	third.exits(t, 0, "a client of the member resumed last")
+	third.served(t, "a client of the member resumed last")
 	checkWitness(t, file, 4, map[int]bool{first.pid: true})
 	es := readWitness(t, file)
 	last := es[len(es)-1]
@@ -806,5 +806,28 @@ func TestPoolFoundedAgain(t *testing.T) {
 	}
 	if founders != 1 {
 		t.Fatalf("%d members founded the pool again, want 1", founders)
+	}
+}
+
+// TestStoppedClientSaysLost: SIGSTOP a `ticketd run` whose command holds a
+// ticket, past the ticket's lease. Its watchdog kills the command at the
+// deadline; the client, resumed, says the ticket was lost (76), not the
+// SIGKILL its command died of (137): the exit tells why the command ended.
+func TestStoppedClientSaysLost(t *testing.T) {
+	c := startPool(t, 1, 1)
+	file := filepath.Join(c.Dir, "witness")
+	holder := c.run(1, file, time.Hour)
+	first := waitEnter(t, file, holder)
+	if err := holder.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	// The watchdog, not the stopped client, ends the command.
+	clitest.WaitFor(t, 20*time.Second, func() bool { return clitest.Gone(first.pid) })
+	if err := holder.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	holder.exits(t, cli.ExitLost, "the stopped client, resumed after its command was killed")
+	if !strings.Contains(holder.out.String(), "watchdog") {
+		t.Fatalf("the client does not say the watchdog stopped its command:\n%s", holder.out.String())
 	}
 }

@@ -260,7 +260,7 @@ func TestTwoMembersNeedBoth(t *testing.T) {
 	c := startPool(t, 2, 2)
 	c.waitSettled(2)
 	file := filepath.Join(c.Dir, "witness")
-	c.run(1, file, 10*time.Millisecond, "--timeout", "20s").exits(t, 0, "a client of a pool of two")
+	c.run(1, file, 10*time.Millisecond, "--timeout", "20s").served(t, "a client of a pool of two")
 	c.Ctl("pause", "2")
 	t.Cleanup(func() { exec.Command(clitest.Script(t, "cluster.sh"), "resume", "2", "-d", c.Dir).Run() })
 	// Member 1 stops lending within its lease (four rounds) and the
@@ -280,7 +280,7 @@ func TestTwoMembersNeedBoth(t *testing.T) {
 		t.Fatalf("member 1 kept lending while member 2, half of the pool, was stopped\n%s", c.statuses())
 	}
 	c.Ctl("resume", "2")
-	c.run(1, file, 10*time.Millisecond, "--timeout", "60s").exits(t, 0, "a client once both members are back")
+	c.run(1, file, 10*time.Millisecond, "--timeout", "60s").served(t, "a client once both members are back")
 	// A command granted just before member 1's lease ran out is killed
 	// without writing its exit line: it holds nothing from then on.
 	gone := map[int]bool{}

@@ -65,7 +65,7 @@ func TestEveryMemberServesAfterStalls(t *testing.T) {
 		t.Fatalf("members back in the core after %v (bound %v, slack %v): %v\n%s", worst, bound, slack, served, c.statuses())
 	}
 	for m := 1; m <= 5; m++ {
-		c.run(m, c.Dir+"/witness", 10*time.Millisecond, "--timeout", "60s").exits(t, 0, fmt.Sprintf("a client of member %d", m))
+		c.run(m, c.Dir+"/witness", 10*time.Millisecond, "--timeout", "60s").served(t, fmt.Sprintf("a client of member %d", m))
 	}
 	probes, refounds := c.refounding(1, 2, 3, 4, 5)
 	if refounds == 0 {

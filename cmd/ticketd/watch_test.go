@@ -90,7 +90,7 @@ func TestWatch(t *testing.T) {
 	w := c.watch(3)
 	file := filepath.Join(c.Dir, "witness")
 	cl := c.run(1, file, 10*time.Millisecond)
-	cl.exits(t, 0, "the client on member 1")
+	cl.served(t, "the client on member 1")
 	var e entry
 	for _, x := range readWitness(t, file) {
 		if x.what == "enter" {

@@ -328,7 +328,28 @@ func (c *Client[R]) Run(k Keep[R], sigs <-chan os.Signal, child *cli.Child, grac
 		return cli.Exitf(cli.ExitLost, "%s lost while the command ran", what)
 	}
 	_ = c.Send(release)
+	if watchdogKilled(child) {
+		// This process could not renew in time (stopped, starved): the
+		// watchdog ended the command at its deadline, the lease's end
+		// less the kill slack. The command died of the grant's end, not
+		// of its own accord: say so, as a lost grant (76), not 137.
+		fmt.Fprintf(os.Stderr, "%s: %s lost (the lease ran out before this process renewed it): the watchdog stopped the command\n", tool, what)
+		return cli.Exitf(cli.ExitLost, "%s lost while the command ran", what)
+	}
 	return &cli.ExitError{Code: child.ExitCode()}
+}
+
+// watchdogKilled says whether a leased command that has exited was killed
+// by its watchdog: the watchdog said it fired, or (its report not read
+// yet) the command died of SIGKILL at or past the deadline the watchdog
+// keeps. A command that ended by itself keeps its own code, however late
+// this process saw it.
+func watchdogKilled(child *cli.Child) bool {
+	if !child.Fired().IsZero() {
+		return true
+	}
+	dl := child.Deadline()
+	return !dl.IsZero() && child.ExitCode() == cli.SignalCode(syscall.SIGKILL) && !time.Now().Before(dl)
 }
 
 // Hold keeps the grant until standard input ends (release is sent,
