@@ -290,6 +290,7 @@ var hostLost = []string{
 	"(this member lost its support)",
 	"(the lease ran out without renewal)",
 	"(this member was excluded from the core)",
+	"the watchdog stopped the command",
 }
 
 // served waits for cl and wants exit 0. A 76 for one of hostLost's
