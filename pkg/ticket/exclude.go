@@ -69,15 +69,72 @@ func (m *Machine) banned(now time.Time, t uint32) bool {
 func (m *Machine) dist(t uint32) uint32 { return (m.ticket - t + m.n) % m.n }
 
 // beyondBan reports whether t lies at or past the far end of a range this
-// process promised not to vouch for (going down the ring from here).
+// process promised not to vouch for (going down the ring from here). A
+// ban that has ended counts until exclusionTimers drops it (keepPast).
 func (m *Machine) beyondBan(now time.Time, t uint32) bool {
 	for _, b := range m.bans {
-		if now.Before(b.until) && m.dist(t) >= m.dist(b.to) && m.dist(b.from) < m.dist(b.to) {
+		if (now.Before(b.until) || m.cfg.bug != bugForgetPastBan) && m.beyond(b, t) {
 			return true
 		}
 	}
 	return false
 }
+
+func (m *Machine) beyond(b ban, t uint32) bool {
+	return m.dist(t) >= m.dist(b.to) && m.dist(b.from) < m.dist(b.to)
+}
+
+// keepPast: a ban has ended. The successors past it were kept (neither
+// forgotten nor stale) while it lasted, since nobody could tell us of
+// them; their new R is only now on its way, and they still count on our
+// ALIVEs. Forgetting the ones last heard of more than forgetSucc windows
+// ago at once would take our ALIVEs from them before an INTRO can bring
+// them back, and one whose L holds us loses its support (doc.go,
+// "Liveness"). They become stale instead (fill-ups, forgotten
+// forgetSucc−1 windows later unless heard of again).
+func (m *Machine) keepPast(now time.Time, b ban) {
+	if m.cfg.bug == bugForgetPastBan {
+		return
+	}
+	news := now
+	if m.lastNews.Before(now) {
+		news = m.lastNews
+	}
+	stale := news.Add(-m.window())
+	for id, k := range m.known {
+		if m.beyond(b, k.ticket) && k.at.Before(stale) {
+			k.at = stale
+			m.known[id] = k
+		}
+	}
+}
+
+// bugForgetPastBan: the successors past a ban are forgotten the moment it
+// ends if last heard of long ago. Tests only.
+const bugForgetPastBan bug = 142
+
+// keptFresh reports whether a successor at t counts as fresh in
+// recompute because it lies past a range this process voted to exclude:
+// only while this process's own successor is outside that range. A voter
+// still hears from its successor, whose ACKUPDATE (a temporary
+// coordinator's, naming neither E_pq nor all beyond it) would otherwise
+// age the processes past the ban that count on the voter's ALIVEs. The
+// excluder hears nothing while its successor is banned, so what it last
+// heard stays exactly as fresh as it was: counting everything past the
+// ban as fresh would let a process long gone (crashed, excluded by
+// another, only not yet forgotten) take the place of a live one among
+// its 2k+1, and that one, whose L holds the excluder (§4: L is drawn
+// from R_p), would lose its support (doc.go, "Liveness").
+func (m *Machine) keptFresh(now time.Time, t uint32) bool {
+	if m.cfg.bug == bugBanFreshAll {
+		return m.beyondBan(now, t)
+	}
+	return m.beyondBan(now, t) && !m.banned(now, m.succTicket)
+}
+
+// bugBanFreshAll: the excluder counts every successor it knows past its
+// own ban as fresh, a long-gone one as much as a live one. Tests only.
+const bugBanFreshAll bug = 140
 
 // startExclusion: Algorithm 5. The successor did not acknowledge an
 // UPDATE for Suspect rounds; ask the next successors in turn to become
@@ -320,12 +377,18 @@ func (m *Machine) exclusionTimers(now time.Time) {
 		m.reclaim(now)
 	}
 	live := m.bans[:0]
+	var ended []ban
 	for _, b := range m.bans {
 		if now.Before(b.until) {
 			live = append(live, b)
+		} else {
+			ended = append(ended, b)
 		}
 	}
 	m.bans = live
+	for _, b := range ended {
+		m.keepPast(now, b)
+	}
 }
 
 // reclaim: the temporary coordinatorship is over; every process in E_pq

@@ -57,8 +57,17 @@ func (m *Machine) tempFor(dist uint32) time.Duration { return m.tempChain(dist, 
 // quorum (§4, Corollary 4.1: the i-th successor in E_pq fails i rounds
 // after p was acknowledged, a round here being the longest vouch; doc.go,
 // "Safety: a chain inside E_pq"). The dist·δ term covers the first δ.
+// A process that joined inside E_pq after the excluder last heard from
+// its successor is unknown to it, so chain counts at least one process
+// per ticket of E_pq up to k+1: past the (k+1)-th, a process of E_pq
+// needs a vouch from a banned voter or an earlier process of E_pq
+// besides the k that never promised (Corollary 4.1; doc.go, "Safety: a
+// newcomer inside E_pq").
 func (m *Machine) tempChain(dist uint32, chain int) time.Duration {
 	chain = max(chain, 1)
+	if m.cfg.bug != bugKnownChain {
+		chain = max(chain, min(int(dist)-1, m.cfg.K+1))
+	}
 	if m.cfg.bug == bugOneVouchChain {
 		chain = 1
 	}
@@ -71,6 +80,11 @@ func (m *Machine) tempChain(dist uint32, chain int) time.Duration {
 // whatever the number of processes in E_pq, so a process of E_pq kept
 // supported by another one's last ALIVE outlasts them. Tests only.
 const bugOneVouchChain bug = 133
+
+// bugKnownChain: the chain counts only the processes of E_pq the
+// excluder knows, so a newcomer it never heard of outlasts the wait.
+// Tests only.
+const bugKnownChain bug = 143
 
 // ExclusionTime is how long the exclusion of one crashed successor takes
 // at its quickest, from the crash until its ticket is in the excluder's
@@ -621,7 +635,7 @@ func (m *Machine) recompute(now time.Time) {
 	// exclusion would then ask past it and take it out with the failed).
 	rest := slices.Collect(maps.Values(byTicket))
 	fresh := func(o Owner) bool {
-		return news.Sub(latest[o.Ticket]) < m.window() || m.beyondBan(now, o.Ticket)
+		return news.Sub(latest[o.Ticket]) < m.window() || m.keptFresh(now, o.Ticket)
 	}
 	slices.SortFunc(rest, func(a, b Owner) int {
 		if fa, fb := fresh(a), fresh(b); fa != fb {
@@ -695,6 +709,7 @@ func (m *Machine) onIntro(now time.Time, from node.ID, msg Msg) {
 	}
 	m.learn(now, Owner{Ticket: msg.Ticket, ID: from})
 	m.recompute(now)
+	m.introFormer(now, from, msg.Ticket)
 }
 
 // introduce: every round, tell the predecessors in L that have not sent

@@ -2,6 +2,7 @@ package ticket
 
 import (
 	"slices"
+	"time"
 
 	"github.com/roundtable-go/roundtable/pkg/node"
 )
@@ -31,3 +32,24 @@ func (m *Machine) onUncounted(from node.ID) {
 		delete(m.former, from)
 	}
 }
+
+// introFormer: an INTRO says that its sender's L names this process
+// (introduce). One that is not among our 2k+1 closest any more (a join
+// pushed it out) keeps our ALIVEs for linger, as keepFormer gives them:
+// its "uncounted" may have answered an ALIVE that reached it one UPDATE
+// before the R that names us (its predecessor's R lags the join by a
+// hop), and ended them while its L was about to count on them (doc.go,
+// "Liveness"). A ban stops them as it stops any other ALIVE.
+func (m *Machine) introFormer(now time.Time, from node.ID, t uint32) {
+	if m.cfg.bug == bugIntroNoFormer || m.banned(now, t) ||
+		slices.ContainsFunc(m.succs, func(o Owner) bool { return o.ID == from }) {
+		return
+	}
+	if _, had := m.former[from]; !had {
+		m.former[from] = known{ticket: t, at: now.Add(m.linger())}
+	}
+}
+
+// bugIntroNoFormer: an INTRO from a successor that a join pushed out of
+// the 2k+1 closest brings it no ALIVEs. Tests only.
+const bugIntroNoFormer bug = 141
