@@ -73,7 +73,7 @@ func (m *Machine) dist(t uint32) uint32 { return (m.ticket - t + m.n) % m.n }
 // ban that has ended counts until exclusionTimers drops it (keepPast).
 func (m *Machine) beyondBan(now time.Time, t uint32) bool {
 	for _, b := range m.bans {
-		if (now.Before(b.until) || m.cfg.bug != bugForgetPastBan) && m.beyond(b, t) {
+		if m.beyond(b, t) {
 			return true
 		}
 	}
@@ -89,13 +89,11 @@ func (m *Machine) beyond(b ban, t uint32) bool {
 // them; their new R is only now on its way, and they still count on our
 // ALIVEs. Forgetting the ones last heard of more than forgetSucc windows
 // ago at once would take our ALIVEs from them before an INTRO can bring
-// them back, and one whose L holds us loses its support (doc.go,
-// "Liveness"). They become stale instead (fill-ups, forgotten
-// forgetSucc−1 windows later unless heard of again).
+// them back, and one whose L holds us loses its support (doc.go, "Why
+// the longer wait seemed to strand live processes"). They become stale
+// instead (fill-ups, forgotten forgetSucc−1 windows later unless heard
+// of again).
 func (m *Machine) keepPast(now time.Time, b ban) {
-	if m.cfg.bug == bugForgetPastBan {
-		return
-	}
 	news := now
 	if m.lastNews.Before(now) {
 		news = m.lastNews
@@ -109,10 +107,6 @@ func (m *Machine) keepPast(now time.Time, b ban) {
 	}
 }
 
-// bugForgetPastBan: the successors past a ban are forgotten the moment it
-// ends if last heard of long ago. Tests only.
-const bugForgetPastBan bug = 142
-
 // keptFresh reports whether a successor at t counts as fresh in
 // recompute because it lies past a range this process voted to exclude:
 // only while this process's own successor is outside that range. A voter
@@ -124,17 +118,11 @@ const bugForgetPastBan bug = 142
 // ban as fresh would let a process long gone (crashed, excluded by
 // another, only not yet forgotten) take the place of a live one among
 // its 2k+1, and that one, whose L holds the excluder (§4: L is drawn
-// from R_p), would lose its support (doc.go, "Liveness").
+// from R_p), would lose its support (doc.go, "Why the longer wait seemed
+// to strand live processes").
 func (m *Machine) keptFresh(now time.Time, t uint32) bool {
-	if m.cfg.bug == bugBanFreshAll {
-		return m.beyondBan(now, t)
-	}
 	return m.beyondBan(now, t) && !m.banned(now, m.succTicket)
 }
-
-// bugBanFreshAll: the excluder counts every successor it knows past its
-// own ban as fresh, a long-gone one as much as a live one. Tests only.
-const bugBanFreshAll bug = 140
 
 // startExclusion: Algorithm 5. The successor did not acknowledge an
 // UPDATE for Suspect rounds; ask the next successors in turn to become

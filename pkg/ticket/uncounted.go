@@ -39,9 +39,10 @@ func (m *Machine) onUncounted(from node.ID) {
 // its "uncounted" may have answered an ALIVE that reached it one UPDATE
 // before the R that names us (its predecessor's R lags the join by a
 // hop), and ended them while its L was about to count on them (doc.go,
-// "Liveness"). A ban stops them as it stops any other ALIVE.
+// "Why the longer wait seemed to strand live processes"). A ban stops
+// them as it stops any other ALIVE.
 func (m *Machine) introFormer(now time.Time, from node.ID, t uint32) {
-	if m.cfg.bug == bugIntroNoFormer || m.banned(now, t) ||
+	if m.banned(now, t) ||
 		slices.ContainsFunc(m.succs, func(o Owner) bool { return o.ID == from }) {
 		return
 	}
@@ -49,7 +50,3 @@ func (m *Machine) introFormer(now time.Time, from node.ID, t uint32) {
 		m.former[from] = known{ticket: t, at: now.Add(m.linger())}
 	}
 }
-
-// bugIntroNoFormer: an INTRO from a successor that a join pushed out of
-// the 2k+1 closest brings it no ALIVEs. Tests only.
-const bugIntroNoFormer bug = 141
