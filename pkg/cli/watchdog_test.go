@@ -139,8 +139,12 @@ func TestWatchdogLateness(t *testing.T) {
 		delay := probe.worst(deadline.Add(-100*time.Millisecond), died)
 		worstDelay = max(worstDelay, delay)
 		if allowed := watchdogSlack + 4*delay; d > allowed {
-			t.Fatalf("a leased command died %v after its deadline: more than the slack, %v + 4 × %v of scheduling delay measured meanwhile",
-				d, watchdogSlack, delay)
+			// Say which process was late: the watchdog's own wake-up
+			// (fired after the deadline) or the kill's delivery and
+			// this process's notice of it (died after fired).
+			fired := c.Fired()
+			t.Fatalf("a leased command died %v after its deadline: more than the slack, %v + 4 × %v of scheduling delay measured meanwhile (the watchdog fired %v after the deadline, %v before the death was seen here; 0 time: it never said)",
+				d, watchdogSlack, delay, fired.Sub(deadline), died.Sub(fired))
 		}
 		late = append(late, d)
 		excess = append(excess, max(0, d-4*delay))
