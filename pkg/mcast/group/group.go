@@ -111,6 +111,7 @@ const (
 	bugFlatSuspect                   // suspicion waits Suspect for every process, whatever silences it came back from
 	bugGoneAnyInc                    // a MsgGone makes its receiver rejoin whichever incarnation it answered
 	bugWaitSuperseded                // a view member whose process has been heard as a later incarnation is waited for until silent
+	bugRelayedJoin                   // the leader takes in a joiner whose join came relayed by another member (it may not hear the joiner)
 )
 
 // Group events. Text forms: "view 7 members 1,2,4 joined 4 left 3",
@@ -380,7 +381,7 @@ type Group struct {
 	lead       *lead
 	deferUntil time.Time
 	maxN       uint64
-	joins      map[Member]bool
+	joins      map[Member]time.Time // joiners heard directly (onJoin), when last
 	leaves     map[node.ID]bool
 	quit       map[Member]bool // members that sent MsgQuit; true: left out of the majority's count
 	quitted    bool            // this member quit (MsgAbandon)
@@ -408,11 +409,14 @@ type Group struct {
 	// later: per process, the highest incarnation heard of it (its
 	// frames, its joins, its merge probes) when above the one in the
 	// view; that one has ended (suspected).
-	later     map[node.ID]uint64
-	merging   bool // this member's joins come from a merge
-	nextProbe time.Time
-	lastView  uint64    // the last view this member was in
-	outSince  time.Time // out of every view since
+	later   map[node.ID]uint64
+	merging bool // this member's joins come from a merge
+	// joinLeader: while joining, the leader a member named when it was
+	// asked to let this process in (onJoin); joinVia: that member.
+	joinLeader, joinVia node.ID
+	nextProbe           time.Time
+	lastView            uint64    // the last view this member was in
+	outSince            time.Time // out of every view since
 
 	// after leaving: the install the next view's members must confirm
 	leftChange  *Change
@@ -438,7 +442,7 @@ func New(cfg Config) (*Group, error) {
 	if cfg.Window <= 0 {
 		cfg.Window = 4096
 	}
-	g := &Group{cfg: cfg, me: Member{cfg.ID, cfg.Inc}, stats: map[string]uint64{}, joins: map[Member]bool{},
+	g := &Group{cfg: cfg, me: Member{cfg.ID, cfg.Inc}, stats: map[string]uint64{}, joins: map[Member]time.Time{},
 		leaves: map[node.ID]bool{}, quit: map[Member]bool{}, lagAt: map[node.ID]time.Time{}, silence: map[node.ID]time.Duration{}, gone: map[node.ID]time.Time{}, known: map[node.ID]bool{}, mergeJoins: map[Member]bool{}, later: map[node.ID]uint64{}}
 	for _, id := range cfg.Contacts {
 		if id != cfg.ID {
@@ -462,6 +466,9 @@ func (g *Group) Status() any {
 		Order: g.cfg.Total.String(), Safe: g.cfg.Safe, Flushing: g.flushing, Minority: g.minority, Sent: g.seq,
 		Queue: len(g.queue), Unacked: g.unacked(), Counters: g.stats}
 	if !g.inView {
+		// Joining: the leader a member named (the join waits until that
+		// leader hears this process directly, group_data.go's onJoin).
+		st.Leader, st.JoinVia = g.joinLeader, g.joinVia
 		return st
 	}
 	st.Leader = g.leader()
@@ -502,7 +509,8 @@ type Status struct {
 	Inc       uint64            `json:"inc"`
 	View      uint64            `json:"view"`
 	InView    bool              `json:"in_view"`
-	Leader    node.ID           `json:"leader,omitempty"`
+	Leader    node.ID           `json:"leader,omitempty"`   // joining: the leader named by JoinVia
+	JoinVia   node.ID           `json:"join_via,omitempty"` // joining: the member that named Leader
 	Members   []Member          `json:"members"`
 	Order     string            `json:"order"`
 	Safe      bool              `json:"safe"`
@@ -585,6 +593,7 @@ func (g *Group) install(v View) {
 	g.nak, g.held = map[node.ID]bool{}, nil
 	g.flushing, g.promised, g.accepted, g.accBallot, g.readySent, g.lead = false, Ballot{}, nil, Ballot{}, Ballot{}, nil
 	g.minority, g.waitSince, g.installed, g.flushSeen = false, time.Time{}, g.now, false
+	g.joinLeader, g.joinVia = node.None, node.None
 	for m := range g.joins {
 		if i, ok := g.pos[m.ID]; ok && v.Members[i].Inc >= m.Inc {
 			delete(g.joins, m)
@@ -1000,6 +1009,7 @@ func (g *Group) leadChange() {
 		return
 	}
 	if g.lead == nil {
+		g.staleJoins()
 		need := g.flushing || g.flushSeen || g.accepted != nil || len(g.joins) > 0 || len(g.leaves) > 0 || g.leader() != g.cfg.ID || g.mergeInto != node.None
 		for i := range g.view.Members {
 			need = need || g.suspected(i)

@@ -106,7 +106,7 @@ func (g *Group) handle(from node.ID, m Msg) {
 	}
 	switch m.Type {
 	case MsgJoin:
-		g.onJoin(m.Member, m.Reject)
+		g.onJoin(from, m.Member, m.Reject)
 		return
 	case MsgMerge:
 		g.onMerge(from, m)
@@ -322,9 +322,38 @@ func (g *Group) laggard(from node.ID, inc, view uint64) {
 	}
 }
 
-// onJoin: a process asks to join (Nita-Rotaru's CS7610 notes: joins go to the leader);
-// merging: it comes from another component (group_evs.go).
-func (g *Group) onJoin(m Member, merging bool) {
+// onJoin: a process asks to join (Nita-Rotaru's CS7610 notes: joins go to
+// the leader); from: the process the frame came from; merging: it comes
+// from another component (group_evs.go).
+//
+// The leader takes in only a joiner it hears directly (from is the
+// joiner), and only while it does: a joiner it heard no join of for
+// Suspect is dropped (staleJoins). The seed's leader-based protocol has
+// every member exchange heartbeats with every other and the leader run
+// each change: a member the leader cannot hear is suspected by it Suspect
+// after the install and removed, joins again, and is taken in again
+// through the same relay, a view change per cycle (a view per ~170 ms
+// was seen while a network was half cut). A member that is asked by a
+// joiner answers with the leader's name instead of relaying the join
+// (the answer is a MsgJoin whose Member is the leader): a joiner that
+// knew only that member (a single contact) then asks the leader itself,
+// and one the leader cannot hear waits, outside the group, saying whom
+// it waits for (Status: Leader and JoinVia), until the leader hears it.
+// Admitting it through the relay would need every heartbeat, answer and
+// install relayed too, and its silence would still be the relay's word.
+func (g *Group) onJoin(from node.ID, m Member, merging bool) {
+	if !g.inView && from != m.ID && m.ID != node.None && m.ID != g.cfg.ID {
+		// A member we asked names its leader: ask the leader directly.
+		if !slices.Contains(g.contacts, m.ID) {
+			g.contacts = append(g.contacts, m.ID)
+			g.nextJoin = g.now
+		}
+		if g.joinLeader != m.ID {
+			g.stats["join-redirected"]++
+		}
+		g.joinLeader, g.joinVia = m.ID, from
+		return
+	}
 	if !g.inView || m.ID == node.None {
 		return
 	}
@@ -342,13 +371,43 @@ func (g *Group) onJoin(m Member, merging bool) {
 		return
 	}
 	if g.acting() == g.cfg.ID {
-		g.joins[m] = true
+		if from != m.ID && g.cfg.bug != bugRelayedJoin {
+			g.stats["join-relayed"]++
+			return
+		}
+		g.joins[m] = g.now
 		if merging {
 			g.mergeJoins[m] = true
 		}
 		return
 	}
-	g.send(g.acting(), Msg{Type: MsgJoin, View: g.view.ID, Member: m, Reject: merging})
+	if from != m.ID {
+		return // relayed: only its leader may take it
+	}
+	if g.cfg.bug == bugRelayedJoin {
+		g.send(g.acting(), Msg{Type: MsgJoin, View: g.view.ID, Member: m, Reject: merging})
+		return
+	}
+	// Name the acting leader to the joiner (see above).
+	if i, ok := g.pos[g.acting()]; ok {
+		if t, ok := g.lagAt[m.ID]; !ok || g.now.Sub(t) >= g.cfg.Period {
+			g.lagAt[m.ID] = g.now
+			g.send(m.ID, Msg{Type: MsgJoin, View: g.view.ID, Member: g.view.Members[i]})
+		}
+	}
+}
+
+// staleJoins drops the joiners the acting leader has heard no join of for
+// Suspect (onJoin: a joiner sends one every Period; the leader takes in
+// only those it hears).
+func (g *Group) staleJoins() {
+	for m, at := range g.joins {
+		if g.now.Sub(at) > g.cfg.Suspect && g.cfg.bug != bugRelayedJoin {
+			delete(g.joins, m)
+			delete(g.mergeJoins, m)
+			g.stats["join-stale"]++
+		}
+	}
 }
 
 // onPropose is phase I at a member: stop sending and delivering, promise,

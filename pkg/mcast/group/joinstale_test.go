@@ -24,7 +24,7 @@ func TestStaleJoinIgnored(t *testing.T) {
 		t.Fatalf("not settled: view %d %v", before.ID, before.Members)
 	}
 	live := before.Members[g(1).pos[3]]
-	g(1).onJoin(Member{ID: 3, Inc: live.Inc - 1}, false)
+	g(1).onJoin(3, Member{ID: 3, Inc: live.Inc - 1}, false)
 	if len(g(1).joins) != 0 {
 		t.Fatalf("the leader took the stale join: %v", g(1).joins)
 	}
