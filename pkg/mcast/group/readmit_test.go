@@ -214,3 +214,83 @@ func TestSingleContactJoiner(t *testing.T) {
 		t.Fatalf("member 4 was never told who leads: %v", l.g(4).stats)
 	}
 }
+
+// probeAway settles three members with EVS, then cuts 1 and 2 off from 3
+// (one way: 3 hears nobody, 1 and 2 hear 3): 3 suspects both and
+// installs a view of its own, under the same incarnation, and probes 1
+// and 2 from it. It returns how long after 3's install member 1
+// installed a view without 3, and checks the merge after the heal.
+func probeAway(t *testing.T, b bug) (time.Duration, error) {
+	t.Helper()
+	l := newLogged(t, []node.ID{1, 2, 3}, Config{EVS: true, bug: b}, nil)
+	if err := l.s.RunFor(2 * time.Second); err != nil {
+		return 0, err
+	}
+	var alone, without time.Time
+	l.on = func(now time.Time, id node.ID, ev node.Event) {
+		e, ok := ev.(ViewEvent)
+		if !ok {
+			return
+		}
+		if id == 3 && len(e.Members) == 1 && alone.IsZero() {
+			alone = now
+		}
+		if id == 1 && without.IsZero() && !slices.ContainsFunc(e.Members, func(m Member) bool { return m.ID == 3 }) {
+			without = now
+		}
+	}
+	l.s.Cut(1, 3)
+	l.s.Cut(2, 3)
+	l.send("cut")
+	if err := l.s.RunFor(time.Second); err != nil {
+		return 0, err
+	}
+	if alone.IsZero() || without.IsZero() {
+		return 0, fmt.Errorf("3 alone at %v, 1 without 3 at %v", alone, without)
+	}
+	if l.g(3).me.Inc != 1 {
+		return 0, fmt.Errorf("3 started a new incarnation (%d): not the case under test", l.g(3).me.Inc)
+	}
+	l.s.Heal()
+	l.send("healed")
+	if err := l.s.RunFor(2 * time.Second); err != nil {
+		return 0, err
+	}
+	if err := l.oneView(); err != nil {
+		return 0, fmt.Errorf("2 s after the heal: %v", err)
+	}
+	for _, id := range l.s.IDs() {
+		if l.merges[id] == 0 || l.removed[id] != 0 {
+			return 0, fmt.Errorf("member %d: %d merges, %d removals; want a merge and no removal", id, l.merges[id], l.removed[id])
+		}
+	}
+	return without.Sub(alone), nil
+}
+
+// TestProbeFromLaterViewNoticed: a member of the view that installed a
+// view of its own without a new incarnation (group_evs.go) probes the
+// others from it; the probe tells them it has left their view: they take
+// it out within three Periods (60 ms) of its install, not after Suspect
+// of silence (160 ms), and the components merge after the heal (a merge
+// at every member, nobody removed, CheckViewsEVS). The planted
+// bugProbeUnheard ignores such probes, as the rule keyed on
+// incarnations alone did.
+func TestProbeFromLaterViewNoticed(t *testing.T) {
+	took, err := probeAway(t, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	limit := 3 * (Config{}).period()
+	t.Logf("1 took 3 out %v after 3 installed its own view (limit %v, Suspect %v)", took, limit, (Config{}).suspect())
+	if took > limit {
+		t.Fatalf("the probe from 3's later view went unnoticed: 1 took 3 out %v after 3 left", took)
+	}
+	old, err := probeAway(t, bugProbeUnheard)
+	if err != nil {
+		t.Fatalf("planted bugProbeUnheard: %v", err)
+	}
+	t.Logf("planted bugProbeUnheard: %v", old)
+	if old <= limit {
+		t.Fatalf("planted bugProbeUnheard: 3 taken out in %v, within the limit: the test cannot tell the rules apart", old)
+	}
+}
