@@ -76,7 +76,12 @@ func StatusText(st group.Status) string {
 		ids[i] = uint64(m.ID)
 	}
 	if !st.InView {
-		return fmt.Sprintf("member %d joining (last view %d) sent %d queue %d", st.ID, st.View, st.Sent, st.Queue)
+		wait := ""
+		if st.Leader != 0 {
+			// The leader takes in only joiners it hears directly.
+			wait = fmt.Sprintf(" waiting for leader %d (named by %d)", st.Leader, st.JoinVia)
+		}
+		return fmt.Sprintf("member %d joining (last view %d)%s sent %d queue %d", st.ID, st.View, wait, st.Sent, st.Queue)
 	}
 	order := st.Order
 	if st.Safe {
