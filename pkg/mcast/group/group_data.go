@@ -371,7 +371,7 @@ func (g *Group) onJoin(from node.ID, m Member, merging bool) {
 		return
 	}
 	if g.acting() == g.cfg.ID {
-		if from != m.ID && g.cfg.bug != bugRelayedJoin {
+		if from != m.ID && !merging && g.cfg.bug != bugRelayedJoin {
 			g.stats["join-relayed"]++
 			return
 		}
@@ -384,7 +384,9 @@ func (g *Group) onJoin(from node.ID, m Member, merging bool) {
 	if from != m.ID {
 		return // relayed: only its leader may take it
 	}
-	if g.cfg.bug == bugRelayedJoin {
+	if merging || g.cfg.bug == bugRelayedJoin {
+		// A member of a component that merges into ours (group_evs.go):
+		// passed on, as its whole component moves at once.
 		g.send(g.acting(), Msg{Type: MsgJoin, View: g.view.ID, Member: m, Reject: merging})
 		return
 	}
