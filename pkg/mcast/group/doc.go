@@ -51,7 +51,8 @@
 // incarnation of the same process ignores it (TestGoneForEarlierIncarnation:
 // a stale frame of the earlier one no longer throws the live one out); the
 // leader takes in only a joiner it hears directly, and only while it
-// does (a join not heard for Suspect is dropped): every member must hear
+// does (a join not heard for Suspect is dropped; a merging component's
+// joins are passed on as before, group_data.go's onJoin): every member must hear
 // every other (heartbeats drive retransmission and suspicion), and a
 // joiner taken in through a relay by a leader that cannot hear it was
 // suspected Suspect after each install and taken in again, a view per
