@@ -112,7 +112,6 @@ const (
 	bugGoneAnyInc                    // a MsgGone makes its receiver rejoin whichever incarnation it answered
 	bugWaitSuperseded                // a view member whose process has been heard as a later incarnation is waited for until silent
 	bugRelayedJoin                   // the leader takes in a joiner whose join came relayed by another member (it may not hear the joiner)
-	bugProbeUnheard                  // evs: a merge probe from a view member in a later view (it left ours) goes unnoticed until it is silent
 )
 
 // Group events. Text forms: "view 7 members 1,2,4 joined 4 left 3",
@@ -410,10 +409,7 @@ type Group struct {
 	// later: per process, the highest incarnation heard of it (its
 	// frames, its joins, its merge probes) when above the one in the
 	// view; that one has ended (suspected).
-	later map[node.ID]uint64
-	// away: view members that probed this member from a later view of
-	// their own (onMerge): they left this view (suspected).
-	away    map[Member]bool
+	later   map[node.ID]uint64
 	merging bool // this member's joins come from a merge
 	// joinLeader: while joining, the leader a member named when it was
 	// asked to let this process in (onJoin); joinVia: that member.
@@ -446,7 +442,7 @@ func New(cfg Config) (*Group, error) {
 	if cfg.Window <= 0 {
 		cfg.Window = 4096
 	}
-	g := &Group{cfg: cfg, me: Member{cfg.ID, cfg.Inc}, stats: map[string]uint64{}, joins: map[Member]time.Time{}, away: map[Member]bool{},
+	g := &Group{cfg: cfg, me: Member{cfg.ID, cfg.Inc}, stats: map[string]uint64{}, joins: map[Member]time.Time{},
 		leaves: map[node.ID]bool{}, quit: map[Member]bool{}, lagAt: map[node.ID]time.Time{}, silence: map[node.ID]time.Duration{}, gone: map[node.ID]time.Time{}, known: map[node.ID]bool{}, mergeJoins: map[Member]bool{}, later: map[node.ID]uint64{}}
 	for _, id := range cfg.Contacts {
 		if id != cfg.ID {
@@ -598,7 +594,6 @@ func (g *Group) install(v View) {
 	g.flushing, g.promised, g.accepted, g.accBallot, g.readySent, g.lead = false, Ballot{}, nil, Ballot{}, Ballot{}, nil
 	g.minority, g.waitSince, g.installed, g.flushSeen = false, time.Time{}, g.now, false
 	g.joinLeader, g.joinVia = node.None, node.None
-	clear(g.away)
 	for m := range g.joins {
 		if i, ok := g.pos[m.ID]; ok && v.Members[i].Inc >= m.Inc {
 			delete(g.joins, m)
@@ -864,9 +859,6 @@ func (g *Group) suspected(i int) bool {
 		return true
 	}
 	if m.ID != g.cfg.ID && g.later[m.ID] > m.Inc && g.cfg.bug != bugWaitSuperseded {
-		return true
-	}
-	if g.away[m] {
 		return true
 	}
 	return m.ID != g.cfg.ID && g.now.Sub(g.heard[i]) > g.suspectFor(i)

@@ -2,7 +2,6 @@ package group
 
 import (
 	"slices"
-	"time"
 
 	"github.com/roundtable-go/roundtable/pkg/node"
 )
@@ -74,25 +73,11 @@ func (g *Group) onMerge(from node.ID, m Msg) {
 	if !g.cfg.EVS || !g.inView || m.Member.ID != from {
 		return
 	}
-	if i, in := g.pos[from]; in {
+	if _, in := g.pos[from]; in {
 		// A member of our view: from before it (stale), or from a later
 		// incarnation of its process (handle noted it: the one in our
 		// view has ended and goes at the next change; its probes are
-		// heard as another component's once it is out). Or the same
-		// incarnation probing from a later view: it installed a view
-		// without us (a one-member view of its own when it heard nobody)
-		// and probes only processes outside its view, so it has left
-		// ours: suspected at once (away), the next change takes it out,
-		// and its probes are then heard and the components merge. Not
-		// noticed, it would be waited for until silent for Suspect.
-		if g.view.Members[i] == m.Member && m.View > g.view.ID && g.cfg.bug != bugProbeUnheard && !g.away[m.Member] {
-			g.away[m.Member] = true
-			g.stats["probe-away"]++
-			if g.promised.ID == from {
-				// Its change went on without us: no use deferring to it.
-				g.deferUntil = time.Time{}
-			}
-		}
+		// heard as another component's once it is out).
 		return
 	}
 	g.known[from] = true
