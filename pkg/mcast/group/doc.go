@@ -51,7 +51,7 @@
 // incarnation of the same process ignores it (TestGoneForEarlierIncarnation:
 // a stale frame of the earlier one no longer throws the live one out); the
 // leader takes in only a joiner it hears directly, and only while it
-// does (a join not heard for Suspect is dropped; a merging component's
+// does (a join not heard for Suspect is dropped; not with EVS, whose
 // joins are passed on as before, group_data.go's onJoin): every member must hear
 // every other (heartbeats drive retransmission and suspicion), and a
 // joiner taken in through a relay by a leader that cannot hear it was
@@ -64,12 +64,7 @@
 // once the leader hears it: no churn, and a clear answer to "why am I
 // not in?" (TestRelayedJoinerWaits: one view in 3 s of a half-cut
 // network, against 29 views and 15 removals when relayed joins are
-// taken; TestSingleContactJoiner); with EVS, a merge probe from the same
-// incarnation of a view member, naming a later view, says it has left
-// ours (it installed a view of its own, one member when it heard
-// nobody, and probes only processes outside it): it is suspected at once
-// and the components merge, rather than waiting out its silence
-// (TestProbeFromLaterViewNoticed: 14 ms against 174 ms); a member
+// taken; TestSingleContactJoiner); a member
 // that leaves re-sends the install until the next view's members and the
 // change's survivors confirm it (or Suspect passes), since nobody else
 // may be left to tell them; a member removed from a view sends its
