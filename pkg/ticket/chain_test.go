@@ -150,35 +150,10 @@ func chainTail(p *pool, c, bID, aID, d node.ID) (res chainResult, err error) {
 // wait counting one stretched vouch whatever the size of E_pq
 // (bugOneVouchChain), Theorem 4.1 catches a acting on a reclaimed ticket.
 func TestSimChainInExcluded(t *testing.T) {
-	seeds := sim.Seeds()
-	if len(seeds) > 40 {
-		seeds = seeds[:40]
-	}
-	formed, longest := 0, time.Duration(0)
-	for _, seed := range seeds {
-		res, err := chainRun(seed, 0)
-		if err != nil {
-			t.Fatalf("seed %d: %v\nreplay: go test ./pkg/ticket -run TestSimChainInExcluded -seed %d", seed, err, seed)
-		}
-		if !res.formed {
-			continue
-		}
-		formed++
-		// The bound the argument gives (100 ms rounds, 300 ms windows,
-		// Stretch 3, δ 50 ms, ρ 0.01), and 20 ms of the harness's steps.
-		const link = (50*time.Millisecond + 900*time.Millisecond) * 102 / 100
-		if res.aLast > 2*link+20*time.Millisecond {
-			t.Errorf("seed %d: a acted %v after the quorum, beyond two links (%v)", seed, res.aLast, 2*link)
-		}
-		if res.reclaim < res.aLast {
-			t.Errorf("seed %d: reclaimed %v after the quorum, a acted until %v", seed, res.reclaim, res.aLast)
-		}
-		longest = max(longest, res.aLast)
-	}
-	if formed == 0 {
-		t.Fatalf("no seed of %d formed the quorum without d", len(seeds))
-	}
-	t.Logf("%d of %d seeds formed the quorum without d; a acted at most %v after it", formed, len(seeds), longest)
+	// The bound the argument gives (100 ms rounds, 300 ms windows,
+	// Stretch 3, δ 50 ms, ρ 0.01).
+	const link = (50*time.Millisecond + 900*time.Millisecond) * 102 / 100
+	twoLinks(t, "TestSimChainInExcluded", "a", "the quorum without d", link, func(seed uint64) (chainResult, error) { return chainRun(seed, 0) })
 	simtest.Catch(t, "bugOneVouchChain", 20, func(seed uint64) error {
 		_, err := chainRun(seed, bugOneVouchChain)
 		return err
@@ -332,33 +307,41 @@ func TestSimNewcomerUnknownInExcluded(t *testing.T) {
 }
 
 func runNewcomer(t *testing.T, known bool, replay string) {
+	// Two links: δ plus Stretch windows each, with drift.
+	const link = (50*time.Millisecond + 3*newcomerWindow*100*time.Millisecond) * 102 / 100
+	twoLinks(t, replay, "x", "the quorum without d with x inside E_pq", link, func(seed uint64) (chainResult, error) { return newcomerRun(seed, 0, known) })
+}
+
+// twoLinks runs a chain schedule over the first 40 seeds and wants the
+// last process of the chain (who) to stop acting within two links of the
+// quorum, and the reclaim to come after it (20 ms of the harness's steps
+// allowed); formed names the quorum the schedule must reach in some seed.
+func twoLinks(t *testing.T, replay, who, formed string, link time.Duration, run func(seed uint64) (chainResult, error)) {
+	t.Helper()
 	seeds := sim.Seeds()
 	if len(seeds) > 40 {
 		seeds = seeds[:40]
 	}
-	formed, longest := 0, time.Duration(0)
+	n, longest := 0, time.Duration(0)
 	for _, seed := range seeds {
-		res, err := newcomerRun(seed, 0, known)
+		res, err := run(seed)
 		if err != nil {
 			t.Fatalf("seed %d: %v\nreplay: go test ./pkg/ticket -run %s -seed %d", seed, err, replay, seed)
 		}
 		if !res.formed {
 			continue
 		}
-		formed++
-		// Two links: δ plus Stretch windows each, with drift, and 20 ms
-		// of the harness's steps.
-		const link = (50*time.Millisecond + 3*newcomerWindow*100*time.Millisecond) * 102 / 100
+		n++
 		if res.aLast > 2*link+20*time.Millisecond {
-			t.Errorf("seed %d: x acted %v after the quorum, beyond two links (%v)", seed, res.aLast, 2*link)
+			t.Errorf("seed %d: %s acted %v after the quorum, beyond two links (%v)", seed, who, res.aLast, 2*link)
 		}
 		if res.reclaim < res.aLast {
-			t.Errorf("seed %d: reclaimed %v after the quorum, x acted until %v", seed, res.reclaim, res.aLast)
+			t.Errorf("seed %d: reclaimed %v after the quorum, %s acted until %v", seed, res.reclaim, who, res.aLast)
 		}
 		longest = max(longest, res.aLast)
 	}
-	if formed == 0 {
-		t.Fatalf("no seed of %d formed the quorum without d with x inside E_pq", len(seeds))
+	if n == 0 {
+		t.Fatalf("no seed of %d formed %s", len(seeds), formed)
 	}
-	t.Logf("%d of %d seeds formed the quorum without d with x inside E_pq; x acted at most %v after it", formed, len(seeds), longest)
+	t.Logf("%d of %d seeds formed %s; %s acted at most %v after it", n, len(seeds), formed, who, longest)
 }
