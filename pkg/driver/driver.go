@@ -187,6 +187,20 @@ func (d *Driver[M]) Run(ctx context.Context, emit func(node.Event)) error {
 			}
 		}
 	}
+	// due runs a timer that is already overdue before a frame or a
+	// request is handled. After a stall of the whole process (SIGSTOP, a
+	// frozen container, a starved host) the timer's wake-up and the next
+	// frame or request are ready together and the select below picks
+	// either; without this a request could be answered from the
+	// machine's state as of before the stall (a status that still names
+	// a peer silent for minutes as alive), and a frame handled before
+	// the timers it came after.
+	due := func() {
+		if !wake.IsZero() && !d.cfg.Clock.Now().Before(wake) {
+			wake = time.Time{}
+			d.m.Tick(d.cfg.Clock.Now())
+		}
+	}
 	mu.Lock()
 	d.m.Tick(d.cfg.Clock.Now())
 	flush()
@@ -204,6 +218,7 @@ func (d *Driver[M]) Run(ctx context.Context, emit func(node.Event)) error {
 				return nil
 			}
 			mu.Lock()
+			due()
 			d.receive(p, self)
 			flush()
 			mu.Unlock()
@@ -217,6 +232,7 @@ func (d *Driver[M]) Run(ctx context.Context, emit func(node.Event)) error {
 				return nil
 			case r := <-d.reqs:
 				mu.Lock()
+				due()
 				var err error
 				if r.fn != nil {
 					r.fn()

@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/roundtable-go/roundtable/pkg/clock"
 	"github.com/roundtable-go/roundtable/pkg/driver"
 	"github.com/roundtable-go/roundtable/pkg/election"
 	"github.com/roundtable-go/roundtable/pkg/node"
@@ -325,5 +327,46 @@ func TestProbe(t *testing.T) {
 	defer cancel2()
 	if _, err := idle.Probe(short); err == nil {
 		t.Fatal("a driver that is not running answered a probe")
+	}
+}
+
+// tickMachine records the times it was ticked at and wants a wake-up an
+// hour after each.
+type tickMachine struct{ ticks []time.Time }
+
+func (m *tickMachine) Step(time.Time, node.Envelope[[]byte]) error { return nil }
+func (m *tickMachine) Tick(now time.Time)                          { m.ticks = append(m.ticks, now) }
+func (m *tickMachine) Ready() node.Ready[[]byte] {
+	return node.Ready[[]byte]{Wake: m.ticks[len(m.ticks)-1].Add(time.Hour)}
+}
+
+// TestOverdueTimerRunsFirst: a request that arrives when the machine's
+// wake-up is already past (the process was stopped or starved, so the
+// timer and the request are ready together) is served after the overdue
+// Tick, never from the state of before the stall: a status query after a
+// long stop must not name a peer silent all that time as alive.
+func TestOverdueTimerRunsFirst(t *testing.T) {
+	net := transport.NewNetwork()
+	f, _ := wire.NewFramer("test", 1, 1, nil)
+	clk := clock.NewManual(time.Unix(1000, 0))
+	m := &tickMachine{}
+	d := driver.New[[]byte](m, rawCodec{}, net.Endpoint(1), driver.Config{Framer: f, Clock: clk})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx, func(node.Event) {}) }()
+	defer func() { cancel(); <-done }()
+	// The wake-up is an hour of real time away, so only the overdue
+	// check can run it: the manual clock jumps two hours (the stall).
+	var before []time.Time
+	if err := d.Do(ctx, func() { before = slices.Clone(m.ticks) }); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(2 * time.Hour)
+	var seen []time.Time
+	if err := d.Do(ctx, func() { seen = slices.Clone(m.ticks) }); err != nil {
+		t.Fatal(err)
+	}
+	if len(before) != 1 || len(seen) != 2 || !seen[1].Equal(time.Unix(1000, 0).Add(2*time.Hour)) {
+		t.Fatalf("ticks before the stall %v, seen by the request after it %v: the overdue timer did not run first", before, seen)
 	}
 }
