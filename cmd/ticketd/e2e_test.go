@@ -786,9 +786,12 @@ func TestPoolFoundedAgain(t *testing.T) {
 	c.Ctl("resume", "2")
 	// Two of three: a majority founds the pool again without member 3.
 	again := c.run(2, file, 10*time.Millisecond, "--timeout", "60s")
-	again.served(t, "a client once a majority of the ended pool is back")
-	if _, refounds = c.refounding(1, 2); refounds != 1 {
-		t.Fatalf("%d refounds by members 1 and 2 while member 3 was stopped, want 1", refounds)
+	_, retries := again.served(t, "a client once a majority of the ended pool is back")
+	// One refound; on a host that starved the refounded pool too (its
+	// client lost the lease and was started again) that pool may have
+	// ended and been founded again once per such retry.
+	if _, refounds = c.refounding(1, 2); refounds < 1 || refounds > 1+retries {
+		t.Fatalf("%d refounds by members 1 and 2 while member 3 was stopped, want 1 (and one more per client retry on a starved host: %d)", refounds, retries)
 	}
 	c.Ctl("resume", "3")
 	third := c.run(3, file, 10*time.Millisecond, "--timeout", "60s")
