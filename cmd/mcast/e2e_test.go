@@ -6,6 +6,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -144,6 +145,32 @@ func (m *member) wait(t *testing.T) {
 	case <-time.After(90 * time.Second):
 		t.Fatalf("member %d did not finish within 90 s", m.id)
 	}
+}
+
+// waitOrRemoved is wait for a member that may have been taken out of its
+// view meanwhile (a starved process): such a member must exit 76, its
+// log must show the removal and its stderr what it missed or what of its
+// own may not have reached the others. It reports
+// whether that happened.
+func (m *member) waitOrRemoved(t *testing.T) bool {
+	t.Helper()
+	select {
+	case err := <-m.done:
+		if err == nil {
+			return false
+		}
+		b, _ := os.ReadFile(strings.TrimSuffix(m.log, ".log") + ".err")
+		var ee *exec.ExitError
+		if errors.As(err, &ee) && ee.ExitCode() == 76 && strings.Contains(readFile(m.log), `"event":"removed"`) &&
+			(strings.Contains(string(b), "mcast: missed ") || strings.Contains(string(b), "not delivered by the members that stay")) {
+			t.Logf("member %d was taken out of the view (a starved host) and said what it missed:\n%s", m.id, b)
+			return true
+		}
+		t.Fatalf("member %d: %v\n%s", m.id, err, b)
+	case <-time.After(90 * time.Second):
+		t.Fatalf("member %d did not finish within 90 s", m.id)
+	}
+	return false
 }
 
 func checkLogs(t *testing.T, order string, ms []*member, extra ...string) string {
