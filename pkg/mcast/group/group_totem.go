@@ -21,8 +21,14 @@ import (
 // Filled in here: the view's leader makes the token when a view is
 // installed (TOTEM forms a new ring on token loss; here a lost member
 // leads to a view change and a new token). A member passes the token on
-// at once after multicasting, or after Period/4 when it has nothing to
-// send; it sends the same token again each Period until its successor's
+// at once after multicasting, and at once too when it has nothing to
+// send while the ring is busy: the notes' token circulates, so a message
+// waits for one rotation of hops, not for a timer at every holder. Only
+// once the token has come back totemIdleRounds times in a row with no
+// new position on it and no retransmission asked (the ring is idle) does a holder with nothing to
+// send keep it, until Period/4 has passed or a message is queued here
+// (corosync's token hold under low utilisation, so an idle ring does not
+// spin); it sends the same token again each Period until its successor's
 // status or the token's return shows it got there. The token's arus say what the all-to-all statuses
 // say, so TOTEM members send their heartbeats every 2·Period only, to
 // detect failures (Group.beat). Everything else (retransmission of data,
@@ -37,6 +43,8 @@ type totemState struct {
 	passed   *Token    // the last token passed on, sent again until confirmed
 	passedAt time.Time
 	succRot  uint64 // the highest Rot the successor's status has shown
+	seenSeq  uint64 // the token's Seq when it last came here
+	idle     int    // tokens in a row that came back with no new position
 	myAru    uint64 // every position up to here is held here
 	safeAru  uint64 // every position up to here is held by every member
 }
@@ -151,6 +159,7 @@ func (o *totemOrder) onToken(tok *Token) {
 	t.lastRot, t.holding, t.heldAt = tok.Rot, tok, g.now
 	t.passed = nil
 	g.stats["tokens"]++
+	asked := len(tok.Rtr) > 0
 	// Answer the retransmission requests this member can, and add its own.
 	var resend []mcast.Item
 	var rtr []uint64
@@ -185,9 +194,26 @@ func (o *totemOrder) onToken(tok *Token) {
 		tok.Arus[me] = tok.Seq // claims everything given out so far
 	}
 	t.safeAru = slices.Min(tok.Arus)
+	if tok.Seq == t.seenSeq && !asked && len(tok.Rtr) == 0 {
+		t.idle++
+	} else {
+		t.idle = 0
+	}
+	t.seenSeq = tok.Seq
 	g.flushQueue() // multicasts what waits, and passes the token on
+	if t.holding == tok && t.idle < totemIdleRounds && g.cfg.bug != bugTotemHoldIdle && len(g.view.Members) > 1 {
+		// Nothing to send on a busy ring: the token goes on at once.
+		o.pass()
+	}
 	g.deliver()
 }
+
+// totemIdleRounds is how many returns of the token with nothing new on it
+// make the ring idle, when a holder with nothing to send keeps the token
+// for Period/4 instead of passing it at once (corosync holds it after 30
+// unchanged rotations; a few are enough for a rotation or two of slack
+// between messages, and cost an idle ring only that many rotations).
+const totemIdleRounds = 3
 
 // stamp gives this member's message its position (the holder only).
 func (o *totemOrder) stamp(it *mcast.Item) {
