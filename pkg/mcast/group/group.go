@@ -112,6 +112,8 @@ const (
 	bugGoneAnyInc                    // a MsgGone makes its receiver rejoin whichever incarnation it answered
 	bugWaitSuperseded                // a view member whose process has been heard as a later incarnation is waited for until silent
 	bugRelayedJoin                   // the leader takes in a joiner whose join came relayed by another member (it may not hear the joiner)
+	bugTotemHoldIdle                 // totem: a holder with nothing to send keeps the token on a busy ring
+	bugTotemUnheard                  // totem: the token's return does not count as hearing the members it went through
 )
 
 // Group events. Text forms: "view 7 members 1,2,4 joined 4 left 3",

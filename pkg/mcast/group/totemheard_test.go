@@ -1,0 +1,42 @@
+package group
+
+import (
+	"testing"
+	"time"
+
+	"github.com/roundtable-go/roundtable/pkg/node"
+)
+
+// TestTotemTokenIsHeard: the token's return shows that every member of
+// the ring held it since this member passed it on (Nita-Rotaru's CS7610
+// notes, "TOTEM: The single-ring protocol": the token circulates), so a
+// member is not suspected while the token goes round, even if none of
+// its own frames reach the leader. Member 3's link to the leader 1 is cut
+// one way for 2 s (8 Suspect): its statuses and data to 1 are all lost,
+// while the ring 1→2→3→4→5 turns and others retransmit 3's messages to 1
+// on the token's request. The view stays as it was. With the planted
+// bugTotemUnheard 1 hears 3 only through 3's own frames, suspects
+// it after Suspect and takes it out of the view.
+func TestTotemTokenIsHeard(t *testing.T) {
+	for _, b := range []bug{0, bugTotemUnheard} {
+		ids := []node.ID{1, 2, 3, 4, 5}
+		s, _ := countingGroup(t, ids, Config{Total: TotalTotem, bug: b})
+		if err := s.RunFor(2 * time.Second); err != nil {
+			t.Fatal(err)
+		}
+		g := s.Machine(1).(*Group)
+		before := g.view.ID
+		if len(g.view.Members) != len(ids) {
+			t.Fatalf("bug=%d: view %d has %d members, want %d", b, before, len(g.view.Members), len(ids))
+		}
+		s.Cut(3, 1)
+		if err := s.RunFor(8 * g.cfg.Suspect); err != nil {
+			t.Fatal(err)
+		}
+		kept := g.inView && g.view.ID == before
+		t.Logf("bug=%d: leader 1 in view %d %v after 3→1 was cut for %v (was view %d)", b, g.view.ID, g.view.Members, 8*g.cfg.Suspect, before)
+		if kept != (b == 0) {
+			t.Errorf("bug=%d: leader 1 in view %d %v, was view %d: want the view kept only when the token's return counts as hearing 3", b, g.view.ID, g.view.Members, before)
+		}
+	}
+}
