@@ -112,6 +112,7 @@ const (
 	bugGoneAnyInc                    // a MsgGone makes its receiver rejoin whichever incarnation it answered
 	bugWaitSuperseded                // a view member whose process has been heard as a later incarnation is waited for until silent
 	bugRelayedJoin                   // the leader takes in a joiner whose join came relayed by another member (it may not hear the joiner)
+	bugResendEach                    // every status resends what it shows missing, not once per Period to a member (retransmit)
 )
 
 // Group events. Text forms: "view 7 members 1,2,4 joined 4 left 3",
@@ -394,6 +395,7 @@ type Group struct {
 	nextJoin   time.Time
 	nextLeave  time.Time
 	lagAt      map[node.ID]time.Time
+	resentAt   map[node.ID]time.Time // retransmit: when a status last made this member resend to a member unasked
 	flushSince time.Time
 	flushSeen  bool // a member's status of this view said it is flushing (peerFlushing)
 
