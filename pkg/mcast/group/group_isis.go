@@ -48,6 +48,7 @@ const TotalISIS Total = 3
 type isisOrder struct {
 	fifoOrder
 	isisState
+	heads []isisHead // deliver's scratch
 }
 
 func newISIS(g *Group) totalOrder { return &isisOrder{fifoOrder: fifoOrder{g: g}} }
@@ -277,28 +278,50 @@ func (o *isisOrder) prio(j int, q uint64) (Prio, bool) {
 
 // deliver delivers heads with agreed priorities. Each sender's first
 // undelivered message stands for it: its later ones get larger agreed
-// priorities (see above).
+// priorities (see above). Each sender's head is looked up once per call
+// and again only after it is delivered (heads), not every sender's for
+// each delivery: n map lookups per message were a third of a 9-member
+// flood's CPU.
 func (o *isisOrder) deliver() {
 	g := o.g
+	n := len(g.view.Members)
+	if cap(o.heads) < n {
+		o.heads = make([]isisHead, n)
+	}
+	heads := o.heads[:n]
+	look := func(j int) {
+		h := &heads[j]
+		h.ok = g.deliv[j] < g.recv[j]
+		if h.ok {
+			h.p, h.agreed = o.prio(j, g.deliv[j]+1)
+		}
+	}
+	for j := range heads {
+		look(j)
+	}
 	for {
-		head, headP, agreed := -1, Prio{}, false
-		for j := range g.view.Members {
-			if g.deliv[j] >= g.recv[j] {
-				continue
-			}
-			p, ok := o.prio(j, g.deliv[j]+1)
-			if head < 0 || p.less(headP) {
-				head, headP, agreed = j, p, ok
+		head := -1
+		for j, h := range heads {
+			if h.ok && (head < 0 || h.p.less(heads[head].p)) {
+				head = j
 			}
 		}
-		if head < 0 || !agreed && g.cfg.bug != bugISISEarly {
+		if head < 0 || !heads[head].agreed && g.cfg.bug != bugISISEarly {
 			return
 		}
 		if !g.safe(head, g.deliv[head]+1) || g.backlogged() {
 			return
 		}
 		g.deliverOne(head, g.deliv[head]+1)
+		look(head)
 	}
+}
+
+// isisHead is a sender's first undelivered message's place in deliver's
+// queue: ok (there is one), its priority and whether it is agreed.
+type isisHead struct {
+	p          Prio
+	ok, agreed bool
 }
 
 // resend: with each heartbeat, proposals not yet agreed go to their
