@@ -113,6 +113,7 @@ const (
 	bugWaitSuperseded                // a view member whose process has been heard as a later incarnation is waited for until silent
 	bugRelayedJoin                   // the leader takes in a joiner whose join came relayed by another member (it may not hear the joiner)
 	bugResendEach                    // every status resends what it shows missing, not once per Period to a member (retransmit)
+	bugRelayFinals                   // isis: every member resends every sender's agreed priorities a status lacks, not only its own
 )
 
 // Group events. Text forms: "view 7 members 1,2,4 joined 4 left 3",
