@@ -114,6 +114,8 @@ const (
 	bugRelayedJoin                   // the leader takes in a joiner whose join came relayed by another member (it may not hear the joiner)
 	bugTotemHoldIdle                 // totem: a holder with nothing to send keeps the token on a busy ring
 	bugTotemUnheard                  // totem: the token's return does not count as hearing the members it went through
+	bugResendEach                    // every status resends what it shows missing, not once per Period to a member (retransmit)
+	bugRelayFinals                   // isis: every member resends every sender's agreed priorities a status lacks, not only its own
 )
 
 // Group events. Text forms: "view 7 members 1,2,4 joined 4 left 3",
@@ -396,6 +398,7 @@ type Group struct {
 	nextJoin   time.Time
 	nextLeave  time.Time
 	lagAt      map[node.ID]time.Time
+	resentAt   map[node.ID]time.Time // retransmit: when a status last made this member resend to a member unasked
 	flushSince time.Time
 	flushSeen  bool // a member's status of this view said it is flushing (peerFlushing)
 

@@ -867,14 +867,29 @@ func (g *Group) heldBefore() *heldSnap {
 // retransmit sends a member what its status says it lacks: messages of
 // any sender (relaying a failed sender's) and stamps. Unless the status
 // asks (or a view change is under way), only what this member held half
-// a Period ago goes (heldBefore).
+// a Period ago goes (heldBefore), and where statuses are also
+// acknowledgements (ackData: Lamport's order and safe delivery send one
+// per batch, ctrlBatch apart) at most once per Period to one member, the
+// heartbeats' rate: each would otherwise resend what a member that lags
+// by more than half a Period has not yet read, a frame per status from
+// each of the n−1 others; in a 9-member Lamport flood on loopback that
+// storm, not the order, set the rate. Not with EVS (as ISIS's
+// retransmit: changing its repair timing exposed deliveries across two
+// components that number views alike).
 func (g *Group) retransmit(to node.ID, recv []uint64, ordered uint64, ask bool) {
 	top, have := g.recv, uint64(len(g.stamps))
 	if !ask && !g.flushing {
+		if t, ok := g.resentAt[to]; ok && g.now.Sub(t) < g.cfg.Period && g.order.ackData() && !g.cfg.EVS && g.cfg.bug != bugResendEach {
+			return
+		}
 		h := g.heldBefore()
 		if h == nil {
 			return
 		}
+		if g.resentAt == nil {
+			g.resentAt = map[node.ID]time.Time{}
+		}
+		g.resentAt[to] = g.now
 		top, have = h.recv, min(have, h.ordered)
 	}
 	var items []mcast.Item

@@ -22,9 +22,10 @@ const TotalLamport Total = 2
 // sender's clock too, so it acknowledges everything its sender received.
 type lamportOrder struct {
 	fifoOrder
-	clock  uint64   // this member's clock (kept across views)
-	clk    []uint64 // per member, the highest clock it has shown
-	clkSeq []uint64 // ... and how many of its own messages it had sent then
+	clock  uint64        // this member's clock (kept across views)
+	clk    []uint64      // per member, the highest clock it has shown
+	clkSeq []uint64      // ... and how many of its own messages it had sent then
+	heads  []lamportHead // deliver's scratch
 }
 
 func newLamport(g *Group) totalOrder { return &lamportOrder{fifoOrder: fifoOrder{g: g}} }
@@ -77,19 +78,31 @@ func (o *lamportOrder) showClock(j int, c, seq uint64) {
 }
 
 // head is the undelivered message least in (time, sender) order among
-// each member's next one, if any.
+// each member's next one, if any. deliver keeps each member's next
+// time in heads (headTS) and looks up again only the member whose
+// message it delivered: not n map lookups per message.
 func (o *lamportOrder) head() (j int, q, ts uint64, ok bool) {
 	g := o.g
 	for k, m := range g.view.Members {
-		if g.deliv[k] >= g.recv[k] {
+		if !o.heads[k].ok {
 			continue
 		}
-		t := g.ts[Stamp{m.ID, g.deliv[k] + 1}]
+		t := o.heads[k].ts
 		if !ok || t < ts || t == ts && m.ID < g.view.Members[j].ID {
 			j, q, ts, ok = k, g.deliv[k]+1, t, true
 		}
 	}
 	return
+}
+
+// headTS looks up member k's next undelivered message's time.
+func (o *lamportOrder) headTS(k int) {
+	g := o.g
+	h := &o.heads[k]
+	h.ok = g.deliv[k] < g.recv[k]
+	if h.ok {
+		h.ts = g.ts[Stamp{g.view.Members[k].ID, g.deliv[k] + 1}]
+	}
 }
 
 // deliverable: every other member has either a later message queued
@@ -114,13 +127,29 @@ func (o *lamportOrder) deliverable(j int, ts uint64) bool {
 
 func (o *lamportOrder) deliver() {
 	g := o.g
+	n := len(g.view.Members)
+	if cap(o.heads) < n {
+		o.heads = make([]lamportHead, n)
+	}
+	o.heads = o.heads[:n]
+	for k := range o.heads {
+		o.headTS(k)
+	}
 	for {
 		j, q, ts, ok := o.head()
 		if !ok || !o.deliverable(j, ts) || !g.safe(j, q) || g.backlogged() {
 			return
 		}
 		g.deliverOne(j, q)
+		o.headTS(j)
 	}
+}
+
+// lamportHead is a member's next undelivered message in deliver: ok
+// (there is one) and its time.
+type lamportHead struct {
+	ts uint64
+	ok bool
 }
 
 // finish: what a member delivered is a prefix of the view's messages in
