@@ -15,8 +15,9 @@ import (
 //     Stretch times that on a host whose rounds run late;
 //   - the exclusion's requests (EXCLUDE, then REQCOORD), each sent up to
 //     exTries times δ apart;
-//   - the temporary coordinator's wait, tempFor(1), which counts the full
-//     Stretch windows, a newcomer's grace, the clock drift and
+//   - the temporary coordinator's wait, tempFor(1), which counts the
+//     longest vouch (Grant windows, which a wait counts when its voters
+//     report granting them: rounds.go, waitFor), a newcomer's grace, the clock drift and
 //     Config.Margin (the kill grace of a command the excluded process ran).
 //
 // Grants on the other members wait on an excluded ticket at most this long

@@ -33,8 +33,19 @@ func (m *Machine) stamp(to node.ID, msg *Msg) {
 		return
 	}
 	msg.Stamp = uint64(m.now.UnixNano())
-	if msg.Type == MsgAlive || msg.Type == MsgUpdate {
+	switch msg.Type {
+	case MsgAlive, MsgUpdate:
 		msg.Echo = m.echo[to]
+		if f := int(msg.Stretch); f > 0 && f < len(m.health.granted) {
+			m.health.granted[f] = m.now
+		}
+	case MsgAckCoord:
+		// The longest this voter may have vouched for E_pq: the
+		// excluder waits it out (rounds.go, waitFor). Without a Grant
+		// above Stretch the wait counts Stretch whatever is reported.
+		if m.grant() > m.stretch() {
+			msg.Stretch = max(msg.Stretch, uint8(m.grantedMax(m.now)))
+		}
 	}
 }
 

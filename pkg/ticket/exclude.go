@@ -29,6 +29,7 @@ type exclusion struct {
 	lists      [][]Owner // every L the successor may hold
 	voters     map[node.ID]bool
 	acks       map[node.ID]bool
+	granted    int // the highest factor a voter reported granting (waitFor)
 }
 
 // temporary is a temporary coordinator's state (§4): until it ends, the
@@ -321,6 +322,7 @@ func (m *Machine) grantBan(now time.Time, from, to uint32, chain int) {
 func (m *Machine) onAckCoord(now time.Time, from node.ID, msg Msg) {
 	if ex := m.ex; ex != nil && ex.asked && msg.Attempt == ex.id && ex.voters[from] {
 		ex.acks[from] = true
+		ex.granted = max(ex.granted, int(msg.Stretch))
 		m.maybeTemp(now)
 	}
 }
@@ -331,7 +333,7 @@ func (m *Machine) maybeTemp(now time.Time) {
 	if !ex.quorum(ex.acks) {
 		return
 	}
-	wait := m.tempChain((m.ticket-ex.cand.Ticket+m.n)%m.n, len(ex.gone))
+	wait := m.waitFor((m.ticket-ex.cand.Ticket+m.n)%m.n, len(ex.gone), max(ex.granted, m.grantedMax(now)))
 	if m.cfg.bug == bugShortTemp {
 		wait = m.cfg.Round
 	}

@@ -102,6 +102,9 @@ func (h *Member) Join(now time.Time) bool {
 		// voted after it left (onReqCoord), and this one must not vouch
 		// for what it banned, under the same ID.
 		m.bans = slices.Clone(h.m.bans)
+		// So does what it granted: a vouch of the last one may still
+		// count, and this one reports it in its ACKCOORDs (waitFor).
+		m.health.granted = h.m.health.granted
 		h.left = nil
 		if h.m.st == stLeft {
 			h.left = h.m

@@ -115,6 +115,10 @@ type health struct {
 	level  uint8     // factor − 1
 	late   time.Time // the overdue round already counted
 	onTime int       // rounds on time in a row since the last change
+	// granted is when a vouch (ALIVE, UPDATE) last went out carrying
+	// each factor: a voter's ACKCOORD reports the highest still in reach
+	// (grantedMax).
+	granted [maxStretch + 1]time.Time
 }
 
 func (h health) factor() uint8 { return h.level + 1 }
@@ -131,6 +135,12 @@ func (m *Machine) noteLate(now time.Time) {
 		return
 	}
 	m.health.late, m.health.onTime = m.roundAt, 0
+	if m.grant() > m.stretch() {
+		// A host that stalled once stalls again: vouch for the longest
+		// at once (doc.go, "Busy hosts: a stall of the whole host").
+		m.health.level = uint8(m.grant() - 1)
+		return
+	}
 	if int(m.health.factor()) < m.stretch() {
 		m.health.level++
 	}
@@ -166,11 +176,48 @@ func (m *Machine) vouchMax() time.Duration {
 	if m.cfg.bug == bugNoStretchWait {
 		return m.window()
 	}
-	return time.Duration(m.stretch()) * m.window()
+	return time.Duration(m.grant()) * m.window()
 }
 
 // stretch is Config.Stretch, at least 1.
 func (m *Machine) stretch() int { return max(m.cfg.Stretch, 1) }
+
+// grant is Config.Grant, at least Stretch: the highest factor this
+// process's vouches may carry, and so the longest vouch that can exist.
+func (m *Machine) grant() int { return max(m.cfg.Grant, m.stretch()) }
+
+// grantedMax is the highest factor, at least Stretch, on a vouch this
+// process sent recently enough that its receiver may still count it:
+// within the longest vouch, δ and the drift, and a round to spare. A
+// voter reports it in its ACKCOORD (echo.go's stamp).
+func (m *Machine) grantedMax(now time.Time) int {
+	reach := time.Duration(float64(m.vouchMax()+m.cfg.Delta)*(1+2*m.cfg.Drift)) + m.cfg.Round
+	for f := m.grant(); f > m.stretch(); f-- {
+		if at := m.health.granted[f]; !at.IsZero() && now.Sub(at) < reach {
+			return f
+		}
+	}
+	return m.stretch()
+}
+
+// waitFor is the temporary coordinator's wait once its quorum has
+// answered: tempChain, with the first vouch (a banned voter's last, §4,
+// Corollary 4.1) counted at the highest factor a voter of the quorum
+// reported granting instead of the longest that can exist. The links
+// inside E_pq keep the longest: their senders report nothing.
+func (m *Machine) waitFor(dist uint32, chain, granted int) time.Duration {
+	if m.cfg.bug == bugWaitIgnoresGrants {
+		granted = m.grantedMax(m.now)
+	}
+	granted = min(max(granted, m.stretch()), m.grant())
+	spare := time.Duration(float64(time.Duration(m.grant()-granted)*m.window()) * (1 + 2*m.cfg.Drift))
+	return m.tempChain(dist, chain) - spare
+}
+
+// bugWaitIgnoresGrants: the excluder waits out only the stretch it
+// granted itself, not what its voters report: a process of E_pq kept by
+// a busy voter's long vouch outlasts the wait. Tests only.
+const bugWaitIgnoresGrants bug = 134
 
 // vouchFor is how long the last ALIVE (or UPDATE) from id vouches for
 // this process: a window times the larger of the sender's factor (its
@@ -181,7 +228,7 @@ func (m *Machine) vouchFor(id node.ID) time.Duration {
 	if !ok || v == 0 {
 		return m.window()
 	}
-	f := min(max(int(v), int(m.health.factor())), m.stretch())
+	f := min(max(int(v), min(int(m.health.factor()), m.stretch())), m.grant())
 	return time.Duration(f) * m.window()
 }
 

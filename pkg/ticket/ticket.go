@@ -56,6 +56,13 @@ type Config struct {
 	// full Stretch windows, so it must be the same on every member, as
 	// Round and Window are. Default 1: no stretch.
 	Stretch int
+	// Grant, if above Stretch, lets a process whose own rounds run late
+	// vouch for up to Grant windows with its ALIVEs and UPDATEs (the
+	// stretch their sender grants; a receiver's own factor still counts
+	// up to Stretch only). A voter reports the longest it granted in its
+	// ACKCOORD and the excluder waits it out (doc.go, "Busy hosts: a
+	// stall of the whole host"). Same on every member. Default Stretch.
+	Grant int
 
 	// Floor is the highest epoch this process's member knows of from
 	// earlier lives (earlier Machines of the member, a state file, other
@@ -239,6 +246,9 @@ func New(cfg Config) (*Machine, error) {
 	}
 	if cfg.Stretch > maxStretch {
 		return nil, fmt.Errorf("ticket: stretch %d (want 1 to %d)", cfg.Stretch, maxStretch)
+	}
+	if cfg.Grant > maxStretch {
+		return nil, fmt.Errorf("ticket: grant %d (want up to %d)", cfg.Grant, maxStretch)
 	}
 	if cfg.Drift <= 0 {
 		cfg.Drift = 0.01

@@ -110,6 +110,14 @@ const MaxMemberID = 1<<24 - 1
 // "Busy hosts"). The same on every member, as the round is.
 const Stretch = 3
 
+// Grant is every member's ticket.Config.Grant: a member whose own rounds
+// run late vouches for its successors for up to this many support
+// windows (960 ms with --round 40ms), so that a stall of the whole host
+// shorter than that ends no survivor's support; an exclusion waits that
+// long only when its voters say they granted it (docs/ticketd.md, "Busy
+// hosts").
+const Grant = 8
+
 type daemon struct {
 	mb     *cli.Member
 	cfg    Config
