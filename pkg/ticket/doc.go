@@ -488,7 +488,9 @@
 //
 //   - an ALIVE (or UPDATE) received at r vouches until r + W·f', W the
 //     window, f' the larger of the receiver's f and the sender's (every
-//     message carries its sender's f, Msg.Stretch), never above S;
+//     message carries its sender's f, Msg.Stretch), never above S (a
+//     sender's f may go up to Config.Grant: "Busy hosts: a stall of the
+//     whole host");
 //   - it suspects its successor after Suspect rounds times the larger of
 //     its own f and the successor's last word of its own.
 //
@@ -587,68 +589,70 @@
 //
 // # Busy hosts: a stall of the whole host
 //
-// Not solved: one SIGKILL in a pool of three with k = 1, then every
-// survivor unscheduled at once for longer than its longest vouch. Each
-// survivor's L is the other two (min(2k+1, m−1), "Small cores"), so until the ring
+// One SIGKILL in a pool of three with k = 1, then every survivor
+// unscheduled at once for longer than its longest vouch. Each survivor's
+// L is the other two (min(2k+1, m−1), "Small cores"), so until the ring
 // is repaired each lives on the other survivor's ALIVEs alone; nothing
 // either reads after the stall was sent after a stamp of its own from
-// before it (echo.go), so both lose their support on waking and the pool
-// ends. TestSimKillThenWholeHostStalls plays it as ticketd runs (40 ms
+// before it (echo.go), so with vouches of at most Stretch windows (360
+// ms as ticketd runs) both lose their support on waking and the pool
+// ends. A larger Stretch alone would cost every reclaim: the excluder's
+// wait counts the longest vouch that can exist, because a process's own
+// factor is its own (TestSimStretchSafety: cut off and stalled, it climbs
+// unseen); with ticketd's settings ExclusionTime is 0.90 s at S = 3 and
+// 1.51 s at S = 8, and the idle reclaim (0.74 to 1.03 s at S = 3) would
+// pass half of etcd's --ttl 1.
+//
+// The rule (Config.Grant; ticketd 8): a stretch the sender grants.
+//
+//   - A process whose round starts late raises its factor to Grant at
+//     once (a host that stalled once stalls again), and comes down as
+//     before. Its ALIVEs and UPDATEs carry it (Msg.Stretch).
+//   - A vouch counts for W·f', f' the larger of its sender's factor and
+//     the receiver's own, the receiver's own counted up to Stretch only;
+//     f' ≤ Grant. So a vouch lasts more than Stretch windows only if its
+//     sender said so.
+//   - Every process notes when it last sent a vouch with each factor; its
+//     ACKCOORD carries the highest it sent within reach of the longest
+//     vouch (W·Grant + δ, the drift and a round; grantedMax). A member's
+//     next process inherits those times with its bans.
+//   - The excluder's wait (waitFor) counts the first vouch at the highest
+//     factor reported by the voters that answered and by itself, at
+//     least Stretch; the links inside E_pq and the voters' bans count
+//     Grant windows (tempChain with vouchMax = W·Grant).
+//
+// Why it is safe (§4, Theorem 4.1, Corollary 4.1; "Safety: a chain
+// inside E_pq"). r_1 needs at least one vouch from a banned voter v, sent
+// before v's ACKCOORD, with a factor f at most what that ACKCOORD
+// reports (the vouch was within reach when it was sent), so it counts
+// until at most t_v + δ + W·max(S, F)(1+2ρ), F the highest reported:
+// the wait's first term. The at most k voters that never answered
+// promised nothing and reported nothing, as before. r_i's vouch from an
+// r_j of E_pq carries r_j's factor, which nobody reported: each link
+// counts Grant windows. A voter's ban must outlast every process of
+// E_pq and does not know the other voters' factors, so it counts Grant
+// windows too. Nothing in the argument depends on how the factor moves.
+//
+// The price: a reclaim whose voters ran late in the last few seconds
+// waits up to (Grant − Stretch) windows longer (612 ms as ticketd runs:
+// ExclusionTime 1.51 s instead of 0.90 s); an idle pool's is unchanged
+// (ticketd sim, which runs without a stretch, reclaims in the same
+// rounds). DetectionBound counts the longer one. Leases (lease.go) still
+// last leaseFor·Stretch rounds (480 ms as ticketd runs): a stall longer
+// than that costs a member its lease, which this rule does not cover.
+//
+// TestSimKillThenWholeHostStalls plays it as ticketd runs (40 ms
 // rounds, windows of 3 rounds, Stretch 3, a Margin of 190 ms; 3
 // processes, 4 tickets): the host first runs late (whole-host stalls of
-// 30 to 60 ms, so the factors climb), one process is killed, and during
-// the repair the survivors stall together three times for 0.4 to 0.6 s.
-// It is skipped (-whole-host-stall runs it, -whole-host-stretch sets S):
-// over 1,000 seeds both survivors lose their support in every seed at
-// S = 3 and 4, in 726 at S = 5, 96 at S = 6 and 82 at S = 8 (in seed
-// 18 at S = 8 the factor had climbed to only 5 when the stall came: it
-// rises by one per late round, and a 600 ms vouch dated 22 ms before a
-// 585 ms stall ends 7 ms before the stall does).
-//
-// Why a larger S alone is not the answer. The excluder's wait and the
-// bans count the longest vouch that can exist, S windows (vouchMax in
-// tempChain; "Busy hosts"), because a process's own factor is its own
-// (TestSimStretchSafety: cut off and stalled, it climbs unseen). So
-// every reclaim pays for the longest stall S covers, idle or not: with
-// ticketd's settings ExclusionTime is 0.90 s at S = 3, 1.02 s at 4, 1.15
-// s at 5, 1.27 s at 6 and 1.51 s at 8 (DetectionBound 1.26, 1.50, 1.75,
-// 1.99, 2.47 s). A stall of 0.6 s needs S ≥ 6 with the factor at its
-// cap, which puts the idle reclaim (0.74 to 1.03 s measured at S = 3)
-// above half of etcd's --ttl 1 (1.7 to 2.2 s in the same runs); and a
-// member's lease (leaseFor·S rounds from its request, 480 ms at S = 3)
-// lapses in the same stall, which ends the member's process too.
-//
-// What could work, not built: a stretch the sender grants instead of one
-// the receiver takes. If the receiver's own factor stayed capped at S
-// and only the sender's (Msg.Stretch) could go beyond it, every long
-// vouch would be one a voter knows it granted: a voter would report in
-// its ACKCOORD the highest factor it put on an ALIVE or UPDATE within
-// the longest vouch's reach, and the excluder would wait out the highest
-// reported by its quorum (the first link of §4's Corollary 4.1), with
-// the links inside E_pq, whose senders report nothing, at the longest
-// stretch. An idle pool would reclaim as today and only a pool whose
-// voters ran late would wait longer. Its bans would have to last the
-// longest stretch (a voter does not know the others' factors), the
-// lease would have to stretch the same way, and the factor would have
-// to reach its cap in one late round, not one step per round.
-//
-// It was built (Config.Grant, 8 in ticketd; the factor at Grant after
-// one late round; ACKCOORD carrying the highest factor sent within the
-// longest vouch's reach; the excluder's wait counting the highest its
-// quorum reported, links and bans counting Grant) and withdrawn. With it
-// TestSimKillThenWholeHostStalls passed 200 of 200 seeds, and a planted
-// wait of Stretch windows whatever the voters report was caught by
-// Theorem 4.1 in 50 of 50 (a process cut off from its predecessor, its
-// two other vouchers running late). Run with Grant 8 wherever a test
-// sets a Stretch, TestSimFaults then failed twice: seed 41 put one
-// ticket in two ranges (a process crashed and started again under the
-// same ID reported no grants while the vouches of its last incarnation,
-// of 8 windows, still counted; a process younger than the reach
-// reporting Grant fixed that seed), and seed 781 of 1,000 (12
-// processes, k = 2) had a voter ban a range for 2.17 s while the
-// excluder's wait for it was 2.65 s, a ban that ends before the wait it
-// protects, not explained. With real processes it did not reach twenty
-// of twenty reclaims either (docs/ticketd.md, "Busy hosts").
+// 30 to 60 ms), one process is killed, and during the repair the
+// survivors stall together three times for 0.4 to 0.6 s. With Grant 8 no
+// survivor loses its support and the killed ticket is reclaimed, in
+// every seed; with Grant 3 (no vouch past Stretch) both survivors lose
+// it in every seed (200 seeds: Grant 6 still loses it in 5). Theorem
+// 4.1 is checked after every event. TestSimGrantedWait cuts a process
+// off from its predecessor while its two other vouchers run late; the
+// planted bugWaitIgnoresGrants (the excluder waits out only what it
+// granted itself) is caught by Theorem 4.1 in every seed.
 //
 // A survivor whose support ran out during a stall may not simply be
 // re-supported by its vouchers' next ALIVEs ("Why a stranded process is
