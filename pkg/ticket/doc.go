@@ -615,7 +615,11 @@
 //   - Every process notes when it last sent a vouch with each factor; its
 //     ACKCOORD carries the highest it sent within reach of the longest
 //     vouch (W·Grant + δ, the drift and a round; grantedMax). A member's
-//     next process inherits those times with its bans.
+//     next process inherits those times with its bans, and a process
+//     younger than that reach reports Grant: an earlier process under its
+//     ID (crashed and started again) may have granted it, and its vouches
+//     may still count. Without that, TestSimFaults seed 41 (run with
+//     Grant 8) put one ticket in two ranges.
 //   - The excluder's wait (waitFor) counts the first vouch at the highest
 //     factor reported by the voters that answered and by itself, at
 //     least Stretch; the links inside E_pq and the voters' bans count
@@ -651,8 +655,8 @@
 // it in every seed (200 seeds: Grant 6 still loses it in 5). Theorem
 // 4.1 is checked after every event. TestSimGrantedWait cuts a process
 // off from its predecessor while its two other vouchers run late; the
-// planted bugWaitIgnoresGrants (the excluder waits out only what it
-// granted itself) is caught by Theorem 4.1 in every seed.
+// planted bugWaitIgnoresGrants (the excluder waits out Stretch windows
+// whatever its voters report) is caught by Theorem 4.1 in every seed.
 //
 // A survivor whose support ran out during a stall may not simply be
 // re-supported by its vouchers' next ALIVEs ("Why a stranded process is

@@ -33,6 +33,9 @@ func (m *Machine) stamp(to node.ID, msg *Msg) {
 		return
 	}
 	msg.Stamp = uint64(m.now.UnixNano())
+	if m.health.born.IsZero() {
+		m.health.born = m.now
+	}
 	switch msg.Type {
 	case MsgAlive, MsgUpdate:
 		msg.Echo = m.echo[to]

@@ -119,6 +119,7 @@ type health struct {
 	// each factor: a voter's ACKCOORD reports the highest still in reach
 	// (grantedMax).
 	granted [maxStretch + 1]time.Time
+	born    time.Time // this process's first message (grantedMax)
 }
 
 func (h health) factor() uint8 { return h.level + 1 }
@@ -192,6 +193,12 @@ func (m *Machine) grant() int { return max(m.cfg.Grant, m.stretch()) }
 // voter reports it in its ACKCOORD (echo.go's stamp).
 func (m *Machine) grantedMax(now time.Time) int {
 	reach := time.Duration(float64(m.vouchMax()+m.cfg.Delta)*(1+2*m.cfg.Drift)) + m.cfg.Round
+	if m.health.born.IsZero() || now.Sub(m.health.born) < reach {
+		// An earlier process under this ID (crashed and started again,
+		// or the member's last one) may have granted the longest, and
+		// its vouches still count: assume it did.
+		return m.grant()
+	}
 	for f := m.grant(); f > m.stretch(); f-- {
 		if at := m.health.granted[f]; !at.IsZero() && now.Sub(at) < reach {
 			return f
@@ -207,16 +214,16 @@ func (m *Machine) grantedMax(now time.Time) int {
 // inside E_pq keep the longest: their senders report nothing.
 func (m *Machine) waitFor(dist uint32, chain, granted int) time.Duration {
 	if m.cfg.bug == bugWaitIgnoresGrants {
-		granted = m.grantedMax(m.now)
+		granted = m.stretch()
 	}
 	granted = min(max(granted, m.stretch()), m.grant())
 	spare := time.Duration(float64(time.Duration(m.grant()-granted)*m.window()) * (1 + 2*m.cfg.Drift))
 	return m.tempChain(dist, chain) - spare
 }
 
-// bugWaitIgnoresGrants: the excluder waits out only the stretch it
-// granted itself, not what its voters report: a process of E_pq kept by
-// a busy voter's long vouch outlasts the wait. Tests only.
+// bugWaitIgnoresGrants: the excluder waits out Stretch windows whatever
+// its voters report: a process of E_pq kept by a busy voter's long vouch
+// outlasts the wait. Tests only.
 const bugWaitIgnoresGrants bug = 134
 
 // vouchFor is how long the last ALIVE (or UPDATE) from id vouches for

@@ -176,7 +176,7 @@ func TestSimKillThenWholeHostStalls(t *testing.T) {
 // runs on time (its own factor 1). p excludes x with its own vote and
 // theirs; x acts until the voters' last long vouches end. Theorem 4.1
 // (settledPoolWith's invariant) must hold: the excluder's wait must
-// count what its voters granted, not what it granted itself.
+// count what its voters granted.
 func grantCut(seed uint64, b bug) error {
 	p, err := busyPool(seed, 4, maxStretch, b)
 	if err != nil {
@@ -226,7 +226,8 @@ func grantCut(seed uint64, b bug) error {
 // TestSimGrantedWait: the excluder's wait counts the longest stretch its
 // voters report granting (Config.Grant; doc.go, "Busy hosts: a stall of
 // the whole host"). With it grantCut is safe in every seed; the planted
-// bugWaitIgnoresGrants waits out only the excluder's own, and Theorem 4.1
+// bugWaitIgnoresGrants waits out Stretch windows whatever the voters
+// report, and Theorem 4.1
 // catches a process of E_pq acting on a ticket already reclaimed.
 func TestSimGrantedWait(t *testing.T) {
 	seeds := sim.Seeds()
