@@ -2,6 +2,7 @@ package ticket
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -32,8 +33,16 @@ import (
 //     the machine's: no live ban covers its holder's own ticket (a voter
 //     is outside E_pq), no ALIVE goes into a banned range and no banned
 //     ticket is among the successors (but the immediate one, whom an
-//     excluder's own ban covers), and a voter's ban lasts as long as
-//     the excluder's temporary coordinatorship it protects.
+//     excluder's own ban covers), and the ban each voter granted for an
+//     exclusion attempt whose ACKCOORD the excluder counted lasts at
+//     least as long as that attempt's temporary coordinatorship: the
+//     wait counts the first vouch at the factor its quorum reported, the
+//     ban at Grant, so the ban is never the shorter (doc.go, "Busy hosts:
+//     a stall of the whole host"). Each wait is compared with the bans
+//     of its own attempt only: an excluder that excludes the same range
+//     again (a new process took the ticket it excluded) waits anew, over
+//     a chain that may differ, and a ban granted for the earlier attempt
+//     says nothing about it.
 //   - Epochs (EpochChecker.Ahead): every ticket in the range of a process
 //     that may act gets, when next handed out or lent, an epoch above
 //     every epoch used for it so far.
@@ -51,15 +60,20 @@ type auditor struct {
 	err    error
 	// upd: the last UPDATE each process sent (its receiver, number and R).
 	upd map[node.ID]Msg
-	// bans and temps: the length of each ban and temporary
-	// coordinatorship when it was first seen (on the holder's clock).
-	bans  map[node.ID]map[ban]time.Duration
-	temps map[node.ID]map[[2]uint32]time.Duration
+	// bans: the shortest ban each voter granted for each exclusion
+	// attempt (on the voter's clock), as it granted it.
+	bans map[attemptBan]time.Duration
+}
+
+// attemptBan names the ban a voter granted for one exclusion attempt.
+type attemptBan struct {
+	voter, excluder node.ID
+	attempt         uint64
 }
 
 func newAuditor(ids []node.ID, machines map[node.ID]*Machine, epochs *EpochChecker) *auditor {
 	return &auditor{ids: slices.Sorted(slices.Values(ids)), machines: machines, act: map[node.ID]bool{}, epochs: epochs, upd: map[node.ID]Msg{},
-		bans: map[node.ID]map[ban]time.Duration{}, temps: map[node.ID]map[[2]uint32]time.Duration{}}
+		bans: map[attemptBan]time.Duration{}}
 }
 
 func (a *auditor) fail(format string, args ...any) {
@@ -71,8 +85,6 @@ func (a *auditor) fail(format string, args ...any) {
 // wrap returns m as the simulator should run it, audited.
 func (a *auditor) wrap(m *Machine) node.Machine[Msg] {
 	delete(a.upd, m.cfg.ID) // a new incarnation numbers its UPDATEs afresh
-	delete(a.bans, m.cfg.ID)
-	delete(a.temps, m.cfg.ID)
 	return &audited{Machine: m, a: a}
 }
 
@@ -91,8 +103,17 @@ func (w *audited) Step(now time.Time, in node.Envelope[Msg]) error {
 	updAcked := m.updAcked
 	heard, had := m.alive[in.From]
 	oldL := slices.Clone(m.preds)
+	bans, temp := slices.Clone(m.bans), m.temp
 	err := m.Step(now, in)
-	if !m.cfg.FaultTolerant || in.From == m.cfg.ID {
+	if !m.cfg.FaultTolerant {
+		return err
+	}
+	var req *node.Envelope[Msg]
+	if in.Msg.Type == MsgReqCoord {
+		req = &in
+	}
+	w.bansAndWaits(now, bans, req, temp)
+	if in.From == m.cfg.ID {
 		return err
 	}
 	// Only a message that names this place vouches for it: an ALIVE for
@@ -154,7 +175,59 @@ func (w *audited) Step(now time.Time, in node.Envelope[Msg]) error {
 
 func (w *audited) Tick(now time.Time) {
 	w.now = now
-	w.Machine.Tick(now)
+	m := w.Machine
+	bans, temp := slices.Clone(m.bans), m.temp
+	m.Tick(now)
+	if m.cfg.FaultTolerant {
+		w.bansAndWaits(now, bans, nil, temp)
+	}
+}
+
+// bansAndWaits notes the bans a call granted, under the exclusion
+// attempt each answers (a REQCOORD's, or the excluder's own for its
+// attempt), and checks a temporary coordinatorship the call began
+// against the bans of the voters its attempt counted.
+func (w *audited) bansAndWaits(now time.Time, before []ban, req *node.Envelope[Msg], temp *temporary) {
+	m, a := w.Machine, w.a
+	cur := m.ex // the attempt asked in this call, if any
+	if m.temp != nil && m.temp != temp {
+		cur = m.temp.ex
+	}
+	for _, b := range m.bans {
+		if slices.Contains(before, b) {
+			continue
+		}
+		var k attemptBan
+		switch {
+		case req != nil:
+			k = attemptBan{voter: m.cfg.ID, excluder: req.From, attempt: req.Msg.Attempt}
+		case cur != nil && cur.asked && b.from == m.ticket:
+			k = attemptBan{voter: m.cfg.ID, excluder: m.cfg.ID, attempt: cur.id}
+		default:
+			a.fail("process %d granted a ban on %d..%d outside any exclusion attempt", m.cfg.ID, b.from, b.to)
+			continue
+		}
+		if d, ok := a.bans[k]; !ok || b.until.Sub(now) < d {
+			a.bans[k] = b.until.Sub(now)
+		}
+	}
+	if m.temp == nil || m.temp == temp {
+		return
+	}
+	ex := m.temp.ex
+	wait := m.temp.until.Sub(now)
+	for _, v := range slices.Sorted(maps.Keys(ex.acks)) {
+		if !ex.acks[v] {
+			continue
+		}
+		d, ok := a.bans[attemptBan{voter: v, excluder: m.cfg.ID, attempt: ex.id}]
+		if !ok {
+			a.fail("process %d counted %d's ACKCOORD for attempt %d, which granted no ban for it", m.cfg.ID, v, ex.id)
+		} else if d < wait {
+			a.fail("process %d banned %d..%d for %v, but %d's temporary coordinatorship for it waits %v",
+				v, m.ticket, m.temp.q.Ticket, d, m.cfg.ID, wait)
+		}
+	}
 }
 
 func (w *audited) Ready() node.Ready[Msg] {
@@ -194,23 +267,6 @@ func (w *audited) Ready() node.Ready[Msg] {
 	}
 	if closest > 2*m.cfg.K+1 {
 		a.fail("process %d sent ALIVE to %d of its closest successors at once (2k+1 = %d)", m.cfg.ID, closest, 2*m.cfg.K+1)
-	}
-	// Bans and temporary coordinatorships, as they are first seen.
-	for _, b := range m.bans {
-		if a.bans[m.cfg.ID] == nil {
-			a.bans[m.cfg.ID] = map[ban]time.Duration{}
-		}
-		if _, ok := a.bans[m.cfg.ID][b]; !ok {
-			a.bans[m.cfg.ID][b] = b.until.Sub(w.now)
-		}
-	}
-	if t := m.temp; t != nil {
-		if a.temps[m.cfg.ID] == nil {
-			a.temps[m.cfg.ID] = map[[2]uint32]time.Duration{}
-		}
-		if _, ok := a.temps[m.cfg.ID][[2]uint32{m.ticket, t.q.Ticket}]; !ok {
-			a.temps[m.cfg.ID][[2]uint32{m.ticket, t.q.Ticket}] = t.until.Sub(w.now)
-		}
 	}
 	return r
 }
@@ -262,8 +318,9 @@ func (a *auditor) check() error {
 			continue
 		}
 		now := s.LocalNow(id)
-		// Bans: a voter is outside the range it stops vouching for, and
-		// its promise lasts as long as the wait it protects.
+		// Bans: a voter is outside the range it stops vouching for (how
+		// long each lasts is checked as the wait it protects begins:
+		// bansAndWaits).
 		for _, b := range m.bans {
 			if !now.Before(b.until) {
 				continue
@@ -276,17 +333,6 @@ func (a *auditor) check() error {
 				// ban covers the successor it is excluding.
 				if o.ID != m.succ && inRange(m.n, b.from, b.to, o.Ticket) {
 					return fmt.Errorf("process %d counts %d (ticket %d) among its successors inside the range %d..%d it banned", id, o.ID, o.Ticket, b.from, b.to)
-				}
-			}
-			for _, pid := range a.ids {
-				p := a.machines[pid]
-				if p == nil || !s.Alive(pid) || p.temp == nil || p.ticket != b.from || p.temp.q.Ticket != b.to {
-					continue
-				}
-				if wait, ok := a.temps[pid][[2]uint32{b.from, b.to}]; ok {
-					if d := a.bans[id][b]; d < wait {
-						return fmt.Errorf("process %d banned %d..%d for %v, but %d's temporary coordinatorship for it waits %v", id, b.from, b.to, d, pid, wait)
-					}
 				}
 			}
 		}

@@ -37,7 +37,8 @@ type exclusion struct {
 type temporary struct {
 	until time.Time
 	q     Owner
-	gone  []node.ID // the processes of E_pq, for ReclaimedEvent
+	gone  []node.ID  // the processes of E_pq, for ReclaimedEvent
+	ex    *exclusion // the attempt whose quorum it waits for (its voters' bans must outlast the wait)
 }
 
 // ban is a voter's promise (ACKCOORD): no ALIVE to the tickets strictly
@@ -310,7 +311,14 @@ func (m *Machine) grantBan(now time.Time, from, to uint32, chain int) {
 	if m.cfg.bug == bugNoBan {
 		return
 	}
-	m.bans = append(m.bans, ban{from: from, to: to, until: now.Add(m.tempChain((from-to+m.n)%m.n, chain))})
+	// The ban counts the first vouch at Grant windows, not at what this
+	// voter reports granting: it must outlast the wait of an excluder
+	// that counted another voter's longer report (rounds.go, waitFor).
+	d := m.tempChain((from-to+m.n)%m.n, chain)
+	if m.cfg.bug == bugBanOwnGrants {
+		d = m.waitFor((from-to+m.n)%m.n, chain, m.grantedMax(now))
+	}
+	m.bans = append(m.bans, ban{from: from, to: to, until: now.Add(d)})
 	for id, k := range m.known {
 		if m.between(from, to, k.ticket) {
 			delete(m.known, id)
@@ -318,6 +326,12 @@ func (m *Machine) grantBan(now time.Time, from, to uint32, chain int) {
 	}
 	m.recompute(now)
 }
+
+// bugBanOwnGrants: a voter's ban counts the first vouch at the factor it
+// reports granting itself, as if it were the whole quorum, so it ends
+// before the wait of an excluder that counted a longer report. Tests
+// only.
+const bugBanOwnGrants bug = 144
 
 func (m *Machine) onAckCoord(now time.Time, from node.ID, msg Msg) {
 	if ex := m.ex; ex != nil && ex.asked && msg.Attempt == ex.id && ex.voters[from] {
@@ -337,7 +351,7 @@ func (m *Machine) maybeTemp(now time.Time) {
 	if m.cfg.bug == bugShortTemp {
 		wait = m.cfg.Round
 	}
-	m.temp = &temporary{until: now.Add(wait), q: ex.cand, gone: ex.gone}
+	m.temp = &temporary{until: now.Add(wait), q: ex.cand, gone: ex.gone, ex: ex}
 	if m.cfg.Phases {
 		m.events = append(m.events, TemporaryEvent{Event: "temporary", From: m.ticket, To: ex.cand.Ticket, Wait: wait, Margin: m.cfg.Margin})
 	}
