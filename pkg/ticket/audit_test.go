@@ -85,6 +85,8 @@ func (a *auditor) fail(format string, args ...any) {
 // wrap returns m as the simulator should run it, audited.
 func (a *auditor) wrap(m *Machine) node.Machine[Msg] {
 	delete(a.upd, m.cfg.ID) // a new incarnation numbers its UPDATEs afresh
+	// and its exclusion attempts
+	maps.DeleteFunc(a.bans, func(k attemptBan, _ time.Duration) bool { return k.excluder == m.cfg.ID })
 	return &audited{Machine: m, a: a}
 }
 
