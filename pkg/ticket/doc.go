@@ -637,13 +637,43 @@
 // E_pq and does not know the other voters' factors, so it counts Grant
 // windows too. Nothing in the argument depends on how the factor moves.
 //
+// So, for one exclusion attempt, each voter's ban is at least as long as
+// the excluder's wait: both are tempChain over the same dist(p,q) and
+// the same chain (the REQCOORD names E_pq's processes the excluder
+// counts), and the wait takes off only the (Grant − F) windows no voter
+// of its quorum granted. The ban begins before the voter's ACKCOORD and
+// so before the wait does; what it must outlast is E_pq's support, which
+// ends within tempChain of the ban's start (every vouch v sent came
+// before it), and a process of E_pq whose support ended is not supported
+// again. A wait longer than a ban of another attempt says nothing: in
+// TestSimFaults seed 781 with Grant 8 (12 processes, k = 2) an excluder
+// excluded 8..13 twice, first over a chain of two (bans 3.42 s, wait 2.65
+// s), then, after a new process had taken ticket 13, over a chain of one
+// (bans 2.17 s, wait 1.40 s); the audit kept the first wait for the range
+// and compared the second attempt's bans with it. It now checks each
+// wait, as it begins, against the bans its own quorum granted for that
+// attempt (audit_test.go, bansAndWaits), and a planted ban counted at the
+// voter's own report instead of Grant (bugBanOwnGrants) is caught by it
+// (TestSimFaultsCatchesPlantedBugs).
+//
 // The price: a reclaim whose voters ran late in the last few seconds
 // waits up to (Grant − Stretch) windows longer (612 ms as ticketd runs:
-// ExclusionTime 1.51 s instead of 0.90 s); an idle pool's is unchanged
+// ExclusionTime 1.51 s instead of 0.90 s), and so does one whose voters
+// are younger than the reach (about 1.04 s as ticketd runs: a pool just
+// founded, or a member just started again); an idle pool's is unchanged
 // (ticketd sim, which runs without a stretch, reclaims in the same
-// rounds). DetectionBound counts the longer one. Leases (lease.go) still
-// last leaseFor·Stretch rounds (480 ms as ticketd runs): a stall longer
-// than that costs a member its lease, which this rule does not cover.
+// rounds). DetectionBound counts the longer one.
+//
+// Leases (lease.go) still last leaseFor·Stretch rounds (480 ms as
+// ticketd runs): a stall longer than that costs a member its lease,
+// which this rule does not cover. With real processes at load 14 to 21,
+// 3 of the 6 failed tries of TestReclaimBusyHost (cmd/ticketd) were a
+// member losing its lease after a stall of about 0.6 s. A build with
+// leases of leaseFor·Grant rounds (1.28 s) lost no lease in 20 tries at
+// load 17 to 26, but every promise and leaseWait grows with the lease:
+// RecoveryBound with ticketd's defaults would go from 9.6 s to about
+// 16 s, and at 500 ms rounds to about 194 s, past cmd/ticketd's
+// two-minute client limit. It was not kept.
 //
 // TestSimKillThenWholeHostStalls plays it as ticketd runs (40 ms
 // rounds, windows of 3 rounds, Stretch 3, a Margin of 190 ms; 3
