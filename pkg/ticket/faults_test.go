@@ -32,7 +32,7 @@ type faults struct {
 	window int
 	// stretch: Config.Stretch (1, or 3 in a half of the runs: pauses
 	// raise the paused processes' local health); the stretched half runs
-	// with ticketd's Config.Grant of 8 (grantFor).
+	// with a Config.Grant of 8 (grantFor).
 	stretch int
 }
 
@@ -338,7 +338,7 @@ func TestSimFaultsCatchesPlantedBugs(t *testing.T) {
 	}
 }
 
-// grantFor is Config.Grant for a run: ticketd's 8 where the run
+// grantFor is Config.Grant for a run: 8 where the run
 // stretches (doc.go, "Busy hosts: a stall of the whole host"), none
 // where it does not.
 func grantFor(stretch int) int {

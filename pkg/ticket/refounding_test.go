@@ -77,7 +77,7 @@ func (x exchange) run(seed uint64, bug bug) (refounds int, err error) {
 			// A host's time to stop a command (ticketd's kill grace), 0 to
 			// 5 rounds: a prober's founding must fit inside the promises
 			// whatever it is (lease.go, promiseTime).
-			// And ticketd's Stretch and Grant on every other seed: leases and
+			// And ticketd's Stretch, with a Grant of 8, on every other seed: leases and
 			// promises scale with it (lease.go).
 			mr := rand.New(rand.NewPCG(seed, 71))
 			cfg.Margin = time.Duration(mr.IntN(6)) * faultRound

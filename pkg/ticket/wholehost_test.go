@@ -136,7 +136,7 @@ func killThenStalls(seed uint64, grant int, b bug) (lost int, reclaim time.Durat
 
 // TestSimKillThenWholeHostStalls: one SIGKILL in a pool of 3 with k = 1,
 // then the whole host stalls for 0.4 to 0.6 s, three times, during the
-// repair. With Grant 8 (ticketd's) no survivor loses its support and a
+// repair. With Grant 8 no survivor loses its support and a
 // survivor reclaims the killed ticket, in every seed; with Grant 3 (the
 // rule before: no vouch beyond Stretch's three windows, 360 ms) both
 // survivors lose their support in every seed, which ends the pool.
@@ -169,7 +169,7 @@ func TestSimKillThenWholeHostStalls(t *testing.T) {
 	t.Logf("%d seeds: with Grant 8 no survivor lost its support (reclaim at worst %v after the kill), with Grant 3 they did in all %d", len(seeds), worst, ended)
 }
 
-// grantCut: a core of 4 as ticketd runs it with Grant 8. The link
+// grantCut: a core of 4 with ticketd's rounds and Grant 8. The link
 // between a process x and its predecessor p goes down both ways, and
 // x's two other vouchers run late (stalls of 70 ms, so their factor is
 // at Grant and their ALIVEs to x vouch for 8 windows, 960 ms), while p

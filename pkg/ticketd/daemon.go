@@ -107,16 +107,11 @@ const MaxMemberID = 1<<24 - 1
 // rounds run late (a busy host) counts its ALIVEs for up to this many
 // support windows and gives its successor as many times the suspicion
 // time; every exclusion waits out the full stretch (docs/ticketd.md,
-// "Busy hosts"). The same on every member, as the round is.
+// "Busy hosts"). The same on every member, as the round is. No
+// ticket.Config.Grant beyond it: with real processes a granted stretch of
+// 8 made reclaims slower at load and kept no more pools (docs/ticketd.md,
+// "Busy hosts").
 const Stretch = 3
-
-// Grant is every member's ticket.Config.Grant: a member whose own rounds
-// run late vouches for its successors for up to this many support
-// windows (960 ms with --round 40ms), so that a stall of the whole host
-// shorter than that ends no survivor's support; an exclusion waits that
-// long only when its voters say they granted it (docs/ticketd.md, "Busy
-// hosts").
-const Grant = 8
 
 type daemon struct {
 	mb     *cli.Member

@@ -11,7 +11,7 @@ import (
 // under (its ID, pool size and Rand are set per process).
 func (c Config) machineConfig() ticket.Config {
 	return ticket.Config{FaultTolerant: true, K: c.K, Round: c.Round,
-		Margin: c.KillGrace + 4*cli.CheckEvery + 50*time.Millisecond, Floor: c.Floor, Stretch: Stretch, Grant: Grant,
+		Margin: c.KillGrace + 4*cli.CheckEvery + 50*time.Millisecond, Floor: c.Floor, Stretch: Stretch,
 		Quorum: true} // a refound needs a majority of the members, a lend their lease (ticket's doc.go)
 }
 
