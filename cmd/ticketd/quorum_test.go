@@ -157,11 +157,20 @@ func TestOneKillNeverEndsPool(t *testing.T) {
 	// Each try is a subtest, so that its pool and commands are stopped
 	// when it ends (twenty pools left running to the end of the test
 	// were load of their own), and a failed try does not hide the rest.
-	for i := range n {
+	for i, void := 0, 0; i < n; i++ {
 		var d time.Duration
 		var l int
-		var e bool
-		if !t.Run(fmt.Sprintf("try%02d", i+1), func(t *testing.T) { d, l, e = killOnce(t, 1+i%3) }) {
+		var e, skipped bool
+		ok := t.Run(fmt.Sprintf("try%02d", i+1), func(t *testing.T) {
+			defer func() { skipped = t.Skipped() }()
+			d, l, e = killOnce(t, 1+i%3)
+		})
+		if skipped && void < n { // disrupted before the kill: try again, n more at most
+			void++
+			n++
+			continue
+		}
+		if !ok || skipped {
 			t.Logf("try %d: member %d killed, the pool did not serve again (load %s)", i+1, 1+i%3, loadNow())
 			continue
 		}
@@ -194,11 +203,24 @@ func (c *cluster) waitQueued(on int, waiter *exec.Cmd, werr *strings.Builder) {
 		if strings.Contains(strings.ReplaceAll(string(out), " ", ""), `"waiting":1`) {
 			return
 		}
+		if clitest.Gone(waiter.Process.Pid) && waiter.ProcessState == nil {
+			// Served before any fault: with every ticket held, only a
+			// holder that lost its ticket (a starved host) or a pool that
+			// ended and was founded again lets it through. The try would
+			// test nothing; it is skipped and its parent runs another.
+			if err := waiter.Wait(); err == nil {
+				c.T.Skipf("the waiter on member %d was served before the kill: the pool was disrupted already (load %s)\n%s",
+					on, loadNow(), werr.String())
+			}
+		}
 		if time.Now().After(deadline) {
 			gone := clitest.Gone(waiter.Process.Pid)
 			statuses := c.statuses()
 			_ = waiter.Process.Kill()
-			werr2 := waiter.Wait() // its stderr is whole once it is waited for
+			var werr2 error
+			if waiter.ProcessState == nil {
+				werr2 = waiter.Wait() // its stderr is whole once it is waited for
+			}
 			c.T.Fatalf("the waiter was not queued on member %d within 20 s (last status: %v %s; the waiter had exited: %v, %v)\n%s\n%s",
 				on, err, out, gone, werr2, werr.String(), statuses)
 		}
