@@ -95,39 +95,32 @@
 // Fault model: loss, duplication, reordering,
 // pauses, crashes, partitions that heal; CheckViews judges a run.
 //
-// # Extended virtual synchrony: views numbered alike (a known hole)
+// # Extended virtual synchrony: views numbered alike
 //
 // With Config.EVS two components may give their views the same number
-// (group_evs.go), but a frame names its view by number only (Msg.View),
-// and a member takes a frame of its own view's number from any sender
-// its view lists with the frame's incarnation (group_data.go's handle).
-// That is safe for a survivor of a change: a leader installs only once
-// every survivor is ready, so a survivor listed in a view has installed
-// it. It is not for a joiner: with EVS a leader takes every join it
-// hears (onJoin), and a joiner installs the first install that names it
-// (onInstall), so a joiner two components took in with views numbered
-// alike is listed in both and has installed one. Two such joiners split
-// across the two views are each listed in the other's view as the other
-// sees it: each takes the other's data, order and status frames for its
-// own view's, delivers the other component's messages in its view and
-// relays them to its component (TestEVSSameNumberForeignFrames: 8
-// deliveries of another view's message, on a loss-free network). The
-// random schedules of TestSimGroups have not shown it (seeds 1..200 of
-// every order's /evs; 1..300 of isis/evs with retransmit's and ISIS's
-// resend limits applied under EVS too): it takes two joiners, each
-// heard by two components that number alike, and each hearing the
-// install of a different one.
-//
-// The fix it needs: a view is named by its number and its leader
-// (Members[0], an incarnation, unique per number as group_evs.go
-// argues), so every frame of a view carries its leader, and handle drops
-// a frame of its view's number whose leader is not its view's (counted
-// as foreign). That adds a field to the wire (the codec's last, so that
-// a frame without it, zero, is taken as before from an older sender),
-// and a planted bug that skips the check, which the test above catches.
-// Making the joiner install only the view of the leader it joined is not
-// enough: the other view still lists it, and its component's frames
-// still reach the joiner's component through the other joiner.
+// (group_evs.go), so a frame that named its view by number only would be
+// taken by a member of the other component's view of that number from
+// any sender that view lists with the frame's incarnation (group_data.go's
+// handle). That is harmless for a survivor of a change: a leader
+// installs only once every survivor is ready, so a survivor listed in a
+// view has installed it. It is not for a joiner: with EVS a leader takes
+// every join it hears (onJoin), and a joiner installs the first install
+// that names it (onInstall), so a joiner two components took in with
+// views numbered alike is listed in both and has installed one. Two such
+// joiners split across the two views are each listed in the other's view
+// as the other sees it: each would take the other's data, order and
+// status frames for its own view's, deliver the other component's
+// messages in its view and relay them to its component. So a view is
+// named on the wire as CheckViews names it, by its number and its leader
+// (Members[0], an incarnation): every frame a member sends in its view
+// carries the view's leader (Msg.Lead, the codec's last field, absent
+// from an older sender's frames, which are taken as before), and handle
+// drops a frame of its view's number that names another leader
+// (TestEVSSameNumberForeignFrames: none, against 8 deliveries of the
+// other component's message with the planted bugViewByNumber). The
+// random schedules of TestSimGroups had not shown it (seeds 1..200 of
+// every order's /evs): it takes two joiners, each heard by two
+// components that number alike, each hearing the install of another.
 //
 // # Adding a total order
 //
