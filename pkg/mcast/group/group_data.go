@@ -162,7 +162,7 @@ func (g *Group) handle(from node.ID, m Msg) {
 	if m.Lead != (Member{}) && m.Lead != g.view.Members[0] && g.cfg.bug != bugViewByNumber {
 		// Another view of the same number: another EVS component's, whose
 		// sender this view lists (a joiner both took in and that
-		// installed theirs; doc.go, "Views numbered alike").
+		// installed theirs; doc.go, "views numbered alike").
 		g.stats["foreign"]++
 		g.stats["foreign-view"]++
 		return

@@ -194,7 +194,7 @@ type Msg struct {
 	Written uint64
 	// Lead: the leader (Members[0]) of View, on every frame a member sends
 	// in its view: a view is its number and its leader, and two EVS
-	// components may number views alike (doc.go, "Views numbered
+	// components may number views alike (doc.go, "views numbered
 	// alike"). Zero: not given (a sender from before the field).
 	Lead Member
 }
