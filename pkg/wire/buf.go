@@ -50,6 +50,10 @@ func (d *Dec) fail(what string) {
 // Err returns the first decoding error, or nil.
 func (d *Dec) Err() error { return d.err }
 
+// More reports whether unread bytes remain (and nothing failed): a field a
+// later version appends is read only if its sender wrote it.
+func (d *Dec) More() bool { return d.err == nil && len(d.b) != 0 }
+
 // Done returns the first error, or an error if unread bytes remain.
 func (d *Dec) Done() error {
 	if d.err == nil && len(d.b) != 0 {

@@ -116,6 +116,7 @@ const (
 	bugTotemUnheard                  // totem: the token's return does not count as hearing the members it went through
 	bugResendEach                    // every status resends what it shows missing, not once per Period to a member (retransmit)
 	bugRelayFinals                   // isis: every member resends every sender's agreed priorities a status lacks, not only its own
+	bugViewByNumber                  // evs: a frame of this view's number is taken whatever leader it names (Msg.Lead)
 )
 
 // Group events. Text forms: "view 7 members 1,2,4 joined 4 left 3",
@@ -548,6 +549,9 @@ func (g *Group) send(to node.ID, m Msg) {
 		return // a change this member led and no longer leads
 	}
 	m.Inc = g.me.Inc
+	if g.inView && m.View == g.view.ID && len(g.view.Members) > 0 {
+		m.Lead = g.view.Members[0] // Msg.Lead
+	}
 	g.out = append(g.out, node.Envelope[Msg]{From: g.cfg.ID, To: to, Msg: m})
 }
 

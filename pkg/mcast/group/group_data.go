@@ -159,6 +159,14 @@ func (g *Group) handle(from node.ID, m Msg) {
 		g.laggard(from, m.Inc, m.View)
 		return
 	}
+	if m.Lead != (Member{}) && m.Lead != g.view.Members[0] && g.cfg.bug != bugViewByNumber {
+		// Another view of the same number: another EVS component's, whose
+		// sender this view lists (a joiner both took in and that
+		// installed theirs; doc.go, "views numbered alike").
+		g.stats["foreign"]++
+		g.stats["foreign-view"]++
+		return
+	}
 	i, ok := g.pos[from]
 	if !ok || g.view.Members[i].Inc != m.Inc {
 		g.stats["foreign"]++

@@ -371,9 +371,10 @@ func (o *isisOrder) resend() {
 // each lagging member the same agreed priorities from n−1 members: in a
 // 9-member flood a sixth of a member's CPU (the planted bugRelayFinals).
 // With EVS all go as before: two components may number views alike, and
-// a frame names its view by number only, so changing when repairs go
-// let a member deliver another component's message (seeds 69 and 173 of
-// TestSimGroups/isis/evs); the repair timing stays as it was there.
+// changing when repairs go let a member deliver another component's
+// message (seeds 69 and 173 of TestSimGroups/isis/evs, while frames named
+// their view by number only; doc.go, "views numbered alike"); the repair
+// timing stays as it was there.
 func (o *isisOrder) retransmit(to node.ID, finals []uint64, ask bool) {
 	g := o.g
 	if len(finals) != len(g.view.Members) {

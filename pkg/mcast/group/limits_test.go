@@ -19,7 +19,8 @@ func TestPayloadLimitFits(t *testing.T) {
 		t.Fatal(err)
 	}
 	typ, p, err := Codec{}.Marshal(Msg{Type: MsgData, View: maxSeq, Inc: ^uint64(0), Ballot: Ballot{maxSeq, node.ID(^uint32(0))},
-		Items: []mcast.Item{{Sender: node.ID(^uint32(0)), Seq: maxSeq, TS: maxSeq, Payload: make([]byte, mcast.MaxPayload)}}})
+		Items: []mcast.Item{{Sender: node.ID(^uint32(0)), Seq: maxSeq, TS: maxSeq, Payload: make([]byte, mcast.MaxPayload)}},
+		Lead:  Member{node.ID(^uint32(0)), ^uint64(0)}})
 	if err != nil {
 		t.Fatalf("group: %v", err)
 	}

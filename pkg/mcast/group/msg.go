@@ -192,6 +192,11 @@ type Msg struct {
 	// Written (MsgWritten, local only): the cost of the deliveries the
 	// runner has written out so far.
 	Written uint64
+	// Lead: the leader (Members[0]) of View, on every frame a member sends
+	// in its view: a view is its number and its leader, and two EVS
+	// components may number views alike (doc.go, "views numbered
+	// alike"). Zero: not given (a sender from before the field).
+	Lead Member
 }
 
 // Token is TOTEM's token (Nita-Rotaru's CS7610 notes, "TOTEM: single ring"): Rot counts its
@@ -305,6 +310,10 @@ func (Codec) Marshal(m Msg) (uint8, []byte, error) {
 		putVec(&e, t.Arus)
 		putVec(&e, t.Rtr)
 	}
+	if m.Lead != (Member{}) {
+		e.Uvarint(uint64(m.Lead.ID))
+		e.Uvarint(m.Lead.Inc)
+	}
 	return uint8(m.Type), e.B, nil
 }
 
@@ -414,6 +423,9 @@ func (Codec) Unmarshal(typ uint8, p []byte) (Msg, error) {
 			}
 		}
 		m.Token = t
+	}
+	if d.More() {
+		m.Lead = Member{d.ID(), d.Uvarint()}
 	}
 	if err := d.Done(); err != nil {
 		return Msg{}, err

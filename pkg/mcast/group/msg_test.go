@@ -22,6 +22,7 @@ func TestCodecRoundTrip(t *testing.T) {
 		{Type: MsgInstall, View: 7, Change: change},
 		{Type: MsgGone, View: 9},
 		{Type: MsgGone, View: 9, Inc: 3, Member: Member{4, 1 << 33}},
+		{Type: MsgStatus, View: 7, Recv: []uint64{1, 2}, Lead: Member{2, 1 << 40}}, // a view's leader (Msg.Lead)
 	} {
 		typ, p, err := Codec{}.Marshal(m)
 		if err != nil {
