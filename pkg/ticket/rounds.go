@@ -514,7 +514,7 @@ func (m *Machine) takeR(now time.Time, r []Owner) {
 			if at, ok := m.alive[o.ID]; !ok || at.Before(credit) {
 				m.alive[o.ID] = credit
 				delete(m.aliveBy, o.ID) // a credit: never stretched
-				m.send(o.ID, Msg{Type: MsgIntro, Ticket: m.ticket})
+				m.send(o.ID, Msg{Type: MsgIntro, Ticket: m.ticket, SuccTicket: o.Ticket})
 			}
 		}
 	}
@@ -763,7 +763,7 @@ func (m *Machine) onIntro(now time.Time, from node.ID, msg Msg) {
 	}
 	m.learn(now, Owner{Ticket: msg.Ticket, ID: from})
 	m.recompute(now)
-	m.introFormer(now, from, msg.Ticket)
+	m.introFormer(now, from, msg)
 }
 
 // introduce: every round, tell the predecessors in L that have not sent
@@ -774,7 +774,7 @@ func (m *Machine) introduce(now time.Time) {
 	}
 	for _, o := range m.preds {
 		if at, ok := m.alive[o.ID]; !ok || now.Sub(at) >= m.cfg.Round*3/2 {
-			m.send(o.ID, Msg{Type: MsgIntro, Ticket: m.ticket})
+			m.send(o.ID, Msg{Type: MsgIntro, Ticket: m.ticket, SuccTicket: o.Ticket})
 		}
 	}
 }

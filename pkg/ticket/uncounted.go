@@ -41,8 +41,19 @@ func (m *Machine) onUncounted(from node.ID) {
 // hop), and ended them while its L was about to count on them (doc.go,
 // "Why the longer wait seemed to strand live processes"). A ban stops
 // them as it stops any other ALIVE.
-func (m *Machine) introFormer(now time.Time, from node.ID, t uint32) {
-	if m.banned(now, t) ||
+//
+// Only for the place its L names (SuccTicket, as NEWSUCC, UPDATE and
+// ALIVE name theirs): an INTRO to an earlier incarnation of this ID, one
+// that lost its support inside an E_pq and came back elsewhere, would
+// otherwise have this new process vouch for the old one's successors,
+// which count vouches by ID. §4, Corollary 4.1 needs r_j to send nothing
+// once it stops acting (doc.go, "Safety: a chain inside E_pq"); with
+// those ALIVEs a process of E_pq whose whole L had stopped kept its
+// support past the excluder's wait (ticketsim seeds 2 and 37, Theorem
+// 4.1).
+func (m *Machine) introFormer(now time.Time, from node.ID, msg Msg) {
+	t := msg.Ticket
+	if m.banned(now, t) || msg.SuccTicket != m.ticket && m.cfg.bug != bugIntroAnyPlace ||
 		slices.ContainsFunc(m.succs, func(o Owner) bool { return o.ID == from }) {
 		return
 	}
@@ -50,3 +61,7 @@ func (m *Machine) introFormer(now time.Time, from node.ID, t uint32) {
 		m.former[from] = known{ticket: t, at: now.Add(m.linger())}
 	}
 }
+
+// bugIntroAnyPlace: an INTRO meant for an earlier incarnation of this ID
+// at another ticket brings its sender our ALIVEs. Tests only.
+const bugIntroAnyPlace bug = 145

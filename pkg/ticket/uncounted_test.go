@@ -53,3 +53,34 @@ func TestUncountedAlive(t *testing.T) {
 		t.Errorf("dropped one of its closest successors: former %v succs %v", m.former, m.succs)
 	}
 }
+
+// TestIntroFormerOwnPlace: an INTRO brings our ALIVEs back only when it
+// names this place. One meant for an earlier incarnation of this ID (it
+// lost its support inside an E_pq and joined again on another ticket)
+// must not have the new process vouch for the old one's successor, which
+// counts vouches by ID (§4, Corollary 4.1: r_j sends nothing once it
+// stops acting; ticketsim's TestTheorem41IndependentCrashes). The
+// planted bugIntroAnyPlace is caught here.
+func TestIntroFormerOwnPlace(t *testing.T) {
+	vouches := func(b bug, place uint32) bool {
+		m, err := New(Config{ID: 12, Rand: rand.New(rand.NewPCG(1, 2)), FaultTolerant: true, Tickets: 50})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.cfg.bug = b
+		m.st, m.ticket, m.n = stCoordinator, 18, 50
+		// 2 at ticket 3 counted 12 at ticket 5 in its L.
+		m.onIntro(time.Unix(100, 0), 2, Msg{Type: MsgIntro, Ticket: 3, SuccTicket: place})
+		_, ok := m.former[2]
+		return ok
+	}
+	if !vouches(0, 18) {
+		t.Error("an INTRO naming this place brought no ALIVEs")
+	}
+	if vouches(0, 5) {
+		t.Error("an INTRO naming this ID's earlier place (ticket 5) brought ALIVEs from ticket 18")
+	}
+	if !vouches(bugIntroAnyPlace, 5) {
+		t.Error("planted bugIntroAnyPlace not caught: the check above would pass it")
+	}
+}
