@@ -214,7 +214,8 @@
 //     UPDATE behind the join, and once its L named us its INTROs brought
 //     nothing (seed 1: 158 dropped 137 when 160 joined between them, 137's
 //     L named 158 a round later). introFormer (uncounted.go): an INTRO,
-//     which says that its sender's L names us, brings the ALIVEs back.
+//     which says that its sender's L names us (this place, not an
+//     earlier incarnation of our ID: below), brings the ALIVEs back.
 //   - A ban's end forgot those it kept. A voter keeps the successors past
 //     its ban unforgotten while the ban lasts; as it ended, those heard of
 //     more than forgetSucc windows before were dropped at once, before
@@ -225,7 +226,23 @@
 //
 // None of the three touches a ban or the wait: an ALIVE to a ticket a
 // ban covers is never sent, and support still counts only vouches from
-// L, so Theorem 4.1's argument above is unchanged. With them and the
+// L, so Theorem 4.1's argument above is unchanged, provided a vouch from
+// L comes from the place L names. Support counts vouches by ID, and a
+// process of E_pq that lost its support may join again elsewhere under
+// the same ID. introFormer first answered any INTRO, and under
+// independent crashes (`ticketd sim --processes 200 --tickets 50
+// --rounds 300 --k 1 --alpha 0.8`, --pf 0.003 --seed 2 and --pf 0.01
+// --seed 37) that broke the chain's premise that r_j sends nothing once
+// it stops acting: in seed 2, 23 excludes 8..3; 39, 12 and 32 (tickets
+// 4, 5, 6, the whole L of 2 at ticket 3) lose their support by 2.21 s
+// and join again at 29, 18 and 28; 2's INTROs to them, meant for 4, 5
+// and 6, put 2 among their former successors, their ALIVEs (naming 2's
+// own ticket) keep 2 supported to the end, and 23 reclaims 3 at 4.23 s
+// while 2 acts (Theorem 4.1). An INTRO therefore names the receiver's
+// place in L (SuccTicket), and introFormer answers only one that names
+// its own; ticketsim's TestTheorem41IndependentCrashes replays both
+// seeds, TestIntroFormerOwnPlace catches the planted bugIntroAnyPlace.
+// With them and the
 // longer wait the cell loses live processes at 1 seed of 20 (seed 10;
 // none with the old wait). There, 113 sent its first former ALIVE to 50
 // one round and a half after the last (the INTRO's delay) plus its own
