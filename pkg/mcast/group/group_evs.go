@@ -87,7 +87,7 @@ func (g *Group) onMerge(from node.ID, m Msg) {
 	if m.View > g.view.ID || m.View == g.view.ID && (from < g.cfg.ID || g.cfg.bug == bugMergeEitherWay) {
 		// We join them (group_evs.go's rule): the change starts at the
 		// next tick.
-		g.mergeInto = from
+		g.mergeInto, g.mergeView = from, m.View
 		g.stats["merges-out"]++
 		return
 	}
