@@ -135,3 +135,83 @@ func TestEVSHealGone(t *testing.T) {
 		t.Fatal("planted bugEVSGone: nobody removed at any lead: the test cannot tell")
 	}
 }
+
+// TestEVSResendLimits: the resend limits hold with extended virtual
+// synchrony too (frames name their view's leader, so another component's
+// view of the same number no longer takes them: doc.go, "views numbered
+// alike"). ISIS: of three members that have each sent 5 messages, all
+// delivered and agreed, member 3, shown a status that lacks every agreed
+// priority, resends only its own 5 (the planted bugRelayFinals: all 15). Lamport: of three members each sending one
+// message while 1 and 3 do not hear each other, member 3, shown twice
+// within a Period a status of 1's that lacks them all, resends them the
+// first time only (the planted bugResendEach: both times).
+func TestEVSResendLimits(t *testing.T) {
+	ids := []node.ID{1, 2, 3}
+	settled := func(total Total, b bug) *Group {
+		t.Helper()
+		s, delivered := countingGroup(t, ids, Config{Total: total, EVS: true, StartWith: 3, bug: b})
+		if err := s.RunFor(2 * time.Second); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range ids {
+			items := make([]mcast.Item, 5)
+			for k := range items {
+				items[k].Payload = fmt.Appendf(nil, "%d-%d", id, k)
+			}
+			s.Inject(id, Msg{Type: MsgSend, Items: items})
+		}
+		d0 := *delivered
+		if err := s.RunFor(100 * time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		if *delivered-d0 != 45 {
+			t.Fatalf("%v: %d deliveries, want 45", total, *delivered-d0)
+		}
+		g := s.Machine(3).(*Group)
+		if g.flushing || !g.inView {
+			t.Fatalf("%v: member 3 is not settled in its view", total)
+		}
+		return g
+	}
+	for _, b := range []bug{0, bugResendEach} {
+		// Members 1 and 3 stop hearing each other (for less than
+		// Suspect): 3 holds what 1 lacks.
+		s, _ := countingGroup(t, ids, Config{Total: TotalLamport, EVS: true, StartWith: 3, bug: b})
+		if err := s.RunFor(2 * time.Second); err != nil {
+			t.Fatal(err)
+		}
+		s.Cut(1, 3)
+		s.Cut(3, 1)
+		for _, id := range ids {
+			s.Inject(id, Msg{Type: MsgSend, Items: []mcast.Item{{Payload: fmt.Appendf(nil, "%d", id)}}})
+		}
+		if err := s.RunFor(60 * time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		g := s.Machine(3).(*Group)
+		if g.flushing || !g.inView || len(g.view.Members) != 3 {
+			t.Fatal("lamport: member 3 is not settled in its view")
+		}
+		delete(g.resentAt, 1) // not resent to 1 in the last Period
+		k0 := g.stats["retransmitted"]
+		g.retransmit(1, make([]uint64, 3), 0, false)
+		k1 := g.stats["retransmitted"]
+		g.retransmit(1, make([]uint64, 3), 0, false)
+		first, second := k1-k0, g.stats["retransmitted"]-k1
+		t.Logf("lamport, bug %d: %d and then %d messages resent", b, first, second)
+		if first == 0 || (second != 0) != (b == bugResendEach) {
+			t.Errorf("lamport, bug %d: %d and then %d messages resent, want some and then none (bugResendEach: as many again)", b, first, second)
+		}
+	}
+	for _, c := range []struct {
+		bug  bug
+		want uint64
+	}{{0, 5}, {bugRelayFinals, 15}} {
+		g := settled(TotalISIS, c.bug)
+		k0 := g.stats["retransmitted"]
+		g.order.(*isisOrder).retransmit(1, make([]uint64, 3), false)
+		if got := g.stats["retransmitted"] - k0; got != c.want {
+			t.Errorf("isis, bug %d: %d agreed priorities resent, want %d", c.bug, got, c.want)
+		}
+	}
+}

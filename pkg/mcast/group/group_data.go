@@ -904,13 +904,15 @@ func (g *Group) heldBefore() *heldSnap {
 // heartbeats' rate: each would otherwise resend what a member that lags
 // by more than half a Period has not yet read, a frame per status from
 // each of the n−1 others; in a 9-member Lamport flood on loopback that
-// storm, not the order, set the rate. Not with EVS (as ISIS's
-// retransmit: changing its repair timing exposed deliveries across two
-// components that number views alike).
+// storm, not the order, set the rate. With EVS too: changing the repair
+// timing there once exposed deliveries across two components that
+// number views alike, while frames named their view by number only;
+// they name its leader now, and handle drops another view's (doc.go,
+// "views numbered alike").
 func (g *Group) retransmit(to node.ID, recv []uint64, ordered uint64, ask bool) {
 	top, have := g.recv, uint64(len(g.stamps))
 	if !ask && !g.flushing {
-		if t, ok := g.resentAt[to]; ok && g.now.Sub(t) < g.cfg.Period && g.order.ackData() && !g.cfg.EVS && g.cfg.bug != bugResendEach {
+		if t, ok := g.resentAt[to]; ok && g.now.Sub(t) < g.cfg.Period && g.order.ackData() && g.cfg.bug != bugResendEach {
 			return
 		}
 		h := g.heldBefore()
