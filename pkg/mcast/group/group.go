@@ -117,6 +117,8 @@ const (
 	bugResendEach                    // every status resends what it shows missing, not once per Period to a member (retransmit)
 	bugRelayFinals                   // isis: every member resends every sender's agreed priorities a status lacks, not only its own
 	bugViewByNumber                  // evs: a frame of this view's number is taken whatever leader it names (Msg.Lead)
+	bugMergePartial                  // evs: a component merges into another without the members that did not answer the change
+	bugEVSGone                       // evs: a member answers a frame of an older view it is no longer with by MsgGone (the sender rejoins instead of merging)
 )
 
 // Group events. Text forms: "view 7 members 1,2,4 joined 4 left 3",
@@ -411,6 +413,8 @@ type Group struct {
 	// extended virtual synchrony (group_evs.go)
 	known      map[node.ID]bool // every process seen in a view, and the contacts
 	mergeInto  node.ID          // this component is to join the one this process leads
+	mergeNext  node.ID          // mergeInto, once the view without the members that did not answer is in
+	mergeView  uint64           // the view number of the probe that set mergeInto
 	mergeJoins map[Member]bool  // joiners from another component
 	// later: per process, the highest incarnation heard of it (its
 	// frames, its joins, its merge probes) when above the one in the
@@ -584,6 +588,16 @@ func (g *Group) install(v View) {
 		}
 	}
 	g.lastView, g.mergeInto, g.merging = v.ID, node.None, false
+	if g.mergeNext != node.None && v.Members[0].ID == g.cfg.ID && (v.ID < g.mergeView || v.ID == g.mergeView && g.mergeNext < g.cfg.ID) {
+		// The change that installs v put a merge off until the members
+		// that did not answer were out (leadChange): it comes next, if
+		// group_evs.go's rule still has this component join the other
+		// with v's number (the other leader decided on the number of
+		// its probe; were v's above it, both might join the other). If
+		// not, the next probes decide afresh.
+		g.mergeInto = g.mergeNext
+	}
+	g.mergeNext = node.None
 	g.seq = 0
 	g.store, g.above = make([]map[uint64][]byte, n), make([]map[uint64]bool, n)
 	for i := range g.store {
@@ -1160,7 +1174,27 @@ func (g *Group) tryCommit() {
 		for _, m := range joined {
 			c.Merged = c.Merged || g.mergeJoins[m]
 		}
-		if g.mergeInto != node.None {
+		whole := len(c.Survivors) == len(g.view.Members)
+		if g.mergeInto != node.None && !whole && g.cfg.bug != bugMergePartial {
+			// EVS: a component merges as a whole view. Members that did
+			// not answer are in another component by now (or on their
+			// way to one: a straggler that installs this view late);
+			// were this change to take the rest into the other
+			// component, such a member would later leave this view by
+			// a merge of its own, and the two merges would look to the
+			// checks (CheckViews keys a merge by the view it leaves) as
+			// one that the members moved on from together with
+			// different deliveries (TestSimGroups none/evs seed 85,
+			// once MsgGone no longer ended stragglers, laggard). So this
+			// change installs the view of those that answered, and the
+			// merge follows from there (install keeps mergeInto):
+			// "each subset continues observing the (partitionable)
+			// Virtual Synchrony model separately. Upon re-merging, the
+			// merged set will be virtually synchronized from the merging
+			// membership change message" (Nita-Rotaru's CS7610 notes,
+			// "Partitions").
+			g.mergeNext = g.mergeInto
+		} else if g.mergeInto != node.None {
 			// EVS: the whole component leaves to join another (no joins:
 			// the joiners will find the merged group).
 			c.Next = View{ID: g.view.ID + 1}

@@ -322,6 +322,29 @@ func (g *Group) laggard(from node.ID, inc, view uint64) {
 		g.send(from, Msg{Type: MsgInstall, View: g.view.ID - 1, Change: g.lastInst})
 		return
 	}
+	if _, ok := g.pos[from]; !ok && g.cfg.EVS && g.cfg.bug != bugEVSGone {
+		// Extended virtual synchrony: this member's later view without
+		// the sender's process does not mean that the group went on
+		// without it, only that the two are in different components now (a
+		// partition: each side installs a view of its own, and the
+		// other side's may be this member alone). A MsgGone would make
+		// the sender, and every member of its component, rejoin as new
+		// incarnations (TestEVSHealGone: all four of the other side,
+		// when the network heals as the member cut off installs its own
+		// view) where the seed has the components merge with their
+		// histories: "each subset continues observing the
+		// (partitionable) Virtual Synchrony model separately. Upon
+		// re-merging, the merged set will be virtually synchronized from
+		// the merging membership change message" (Nita-Rotaru's CS7610
+		// notes, "Partitions"). So no answer: the sender hears nothing
+		// of its view from here, suspects this member and goes on in a
+		// view of its own, and the leaders' probes merge the two
+		// (group_evs.go). A frame of an earlier incarnation of a process
+		// in this view is still answered (below): that incarnation has
+		// ended, there is no component of it to merge.
+		g.stats["evs-no-gone"]++
+		return
+	}
 	if _, ok := g.pos[from]; !ok || g.view.Members[g.pos[from]].Inc != inc {
 		// Named for the incarnation whose frame it answers: a later
 		// incarnation of the same process, live in a view or joining,
@@ -881,13 +904,15 @@ func (g *Group) heldBefore() *heldSnap {
 // heartbeats' rate: each would otherwise resend what a member that lags
 // by more than half a Period has not yet read, a frame per status from
 // each of the n−1 others; in a 9-member Lamport flood on loopback that
-// storm, not the order, set the rate. Not with EVS (as ISIS's
-// retransmit: changing its repair timing exposed deliveries across two
-// components that number views alike).
+// storm, not the order, set the rate. With EVS too: changing the repair
+// timing there once exposed deliveries across two components that
+// number views alike, while frames named their view by number only;
+// they name its leader now, and handle drops another view's (doc.go,
+// "views numbered alike").
 func (g *Group) retransmit(to node.ID, recv []uint64, ordered uint64, ask bool) {
 	top, have := g.recv, uint64(len(g.stamps))
 	if !ask && !g.flushing {
-		if t, ok := g.resentAt[to]; ok && g.now.Sub(t) < g.cfg.Period && g.order.ackData() && !g.cfg.EVS && g.cfg.bug != bugResendEach {
+		if t, ok := g.resentAt[to]; ok && g.now.Sub(t) < g.cfg.Period && g.order.ackData() && g.cfg.bug != bugResendEach {
 			return
 		}
 		h := g.heldBefore()

@@ -43,6 +43,13 @@ import (
 // component joined another that it cannot reach) installs a view of its
 // own, one above its last, and merges from there.
 //
+// A component merges as a whole view: a change that would take it into
+// another without members that did not answer installs the view of
+// those that did, and the merge follows (leadChange). And a member does
+// not answer a frame of a view it has left from a process outside its
+// view with MsgGone (laggard): under EVS that process is in another
+// component, not out of the group, and the two merge as above.
+//
 // The seed leaves open how components find each other and which way a
 // merge goes; JGroups' MERGE protocols probe from coordinators in the
 // same way, and the deterministic direction makes two leaders that probe
@@ -87,7 +94,7 @@ func (g *Group) onMerge(from node.ID, m Msg) {
 	if m.View > g.view.ID || m.View == g.view.ID && (from < g.cfg.ID || g.cfg.bug == bugMergeEitherWay) {
 		// We join them (group_evs.go's rule): the change starts at the
 		// next tick.
-		g.mergeInto = from
+		g.mergeInto, g.mergeView = from, m.View
 		g.stats["merges-out"]++
 		return
 	}

@@ -347,10 +347,7 @@ func (o *isisOrder) resend() {
 		if m.ID == g.cfg.ID {
 			continue
 		}
-		from := s.finalRecv[j]
-		if !g.cfg.EVS { // as retransmit: EVS keeps its repair timing
-			from = max(from, s.agreedBy[j])
-		}
+		from := max(s.finalRecv[j], s.agreedBy[j])
 		for q := from + 1; q <= min(g.recv[j], h.recv[j]) && len(s.prioOut[m.ID]) < 256; q++ {
 			if p, ok := s.prop[Stamp{m.ID, q}]; ok {
 				s.prioOut[m.ID] = append(s.prioOut[m.ID], PrioItem{Sender: m.ID, Seq: q, Prio: p})
@@ -362,7 +359,7 @@ func (o *isisOrder) resend() {
 
 // retransmit sends a member the agreed priorities its status lacks
 // (those this member held half a Period ago, unless the status asks: as
-// retransmit). Outside view changes, unasked and without EVS, a member
+// retransmit). Outside view changes and unasked, a member
 // sends only its own messages' agreed priorities: their sender holds
 // them all (it agreed them, Nita-Rotaru's CS7610 notes, "ISIS total
 // order": the sender sends the final priority to everyone), and a
@@ -370,11 +367,9 @@ func (o *isisOrder) resend() {
 // Every member relaying every sender's, up to maxPrios per status, sent
 // each lagging member the same agreed priorities from n−1 members: in a
 // 9-member flood a sixth of a member's CPU (the planted bugRelayFinals).
-// With EVS all go as before: two components may number views alike, and
-// changing when repairs go let a member deliver another component's
-// message (seeds 69 and 173 of TestSimGroups/isis/evs, while frames named
-// their view by number only; doc.go, "views numbered alike"); the repair
-// timing stays as it was there.
+// With EVS too (seeds 69 and 173 of TestSimGroups/isis/evs let a member
+// deliver another component's message only while frames named their
+// view by number only; doc.go, "views numbered alike").
 func (o *isisOrder) retransmit(to node.ID, finals []uint64, ask bool) {
 	g := o.g
 	if len(finals) != len(g.view.Members) {
@@ -392,7 +387,7 @@ func (o *isisOrder) retransmit(to node.ID, finals []uint64, ask bool) {
 		}
 		top = h.finals
 	}
-	own := !ask && !g.flushing && !g.cfg.EVS && g.cfg.bug != bugRelayFinals
+	own := !ask && !g.flushing && g.cfg.bug != bugRelayFinals
 	var out []PrioItem
 	for j, m := range g.view.Members {
 		if own && m.ID != g.cfg.ID {

@@ -647,6 +647,7 @@ func TestSimGroupsCatchPlantedBugs(t *testing.T) {
 		{"totem: a token with a stale aru goes through", TotalTotem, bugTotemStaleAru, []string{"safe delivery"}},
 		{"evs: a component merges into another without its flush", TotalNone, bugMergeNoFlush, []string{"virtual synchrony", "self delivery"}},
 		{"evs: equal views both join the other", TotalNone, bugMergeEitherWay, []string{"EVS: "}},
+		{"evs: a component merges without the members that did not answer", TotalNone, bugMergePartial, []string{"virtual synchrony"}},
 		{"safe: the transitional set is the whole old view", TotalNone, bugTransWholeView, []string{"transitional set"}},
 		{"safe: the transitional set leaves out whom a member suspects", TotalNone, bugTransLocal, []string{"transitional set (11)"}},
 		{"a change that drops a silent member drops a live one too", TotalSequencer, bugDropLive, []string{"live component"}},
@@ -657,7 +658,7 @@ func TestSimGroupsCatchPlantedBugs(t *testing.T) {
 			// schedule.
 			simtest.CatchSome(t, c.name, 2*seeds, enough, func(i uint64) error {
 				seed, flush := (i+1)/2, i%2 == 0
-				evs := c.bug == bugMergeNoFlush || c.bug == bugMergeEitherWay
+				evs := c.bug == bugMergeNoFlush || c.bug == bugMergeEitherWay || c.bug == bugMergePartial
 				sc := gscenario{seed: seed, total: c.total, bug: c.bug, flush: flush, safe: c.bug == bugSafeSkipLast || c.bug == bugTotemStaleAru || c.bug == bugTransWholeView || c.bug == bugTransLocal, evs: evs}
 				_, _, _, err := sc.run()
 				return err
