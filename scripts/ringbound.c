@@ -5,9 +5,11 @@
  * sends it on to the next the moment it arrives. It prints the median
  * rotation time (the token back at process 1) and hop time (send by one
  * process to receipt by the next; one host, one CLOCK_MONOTONIC), and the
- * latency that bounds a token protocol: a message waits on average half a
- * rotation for the token, then takes one hop (TOTEM, Amir et al. 1995,
- * section 3: only the token's holder broadcasts).
+ * latency that bounds a token protocol: only the token's holder sends
+ * (Nita-Rotaru's CS7610 notes, "TOTEM: the single-ring protocol"), so a
+ * message waits 0 to n-1 hops for the token (Tanenbaum and van Steen
+ * ch. 6, the token ring's "delay before entry"), half a rotation on
+ * average, then takes one hop to the others.
  *
  *   ringbound N SECS [LOAD]
  *
@@ -55,7 +57,7 @@ struct frame {
 
 struct shared {
 	uint64_t nhop[MAXN];
-	uint64_t nrot, lost;
+	uint64_t nrot, lost, ready;
 	uint64_t loadsent[MAXN];
 };
 
@@ -79,11 +81,13 @@ static int member(int i, int n, uint64_t end, uint64_t load, int port0, struct s
 	struct sockaddr_in *next = &peer[(i + 1) % n];
 	struct frame f;
 	memset(&f, 0, sizeof f);
-	/* Process 0 starts the token once every process is bound. */
+	/* Process 0 starts the token once every process is bound (a busy
+	 * host may take long to run them all). */
+	__atomic_add_fetch(&sh->ready, 1, __ATOMIC_SEQ_CST);
 	uint64_t last = 0;
 	int skip = 0;
 	if (i == 0) {
-		usleep(200000);
+		while (__atomic_load_n(&sh->ready, __ATOMIC_SEQ_CST) < (uint64_t)n && now_ns() < end) usleep(1000);
 		f.kind = 'T';
 		f.sent = last = now_ns();
 		sendto(s, &f, sizeof f, 0, (struct sockaddr *)next, sizeof *next);
@@ -171,7 +175,7 @@ int main(int argc, char **argv) {
 	memset(sh, 0, sizeof *sh);
 	srand((unsigned)(now_ns() ^ (uint64_t)getpid()));
 	int port0 = 30000 + rand() % 20000;
-	uint64_t end = now_ns() + 200000000u + (uint64_t)(secs * 1e9);
+	uint64_t end = now_ns() + 200000000u + (uint64_t)(secs * 1e9); /* 0.2 s to start */
 	pid_t kids[MAXN];
 	for (int i = 0; i < n; i++) {
 		kids[i] = fork();
