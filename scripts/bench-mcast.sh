@@ -238,6 +238,16 @@ until corosync-cpgtool >/dev/null 2>&1; do
   [ "$(date +%s)" -lt "$deadline" ] || { echo "corosync did not start within 30 s:" >&2; tail "$work/corosync.log" >&2; exit 1; }
   sleep 0.1
 done
+# corosync-cpgtool answers for any corosync of this network namespace: if
+# ours exited because another daemon holds /var/run/corosync.pid (another
+# run of step 6 on this host), our clients would share that daemon, its
+# load and group names, and fail when it ends.
+sleep 0.5
+if ! kill -0 "${pids[-1]}" 2>/dev/null; then
+  echo "corosync exited: another corosync holds /var/run/corosync.pid (another run of step 6 on this host?); the one-node anchor would not be ours alone:" >&2
+  tail -3 "$work/corosync.log" >&2
+  exit 1
+fi
 field() { # file regexp: the last number in the first match
   grep -oE "$2" "$1" | head -1 | grep -oE '[0-9.]+' | tail -1
 }
