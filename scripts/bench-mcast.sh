@@ -26,6 +26,24 @@
 #      Any sequence-check error of any member fails the script; the
 #      failed flood's reports and stderr logs of every member are kept
 #      in a directory the script names (bench-mcast-failed.* in TMPDIR).
+#      The one-node anchor is no ring: its n clients reach one daemon over
+#      IPC, with no network hop between members. Beside it, for each n:
+#      a. the token ring's physical bound: n processes on loopback pass
+#         one UDP datagram round a ring with no protocol at all
+#         (scripts/ringbound.c, built here with gcc), idle and while each
+#         also sends 1,000 64-byte datagrams/s to every other: median
+#         rotation and hop, the latency a token protocol cannot beat at
+#         1,000 msgs/s per member (half a rotation, then one hop), and
+#         TOTEM's median at 1,000/s divided by it;
+#      b. corosync as a ring of n nodes: n daemons (transport udpu), each
+#         in a network namespace of scripts/netsplit.sh (veth pairs onto a
+#         bridge in a namespace of its own, all removed at exit, on failure
+#         and on SIGINT), one cpgflood client per namespace, and the mcast
+#         members in the same namespaces (--insecure, as corosync runs
+#         with crypto none); the same flood and rate runs, and the ratios
+#         of corosync's ring to its one node and of every order (in the
+#         namespaces, and on loopback) to the ring. Needs ip, iptables
+#         and network namespaces (root); without them it says so and skips.
 #
 #   scripts/bench-mcast.sh
 #   PARTS="6" MEMBERS="9" scripts/bench-mcast.sh   only the steps listed
@@ -33,17 +51,26 @@
 #       (default "3 5 9"); COUNT sets step 6's flood per member (default
 #       100000), BENCH_TIMEOUT the longest one member of one run of step 6
 #       may take (default 300 s; a member that takes longer fails the bench)
+#   RING=0 scripts/bench-mcast.sh   step 6 without corosync's ring of n
+#       nodes in namespaces (the bound is still measured); BOUND_SECS how
+#       long each of the bound's runs lasts (default 3)
 . "$(dirname "$0")/lib.sh"
 parts=" ${PARTS:-1 2 3 4 5 6} "
 part() { [[ "$parts" == *" $1 "* ]]; }
 work=$(mktemp -d)
 pids=()
+ringdir=
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  # Step 6's namespaced ring: its daemons and members go with the
+  # namespaces (scripts/netsplit.sh down kills whatever runs in them).
+  [ -z "$ringdir" ] || scripts/netsplit.sh down -d "$ringdir" >/dev/null 2>&1 || true
   wait 2>/dev/null || true
   rm -rf "$work"
 }
 trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 build_tools "$work/bin"
 mc="$bin/mcast"
 
@@ -211,29 +238,50 @@ until corosync-cpgtool >/dev/null 2>&1; do
   [ "$(date +%s)" -lt "$deadline" ] || { echo "corosync did not start within 30 s:" >&2; tail "$work/corosync.log" >&2; exit 1; }
   sleep 0.1
 done
+# corosync-cpgtool answers for any corosync of this network namespace: if
+# ours exited because another daemon holds /var/run/corosync.pid (another
+# run of step 6 on this host), our clients would share that daemon, its
+# load and group names, and fail when it ends.
+sleep 0.5
+if ! kill -0 "${pids[-1]}" 2>/dev/null; then
+  echo "corosync exited: another corosync holds /var/run/corosync.pid (another run of step 6 on this host?); the one-node anchor would not be ours alone:" >&2
+  tail -3 "$work/corosync.log" >&2
+  exit 1
+fi
 field() { # file regexp: the last number in the first match
   grep -oE "$2" "$1" | head -1 | grep -oE '[0-9.]+' | tail -1
 }
+member() { # i CMD...: run CMD as member i: on loopback, or in the ring's namespace i
+  local i=$1
+  shift
+  if [ -n "$inring" ]; then scripts/netsplit.sh exec "$i" -d "$inring" -- "$@"; else "$@"; fi
+}
+inring=
+where=
 coro() { # tag members count [rate] (corosync runs in the background: wait for the clients only)
   local c=()
-  for ((i = 1; i <= $2; i++)); do timeout "$tmo" "$work/cpgflood" "rt$1" "$2" "$3" 64 ${4:-} >"$work/coro.$1.$i" & c+=($!); done
-  wait "${c[@]}" || echo "corosync CPG, $2 members: a client failed or took over $tmo s" >&2
-  echo "corosync CPG, $2 members: $(cat "$work/coro.$1.1")"
+  for ((i = 1; i <= $2; i++)); do member "$i" timeout "$tmo" "$work/cpgflood" "rt$1" "$2" "$3" 64 ${4:-} >"$work/coro.$1.$i" & c+=($!); done
+  wait "${c[@]}" || echo "corosync CPG$where, $2 members: a client failed or took over $tmo s" >&2
+  echo "corosync CPG$where, $2 members: $(cat "$work/coro.$1.1")"
 }
 fails=0
 tmo=${BENCH_TIMEOUT:-300}
 count=${COUNT:-100000}
 ours() { # tag total members count [rate]: every member waits for every message
-  local c=() i
-  peers "$3"
-  for ((i = 1; i <= $3; i++)); do timeout "$tmo" "$mc" bench --id "$i" --peers @"$work/peers" --order total --total "$2" --count "$4" ${5:+--rate $5} --size 64 --json 2>"$work/ours.$1.$i.log" >"$work/ours.$1.$i" & c+=($!); done
+  local c=() i pf=$work/peers insecure=()
+  # In the ring's namespaces the members reach each other over veth, not
+  # loopback: without a key, as corosync runs here (crypto none).
+  if [ -n "$inring" ]; then pf=$inring/peers insecure=(--insecure); else peers "$3"; fi
+  for ((i = 1; i <= $3; i++)); do member "$i" timeout "$tmo" "$mc" bench --id "$i" --peers @"$pf" "${insecure[@]}" --order total --total "$2" --count "$4" ${5:+--rate $5} --size 64 --json 2>"$work/ours.$1.$i.log" >"$work/ours.$1.$i" & c+=($!); done
   wait "${c[@]}" || true
-  echo "mcast $2, $3 members: $(cat "$work/ours.$1.1")"
+  echo "mcast $2$where, $3 members: $(cat "$work/ours.$1.1")"
   local failed=0
   for ((i = 1; i <= $3; i++)); do
     # A sequence-check error (a hole, a repeat, a bad checksum, a missing
     # message) at any member fails the bench.
-    e=$(field "$work/ours.$1.$i" '"errors":[0-9]+')
+    # No report at all (a member that died) is a failure too, not the
+    # end of the script.
+    e=$(field "$work/ours.$1.$i" '"errors":[0-9]+' || true)
     if [ "${e:-1}" != 0 ]; then
       echo "FAIL: $1, member $i: ${e:-no report} errors: $(grep -oE '"first_error":"[^"]*"' "$work/ours.$1.$i")" >&2
       fails=$((fails + 1))
@@ -244,13 +292,78 @@ ours() { # tag total members count [rate]: every member waits for every message
     # Keep a failed flood's reports and logs (views, suspicions, missed
     # and lost lines) past the script's cleanup.
     [ -n "$kept" ] || kept=$(mktemp -d "${TMPDIR:-/tmp}/bench-mcast-failed.XXXXXX")
-    cp "$work/peers" "$kept/$1.peers"
+    cp "$pf" "$kept/$1.peers"
     cp "$work/ours.$1".* "$kept/"
     echo "FAIL: $1: reports and logs of every member kept in $kept" >&2
   fi
 }
 kept=
 ratio() { awk -v a="$1" -v b="$2" -v what="$3" 'BEGIN { printf "ratio %s: %.2f\n", what, a / b }'; }
+ratio_or() { # as ratio, or say that a run gave no figure
+  if [ -n "$1" ] && [ -n "$2" ]; then ratio "$@"; else echo "ratio $3: none (a run gave no figure)"; fi
+}
+
+# The token ring's physical bound (scripts/ringbound.c): n processes on
+# loopback pass one datagram round a ring with no protocol, idle and under
+# the bench's load (1,000 64-byte datagrams/s from each to every other).
+gcc -O2 -o "$work/ringbound" scripts/ringbound.c
+bound_secs=${BOUND_SECS:-3}
+bound() { # n (a failed run says so; the bench goes on)
+  "$work/ringbound" "$1" "$bound_secs" >"$work/bound.$1.idle" || true
+  "$work/ringbound" "$1" "$bound_secs" 1000 >"$work/bound.$1.load" || true
+  cat "$work/bound.$1.idle" "$work/bound.$1.load"
+  echo "(load average: $(cut -d' ' -f1-3 /proc/loadavg))"
+}
+
+# corosync as a ring of n nodes: n daemons, one per network namespace of
+# scripts/netsplit.sh (veth pairs onto a bridge in a namespace of its own),
+# transport udpu, and one CPG client in each namespace: libqb's IPC uses
+# abstract unix sockets, which belong to a network namespace, so each
+# client reaches its own namespace's daemon. corosync locks
+# /var/run/corosync.pid: each daemon gets a /run of its own (ip netns exec
+# runs it in a mount namespace of its own, so the bind stays there).
+ring=${RING:-1}
+if [ "$ring" != 0 ] && { ! command -v ip >/dev/null 2>&1 || ! command -v iptables >/dev/null 2>&1 || ! ip netns list >/dev/null 2>&1; }; then
+  echo "(ip or iptables is missing, or this host refuses network namespaces: corosync as a ring of n nodes is skipped)"
+  ring=0
+fi
+ring_up() { # n: the namespaces, and corosync running in each; returns 1 if it cannot
+  ringdir=$work/ring$1
+  if ! scripts/netsplit.sh up -n "$1" -d "$ringdir" >"$work/netsplit.log" 2>&1; then
+    echo "(cannot make network namespaces here: corosync as a ring of $1 nodes is skipped)"; cat "$work/netsplit.log" >&2
+    scripts/netsplit.sh down -d "$ringdir" >/dev/null 2>&1 || true
+    ringdir=
+    return 1
+  fi
+  {
+    printf 'totem {\n    version: 2\n    cluster_name: rtring\n    transport: udpu\n    crypto_cipher: none\n    crypto_hash: none\n}\n'
+    printf 'nodelist {\n'
+    sed -E 's/^([0-9]+)=([0-9.]+):.*/    node {\n        ring0_addr: \2\n        nodeid: \1\n    }/' "$ringdir/peers"
+    printf '}\nquorum {\n    provider: corosync_votequorum\n}\nlogging {\n    to_stderr: yes\n    to_syslog: no\n}\n'
+  } >"$ringdir/corosync.conf"
+  local i deadline
+  for ((i = 1; i <= $1; i++)); do
+    mkdir -p "$ringdir/run.$i" "$ringdir/state.$i"
+    sed "s|^totem {|system {\n    state_dir: $ringdir/state.$i\n}\ntotem {|" "$ringdir/corosync.conf" >"$ringdir/corosync.$i.conf"
+    scripts/netsplit.sh exec "$i" -d "$ringdir" -- sh -c 'mount --bind "$1" /run && exec corosync -f -c "$2"' sh "$ringdir/run.$i" "$ringdir/corosync.$i.conf" >"$ringdir/corosync.$i.log" 2>&1 &
+  done
+  # Up once every daemon has the whole ring among its members.
+  deadline=$(( $(date +%s) + 30 ))
+  for ((i = 1; i <= $1; i++)); do
+    until [ "$(scripts/netsplit.sh exec "$i" -d "$ringdir" -- corosync-cmapctl runtime.members 2>/dev/null | grep -c 'status (str) = joined' || true)" = "$1" ]; do
+      if [ "$(date +%s)" -ge "$deadline" ]; then
+        echo "corosync ring of $1 nodes: node $i did not see every node joined within 30 s:" >&2
+        tail -5 "$ringdir/corosync.$i.log" >&2
+        return 1
+      fi
+      sleep 0.1
+    done
+  done
+}
+ring_down() {
+  scripts/netsplit.sh down -d "$ringdir" >/dev/null 2>&1 || true
+  ringdir=
+}
 for n in ${MEMBERS:-3 5 9}; do
   echo
   echo "-- $n members: a flood of $count each, then 3,000 each at 1,000/s"
@@ -265,6 +378,36 @@ for n in ${MEMBERS:-3 5 9}; do
   cl=$(field "$work/coro.rate$n.1" 'p50 [0-9.]+us')
   for t in sequencer totem; do
     ratio "$(field "$work/ours.${t}rate$n.1" '"p50_us":[0-9]+')" "$cl" "$t median latency at 1,000/s / corosync, $n members (target ≤ 1)"
+  done
+
+  echo "-- $n members: the token ring's physical bound (n processes on loopback, one datagram round the ring, no protocol)"
+  bound "$n"
+  bl=$(field "$work/bound.$n.load" 'bound \(rotation/2 \+ hop\) [0-9.]+us' || true)
+  ratio_or "$(field "$work/ours.totemrate$n.1" '"p50_us":[0-9]+')" "$bl" "totem median latency at 1,000/s / the token ring's bound under load ($bl us), $n members"
+
+  [ "$ring" != 0 ] || continue
+  echo "-- $n members: corosync as a ring of $n nodes (one daemon per network namespace, udpu over veth and a bridge), mcast members in the same namespaces"
+  echo "(load average: $(cut -d' ' -f1-3 /proc/loadavg))"
+  ring_up "$n" || { ring_down; continue; }
+  inring=$ringdir where=" (namespaces)"
+  coro "ringflood$n" "$n" "$count"
+  for t in sequencer lamport isis totem; do ours "${t}ringflood$n" "$t" "$n" "$count"; done
+  coro "ringrate$n" "$n" 3000 1000
+  for t in sequencer totem; do ours "${t}ringrate$n" "$t" "$n" 3000 1000; done
+  inring= where=
+  ring_down
+  echo "(load average: $(cut -d' ' -f1-3 /proc/loadavg))"
+  rf=$(field "$work/coro.ringflood$n.1" '[0-9]+ msgs/s' || true)
+  rl=$(field "$work/coro.ringrate$n.1" 'p50 [0-9.]+us' || true)
+  ratio_or "$rf" "$cf" "corosync flood msgs/s, ring of $n nodes / one node"
+  ratio_or "$rl" "$cl" "corosync median latency at 1,000/s, ring of $n nodes / one node"
+  for t in sequencer lamport isis totem; do
+    ratio_or "$(field "$work/ours.${t}ringflood$n.1" '"msgs_per_s":[0-9.]+')" "$rf" "$t flood msgs/s / corosync, both in namespaces, ring of $n nodes"
+    ratio_or "$(field "$work/ours.${t}flood$n.1" '"msgs_per_s":[0-9.]+')" "$rf" "$t flood msgs/s on loopback / corosync ring of $n nodes"
+  done
+  for t in sequencer totem; do
+    ratio_or "$(field "$work/ours.${t}ringrate$n.1" '"p50_us":[0-9]+')" "$rl" "$t median latency at 1,000/s / corosync, both in namespaces, ring of $n nodes"
+    ratio_or "$(field "$work/ours.${t}rate$n.1" '"p50_us":[0-9]+')" "$rl" "$t median latency at 1,000/s on loopback / corosync ring of $n nodes"
   done
 done
 if [ "$fails" -gt 0 ]; then
