@@ -119,7 +119,6 @@ const (
 	bugViewByNumber                  // evs: a frame of this view's number is taken whatever leader it names (Msg.Lead)
 	bugMergePartial                  // evs: a component merges into another without the members that did not answer the change
 	bugEVSGone                       // evs: a member answers a frame of an older view it is no longer with by MsgGone (the sender rejoins instead of merging)
-	bugTotemTokenLast                // totem: the holder passes the token after its data has gone to every member, not only to the token's receiver
 )
 
 // Group events. Text forms: "view 7 members 1,2,4 joined 4 left 3",

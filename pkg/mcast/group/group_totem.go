@@ -61,7 +61,6 @@ const TotalTotem Total = 4
 type totemOrder struct {
 	positions
 	totemState
-	scratch []node.Envelope[Msg] // tokenAhead's
 }
 
 func newTotem(g *Group) totalOrder { return &totemOrder{positions: positions{fifoOrder{g: g}}} }
@@ -285,37 +284,6 @@ func (o *totemOrder) pass() {
 	t.passed, t.passedAt = tok, g.now
 	t.sentRot, t.sentAt = tok.Rot, g.now
 	g.send(next, Msg{Type: MsgToken, View: g.view.ID, Token: cloneToken(tok)})
-	if g.cfg.bug != bugTotemTokenLast {
-		o.tokenAhead(next)
-	}
-}
-
-// tokenAhead puts the frames to the token's receiver next, the token
-// last among them, ahead of the frames to the other members: what the
-// holder multicast goes to next before the token, as the notes' holder
-// multicasts and then passes the token (Nita-Rotaru's CS7610 notes,
-// "TOTEM: The single-ring protocol"), but the token does not wait while
-// the same data goes to the n−2 others. A message waits for the token
-// to come round, one hop per member, and at nine members the copies to
-// the others (a system call each) were most of a hop; the others still
-// get the data before the token reaches them, one hop or more later.
-// Each member's frames keep their order; frames to different members
-// are never ordered by the network, so no guarantee changes.
-func (o *totemOrder) tokenAhead(next node.ID) {
-	g := o.g
-	rest := o.scratch[:0]
-	k := 0
-	for _, e := range g.out {
-		if e.To == next {
-			g.out[k] = e
-			k++
-		} else {
-			rest = append(rest, e)
-		}
-	}
-	copy(g.out[k:], rest)
-	clear(rest)
-	o.scratch = rest[:0]
 }
 
 func cloneToken(t *Token) *Token {
