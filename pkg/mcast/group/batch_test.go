@@ -152,7 +152,7 @@ func TestLamportFloodAcks(t *testing.T) {
 		t.Skip("single-goroutine simulator flood: run without -race")
 	}
 	for _, bug := range []bug{0, bugNoBatch} {
-		per := floodFrames(t, 9, Config{Total: TotalLamport, bug: bug}, 16, 50*time.Millisecond)
+		per := floodFrames(t, 9, Config{Total: TotalLamport, bug: bug}, load{batch: 16, dur: 50 * time.Millisecond}).per
 		t.Logf("bug %d: data %.3f, status %.3f frames per message", bug, per(MsgData), per(MsgStatus))
 		if caught := per(MsgStatus) > 1; caught != (bug != 0) {
 			t.Errorf("bug %d: %.3f status frames per message (bound 1)", bug, per(MsgStatus))

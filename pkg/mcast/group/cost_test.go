@@ -31,67 +31,11 @@ func (c loadCost) String() string {
 // message.
 func measureLoad(t *testing.T, n int, cfg Config, rate int, dur time.Duration) loadCost {
 	t.Helper()
-	ids := make([]node.ID, n)
-	for i := range ids {
-		ids[i] = node.ID(i + 1)
-	}
-	s, delivered := countingGroup(t, ids, cfg)
-	if err := s.RunFor(2 * time.Second); err != nil {
-		t.Fatal(err)
-	}
-	for _, id := range ids {
-		if g := s.Machine(id).(*Group); !g.inView || len(g.view.Members) != n {
-			t.Fatalf("%v: member %d not in the full view", cfg.Total, id)
-		}
-	}
-	resent := func() (k uint64) {
-		for _, id := range ids {
-			k += s.Machine(id).(*Group).stats["retransmitted"]
-		}
-		return k
-	}
-	before := map[uint8]int{}
-	for typ, k := range s.Stats.Sent {
-		before[typ] = k
-	}
-	resent0, delivered0 := resent(), *delivered
-	every := time.Second / time.Duration(rate)
-	count := 0
-	for at := time.Duration(0); at < dur; at += every {
-		for _, id := range ids {
-			s.Inject(id, Msg{Type: MsgSend, Items: []mcast.Item{{Payload: []byte(fmt.Sprintf("%d-%d", id, count))}}})
-		}
-		count++
-		if err := s.RunFor(every); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want := delivered0 + n*n*count
-	for i := 0; i < 500 && *delivered < want; i++ {
-		if err := s.RunFor(time.Millisecond); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if *delivered != want {
-		t.Fatalf("%v safe=%v: %d deliveries, want %d", cfg.Total, cfg.Safe, *delivered-delivered0, want-delivered0)
-	}
-	msgs := float64(n * count)
-	per := func(types ...MsgType) float64 {
-		k := 0
-		for _, typ := range types {
-			k += s.Stats.Sent[uint8(typ)] - before[uint8(typ)]
-		}
-		return float64(k) / msgs
-	}
-	c := loadCost{Data: per(MsgData), Order: per(MsgOrder, MsgPrio, MsgFinal), Status: per(MsgStatus), Token: per(MsgToken)}
-	all := 0
-	for typ, k := range s.Stats.Sent {
-		all += k - before[typ]
-	}
-	c.Other = float64(all)/msgs - c.total()
-	r := float64(resent() - resent0)
-	c.Resent = r / msgs
-	c.ResentShare = r / (r + msgs*float64(n-1))
+	f := floodFrames(t, n, cfg, load{interval: time.Second / time.Duration(rate), dur: dur})
+	c := loadCost{Data: f.per(MsgData), Order: f.per(MsgOrder, MsgPrio, MsgFinal), Status: f.per(MsgStatus), Token: f.per(MsgToken)}
+	c.Other = f.per() - c.total()
+	c.Resent = f.resent
+	c.ResentShare = f.resent / (f.resent + float64(n-1))
 	return c
 }
 

@@ -145,8 +145,8 @@ func (o *isisOrder) ride(size int, to []node.ID) [][]PrioItem {
 // isisState is the per-view ISIS state.
 type isisState struct {
 	n         uint64            // the largest priority number seen or proposed
-	prop      map[Stamp]Prio    // this member's proposals
-	final     map[Stamp]Prio    // agreed priorities
+	prop      prioTable         // this member's proposals
+	final     prioTable         // agreed priorities
 	finalRecv []uint64          // per member: agreed priorities held without a gap
 	got       map[uint64][]Prio // own messages: proposals received, by position in the view
 	finalSent uint64            // own messages: agreed up to here
@@ -156,7 +156,7 @@ type isisState struct {
 }
 
 func (o *isisOrder) reset(n int) {
-	o.isisState = isisState{n: o.n, prop: map[Stamp]Prio{}, final: map[Stamp]Prio{}, finalRecv: make([]uint64, n),
+	o.isisState = isisState{n: o.n, prop: newPrioTable(n), final: newPrioTable(n), finalRecv: make([]uint64, n),
 		got: map[uint64][]Prio{}, prioOut: map[node.ID][]PrioItem{}, agreedBy: make([]uint64, n)}
 }
 
@@ -167,7 +167,7 @@ func (o *isisOrder) propose(j int, q uint64) {
 	s.n++
 	p := Prio{s.n, g.cfg.ID}
 	m := g.view.Members[j].ID
-	s.prop[Stamp{m, q}] = p
+	s.prop.set(j, q, p)
 	if m == g.cfg.ID {
 		o.proposal(q, g.pos[g.cfg.ID], p)
 		return
@@ -243,7 +243,7 @@ func (o *isisOrder) proposal(q uint64, i int, p Prio) {
 		}
 		delete(s.got, q)
 		s.finalSent = q
-		s.final[Stamp{g.cfg.ID, q}] = best
+		s.final.set(me, q, best)
 		s.finalRecv[me] = q
 		s.n = max(s.n, best.N)
 		s.finalOut = append(s.finalOut, PrioItem{Sender: g.cfg.ID, Seq: q, Prio: best})
@@ -259,10 +259,10 @@ func (o *isisOrder) takeFinals(items []PrioItem) {
 		if !ok || it.Seq <= s.finalRecv[j] {
 			continue
 		}
-		s.final[Stamp{it.Sender, it.Seq}] = it.Prio
+		s.final.set(j, it.Seq, it.Prio)
 		s.n = max(s.n, it.Prio.N)
 		for {
-			if _, ok := s.final[Stamp{it.Sender, s.finalRecv[j] + 1}]; !ok {
+			if _, ok := s.final.get(j, s.finalRecv[j]+1); !ok {
 				break
 			}
 			s.finalRecv[j]++
@@ -273,12 +273,11 @@ func (o *isisOrder) takeFinals(items []PrioItem) {
 // prio is message (j, q)'s place in the queue: agreed, or this
 // member's proposal (a lower bound of the agreed one).
 func (o *isisOrder) prio(j int, q uint64) (Prio, bool) {
-	g := o.g
-	st := Stamp{g.view.Members[j].ID, q}
-	if p, ok := o.final[st]; ok {
+	if p, ok := o.final.get(j, q); ok {
 		return p, true
 	}
-	return o.prop[st], false
+	p, _ := o.prop.get(j, q)
+	return p, false
 }
 
 // deliver delivers heads with agreed priorities. Each sender's first
@@ -349,7 +348,7 @@ func (o *isisOrder) resend() {
 		}
 		from := max(s.finalRecv[j], s.agreedBy[j])
 		for q := from + 1; q <= min(g.recv[j], h.recv[j]) && len(s.prioOut[m.ID]) < 256; q++ {
-			if p, ok := s.prop[Stamp{m.ID, q}]; ok {
+			if p, ok := s.prop.get(j, q); ok {
 				s.prioOut[m.ID] = append(s.prioOut[m.ID], PrioItem{Sender: m.ID, Seq: q, Prio: p})
 			}
 		}
@@ -394,7 +393,8 @@ func (o *isisOrder) retransmit(to node.ID, finals []uint64, ask bool) {
 			continue
 		}
 		for q := finals[j] + 1; q <= min(o.finalRecv[j], top[j]) && len(out) < maxPrios; q++ {
-			out = append(out, PrioItem{Sender: m.ID, Seq: q, Prio: o.final[Stamp{m.ID, q}]})
+			p, _ := o.final.get(j, q)
+			out = append(out, PrioItem{Sender: m.ID, Seq: q, Prio: p})
 		}
 	}
 	if len(out) > 0 {
@@ -418,7 +418,8 @@ func (o *isisOrder) finish(c *Change) {
 		}
 	}
 	slices.SortFunc(agreed, func(a, b Stamp) int {
-		pa, pb := o.final[a], o.final[b]
+		pa, _ := o.final.get(g.pos[a.Sender], a.Seq)
+		pb, _ := o.final.get(g.pos[b.Sender], b.Seq)
 		if pa == pb {
 			return 0
 		}
@@ -483,4 +484,57 @@ func (o *isisOrder) rode(from node.ID, i int, prios []PrioItem) {
 		}
 	}
 	o.takeFinals(finals)
+}
+
+// prioTable holds a priority per message of a view, by the sender's
+// position and the message's number: a slice per sender indexed by
+// number, since each sender's messages are numbered from 1 in a view and
+// a member proposes for them, and learns their agreed priorities, nearly
+// in that order. Maps keyed by Stamp held every message of the view
+// (180,000 in a 9-member flood of 20,000 each): each lookup a cache miss,
+// a third of a member's CPU in such a flood. A priority far beyond a
+// sender's slice (not seen in a run: agreement needs this member's own
+// proposal, so it follows the message) goes in far, so that no frame
+// makes the slice grow without bound.
+type prioTable struct {
+	by  [][]Prio // by[j][q-1]: message q of member j (By == node.None: none)
+	far map[prioKey]Prio
+}
+
+// prioKey is a message in prioTable.far: its sender's position, its number.
+type prioKey struct {
+	j int
+	q uint64
+}
+
+// prioFar bounds how far past a sender's slice set extends it.
+const prioFar = 1 << 16
+
+func newPrioTable(n int) prioTable { return prioTable{by: make([][]Prio, n)} }
+
+func (t *prioTable) get(j int, q uint64) (Prio, bool) {
+	if s := t.by[j]; q >= 1 && q <= uint64(len(s)) && s[q-1].By != node.None {
+		return s[q-1], true
+	}
+	if len(t.far) == 0 {
+		return Prio{}, false
+	}
+	p, ok := t.far[prioKey{j, q}]
+	return p, ok
+}
+
+func (t *prioTable) set(j int, q uint64, p Prio) {
+	s := t.by[j]
+	if q == 0 || q > uint64(len(s))+prioFar {
+		if t.far == nil {
+			t.far = map[prioKey]Prio{}
+		}
+		t.far[prioKey{j, q}] = p
+		return
+	}
+	for uint64(len(s)) < q {
+		s = append(s, Prio{})
+	}
+	s[q-1] = p
+	t.by[j] = s
 }

@@ -33,3 +33,25 @@ func TestISISFloodFiveMembers(t *testing.T) {
 		t.Errorf("isis, 5 members: %v", err)
 	}
 }
+
+// TestPrioTable: priorities are kept by sender and number, a number far
+// past a sender's slice (a stale or garbled frame) goes aside without
+// growing the slice, and is still found.
+func TestPrioTable(t *testing.T) {
+	tb := newPrioTable(2)
+	tb.set(0, 1, Prio{N: 5, By: 1})
+	tb.set(1, 3, Prio{N: 7, By: 2})
+	tb.set(1, 1<<40, Prio{N: 9, By: 2})
+	if p, ok := tb.get(0, 1); !ok || p.N != 5 {
+		t.Errorf("(0, 1): %v %v, want 5", p, ok)
+	}
+	if _, ok := tb.get(1, 2); ok {
+		t.Error("(1, 2) found, never set")
+	}
+	if p, ok := tb.get(1, 1<<40); !ok || p.N != 9 {
+		t.Errorf("(1, 2^40): %v %v, want 9", p, ok)
+	}
+	if len(tb.by[1]) != 3 {
+		t.Errorf("sender 1's slice holds %d, want 3", len(tb.by[1]))
+	}
+}

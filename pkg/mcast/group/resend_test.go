@@ -9,76 +9,6 @@ import (
 	"github.com/roundtable-go/roundtable/pkg/node"
 )
 
-// resentPerMessage floods a settled group of n members (each hands its
-// member 16 messages every millisecond for 50 ms) over loss-free links
-// of latency lag, with the last member paused for the first pause of it
-// (0: none; it then sends nothing), and reports the copies resent (retransmitted) per message
-// once every member has delivered every message, and the frames of the
-// given types per message.
-func resentPerMessage(t *testing.T, n int, cfg Config, lag, pause time.Duration) (float64, func(types ...MsgType) float64) {
-	t.Helper()
-	ids := make([]node.ID, n)
-	for i := range ids {
-		ids[i] = node.ID(i + 1)
-	}
-	cfg.StartWith = n
-	s, delivered := countingGroup(t, ids, cfg)
-	if err := s.RunFor(2 * time.Second); err != nil {
-		t.Fatal(err)
-	}
-	s.SetLatency(lag, lag)
-	resent := func() (k uint64) {
-		for _, id := range ids {
-			k += s.Machine(id).(*Group).stats["retransmitted"]
-		}
-		return k
-	}
-	before := map[uint8]int{}
-	for typ, k := range s.Stats.Sent {
-		before[typ] = k
-	}
-	resent0, delivered0, sent := resent(), *delivered, 0
-	if pause > 0 {
-		s.Pause(ids[n-1])
-		s.At(s.Now().Add(pause), func() { s.Resume(ids[n-1]) })
-	}
-	for at := time.Duration(0); at < 50*time.Millisecond; at += time.Millisecond {
-		for _, id := range ids {
-			if pause > 0 && id == ids[n-1] {
-				continue // it sends nothing: only what it receives lags
-			}
-			items := make([]mcast.Item, 16)
-			for k := range items {
-				items[k].Payload = []byte(fmt.Sprintf("%d-%d-%d", id, at, k))
-			}
-			r := s.Stats.Rejected
-			s.Inject(id, Msg{Type: MsgSend, Items: items})
-			if s.Stats.Rejected == r {
-				sent += len(items)
-			}
-		}
-		if err := s.RunFor(time.Millisecond); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for i := 0; i < 5000 && *delivered < delivered0+n*sent; i++ {
-		if err := s.RunFor(time.Millisecond); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if *delivered != delivered0+n*sent {
-		t.Fatalf("%v: %d deliveries, want %d", cfg.Total, *delivered-delivered0, n*sent)
-	}
-	per := func(types ...MsgType) float64 {
-		k := 0
-		for _, typ := range types {
-			k += s.Stats.Sent[uint8(typ)] - before[uint8(typ)]
-		}
-		return float64(k) / float64(sent)
-	}
-	return float64(resent()-resent0) / float64(sent), per
-}
-
 // TestLamportAcksResendOnce: Lamport's acknowledgements are statuses, one
 // per batch (ctrlBatch) from every member to every member. On links of
 // 25 ms (more than half a Period, so a status shows missing what is
@@ -95,13 +25,13 @@ func TestLamportAcksResendOnce(t *testing.T) {
 		t.Skip("single-goroutine simulator flood: run without -race")
 	}
 	const lag = 25 * time.Millisecond
-	beats, _ := resentPerMessage(t, 9, Config{Total: TotalSequencer}, lag, 0)
+	beats := floodFrames(t, 9, Config{Total: TotalSequencer}, load{batch: 16, dur: 50 * time.Millisecond, lag: lag}).resent
 	t.Logf("sequencer: %.2f copies resent per message", beats)
 	for _, c := range []struct {
 		bug  bug
 		fail bool
 	}{{0, false}, {bugResendEach, true}} {
-		r, _ := resentPerMessage(t, 9, Config{Total: TotalLamport, bug: c.bug}, lag, 0)
+		r := floodFrames(t, 9, Config{Total: TotalLamport, bug: c.bug}, load{batch: 16, dur: 50 * time.Millisecond, lag: lag}).resent
 		t.Logf("lamport, bug %d: %.2f copies resent per message", c.bug, r)
 		if over := r > 2*beats; over != c.fail {
 			t.Errorf("lamport, bug %d: %.2f copies resent per message, the sequencer's %.2f (want over twice that: %v)", c.bug, r, beats, c.fail)
