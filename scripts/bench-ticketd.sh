@@ -11,9 +11,9 @@
 #      was gone by then. Anchor: `etcdctl lock --ttl 1` held by a process
 #      that is killed with SIGKILL, and the time until a waiting
 #      `etcdctl lock` gets it. ROUNDS rounds each, alternating; ticketd
-#      twice: with its defaults (--round 40ms --max-kill-grace 100ms) and
-#      with --round 100ms --max-kill-grace 1s, for a command that needs a
-#      second to stop.
+#      with its defaults (--round 40ms --max-kill-grace 100ms) and with each
+#      variant of TICKETD_FLAGS (default: --round 100ms --max-kill-grace 1s,
+#      for a command that needs a second to stop).
 #   3. in-daemon take+release per second, 5 members, 4 tickets, without
 #      process start-up (go test -bench);
 #   4. load: CLIENTS (50) concurrent clients for LOAD_SECS (30) seconds
@@ -39,6 +39,10 @@
 #   scripts/bench-ticketd.sh [ITER] [ROUNDS]     (defaults 200 and 5)
 #   PARTS="4" scripts/bench-ticketd.sh            only the parts listed (default "1 2 3 4")
 #   CLIENTS=50 LOAD_SECS=30 TICKETS=5            part 4's load
+#   TICKETD_FLAGS="--round 30ms;--round 25ms"    part 2's variants beside the defaults,
+#                                                ';' between variants: each is timed in
+#                                                every round, in turn with the defaults
+#                                                and etcd, against etcd's median
 #   HOG=8                                        part 4 beside 8 busy loops (a busy
 #                                                host; each ends with the script, or
 #                                                after 10 min at most)
@@ -170,11 +174,16 @@ reclaim_ticketd() {
   for i in 1 2 3; do kill "$(cat "$work/r/h$i.pid")" 2>/dev/null || true; done
   rm -rf "$work/r"
 }
-: >"$work/tf.ms"
+# part 2's variants: TICKETD_FLAGS, ';' between them
+IFS=';' read -ra variants <<<"${TICKETD_FLAGS:---round 100ms --max-kill-grace 1s}"
+for j in "${!variants[@]}"; do : >"$work/tv$j.ms"; done
 for ((r = 0; r < rounds; r++)); do
   reclaim_ticketd "$work/tr.ms"
-  # the same with slower rounds and a long kill grace
-  reclaim_ticketd "$work/tf.ms" --round 100ms --max-kill-grace 1s
+  # the same with each variant's flags (unquoted: one word per flag)
+  for j in "${!variants[@]}"; do
+    # shellcheck disable=SC2086
+    reclaim_ticketd "$work/tv$j.ms" ${variants[$j]}
+  done
 
   # etcd: a holder with a 1 s lease killed by SIGKILL; a waiter
   # (started from a subshell, so that its SIGKILL is not reported as a job's)
@@ -193,10 +202,12 @@ done
 med() { sort -n "$1" | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 tr_med=$(med "$work/tr.ms"); er_med=$(med "$work/er.ms")
 echo "ticketd: ticket reclaimed after $(paste -sd' ' "$work/tr.ms") ms; median $tr_med ms (the killed member's command was gone first, every time)"
-tf_med=$(med "$work/tf.ms")
-echo "ticketd --round 100ms --max-kill-grace 1s: reclaimed after $(paste -sd' ' "$work/tf.ms") ms; median $tf_med ms"
 echo "etcd --ttl 1: lock free after $(paste -sd' ' "$work/er.ms") ms; median $er_med ms"
-awk -v a="$tr_med" -v f="$tf_med" -v b="$er_med" 'BEGIN { printf "ratio ticketd/etcd: %.2f with the defaults (target ≤ 0.5), %.2f with 100 ms rounds and a 1 s kill grace\n", a / b, f / b }'
+awk -v a="$tr_med" -v b="$er_med" 'BEGIN { printf "ratio ticketd/etcd: %.2f with the defaults (target ≤ 0.5)\n", a / b }'
+for j in "${!variants[@]}"; do
+  tv_med=$(med "$work/tv$j.ms")
+  echo "ticketd ${variants[$j]}: reclaimed after $(paste -sd' ' "$work/tv$j.ms") ms; median $tv_med ms; ratio ticketd/etcd $(awk -v a="$tv_med" -v b="$er_med" 'BEGIN { printf "%.2f", a / b }')"
+done
 
 fi
 

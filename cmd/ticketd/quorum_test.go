@@ -146,7 +146,7 @@ func killOnce(t *testing.T, victim int) (d time.Duration, losses int, ended bool
 // never ends the pool: every try, a client waiting on a survivor is
 // served. It reports how often a survivor's command lost its ticket
 // meanwhile. Three tries by default; TICKETD_KILL_TRIES=20 for the full
-// run.
+// run; TICKETD_ROUND sets the members' round (roundNow).
 func TestOneKillNeverEndsPool(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process kills")
@@ -188,8 +188,8 @@ func TestOneKillNeverEndsPool(t *testing.T) {
 		t.Fatalf("0 of %d tries served again", n)
 	}
 	slices.Sort(ds)
-	t.Logf("%d of %d tries served again (%d of them after the pool had ended and been founded again); median %v, worst %v; survivors' commands that lost their tickets: %d in %d tries",
-		served, n, ended, ds[(served-1)/2], ds[served-1], lost, served)
+	t.Logf("%d of %d tries served again (%d of them after the pool had ended and been founded again); median %v, worst %v; survivors' commands that lost their tickets: %d in %d tries (%s)",
+		served, n, ended, ds[(served-1)/2], ds[served-1], lost, served, roundNow())
 }
 
 // waitQueued waits until member on's status lists the waiter as waiting
@@ -237,6 +237,17 @@ func stderrFile(t *testing.T, path string) *os.File {
 	}
 	t.Cleanup(func() { f.Close() })
 	return f
+}
+
+// roundNow is the members' round for the logs: TICKETD_ROUND, which
+// every member started without --round reads as its flag (so
+// TICKETD_ROUND=30ms runs a test's pools with 30 ms rounds), or the
+// flag's default.
+func roundNow() string {
+	if v := os.Getenv("TICKETD_ROUND"); v != "" {
+		return "TICKETD_ROUND=" + v
+	}
+	return "the default round"
 }
 
 // loadNow is the host's one-minute load average, for the logs.

@@ -188,7 +188,8 @@ func busyLoops(t *testing.T, n int, limit time.Duration) (stop func()) {
 // median on the busy host is at most 3 × the idle median (docs/ticketd.md,
 // "Busy hosts"). One try each by default, which checks the reclaim and
 // reports its times; TICKETD_RECLAIM_TRIES=20 for the full run, which
-// also holds the medians to the 3× bound.
+// also holds the medians to the 3× bound. TICKETD_ROUND sets the members'
+// round (roundNow).
 func TestReclaimBusyHost(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process reclaim timing")
@@ -271,8 +272,8 @@ func TestReclaimBusyHost(t *testing.T) {
 		t.Logf("no median to compare: of %d tries %d were not reclaimed and %d had a survivor's ticket reach the waiter (idle %v, busy %v)", 2*tries, failed, losses, idle, busy)
 		return
 	}
-	t.Logf("reclaimed %d of %d idle (median %v, worst %v: %v) and %d of %d beside %d busy loops (median %v, worst %v: %v); %d tries a survivor's ticket went to the waiter",
-		len(idle), tries, median(idle), slices.Max(idle), idle, len(busy), tries, loops, median(busy), slices.Max(busy), busy, losses)
+	t.Logf("reclaimed %d of %d idle (median %v, worst %v: %v) and %d of %d beside %d busy loops (median %v, worst %v: %v); %d tries a survivor's ticket went to the waiter (%s)",
+		len(idle), tries, median(idle), slices.Max(idle), idle, len(busy), tries, loops, median(busy), slices.Max(busy), busy, losses, roundNow())
 	// The 3× bound is a measurement over many tries, not a verdict on one:
 	// with the default single try it is only reported (one busy try took
 	// 5.3 s against 1.6 s idle on a 2-core CI host whose own test run was
