@@ -18,6 +18,10 @@ const (
 	schedResetOnFork = 0x40000000
 )
 
+// realtimePolicy is what SetRealtime asks for: round robin, and normal
+// scheduling again for every process or thread forked (sched(7)).
+const realtimePolicy = schedRR | schedResetOnFork
+
 // realtimeRescan is how often the keeper looks for threads started since
 // its last look (they start as normal threads: sched.go).
 const realtimeRescan = time.Second
@@ -37,7 +41,7 @@ var realtime struct {
 func SetRealtime(prio int) error {
 	realtime.Lock()
 	defer realtime.Unlock()
-	if err := setSched(0, schedRR|schedResetOnFork, prio); err != nil {
+	if err := setSched(0, realtimePolicy, prio); err != nil {
 		return explainSched(err, prio)
 	}
 	realtime.prio = prio
@@ -81,10 +85,10 @@ func applyRealtime(prio int) (int, error) {
 		if err != nil {
 			continue
 		}
-		if p, _ := getSched(tid); p == schedRR|schedResetOnFork {
+		if p, _ := getSched(tid); p == realtimePolicy {
 			continue
 		}
-		switch err := setSched(tid, schedRR|schedResetOnFork, prio); {
+		switch err := setSched(tid, realtimePolicy, prio); {
 		case err == nil:
 			n++
 		case errors.Is(err, syscall.ESRCH):
