@@ -160,6 +160,17 @@ func TestRealtimeEveryThreadNotChildren(t *testing.T) {
 	pids, stop := realtimePIDs(t, "on")
 	defer stop()
 	self, child, grandchild, watchdog, leased := pids[0], pids[1], pids[2], pids[3], pids[4]
+	for _, tid := range threads(t, watchdog) {
+		if p, prio := schedOf(t, tid); p&^schedResetOnFork != schedRR || prio != WatchdogPriority {
+			t.Errorf("watchdog %d thread %d: policy %#x priority %d, want SCHED_RR priority %d", watchdog, tid, p, prio, WatchdogPriority)
+			break
+		}
+	}
+	for what, pid := range map[string]int{"child": child, "grandchild": grandchild, "leased command": leased} {
+		if p, prio := schedOf(t, pid); p != schedOther || prio != 0 {
+			t.Errorf("%s %d: policy %#x priority %d, want SCHED_OTHER: the user's command must not run realtime", what, pid, p, prio)
+		}
+	}
 	want := schedRR | schedResetOnFork
 	// Threads started after SetRealtime are taken within realtimeRescan;
 	// the bound is that many times over, for a busy host.
@@ -180,17 +191,6 @@ func TestRealtimeEveryThreadNotChildren(t *testing.T) {
 			t.Fatalf("%d of %d threads not under SCHED_RR|SCHED_RESET_ON_FORK priority %d after %v: %v", len(normal), len(tids), RealtimePriority, 10*realtimeRescan, normal)
 		}
 		time.Sleep(realtimeRescan / 10) // polls the keeper's progress; the verdict is the deadline's
-	}
-	for _, tid := range threads(t, watchdog) {
-		if p, prio := schedOf(t, tid); p&^schedResetOnFork != schedRR || prio != WatchdogPriority {
-			t.Errorf("watchdog %d thread %d: policy %#x priority %d, want SCHED_RR priority %d", watchdog, tid, p, prio, WatchdogPriority)
-			break
-		}
-	}
-	for what, pid := range map[string]int{"child": child, "grandchild": grandchild, "leased command": leased} {
-		if p, prio := schedOf(t, pid); p != schedOther || prio != 0 {
-			t.Errorf("%s %d: policy %#x priority %d, want SCHED_OTHER: the user's command must not run realtime", what, pid, p, prio)
-		}
 	}
 	if chrt, err := exec.LookPath("chrt"); err == nil {
 		out, _ := exec.Command(chrt, "-p", strconv.Itoa(self)).CombinedOutput()
