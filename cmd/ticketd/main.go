@@ -283,7 +283,13 @@ func runCmd(c *ucli.Context) error {
 	if err := cli.SetKillSlackFlag(c, tool); err != nil {
 		return err
 	}
-	cli.ApplyRealtime(c, cli.NewLogger(os.Stderr, tool, slog.LevelInfo, cli.UseColor(os.Stderr, false)))
+	// The note that realtime scheduling is off is not for --quiet, which
+	// scripts use to keep stderr for the command.
+	var log *slog.Logger
+	if !c.Bool("quiet") {
+		log = cli.NewLogger(os.Stderr, tool, slog.LevelInfo, cli.UseColor(os.Stderr, false))
+	}
+	cli.ApplyRealtime(c, log)
 	return ticketd.Run(claim.RunOptions(c))
 }
 

@@ -63,12 +63,16 @@ var watchdogRT int
 // the process runs as a normal one. Never an error: a member without the
 // privilege still works, only less well on a busy host.
 func ApplyRealtime(c *ucli.Context, log *slog.Logger) {
-	if !c.Bool(FlagRealtime) {
-		return
+	if c.Bool(FlagRealtime) {
+		realtimeOrSay(log)
 	}
+}
+
+// realtimeOrSay is ApplyRealtime with --realtime on.
+func realtimeOrSay(log *slog.Logger) {
 	if err := SetRealtime(RealtimePriority); err != nil {
 		if log != nil {
-			log.Info("realtime scheduling is off: "+err.Error()+" (needs root, CAP_SYS_NICE or RLIMIT_RTPRIO ≥ "+strconv.Itoa(WatchdogPriority)+"; --realtime=false silences this)",
+			log.Info("realtime scheduling is off, timers may run late on a busy host: "+err.Error()+"; --realtime=false silences this",
 				"pid", os.Getpid())
 		}
 		return

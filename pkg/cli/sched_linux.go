@@ -128,7 +128,7 @@ func explainSched(err error, prio int) error {
 	var rl syscall.Rlimit
 	const rlimitRTPrio = 14 // RLIMIT_RTPRIO
 	if syscall.Getrlimit(rlimitRTPrio, &rl) == nil && rl.Cur < uint64(prio) {
-		return fmt.Errorf("sched_setscheduler SCHED_RR %d: %w (not root, no CAP_SYS_NICE, RLIMIT_RTPRIO %d)", prio, err, rl.Cur)
+		return fmt.Errorf("sched_setscheduler SCHED_RR %d: %w (not root, no CAP_SYS_NICE, RLIMIT_RTPRIO %d: ulimit -r %d or systemd's LimitRTPRIO=%d allows it)", prio, err, rl.Cur, WatchdogPriority, WatchdogPriority)
 	}
 	return fmt.Errorf("sched_setscheduler SCHED_RR %d: %w (a container or cgroup without realtime runtime?)", prio, err)
 }

@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -40,6 +42,12 @@ func realtimeHelper() {
 	mode, ok := os.LookupEnv(realtimeHelperEnv)
 	if !ok {
 		return
+	}
+	if mode == "noperm" { // as nobody: what ApplyRealtime says, and what it leaves
+		realtimeOrSay(NewLogger(os.Stdout, "t", slog.LevelInfo, false))
+		p, _ := getSched(0)
+		fmt.Printf("watchdogs %d policy %d\n", watchdogRT, p)
+		os.Exit(0)
 	}
 	startThreads(3)
 	if mode == "on" {
@@ -201,6 +209,49 @@ func TestRealtimeEveryThreadNotChildren(t *testing.T) {
 		if !strings.Contains(string(out), "SCHED_OTHER") {
 			t.Errorf("chrt -p %d (the leased command): %s", leased, out)
 		}
+	}
+}
+
+// TestRealtimeNotPermitted: a process that may not use realtime scheduling
+// (here nobody, with RLIMIT_RTPRIO 0) says so in one INFO line naming the
+// cause and the way out, does not ask its watchdogs for it, and runs on
+// as a normal process.
+func TestRealtimeNotPermitted(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run a process as nobody")
+	}
+	dir, err := os.MkdirTemp("", "rt-noperm") // not t.TempDir: its parent is closed to nobody
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "helper")
+	if b, err := os.ReadFile(self); err != nil || os.WriteFile(bin, b, 0o755) != nil {
+		t.Fatalf("copying the test binary: %v", err)
+	}
+	cmd := exec.Command(bin, "-test.run", "^$")
+	cmd.Env = append(os.Environ(), realtimeHelperEnv+"=noperm")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("helper as nobody: %v\n%s", err, out)
+	}
+	var rl syscall.Rlimit
+	if syscall.Getrlimit(14, &rl) == nil && rl.Cur >= WatchdogPriority {
+		t.Skipf("RLIMIT_RTPRIO is %d here: nobody may use realtime scheduling", rl.Cur)
+	}
+	s := string(out)
+	if strings.Count(s, "INFO") != 1 || !strings.Contains(s, "realtime scheduling is off") ||
+		!strings.Contains(s, "operation not permitted") || !strings.Contains(s, "LimitRTPRIO=2") {
+		t.Errorf("want one INFO line saying realtime scheduling is off, why and how to allow it:\n%s", s)
+	}
+	if !strings.Contains(s, "watchdogs 0 policy 0") {
+		t.Errorf("want no realtime watchdogs and SCHED_OTHER after the refusal:\n%s", s)
 	}
 }
 
