@@ -26,8 +26,9 @@ import (
 // SCHED_RESET_ON_FORK also applies to the threads a process creates
 // (the kernel resets the policy in every clone, sched_fork), so threads
 // the Go runtime starts later begin as normal threads: a keeper looks
-// for them once every realtimeRescan and puts them under the policy
-// too.
+// for them, within milliseconds while threads are being started and once
+// every realtimeRescan when none was for a while (sched_linux.go), and
+// puts them under the policy too.
 const (
 	// RealtimePriority is the SCHED_RR priority of a member or client
 	// (1..99; corosync takes 99).

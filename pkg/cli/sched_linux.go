@@ -22,9 +22,18 @@ const (
 // scheduling again for every process or thread forked (sched(7)).
 const realtimePolicy = schedRR | schedResetOnFork
 
-// realtimeRescan is how often the keeper looks for threads started since
-// its last look (they start as normal threads: sched.go).
-const realtimeRescan = time.Second
+// The keeper looks for threads started since its last look (they start
+// as normal threads: sched.go) realtimeRescanMin after SetRealtime, and
+// then at twice the last interval, up to realtimeRescan; a look that
+// finds a new thread starts again from realtimeRescanMin. So the burst
+// of threads a Go process starts in its first second (sockets, a
+// watchdog's exec, blocking calls) is taken within milliseconds, and a
+// process whose threads are all taken looks once a second (a directory
+// read and one sched_getscheduler per thread: tens of microseconds).
+const (
+	realtimeRescanMin = 2 * time.Millisecond
+	realtimeRescan    = time.Second
+)
 
 // realtime is the priority SetRealtime applied (0: none yet).
 var realtime struct {
@@ -58,11 +67,15 @@ func SetRealtime(prio int) error {
 // keepRealtime puts threads started since its last look under the policy,
 // for as long as the process runs.
 func keepRealtime() {
-	t := time.NewTicker(realtimeRescan)
-	for range t.C {
+	every := realtimeRescanMin
+	for {
+		time.Sleep(every)
 		realtime.Lock()
-		_, _ = applyRealtime(realtime.prio)
+		n, _ := applyRealtime(realtime.prio)
 		realtime.Unlock()
+		if every = min(2*every, realtimeRescan); n > 0 {
+			every = realtimeRescanMin
+		}
 	}
 }
 

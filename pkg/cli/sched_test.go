@@ -180,8 +180,9 @@ func TestRealtimeEveryThreadNotChildren(t *testing.T) {
 		}
 	}
 	want := schedRR | schedResetOnFork
-	// Threads started after SetRealtime are taken within realtimeRescan;
-	// the bound is that many times over, for a busy host.
+	// Threads started after SetRealtime are taken within milliseconds
+	// (the keeper's first looks); the bound is realtimeRescan ten times
+	// over, for a busy host.
 	deadline := time.Now().Add(10 * realtimeRescan)
 	for {
 		var normal []string
