@@ -29,7 +29,10 @@
 # Beside the soak, leased commands nobody extends run back to back for the
 # same time (pkg/cli's TestWatchdogLateness, WATCHDOG_SOAK): each must die
 # by its deadline plus the slack docs/elect.md states; their lateness is
-# reported (median, p99, worst).
+# reported (median, p99, worst). The members run with each binary's default
+# scheduling (--realtime where the binary has it; ELECT_REALTIME=false and
+# LOCKD_REALTIME=false turn it off); WATCHDOG_REALTIME=on runs the leased
+# commands under the same realtime scheduling.
 #
 # Everything runs in a temporary directory on free ports and is stopped at
 # exit. Exit code: 0 when no spurious change was seen and every leased
@@ -44,7 +47,7 @@ while [ $# -gt 0 ]; do
     --trials) trials=$2; shift 2;;
     --bin) bin=$2; shift 2;;
     --keep) keep=$2; shift 2;;
-    -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0;;
+    -h|--help) sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; exit 0;;
     *) echo "soak.sh: unknown argument $1" >&2; exit 64;;
   esac
 done
@@ -171,7 +174,7 @@ if [ "$secs" -gt 0 ]; then
   echo "soak: lockd (3 members): $lterms new coordinator terms"
   [ $((eterms + lost + exited + lterms)) -eq 0 ] || bad=1
   if wait "$wdpid"; then
-    echo "soak: watchdog: $(grep -o '[0-9]* leased commands: .*' "$work/watchdog.out")"
+    echo "soak: watchdog: $(grep -o '[0-9]* leased commands of .*' "$work/watchdog.out")"
   else
     echo "soak: watchdog: FAILED:"; sed 's/^/    /' "$work/watchdog.out" | tail -n 5
     bad=1

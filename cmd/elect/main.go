@@ -29,6 +29,7 @@ var runFlags = cli.WithEnv(tool, append(cli.NodeFlags(),
 	&ucli.StringFlag{Name: "state-file", Usage: "persist the highest term and the last ELECT_FENCE here, so both keep growing across restarts"},
 	&ucli.DurationFlag{Name: "kill-grace", Value: 5 * time.Second, Usage: "after leadership is lost: SIGTERM the child, then SIGKILL after this long"},
 	cli.KillSlackFlag(),
+	cli.RealtimeFlag(),
 	&ucli.BoolFlag{Name: "rerun", Usage: "with a child: stay in the election after losing leadership and run the child again on every new term"},
 	&ucli.DurationFlag{Name: "lease", DefaultText: "the timeout", Usage: "run the command only while a majority has acknowledged this leader within this long; 0: lead without a majority (faster, but two commands can overlap under partitions or pauses)"},
 	&ucli.IntFlag{Name: "awareness", Value: defaults.Awareness, Usage: "local health: a member whose own timers fire late stretches its timeouts and asks for longer lease promises, up to (1+N)×; 0 turns it off"},
@@ -154,6 +155,7 @@ func run(c *ucli.Context) error {
 	}
 	defer mb.Close()
 	cli.SetKillSlack(c.Duration("kill-slack"), mb.Log)
+	cli.ApplyRealtime(c, mb.Log)
 	return electd.Run(mb, electd.Config{Election: ec, Child: c.Args().Slice(), StateFile: stateFile, Fence: state[1],
 		KillGrace: c.Duration("kill-grace"), Rerun: c.Bool("rerun")})
 }

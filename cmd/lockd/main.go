@@ -30,6 +30,7 @@ func serveFlags() []ucli.Flag {
 		&ucli.DurationFlag{Name: "lease", Value: mutex.DefaultConfig().Lease, Usage: "grant lease: a partitioned holder loses its lock within 0.9×lease"},
 		&ucli.DurationFlag{Name: "heartbeat", Value: 50 * time.Millisecond, Usage: "central: the coordinator election's heartbeat"},
 		&ucli.DurationFlag{Name: "election-timeout", Value: 200 * time.Millisecond, Usage: "central: suspect the coordinator after this silence"},
+		cli.RealtimeFlag(),
 		&ucli.StringFlag{Name: "state-file", Usage: "persist the highest coordinator term (central), Lamport clock (ricart-agrawala), token count (token-ring) or vote counter (voting) here, so tokens keep growing across restarts"},
 	))
 }
@@ -236,6 +237,7 @@ func serve(c *ucli.Context) error {
 		return err
 	}
 	defer mb.Close()
+	cli.ApplyRealtime(c, mb.Log)
 	// --k: unset is every other member (Config: 0); 0 is none (Config: -1).
 	backups := 0
 	if c.IsSet("k") {

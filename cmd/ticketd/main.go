@@ -6,6 +6,7 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"strconv"
 	"strings"
@@ -40,6 +41,7 @@ func serveFlags() []ucli.Flag {
 		&ucli.StringFlag{Name: "state-file", DefaultText: "$XDG_RUNTIME_DIR/ticketd-CLUSTER-ID.epoch, else $TMPDIR/roundtable-UID/ticketd-CLUSTER-ID.epoch",
 			Usage: "keep the highest fencing epoch here, so that a restarted member or a pool founded again starts above it; '' keeps none (such a member never founds a pool)"},
 		socketFlag(),
+		cli.RealtimeFlagDefault(false),
 	))
 }
 
@@ -136,6 +138,7 @@ Examples:
 				Flags: waitFlags(
 					&ucli.DurationFlag{Name: "kill-grace", Usage: "after the ticket is lost: SIGTERM, then SIGKILL after this long (at most, and by default, the member's --max-kill-grace)"},
 					cli.KillSlackFlag(),
+					cli.RealtimeFlagDefault(false),
 					&ucli.BoolFlag{Name: "shell", Usage: "run the command through /bin/sh -c"}),
 				Action: runCmd,
 			},
@@ -258,6 +261,7 @@ func serve(c *ucli.Context) error {
 		return err
 	}
 	defer mb.Close()
+	cli.ApplyRealtime(c, mb.Log)
 	if !c.IsSet("state-file") {
 		state = cli.DefaultStateFile(fmt.Sprintf("%s-%s-%d.epoch", tool, strings.ReplaceAll(mb.Cluster, "/", "_"), mb.ID))
 	}
@@ -279,6 +283,13 @@ func runCmd(c *ucli.Context) error {
 	if err := cli.SetKillSlackFlag(c, tool); err != nil {
 		return err
 	}
+	// The note that realtime scheduling is off is not for --quiet, which
+	// scripts use to keep stderr for the command.
+	var log *slog.Logger
+	if !c.Bool("quiet") {
+		log = cli.NewLogger(os.Stderr, tool, slog.LevelInfo, cli.UseColor(os.Stderr, false))
+	}
+	cli.ApplyRealtime(c, log)
 	return ticketd.Run(claim.RunOptions(c))
 }
 

@@ -51,6 +51,7 @@ func TestListenControl(t *testing.T) {
 
 func TestMain(m *testing.M) {
 	RunWatchdog() // StartLeased re-executes this test binary
+	realtimeHelper()
 	if path := os.Getenv("RT_TEST_SERVE_SOCKET"); path != "" {
 		// A squatter: serves path as whoever runs it (nobody, below).
 		ln, err := net.Listen("unix", path)

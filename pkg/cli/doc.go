@@ -2,8 +2,9 @@
 // common flags with environment variables (<TOOL>_<FLAG>), peer lists,
 // bind-address templates, member start-up, event output (one line per
 // event, or JSON lines), logging to stderr (coloured only on a terminal),
-// ready files, control sockets, the exit code table, and supervision of a
-// child command.
+// ready files, control sockets, the exit code table, supervision of a
+// child command, and realtime scheduling for the processes whose timers
+// decide who holds what (sched.go, --realtime).
 //
 // Exit codes:
 //

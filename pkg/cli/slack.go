@@ -13,7 +13,11 @@ import (
 // as the kernel runs it, and on a starved host that is late by the host's
 // scheduling delay, which an unprivileged process cannot bound
 // (RLIMIT_NICE and RLIMIT_RTPRIO are 0 by default; docs/elect.md gives the
-// figures). So the deadline handed to a watchdog is not the resource's end
+// figures). Where it may, --realtime (sched.go) runs the watchdog under
+// SCHED_RR above every normal process, and the delay, so the slack, stays
+// near the floor on a busy host (docs/performance.md, "Realtime
+// scheduling"); where it may not, or with --realtime=false, the
+// measurement below covers it. The deadline handed to a watchdog is not the resource's end
 // but the end less a slack: the larger of a floor (--kill-slack) and
 // SlackFactor times the worst lateness of the watchdogs' own timers over
 // the last SlackWindow. A host that starts to starve its processes

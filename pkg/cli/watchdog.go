@@ -61,6 +61,9 @@ func RunWatchdog() {
 	if !ok {
 		return
 	}
+	// Under the supervisor's realtime policy when it asked for it
+	// (sched.go): the watchdog's own lateness is the kill slack.
+	watchdogRealtime()
 	// "-": started ahead of its command (PrepareWatch), the first deadline
 	// comes on stdin; until then there is nothing to kill. Otherwise v is
 	// the resource's end, with no slack but what the watchdog measures.
@@ -287,7 +290,7 @@ func PrepareWatch() *Watch {
 			return
 		}
 		wd := exec.Command(self)
-		wd.Env = append(os.Environ(), watchdogEnv+"="+unarmed)
+		wd.Env = append(append(os.Environ(), watchdogEnv+"="+unarmed), watchdogEnviron()...)
 		wd.Stdin, wd.Stdout, wd.Stderr = r, readyW, os.Stderr
 		wd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 		err = wd.Start()

@@ -88,6 +88,7 @@ func (p *schedProbe) worst(from, to time.Time) time.Duration {
 // that long (run it beside a CPU hog to measure the slack on a starved
 // machine); the default is ten. Each lease is WATCHDOG_LEASE long (default
 // 300ms): a lease shorter than the slack starts nothing, and is counted.
+// WATCHDOG_REALTIME=on runs it under --realtime's scheduling.
 func TestWatchdogLateness(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts leased commands one after another")
@@ -96,6 +97,18 @@ func TestWatchdogLateness(t *testing.T) {
 	lease := 300 * time.Millisecond
 	if d, err := time.ParseDuration(os.Getenv("WATCHDOG_LEASE")); err == nil && d > 0 {
 		lease = d
+	}
+	// WATCHDOG_REALTIME=on measures what --realtime gives (this process,
+	// the supervisor, and its watchdogs under SCHED_RR, sched.go); it
+	// stays so for the rest of this test binary's run, so it is off
+	// unless asked for.
+	if os.Getenv("WATCHDOG_REALTIME") == "on" {
+		if err := SetRealtime(RealtimePriority); err != nil {
+			t.Skipf("WATCHDOG_REALTIME=on: %v", err)
+		}
+		watchdogRT = WatchdogPriority
+		defer func() { watchdogRT = 0 }()
+		t.Logf("realtime: SCHED_RR priority %d, watchdogs %d", RealtimePriority, WatchdogPriority)
 	}
 	probe := startProbe()
 	defer probe.stop()
