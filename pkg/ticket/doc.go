@@ -227,7 +227,7 @@
 // None of the three touches a ban or the wait: an ALIVE to a ticket a
 // ban covers is never sent, and support still counts only vouches from
 // L, so Theorem 4.1's argument above is unchanged, provided a vouch from
-// L comes from the place L names. Support counts vouches by ID, and a
+// L comes from the place L names. Support counted vouches by ID, and a
 // process of E_pq that lost its support may join again elsewhere under
 // the same ID. introFormer first answered any INTRO, and under
 // independent crashes (`ticketd sim --processes 200 --tickets 50
@@ -242,6 +242,9 @@
 // place in L (SuccTicket), and introFormer answers only one that names
 // its own; ticketsim's TestTheorem41IndependentCrashes replays both
 // seeds, TestIntroFormerOwnPlace catches the planted bugIntroAnyPlace.
+// Support is now kept by place as well (ALIVE names its sender's ticket,
+// "Places are (ID, ticket)" below), so no other path can carry a new
+// incarnation's vouch to its old place's successor either.
 // With them and the
 // longer wait the cell loses live processes at 1 seed of 20 (seed 10;
 // none with the old wait). There, 113 sent its first former ALIVE to 50
@@ -286,7 +289,14 @@
 //     "gone". So news of a newcomer does not have to pass a failed process.
 //   - Places are (ID, ticket): a restarted process keeps its ID. NEWSUCC,
 //     UPDATE and ALIVE name the receiver's ticket and are ignored by a
-//     process for another place; a process's predecessor is the closest
+//     process for another place. They name the sender's too (ALIVE in
+//     Place, the others in Ticket), and support is kept by place: a
+//     vouch counts only for the entry of L with that ID at that ticket,
+//     so a process that lost its place and joined again elsewhere under
+//     the same ID vouches for nothing its old place was in L for,
+//     whatever path its ALIVEs take (TestVouchByPlace; the planted
+//     bugVouchByID keys by ID as support once did). A predecessor at a
+//     new place is new to L and has its credit. A process's predecessor is the closest
 //     one that named it successor in the last round and a half (never
 //     while it is alone). A predecessor list is cut where it comes back
 //     round to its receiver. CLEAVEs are remembered by incarnation (the
