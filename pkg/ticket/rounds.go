@@ -242,12 +242,13 @@ func (m *Machine) vouchFor(o Owner) time.Duration {
 	return time.Duration(f) * m.window()
 }
 
-// heard records an ALIVE or UPDATE from the process at place o read at now, with its
-// sender's local-health factor and its echo of our stamp. It is dated at
-// the later of two times, each at most its sending plus δ on this
-// process's clock (doc.go, "Busy hosts: echoed vouches"): its reading,
-// or after a stall the last instant this process ran on time (held.go),
-// and the stamp it echoes (echo.go), which is before its sending.
+// heard records an ALIVE or UPDATE from the process at place o, read
+// at now, with its sender's local-health factor and its echo of our
+// stamp. It is dated at the later of two times, each at most its
+// sending plus δ on this process's clock (doc.go, "Busy hosts: echoed
+// vouches"): its reading, or after a stall the last instant this
+// process ran on time (held.go), and the stamp it echoes (echo.go),
+// which is before its sending.
 func (m *Machine) heard(now time.Time, o Owner, stretch uint8, echo uint64) {
 	at := m.vouchAt(now)
 	if e := m.echoAt(now, echo); e.After(at) {
