@@ -62,16 +62,8 @@ func (m *Machine) introFormer(now time.Time, from node.ID, msg Msg) {
 	}
 	if _, had := m.former[from]; !had {
 		m.former[from] = known{ticket: t, at: now.Add(m.linger())}
-		if m.cfg.bug != bugFormerNextRound {
-			m.send(from, Msg{Type: MsgAlive, Ticket: t, Place: m.ticket})
-			m.counts.AliveFormer++
-		}
 	}
 }
-
-// bugFormerNextRound: an INTRO that brings ALIVEs back brings the first
-// one only with this process's next round. Tests only.
-const bugFormerNextRound bug = 147
 
 // bugIntroAnyPlace: an INTRO meant for an earlier incarnation of this ID
 // at another ticket brings its sender our ALIVEs. Tests only.
