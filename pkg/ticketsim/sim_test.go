@@ -116,14 +116,15 @@ func TestSimulateAvailabilityPaperAtTheBound(t *testing.T) {
 
 // TestSimulatePaperStrandedSeeds: seeds 1 to 20 of the cell α = 0.5,
 // p_f = 0.2 (400 processes, 100 tickets, 400 rounds; docs/ticketd.md
-// records them) lose no live process. Seed 10 lost 66 to 77 when an
-// INTRO's answer waited for its sender's next round (pkg/ticket's
-// TestIntroFormerAliveAtOnce); with that answer at once, seed 1 lost 68
-// to two crashes in one round that took two of a live process's three
-// closest predecessors, one of them a newcomer the Ls did not name yet
-// (ringKeeps). Mutant 81 judges crashes by the Ls alone and is caught on
-// seed 1; mutant 80 (no ALIVEs back on an INTRO) on seeds 10, 12, 15, 18
-// and 19.
+// records them) lose no live process. Judged by the Ls alone, seed 10
+// lost 66 to 77 (an INTRO's ALIVEs came back a round late), and with
+// those ALIVEs sent at once seed 1 lost 68 to two crashes in one round
+// that took two of a live process's three closest predecessors, one of
+// them a newcomer the Ls did not name yet (ringKeeps; pkg/ticket's
+// doc.go, "Why the longer wait seemed to strand live processes").
+// Mutant 80 (no ALIVEs back on an INTRO) is caught on seeds 10, 12, 15,
+// 18 and 19; mutant 81 (crashes judged by the Ls alone) brings seed 10's
+// loss back.
 func TestSimulatePaperStrandedSeeds(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("simulates 20 pools of 400 processes (scripts/test.sh runs it without the race detector)")
