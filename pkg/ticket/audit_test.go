@@ -25,7 +25,8 @@ import (
 //     checked before every message); only a message that names its own
 //     place (an ALIVE for its ticket, an UPDATE or NEWSUCC naming it
 //     successor) counts as its sender vouching for it, and it extends
-//     support only if that sender is in L;
+//     support only if L names that sender at the place it vouches from
+//     (an ALIVE's Place, an UPDATE's Ticket);
 //     and each round it sends at most 2k+1 ALIVEs to its closest
 //     successors, one per receiver, each naming the receiver's ticket as
 //     the sender knows it.
@@ -103,7 +104,13 @@ func (w *audited) Step(now time.Time, in node.Envelope[Msg]) error {
 	w.now = now
 	st, ticket, until := m.st, m.ticket, m.SupportedUntil()
 	updAcked := m.updAcked
-	heard, had := m.alive[in.From]
+	// The place the message vouches from: an ALIVE names its sender's
+	// ticket (Place), an UPDATE or NEWSUCC carries it as Ticket.
+	from := Owner{Ticket: in.Msg.Ticket, ID: in.From}
+	if in.Msg.Type == MsgAlive {
+		from.Ticket = in.Msg.Place
+	}
+	heard, had := m.alive[from]
 	oldL := slices.Clone(m.preds)
 	bans, temp := slices.Clone(m.bans), m.temp
 	err := m.Step(now, in)
@@ -121,7 +128,7 @@ func (w *audited) Step(now time.Time, in node.Envelope[Msg]) error {
 	// Only a message that names this place vouches for it: an ALIVE for
 	// its ticket, an UPDATE or NEWSUCC naming it successor, or the grant
 	// that placed it.
-	if at, ok := m.alive[in.From]; acting(st) && ok && (!had || !at.Equal(heard)) {
+	if at, ok := m.alive[from]; acting(st) && ok && (!had || !at.Equal(heard)) {
 		names := false
 		switch in.Msg.Type {
 		case MsgAlive:
@@ -143,12 +150,19 @@ func (w *audited) Step(now time.Time, in node.Envelope[Msg]) error {
 	}
 	// Support only from a member of L that names this place.
 	if after := m.SupportedUntil(); acting(st) && acting(m.st) && !until.IsZero() && !after.IsZero() && after.After(until) {
-		mine := m.ticket == ticket && slices.ContainsFunc(m.preds, func(o Owner) bool { return o.ID == in.From })
+		// ... and from the place L names it at: a vouch from the same ID
+		// at another ticket (a later incarnation) extends nothing.
+		mine := m.ticket == ticket && slices.Contains(m.preds, from)
 		switch in.Msg.Type {
 		case MsgAlive:
 			mine = mine && in.Msg.Ticket == m.ticket
-		case MsgUpdate, MsgNewSucc:
+		case MsgUpdate:
 			mine = mine && in.Msg.SuccTicket == m.ticket
+		case MsgNewSucc:
+			// A founder's first predecessor stands in its L at no
+			// ticket until its first UPDATE (onNewSucc).
+			mine = m.ticket == ticket && in.Msg.SuccTicket == m.ticket &&
+				(mine || slices.Contains(m.preds, Owner{Ticket: NoTicket, ID: in.From}))
 		case MsgHandL:
 			// A leaving predecessor hands on its L (doc.go, "A hand-back
 			// beside a cut"): only while our L is its R (its place at the

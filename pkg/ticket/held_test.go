@@ -24,12 +24,16 @@ func heldMachine(t *testing.T, b bug, t0 time.Time) *Machine {
 	m.preds = []Owner{{Ticket: 5, ID: 2}, {Ticket: 6, ID: 3}, {Ticket: 7, ID: 4}}
 	m.predsFull = true
 	m.roundAt, m.lastAck, m.lastNews = t0, t0, t0
-	m.alive[2], m.alive[3], m.alive[4] = t0.Add(-time.Second), t0.Add(-time.Second), t0.Add(-time.Second)
+	for _, o := range m.preds {
+		m.alive[o] = t0.Add(-time.Second)
+	}
 	return m
 }
 
+// alive is an ALIVE from from at its place in heldMachine's L (ticket
+// from+3).
 func alive(from node.ID) node.Envelope[Msg] {
-	return node.Envelope[Msg]{From: from, To: 1, Msg: Msg{Type: MsgAlive, Ticket: 4, N: 8}}
+	return node.Envelope[Msg]{From: from, To: 1, Msg: Msg{Type: MsgAlive, Ticket: 4, N: 8, Place: uint32(from) + 3}}
 }
 
 // TestHeldVouchDatedBeforeStall: ALIVEs a process finds waiting after a

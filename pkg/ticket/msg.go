@@ -43,7 +43,7 @@ const (
 
 	// MsgAlive: the sender is in the core and vouches for the receiver,
 	// one of its 2k+1 closest successors, for this round (ALIVE). Ticket
-	// is the receiver's, as the sender knows it.
+	// is the receiver's, as the sender knows it; Place the sender's own.
 	MsgAlive MsgType = 8
 	// MsgUpdate proposes the receiver's L: Preds is the sender and its 2k
 	// closest predecessors (UPDATE(R)).
@@ -204,6 +204,15 @@ type Msg struct {
 	// is before the vouch was sent (echo.go). Both travel after Stretch,
 	// only when either is set; a frame without them decodes as 0.
 	Stamp, Echo uint64
+	// Place is the sender's own ticket, on ALIVE (NoTicket: a sender that
+	// does not say). The receiver counts the vouch only for the place of
+	// its L that names the sender at that ticket: support is kept by (ID,
+	// ticket), so a process that lost its place and joined again under
+	// the same ID vouches for nothing its old place was in L for (doc.go,
+	// "Places are (ID, ticket)"). It travels on ALIVE only, after the
+	// stamps (written, as zeros if need be, whenever it is); an ALIVE
+	// without it decodes as NoTicket.
+	Place uint32
 	// Gossip is MsgPrCast's message.
 	Gossip *gossip.Msg
 	// Notice (MsgAnnounce) and Group (MsgGroup): local requests only.
@@ -276,9 +285,13 @@ func (Codec) Marshal(m Msg) (uint8, []byte, error) {
 	}
 	e.Uvarint(m.Floor)
 	e.U8(m.Stretch)
-	if m.Stamp != 0 || m.Echo != 0 {
+	place := m.Type == MsgAlive && m.Place != NoTicket
+	if m.Stamp != 0 || m.Echo != 0 || place {
 		e.Uvarint(m.Stamp)
 		e.Uvarint(m.Echo)
+	}
+	if place {
+		e.Uvarint(uint64(m.Place))
 	}
 	return uint8(m.Type), e.B, nil
 }
@@ -331,6 +344,13 @@ func (Codec) Unmarshal(typ uint8, p []byte) (Msg, error) {
 		// Bytes after Stretch: the vouch stamps (absent from older frames).
 		m.Stamp = d.Uvarint()
 		m.Echo = d.Uvarint()
+	}
+	if m.Type == MsgAlive {
+		// After the stamps: the sender's place (absent from older frames).
+		m.Place = NoTicket
+		if d.More() {
+			m.Place = d.U32("ticket field")
+		}
 	}
 	if err := d.Done(); err != nil {
 		return Msg{}, err

@@ -18,6 +18,8 @@ func TestCodecRoundTrip(t *testing.T) {
 		{Type: MsgCLeave, Ticket: 4, Succ: 2, SuccTicket: 0, N: 5, Epochs: []Epoch{{4, 9}}},
 		{Type: MsgAlive},
 		{Type: MsgAlive, Ticket: 3, Stretch: 2, Stamp: 1767225600682724009, Echo: 1767225600582724009},
+		{Type: MsgAlive, Ticket: 3, Place: 7},
+		{Type: MsgAlive, Ticket: 3, Place: NoTicket, Stamp: 5},
 		{Type: MsgAckUpdate, Succs: []Owner{{4, 2}}, Stamp: 1 << 60},
 		{Type: MsgUpdate, Preds: []Owner{{5, 2}, {7, 3}, {1, 9}}},
 		{Type: MsgAckUpdate, Succs: []Owner{{4, 2}, {3, 3}}, Floor: 1 << 33},
@@ -40,10 +42,22 @@ func TestCodecRoundTrip(t *testing.T) {
 		}
 	}
 	// A frame from before the vouch stamps (nothing after Stretch)
-	// decodes with neither; one with half a stamp block does not.
-	typ, p, _ := Codec{}.Marshal(Msg{Type: MsgAlive, Ticket: 3, Stretch: 1})
-	if got, err := (Codec{}).Unmarshal(typ, p); err != nil || got.Stamp != 0 || got.Echo != 0 {
+	// decodes with neither, and an ALIVE without its sender's place; one
+	// with half a stamp block does not.
+	typ, p, _ := Codec{}.Marshal(Msg{Type: MsgAlive, Ticket: 3, Stretch: 1, Place: NoTicket})
+	if got, err := (Codec{}).Unmarshal(typ, p); err != nil || got.Stamp != 0 || got.Echo != 0 || got.Place != NoTicket {
 		t.Fatalf("an unstamped frame decoded as %+v, %v", got, err)
+	}
+	// A stamped ALIVE from before the place decodes without it; the
+	// place is read on ALIVE only.
+	typ, p2, _ := Codec{}.Marshal(Msg{Type: MsgAlive, Ticket: 3, Stamp: 9, Place: NoTicket})
+	if got, err := (Codec{}).Unmarshal(typ, p2); err != nil || got.Stamp != 9 || got.Place != NoTicket {
+		t.Fatalf("a stamped ALIVE without a place decoded as %+v, %v", got, err)
+	}
+	if typ, p, _ := (Codec{}).Marshal(Msg{Type: MsgUpdate, Stamp: 9, Place: 7}); len(p) != len(p2) {
+		t.Fatalf("an UPDATE carried a place: %d bytes, want %d", len(p), len(p2))
+	} else if got, err := (Codec{}).Unmarshal(typ, append(p, 7)); err == nil {
+		t.Fatalf("an UPDATE with a trailing place decoded as %+v", got)
 	}
 	if _, err := (Codec{}).Unmarshal(typ, append(p, 0x85)); err == nil {
 		t.Fatal("a truncated stamp decoded")
@@ -68,6 +82,8 @@ func FuzzCodec(f *testing.F) {
 	f.Add(typ, p)
 	f.Add(uint8(6), []byte{})
 	typ, p, _ = Codec{}.Marshal(Msg{Type: MsgAlive, Ticket: 3, Stretch: 1, Stamp: 1 << 60, Echo: 1<<60 - 1})
+	f.Add(typ, p)
+	typ, p, _ = Codec{}.Marshal(Msg{Type: MsgAlive, Ticket: 3, Place: 9, Stamp: 1 << 60, Echo: 1<<60 - 1})
 	f.Add(typ, p)
 	f.Fuzz(func(t *testing.T, typ uint8, p []byte) {
 		if err := wire.RoundTrip[Msg](Codec{}, typ, p); err != nil {

@@ -230,8 +230,11 @@ const bugWaitIgnoresGrants bug = 134
 // this process: a window times the larger of the sender's factor (its
 // ALIVEs come late) and this process's own (it reads them late), at most
 // Stretch. A new predecessor's credit (onUpdate) is never stretched.
-func (m *Machine) vouchFor(id node.ID) time.Duration {
-	v, ok := m.aliveBy[id]
+func (m *Machine) vouchFor(o Owner) time.Duration {
+	v, ok := m.aliveBy[o]
+	if m.cfg.bug == bugVouchByID {
+		_, v, ok = m.vouchByID(o.ID)
+	}
 	if !ok || v == 0 {
 		return m.window()
 	}
@@ -239,23 +242,60 @@ func (m *Machine) vouchFor(id node.ID) time.Duration {
 	return time.Duration(f) * m.window()
 }
 
-// heard records an ALIVE or UPDATE from id read at now, with its
-// sender's local-health factor and its echo of our stamp. It is dated at
-// the later of two times, each at most its sending plus δ on this
-// process's clock (doc.go, "Busy hosts: echoed vouches"): its reading,
-// or after a stall the last instant this process ran on time (held.go),
-// and the stamp it echoes (echo.go), which is before its sending.
-func (m *Machine) heard(now time.Time, id node.ID, stretch uint8, echo uint64) {
+// heard records an ALIVE or UPDATE from the process at place o, read
+// at now, with its sender's local-health factor and its echo of our
+// stamp. It is dated at the later of two times, each at most its
+// sending plus δ on this process's clock (doc.go, "Busy hosts: echoed
+// vouches"): its reading, or after a stall the last instant this
+// process ran on time (held.go), and the stamp it echoes (echo.go),
+// which is before its sending.
+func (m *Machine) heard(now time.Time, o Owner, stretch uint8, echo uint64) {
 	at := m.vouchAt(now)
 	if e := m.echoAt(now, echo); e.After(at) {
 		at = e
 	}
-	m.alive[id] = at
+	m.alive[o] = at
 	if m.aliveBy == nil {
-		m.aliveBy = map[node.ID]uint8{}
+		m.aliveBy = map[Owner]uint8{}
 	}
-	m.aliveBy[id] = max(stretch, 1)
+	m.aliveBy[o] = max(stretch, 1)
 }
+
+// vouch is when the process at place o of L last vouched for this one
+// (its ALIVE or UPDATE as heard dated it, or a credit). Vouches are kept
+// by place, (ID, ticket): one from the same ID at another ticket, a
+// later incarnation that lost o's place and joined again elsewhere,
+// vouches for nothing o was in L for (doc.go, "Places are (ID,
+// ticket)"; §4, Corollary 4.1 needs every process of E_pq silent once
+// it stops acting, and the new incarnation is not that process).
+func (m *Machine) vouch(o Owner) (time.Time, bool) {
+	if m.cfg.bug == bugVouchByID {
+		at, _, ok := m.vouchByID(o.ID)
+		return at, ok
+	}
+	at, ok := m.alive[o]
+	return at, ok
+}
+
+// vouchByID is the planted bugVouchByID's reading of the vouches: the
+// latest from id at any place, and its sender's factor.
+func (m *Machine) vouchByID(id node.ID) (time.Time, uint8, bool) {
+	var at time.Time
+	var by uint8
+	ok := false
+	for o, t := range m.alive {
+		if o.ID == id && (!ok || t.After(at)) {
+			at, by, ok = t, m.aliveBy[o], true
+		}
+	}
+	return at, by, ok
+}
+
+// bugVouchByID: support counts a vouch by its sender's ID alone, at
+// whatever place the sender holds it from, so a process that lost its
+// place and joined again elsewhere under the same ID keeps vouching for
+// its old place's successors. Tests only.
+const bugVouchByID bug = 146
 
 // suspectAfter is how long the successor may leave an UPDATE unanswered
 // before it is suspected: Suspect rounds, times the larger of this
@@ -284,8 +324,8 @@ func (m *Machine) SupportedUntil() time.Time {
 	var buf [8]time.Time // no allocation for k ≤ 3: it runs before every message
 	ts := buf[:0]
 	for _, o := range m.preds {
-		if at, ok := m.alive[o.ID]; ok {
-			ts = append(ts, at.Add(m.vouchFor(o.ID)))
+		if at, ok := m.vouch(o); ok {
+			ts = append(ts, at.Add(m.vouchFor(o)))
 		}
 	}
 	slices.SortFunc(ts, func(a, b time.Time) int { return b.Compare(a) })
@@ -317,7 +357,7 @@ func (m *Machine) vouched(now time.Time) bool {
 	}
 	n := 0
 	for _, o := range m.preds {
-		if at, ok := m.alive[o.ID]; ok && now.Sub(at) < m.window() {
+		if at, ok := m.vouch(o); ok && now.Sub(at) < m.window() {
 			n++
 		}
 	}
@@ -346,7 +386,7 @@ func (m *Machine) Settled(now time.Time) bool {
 		return false // a newcomer whose predecessor has not passed it L yet
 	}
 	for _, o := range m.preds {
-		if at, ok := m.alive[o.ID]; !ok || now.Sub(at) >= m.cfg.Round*3/2 {
+		if at, ok := m.vouch(o); !ok || now.Sub(at) >= m.cfg.Round*3/2 {
 			return false
 		}
 	}
@@ -376,7 +416,7 @@ func (m *Machine) round(now time.Time) {
 		if o.ID == m.cfg.ID || m.banned(now, o.Ticket) {
 			continue
 		}
-		m.send(o.ID, Msg{Type: MsgAlive, Ticket: o.Ticket})
+		m.send(o.ID, Msg{Type: MsgAlive, Ticket: o.Ticket, Place: m.ticket})
 		sent++
 	}
 	m.counts.AliveSent += sent
@@ -395,7 +435,7 @@ func (m *Machine) round(now time.Time) {
 			continue
 		}
 		if !m.banned(now, f.ticket) && !slices.ContainsFunc(m.succs, func(o Owner) bool { return o.ID == id }) {
-			m.send(id, Msg{Type: MsgAlive, Ticket: f.ticket})
+			m.send(id, Msg{Type: MsgAlive, Ticket: f.ticket, Place: m.ticket})
 			m.counts.AliveFormer++
 		}
 	}
@@ -475,10 +515,12 @@ func (m *Machine) onAlive(now time.Time, from node.ID, msg Msg) {
 		m.send(from, Msg{Type: MsgIntro, Ticket: NoTicket})
 		return
 	}
-	if m.uncounted(from) {
+	if m.uncounted(Owner{Ticket: msg.Place, ID: from}) {
 		m.send(from, Msg{Type: MsgIntro, Ticket: NoTicket, Attempt: introUncounted})
 	}
-	m.heard(now, from, msg.Stretch, msg.Echo)
+	if msg.Place != NoTicket {
+		m.heard(now, Owner{Ticket: msg.Place, ID: from}, msg.Stretch, msg.Echo)
+	}
 	m.counts.AliveRecv++
 	if m.counts.heard == nil {
 		m.counts.heard = map[node.ID]bool{}
@@ -498,7 +540,7 @@ func (m *Machine) onUpdate(now time.Time, from node.ID, msg Msg) {
 	// The immediate predecessor vouches for us by sending it (it sends
 	// none to a successor it no longer vouches for, round): a new
 	// predecessor's first ALIVE may come after its first UPDATE.
-	m.heard(now, from, msg.Stretch, msg.Echo)
+	m.heard(now, Owner{Ticket: msg.Ticket, ID: from}, msg.Stretch, msg.Echo)
 	m.send(from, m.succsMsg(msg.Attempt))
 }
 
@@ -509,11 +551,11 @@ func (m *Machine) takeR(now time.Time, r []Owner) {
 	old := m.preds
 	m.setPreds(r)
 	for _, o := range m.preds {
-		if len(old) > 0 && !slices.ContainsFunc(old, func(p Owner) bool { return p.ID == o.ID }) {
+		if len(old) > 0 && !slices.ContainsFunc(old, func(p Owner) bool { return p == o || p.ID == o.ID && p.Ticket == NoTicket }) {
 			credit := m.vouchAt(now).Add(2*m.cfg.Round - m.window())
-			if at, ok := m.alive[o.ID]; !ok || at.Before(credit) {
-				m.alive[o.ID] = credit
-				delete(m.aliveBy, o.ID) // a credit: never stretched
+			if at, ok := m.alive[o]; !ok || at.Before(credit) {
+				m.alive[o] = credit
+				delete(m.aliveBy, o) // a credit: never stretched
 				m.send(o.ID, Msg{Type: MsgIntro, Ticket: m.ticket, SuccTicket: o.Ticket})
 			}
 		}
@@ -773,7 +815,7 @@ func (m *Machine) introduce(now time.Time) {
 		return
 	}
 	for _, o := range m.preds {
-		if at, ok := m.alive[o.ID]; !ok || now.Sub(at) >= m.cfg.Round*3/2 {
+		if at, ok := m.vouch(o); !ok || now.Sub(at) >= m.cfg.Round*3/2 {
 			m.send(o.ID, Msg{Type: MsgIntro, Ticket: m.ticket, SuccTicket: o.Ticket})
 		}
 	}

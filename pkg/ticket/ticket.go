@@ -172,21 +172,21 @@ type Machine struct {
 	lastSucc node.ID             // left: our successor then
 
 	// §4 (rounds.go, exclude.go)
-	preds      []Owner               // L_p, closest first
-	predsFull  bool                  // L_p holds 2k+1, or the whole ring: it came round
-	succs      []Owner               // the 2k+1 closest successors, closest first
-	known      map[node.ID]known     // successors heard of lately
-	former     map[node.ID]known     // successors a join pushed out of the 2k+1, until when
-	claims     map[node.ID]known     // processes that named us their successor lately
-	sentRs     [][]Owner             // R_p as the successor may hold it: the last R it acknowledged and every R sent since
-	pendR      []Owner               // the UPDATE in flight
-	alive      map[node.ID]time.Time // when each process's last ALIVE arrived
-	graceUntil time.Time             // a newcomer acts without support until then
-	roundAt    time.Time             // next round
-	lastAck    time.Time             // last ACKUPDATE from the successor (or its NEWSUCC, for suspicion)
-	lastNews   time.Time             // last ACKUPDATE from any successor: known successors age against it
-	succAcked  bool                  // the successor has acknowledged an UPDATE since it became ours
-	floor      uint64                // highest epoch heard of
+	preds      []Owner             // L_p, closest first
+	predsFull  bool                // L_p holds 2k+1, or the whole ring: it came round
+	succs      []Owner             // the 2k+1 closest successors, closest first
+	known      map[node.ID]known   // successors heard of lately
+	former     map[node.ID]known   // successors a join pushed out of the 2k+1, until when
+	claims     map[node.ID]known   // processes that named us their successor lately
+	sentRs     [][]Owner           // R_p as the successor may hold it: the last R it acknowledged and every R sent since
+	pendR      []Owner             // the UPDATE in flight
+	alive      map[Owner]time.Time // when each place's last vouch arrived (rounds.go, vouch)
+	graceUntil time.Time           // a newcomer acts without support until then
+	roundAt    time.Time           // next round
+	lastAck    time.Time           // last ACKUPDATE from the successor (or its NEWSUCC, for suspicion)
+	lastNews   time.Time           // last ACKUPDATE from any successor: known successors age against it
+	succAcked  bool                // the successor has acknowledged an UPDATE since it became ours
+	floor      uint64              // highest epoch heard of
 	ex         *exclusion
 	temp       *temporary
 	bans       []ban
@@ -196,7 +196,7 @@ type Machine struct {
 	updAcked   bool
 	counts     Counts
 	health     health             // local health: how late this process's own rounds run (rounds.go)
-	aliveBy    map[node.ID]uint8  // the local-health factor of each last ALIVE's sender (0: a credit)
+	aliveBy    map[Owner]uint8    // the local-health factor of each last vouch's sender, by place (0: a credit)
 	succHealth uint8              // the successor's factor, from its last ACKUPDATE
 	held       held               // how vouches read after a stall are dated (held.go)
 	echo       map[node.ID]uint64 // the latest stamp heard from each successor, echoed in our vouches (echo.go)
@@ -257,7 +257,7 @@ func New(cfg Config) (*Machine, error) {
 	if cfg.bug == bugFloorZero {
 		floor = 0
 	}
-	return &Machine{cfg: cfg, floor: floor, view: map[uint32]node.ID{}, epochs: map[uint32]uint64{}, alive: map[node.ID]time.Time{}, known: map[node.ID]known{}, former: map[node.ID]known{}, claims: map[node.ID]known{},
+	return &Machine{cfg: cfg, floor: floor, view: map[uint32]node.ID{}, epochs: map[uint32]uint64{}, alive: map[Owner]time.Time{}, known: map[node.ID]known{}, former: map[node.ID]known{}, claims: map[node.ID]known{},
 		answered: map[node.ID]answer{}, cleaved: map[cleft]time.Time{}, tried: map[node.ID]time.Time{},
 		attempt: cfg.Rand.Uint64() >> 44}, nil
 }
@@ -654,7 +654,12 @@ func (m *Machine) onAckCJoin(now time.Time, from node.ID, msg Msg) {
 	// exclusion of it needs a majority of that list (exclude.go).
 	m.sentRs, m.pendR = [][]Owner{msg.Preds}, nil
 	clear(m.alive)
-	m.alive[from] = now
+	for _, o := range m.preds {
+		if o.ID == from {
+			m.alive[o] = now // the coordinator heads the R it sent
+			break
+		}
+	}
 	m.graceUntil = now.Add(m.grace())
 	m.lastAck, m.roundAt, m.succAcked = now, now, false
 	m.st, m.joinAt = stLinking, time.Time{}
@@ -752,7 +757,7 @@ func (m *Machine) onNewSucc(now time.Time, from node.ID, msg Msg) {
 			// A founder that was alone: its first predecessor vouches
 			// for it from now (its UPDATE follows within a round).
 			m.preds, m.predsFull = []Owner{{Ticket: NoTicket, ID: from}}, false
-			m.alive[from] = now
+			m.alive[m.preds[0]] = now
 		}
 		m.send(from, Msg{Type: MsgAckSucc})
 	}
@@ -997,7 +1002,7 @@ func (m *Machine) Status() any {
 	if m.cfg.FaultTolerant && m.inRing() {
 		heard := map[string]time.Time{}
 		for _, o := range m.preds {
-			if at, ok := m.alive[o.ID]; ok {
+			if at, ok := m.vouch(o); ok {
 				heard[o.ID.String()] = at
 			}
 		}

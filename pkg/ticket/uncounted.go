@@ -20,8 +20,11 @@ const introUncounted = 1
 // keepFormer) as soon as the new R has reached that successor, instead
 // of for all of linger; the seed's §4.2 ("Message overhead") bounds a
 // process's ALIVEs by 2k+1 per round.
-func (m *Machine) uncounted(sender node.ID) bool {
-	return m.cfg.FaultTolerant && m.predsFull && !slices.ContainsFunc(m.preds, func(o Owner) bool { return o.ID == sender })
+//
+// Like support, it goes by place: an ALIVE from an ID that L names at
+// another ticket (a later incarnation) vouches for nothing either.
+func (m *Machine) uncounted(sender Owner) bool {
+	return m.cfg.FaultTolerant && m.predsFull && !slices.Contains(m.preds, sender)
 }
 
 // onUncounted: a former successor no longer counts on our ALIVEs; one of

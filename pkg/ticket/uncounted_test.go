@@ -23,7 +23,7 @@ func TestUncountedAlive(t *testing.T) {
 	m.preds, m.predsFull = []Owner{{Ticket: 4, ID: 2}, {Ticket: 5, ID: 3}, {Ticket: 6, ID: 4}}, true
 	answers := func(from node.ID) bool {
 		m.out = nil
-		m.onAlive(now, from, Msg{Type: MsgAlive, Ticket: 3})
+		m.onAlive(now, from, Msg{Type: MsgAlive, Ticket: 3, Place: uint32(from) + 2})
 		for _, e := range m.out {
 			if e.To == from && e.Msg.Type == MsgIntro && e.Msg.Ticket == NoTicket && e.Msg.Attempt == introUncounted {
 				return true

@@ -76,13 +76,13 @@ func TestSimCreditTwoRounds(t *testing.T) {
 					continue // a newcomer's grace: its coordinator vouches from the join, for a window (counted as grace())
 				}
 				for _, o := range m.preds {
-					at, ok := m.alive[o.ID]
-					if by := m.aliveBy[o.ID]; !ok || by != 0 || seen[pair{id, o.ID}].Equal(at) {
+					at, ok := m.alive[o]
+					if by := m.aliveBy[o]; !ok || by != 0 || seen[pair{id, o.ID}].Equal(at) {
 						continue // no credit, or one already checked
 					}
 					seen[pair{id, o.ID}] = at
 					credits++
-					if end, most := at.Add(m.vouchFor(o.ID)), now.Add(2*m.cfg.Round); end.After(most) {
+					if end, most := at.Add(m.vouchFor(o)), now.Add(2*m.cfg.Round); end.After(most) {
 						return fmt.Errorf("process %d credits its new predecessor %d until %v after now, more than two rounds (%v)",
 							id, o.ID, end.Sub(now), 2*m.cfg.Round)
 					}
