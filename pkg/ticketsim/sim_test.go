@@ -123,7 +123,7 @@ func TestSimulateAvailabilityPaperAtTheBound(t *testing.T) {
 // them a newcomer the Ls did not name yet (ringKeeps; pkg/ticket's
 // doc.go, "Why the longer wait seemed to strand live processes").
 // Mutant 80 (no ALIVEs back on an INTRO) is caught on seeds 10, 12, 15,
-// 18 and 19; mutant 81 (crashes judged by the Ls alone) brings seed 10's
+// 18 and 19; mutant 84 (crashes judged by the Ls alone) brings seed 10's
 // loss back.
 func TestSimulatePaperStrandedSeeds(t *testing.T) {
 	if testing.Short() || raceEnabled {
