@@ -25,18 +25,7 @@ import (
 func TestVouchByPlace(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 1, 0, time.UTC)
 	run := func(b bug, place uint32) (*Machine, time.Time, bool) {
-		m, err := New(Config{ID: 1, Tickets: 8, Rand: rand.New(rand.NewPCG(1, 2)), FaultTolerant: true, Window: 12})
-		if err != nil {
-			t.Fatal(err)
-		}
-		m.cfg.bug = b
-		m.st, m.n, m.ticket = stCoordinator, 8, 4
-		m.succ, m.succTicket, m.pred = 5, 3, 2
-		m.preds, m.predsFull = []Owner{{Ticket: 5, ID: 2}, {Ticket: 6, ID: 3}, {Ticket: 7, ID: 4}}, true
-		m.roundAt, m.lastAck, m.lastNews = t0, t0, t0
-		for _, o := range m.preds {
-			m.alive[o] = t0.Add(-time.Second) // ends before t0+W
-		}
+		m := heldMachine(t, b, t0) // every vouch ends before t0+W
 		vouch := func(now time.Time, from node.ID, place uint32) {
 			if err := m.Step(now, node.Envelope[Msg]{From: from, To: 1, Msg: Msg{Type: MsgAlive, Ticket: 4, N: 8, Place: place}}); err != nil {
 				t.Fatal(err)
