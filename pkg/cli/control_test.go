@@ -124,25 +124,9 @@ func TestDialRefusesStrangers(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run a server as another user")
 	}
-	dir, err := os.MkdirTemp("", "rt-squatter") // not t.TempDir: its parent is closed to nobody
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	os.Chmod(dir, 0o777)
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "squatter")
-	b, _ := os.ReadFile(self)
-	if err := os.WriteFile(bin, b, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	cmd, dir := asNobody(t, "rt-squatter", 0o777) // nobody creates its socket in dir
 	path := filepath.Join(dir, "x.sock")
-	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(), "RT_TEST_SERVE_SOCKET="+path)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -160,4 +144,31 @@ func TestDialRefusesStrangers(t *testing.T) {
 	if _, err := DialControl("x", path); Code(err) != ExitNoPerm {
 		t.Fatalf("a socket served by nobody: %v, want exit 77", err)
 	}
+}
+
+// asNobody copies this test binary into a new directory that user nobody
+// can reach (a t.TempDir's parent is closed to it), with the directory's
+// mode, and returns a command that runs the copy as nobody, and the
+// directory. The caller, root, sets its arguments and environment.
+func asNobody(t *testing.T, prefix string, mode os.FileMode) (*exec.Cmd, string) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, mode); err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "helper")
+	if b, err := os.ReadFile(self); err != nil || os.WriteFile(bin, b, 0o755) != nil {
+		t.Fatalf("copying the test binary: %v", err)
+	}
+	cmd := exec.Command(bin)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	return cmd, dir
 }

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -221,23 +220,9 @@ func TestRealtimeNotPermitted(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run a process as nobody")
 	}
-	dir, err := os.MkdirTemp("", "rt-noperm") // not t.TempDir: its parent is closed to nobody
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	os.Chmod(dir, 0o755)
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "helper")
-	if b, err := os.ReadFile(self); err != nil || os.WriteFile(bin, b, 0o755) != nil {
-		t.Fatalf("copying the test binary: %v", err)
-	}
-	cmd := exec.Command(bin, "-test.run", "^$")
+	cmd, _ := asNobody(t, "rt-noperm", 0o755)
+	cmd.Args = append(cmd.Args, "-test.run", "^$")
 	cmd.Env = append(os.Environ(), realtimeHelperEnv+"=noperm")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("helper as nobody: %v\n%s", err, out)
