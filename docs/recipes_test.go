@@ -490,3 +490,81 @@ func TestClusterWaitAndPorts(t *testing.T) {
 		t.Fatalf("wait for a member that does not end: exit %d, want 75\n%s", code, out)
 	}
 }
+
+// TestClusterEndedMember: once a member has ended (its keeper wrote
+// DIR/ID.exit), scripts/cluster.sh never signals its PID again, nor takes
+// it for a live member: the kernel may have given that PID to another
+// process since (pid_max is 32768 on many hosts, so it wraps within hours
+// on a busy one). A process of the test's own stands for that other
+// process: it is given the ended member's pid file, and ps, kill, stop
+// and start must all leave it alone.
+func TestClusterEndedMember(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash")
+	}
+	root, _ := filepath.Abs("..")
+	script := filepath.Join(root, "scripts", "cluster.sh")
+	dir := t.TempDir()
+	member := filepath.Join(dir, "member")
+	body := "#!/bin/sh\nwhile [ $# -gt 0 ]; do case $1 in --ready-file) echo up >\"$2\"; shift 2;; --for) s=$2; shift 2;; *) shift;; esac; done\nexec sleep \"$s\"\n"
+	if err := os.WriteFile(member, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c := dir + "/c"
+	cluster := func(cmd string, args ...string) (int, string) {
+		if cmd == "kill" { // the member's ID comes first
+			args = append(args[:1:1], append([]string{"-d", c}, args[1:]...)...)
+		} else {
+			args = append([]string{"-d", c}, args...)
+		}
+		out, err := exec.Command(script, append([]string{cmd}, args...)...).CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode(), string(out)
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return 0, string(out)
+	}
+	if code, out := cluster("start", "-n", "2", member, "--for", "0.{id}"); code != 0 {
+		t.Fatalf("start: exit %d\n%s", code, out)
+	}
+	if code, out := cluster("wait"); code != 0 {
+		t.Fatalf("wait: exit %d\n%s", code, out)
+	}
+	other := exec.Command("sleep", "60")
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { other.Wait(); close(exited) }()
+	defer func() { other.Process.Kill(); <-exited }()
+	if err := os.WriteFile(c+"/1.pid", []byte(strconv.Itoa(other.Process.Pid)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	alive := func(step string) {
+		t.Helper()
+		select {
+		case <-exited:
+			t.Fatalf("%s: the process that now has member 1's PID was killed", step)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	if code, out := cluster("ps"); code != 0 || !strings.Contains(out, "member 1 pid "+strconv.Itoa(other.Process.Pid)+" dead") {
+		t.Fatalf("ps: exit %d, want member 1 dead:\n%s", code, out)
+	}
+	if code, out := cluster("kill", "1"); code != 69 || !strings.Contains(out, "member 1 has ended") {
+		t.Errorf("kill 1: exit %d, want 69 and a message:\n%s", code, out)
+	}
+	alive("kill 1")
+	if code, out := cluster("stop"); code != 0 {
+		t.Errorf("stop: exit %d\n%s", code, out)
+	}
+	alive("stop")
+	if code, out := cluster("start", "-n", "1", member, "--for", "60"); code != 0 {
+		t.Fatalf("start on a directory whose members have ended: exit %d\n%s", code, out)
+	}
+	if code, out := cluster("stop"); code != 0 {
+		t.Errorf("stop: exit %d\n%s", code, out)
+	}
+	alive("second stop")
+}

@@ -23,8 +23,11 @@
 #   cluster.sh pid ID | peers | ps      print a pid, the peers file, member states
 #
 # DIR defaults to $CLUSTER_DIR or ./.cluster. start refuses a DIR whose
-# members still run. Exit codes: 64 usage, 69 a member did not become ready
-# within $CLUSTER_READY_TIMEOUT seconds (10), 75 start: DIR has live members.
+# members still run. A member that has ended (DIR/i.exit written) is never
+# signalled again: its PID may since belong to another process. Exit
+# codes: 64 usage, 69 a member did not become ready within
+# $CLUSTER_READY_TIMEOUT seconds (10), or kill, pause or resume of a member
+# that has ended; 75 start: DIR has live members.
 set -euo pipefail
 
 help() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
@@ -96,6 +99,27 @@ start_member() { # id
 
 pid_of() { [ -f "$dir/$1.pid" ] || die "no member $1 in $dir"; cat "$dir/$1.pid"; }
 
+# live_pid ID: print the member's PID and succeed only while it runs. Its
+# keeper writes DIR/ID.exit once it has ended; from then on the PID may be
+# reused by any other process (pid_max is 32768 on many hosts), which must
+# never be signalled, nor taken for a live member, in the member's name.
+live_pid() {
+  local p
+  [ -e "$dir/$1.exit" ] && return 1
+  p=$(cat "$dir/$1.pid" 2>/dev/null) || return 1
+  [ -n "$p" ] && kill -0 "$p" 2>/dev/null || return 1
+  [ "$(ps -o stat= -p "$p" 2>/dev/null | cut -c1)" = Z ] && return 1
+  echo "$p"
+}
+
+# signal_member SIG ID: send SIG to member ID; exit 69 if it has ended.
+signal_member() {
+  local p
+  pid_of "$2" >/dev/null
+  p=$(live_pid "$2") || die "member $2 has ended$( [ -e "$dir/$2.exit" ] && echo " (exit $(cat "$dir/$2.exit"))")" 69
+  kill "-$1" "$p"
+}
+
 case "$cmd" in
   start)
     [ $# -ge 1 ] || usage
@@ -110,9 +134,7 @@ case "$cmd" in
     live=()
     for f in "$dir"/*.pid; do
       [ -e "$f" ] || continue
-      p=$(cat "$f" 2>/dev/null || true)
-      [ -n "$p" ] && kill -0 "$p" 2>/dev/null || continue
-      [ "$(ps -o stat= -p "$p" 2>/dev/null | cut -c1)" = Z ] && continue
+      p=$(live_pid "$(basename "$f" .pid)") || continue
       live+=("$(basename "$f" .pid) (pid $p)")
     done
     if [ ${#live[@]} -gt 0 ]; then
@@ -142,13 +164,14 @@ case "$cmd" in
   stop)
     for f in "$dir"/*.pid; do
       [ -e "$f" ] || continue
-      p=$(cat "$f"); kill -CONT "$p" 2>/dev/null || true; kill -TERM "$p" 2>/dev/null || true
+      p=$(live_pid "$(basename "$f" .pid)") || continue
+      kill -CONT "$p" 2>/dev/null || true; kill -TERM "$p" 2>/dev/null || true
     done
     for f in "$dir"/*.pid; do
       [ -e "$f" ] || continue
-      p=$(cat "$f")
-      for _ in $(seq 500); do kill -0 "$p" 2>/dev/null || break; sleep 0.01; done
-      kill -KILL "$p" 2>/dev/null || true
+      i=$(basename "$f" .pid)
+      for _ in $(seq 500); do live_pid "$i" >/dev/null || break; sleep 0.01; done
+      if p=$(live_pid "$i"); then kill -KILL "$p" 2>/dev/null || true; fi
     done
     ;;
   wait)
@@ -168,12 +191,12 @@ case "$cmd" in
     i=1
     for p in $(free_ports "$n"); do echo "$i=127.0.0.1:$p"; i=$((i + 1)); done >"$dir/peers"
     ;;
-  kill) kill -KILL "$(pid_of "$id")" ;;
-  pause) kill -STOP "$(pid_of "$id")" ;;
-  resume) kill -CONT "$(pid_of "$id")" ;;
+  kill) signal_member KILL "$id" ;;
+  pause) signal_member STOP "$id" ;;
+  resume) signal_member CONT "$id" ;;
   restart)
     [ -f "$dir/$id.cmd" ] || die "no member $id in $dir"
-    if kill -0 "$(pid_of "$id")" 2>/dev/null; then die "member $id is still running"; fi
+    if live_pid "$id" >/dev/null; then die "member $id is still running"; fi
     start_member "$id"; wait_ready "$id"
     ;;
   pid) pid_of "$id" ;;
@@ -183,6 +206,7 @@ case "$cmd" in
       [ -e "$f" ] || continue
       i=$(basename "$f" .pid); p=$(cat "$f")
       state=$(ps -o stat= -p "$p" 2>/dev/null | cut -c1 || true)
+      live_pid "$i" >/dev/null || state=""
       case "$state" in T) s=paused;; "") s=dead;; Z) s=dead;; *) s=running;; esac
       echo "member $i pid $p $s"
     done | sort -k2n
