@@ -342,6 +342,23 @@ func freeAddr(t *testing.T) string {
 	return c.LocalAddr().String()
 }
 
+// TestDurationHintScale: a duration given as a bare number is refused
+// with a hint in the flag's own scale, that of its default: --lease,
+// whose default is the timeout (200ms), suggests milliseconds, not
+// seconds (a 200 s lease).
+func TestDurationHintScale(t *testing.T) {
+	for _, c := range []struct{ flag, value, want string }{
+		{"--lease", "200", "did you mean 200ms?"},
+		{"--heartbeat", "50", "did you mean 50ms?"},
+		{"--kill-grace", "5", "did you mean 5s?"},
+	} {
+		out, err := exec.Command(electBin, "run", "--id", "1", "--peers", "1=127.0.0.1:7001", c.flag, c.value, "--", "true").CombinedOutput()
+		if exitCode(err) != cli.ExitUsage || !strings.Contains(string(out), c.want) {
+			t.Errorf("elect run %s %s: exit %d, want 64 and %q:\n%s", c.flag, c.value, exitCode(err), c.want, out)
+		}
+	}
+}
+
 func TestUsageErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"run", "--id", "9", "--peers", "1=127.0.0.1:7001"},

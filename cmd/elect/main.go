@@ -31,7 +31,9 @@ var runFlags = cli.WithEnv(tool, append(cli.NodeFlags(),
 	cli.KillSlackFlag(),
 	cli.RealtimeFlag(),
 	&ucli.BoolFlag{Name: "rerun", Usage: "with a child: stay in the election after losing leadership and run the child again on every new term"},
-	&ucli.DurationFlag{Name: "lease", DefaultText: "the timeout", Usage: "run the command only while a majority has acknowledged this leader within this long; 0: lead without a majority (faster, but two commands can overlap under partitions or pauses)"},
+	// Value is only the scale a bare number's hint suggests (--lease 200:
+	// "did you mean 200ms?"); an unset --lease follows --timeout (run).
+	&ucli.DurationFlag{Name: "lease", Value: defaults.Timeout, DefaultText: "the timeout", Usage: "run the command only while a majority has acknowledged this leader within this long; 0: lead without a majority (faster, but two commands can overlap under partitions or pauses)"},
 	&ucli.IntFlag{Name: "awareness", Value: defaults.Awareness, Usage: "local health: a member whose own timers fire late stretches its timeouts and asks for longer lease promises, up to (1+N)×; 0 turns it off"},
 	&ucli.Float64Flag{Name: "clock-drift", Value: 0.01, Usage: "the largest difference in clock rate between any member and real time (0.01 = 1%); leases are shortened by it"},
 	&ucli.IntFlag{Name: "backups", Usage: "chang-roberts: back every claim up on the next K members, so that the election survives K consecutive crashed claim holders; 0: acknowledged hops"},
