@@ -33,6 +33,8 @@ type BenchConfig struct {
 	Count   int
 	Rate    int // per second; 0: as fast as the group takes them
 	Linger  time.Duration
+
+	trace *tracer // TraceEnv: deliveries are traced too
 }
 
 // BenchHeader is a bench message's header: sequence, send time, CRC-32.
@@ -156,6 +158,9 @@ func Bench(live *cli.Running, m BenchMember, cfg BenchConfig, out *cli.Output, l
 		return nil
 	}
 	deliver := func(sender node.ID, payload []byte) {
+		if cfg.trace != nil {
+			cfg.trace.delivered(sender, payload)
+		}
 		now := time.Now()
 		delivered++
 		bytes += len(payload)

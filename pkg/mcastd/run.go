@@ -100,6 +100,15 @@ func RunBench(mb *cli.Member, cfg BenchConfig, gcfg group.Config) error {
 		live   *cli.Running
 		member BenchMember
 	)
+	if file := os.Getenv(TraceEnv); file != "" {
+		tr := newTracer(mb.Net)
+		mb.Net, cfg.trace = tr, tr
+		defer func() {
+			if err := tr.write(file); err != nil {
+				mb.Log.Warn("writing the frame trace", "err", err)
+			}
+		}()
+	}
 	if cfg.Group {
 		g, err := group.New(gcfg)
 		if err != nil {
