@@ -1083,6 +1083,11 @@ func (g *Group) Ready() node.Ready[Msg] {
 		if w := g.batchWake(); !w.IsZero() && w.Before(r.Wake) {
 			r.Wake = w
 		}
+		if o, ok := g.order.(*totemOrder); ok {
+			if w := o.wake(); !w.IsZero() && w.Before(r.Wake) {
+				r.Wake = w
+			}
+		}
 	}
 	return r
 }

@@ -26,7 +26,8 @@ import (
 // waits for one rotation of hops, not for a timer at every holder. Only
 // once the token has come back totemIdleRounds times in a row with no
 // new position on it and no retransmission asked (the ring is idle) does a holder with nothing to
-// send keep it, until Period/4 has passed or a message is queued here
+// send keep it, until Period/4 has passed (its own wake-up, not the
+// next tick) or a message is queued here
 // (corosync's token hold under low utilisation, so an idle ring does not
 // spin); it sends the same token again each Period until its successor's
 // status or the token's return shows it got there. The token's arus say what the all-to-all statuses
@@ -288,6 +289,20 @@ func (o *totemOrder) pass() {
 
 func cloneToken(t *Token) *Token {
 	return &Token{Rot: t.Rot, Seq: t.Seq, Arus: slices.Clone(t.Arus), Rtr: slices.Clone(t.Rtr)}
+}
+
+// wake is when an idle holder passes the token on (zero: it holds none):
+// Period/4 after it came, a wake-up of its own. Left to the group's
+// ticks, every Period/2, a hold lasted Period/4 to Period/2 (and longer
+// on a busy host, where a late tick is later still), and every message
+// queued at the other members meanwhile waited for it.
+func (o *totemOrder) wake() time.Time {
+	g := o.g
+	t := &o.totemState
+	if t.holding == nil || g.flushing || len(g.view.Members) < 2 || g.cfg.bug == bugTotemHoldToTick {
+		return time.Time{}
+	}
+	return t.heldAt.Add(g.cfg.Period / 4)
 }
 
 // tick passes an idle token on and sends a passed one again until the
