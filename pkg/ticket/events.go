@@ -50,6 +50,10 @@ type ExcludedEvent struct {
 	Event  string `json:"event"` // "excluded"
 	Ticket uint32 `json:"ticket"`
 	Epoch  uint64 `json:"epoch"`
+	// Why says, for the log, how the support ran out: how late this
+	// process ran, and each predecessor's last vouch (its age, how long
+	// it counted, its factor). Not printed with the event.
+	Why string `json:"-"`
 }
 
 func (e ExcludedEvent) Kind() string { return "excluded" }

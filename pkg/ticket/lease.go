@@ -241,6 +241,12 @@ func (h *Member) checkLease(now time.Time) {
 	if !ls.held && now.Sub(ls.since) < leaseGrace*h.round() {
 		return
 	}
+	why := fmt.Sprintf("held %v, round overdue by %v, factor %d;%s", ls.held, max(0, now.Sub(h.m.roundAt)).Round(time.Millisecond), h.m.health.factor(), h.leaseSummary(now))
+	for _, id := range h.group {
+		if t, ok := h.ls.grants[id]; ok && id != h.base.ID {
+			why += fmt.Sprintf(" %v's last grant ended %v ago;", id, now.Sub(t.Add(h.leaseTime())).Round(time.Millisecond))
+		}
+	}
 	cfg := h.next()
 	cfg.Tickets, cfg.Contacts = 0, []node.ID{h.base.ID + 1}
 	m, err := New(cfg)
@@ -252,7 +258,7 @@ func (h *Member) checkLease(now time.Time) {
 	ls.lost++
 	lent := h.lent
 	h.lent = nil
-	h.events = append(h.events, LeaseLostEvent{Lent: lent})
+	h.events = append(h.events, LeaseLostEvent{Lent: lent, Why: why})
 }
 
 // leaseSummary says, for a refused lend, how far the member is from a
@@ -375,6 +381,9 @@ func DecideQuorum(self node.ID, own uint64, durable bool, asked []node.ID, answe
 // excluded one does, and Lent, if any, is no longer the command's.
 type LeaseLostEvent struct {
 	Lent *Epoch
+	// Why says, for the log, how the lease ran out (how late the member
+	// ran, whose grants count). Not printed with the event.
+	Why string `json:"-"`
 }
 
 func (LeaseLostEvent) Kind() string   { return "lease-lost" }

@@ -1,8 +1,10 @@
 package ticket
 
 import (
+	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/roundtable-go/roundtable/pkg/node"
@@ -842,10 +844,33 @@ func (m *Machine) checkSupport(now time.Time) {
 		return
 	}
 	if m.st == stLinking || m.st == stCoordinator {
-		m.events = append(m.events, ExcludedEvent{Event: "excluded", Ticket: m.ticket, Epoch: m.epoch})
+		m.events = append(m.events, ExcludedEvent{Event: "excluded", Ticket: m.ticket, Epoch: m.epoch, Why: m.supportWhy(now)})
 	}
 	m.st, m.ex, m.temp, m.await = stExcluded, nil, nil, false
 	m.lastSucc, m.lastPred = m.succ, m.pred
+}
+
+// supportWhy says how this process's support ran out at now, for the
+// log: its own lateness (a round overdue, the date held.go gives vouches
+// read in a stall) and each predecessor's last vouch.
+func (m *Machine) supportWhy(now time.Time) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "factor %d, round overdue by %v", m.health.factor(), max(0, now.Sub(m.roundAt)).Round(time.Millisecond))
+	if now.Before(m.held.till) {
+		fmt.Fprintf(&b, ", stalled since %v ago", now.Sub(m.held.at).Round(time.Millisecond))
+	}
+	fmt.Fprintf(&b, "; support ended %v ago, %d of %d vouches needed:", now.Sub(m.SupportedUntil()).Round(time.Millisecond), max(1, needed(len(m.preds))), len(m.preds))
+	for _, o := range m.preds {
+		if at, ok := m.vouch(o); ok {
+			fmt.Fprintf(&b, " %v@%d %v ago for %v (f%d);", o.ID, o.Ticket, now.Sub(at).Round(time.Millisecond), m.vouchFor(o), m.aliveBy[o])
+		} else {
+			fmt.Fprintf(&b, " %v@%d never;", o.ID, o.Ticket)
+		}
+	}
+	if m.graceUntil.After(now.Add(-time.Minute)) {
+		fmt.Fprintf(&b, " grace ended %v ago", now.Sub(m.graceUntil).Round(time.Millisecond))
+	}
+	return b.String()
 }
 
 func (m *Machine) noteEpoch(e uint64) { m.floor = max(m.floor, e) }

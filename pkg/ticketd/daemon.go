@@ -625,10 +625,10 @@ func (d *daemon) event(s *slot, ev node.Event) {
 		s.joining, s.lends, s.ticket, s.n, s.idleSince, s.takenAt, s.yield = time.Time{}, 0, e.Ticket, e.N, time.Now(), time.Now(), false
 		d.serve()
 	case ticket.ExcludedEvent:
-		d.mb.Log.Warn("a process of this member lost its support and left the core (excluded)", "slot", s.idx, "ticket", e.Ticket, "epoch", e.Epoch)
+		d.mb.Log.Warn("a process of this member lost its support and left the core (excluded)", "slot", s.idx, "ticket", e.Ticket, "epoch", e.Epoch, "why", e.Why)
 		d.lose(s, "this member was excluded from the core")
 	case ticket.LeaseLostEvent:
-		d.mb.Log.Warn("this member lost its lease from a majority of the members", "slot", s.idx)
+		d.mb.Log.Warn("this member lost its lease from a majority of the members", "slot", s.idx, "why", e.Why)
 		d.lose(s, "this member lost its lease from a majority of the members")
 	case ticket.LeftEvent:
 		d.lose(s, "the ticket was given back")
