@@ -229,9 +229,14 @@ func (m *Machine) waitFor(dist uint32, chain, granted int) time.Duration {
 const bugWaitIgnoresGrants bug = 134
 
 // vouchFor is how long the last ALIVE (or UPDATE) from id vouches for
-// this process: a window times the larger of the sender's factor (its
-// ALIVEs come late) and this process's own (it reads them late), at most
-// Stretch. A new predecessor's credit (onUpdate) is never stretched.
+// this process: Stretch windows, or the sender's factor if it granted
+// more (Config.Grant), whatever this process's own factor. The excluder's
+// wait and every voter's ban count Stretch windows for every vouch
+// (vouchMax, waitFor), so a vouch of Stretch windows costs no reclaim
+// any time; counting only the factor, a process whose first stall on a
+// busy host comes while its factor is still 1 lost its support after
+// one window (doc.go, "Busy hosts: the first stall"). A new
+// predecessor's credit (onUpdate) is never stretched.
 func (m *Machine) vouchFor(o Owner) time.Duration {
 	v, ok := m.aliveBy[o]
 	if m.cfg.bug == bugVouchByID {
@@ -240,9 +245,20 @@ func (m *Machine) vouchFor(o Owner) time.Duration {
 	if !ok || v == 0 {
 		return m.window()
 	}
-	f := min(max(int(v), min(int(m.health.factor()), m.stretch())), m.grant())
+	own := m.stretch()
+	if m.cfg.bug == bugVouchAtFactor {
+		own = min(int(m.health.factor()), m.stretch())
+	}
+	f := min(max(int(v), own), m.grant())
 	return time.Duration(f) * m.window()
 }
+
+// bugVouchAtFactor: a vouch counts the larger of the sender's and the
+// receiver's local-health factor only, as before the first stall was
+// covered: on a busy host a survivor whose rounds were on time until
+// now loses its support in the first stall longer than a window, and
+// after a kill that ends the core. Tests only.
+const bugVouchAtFactor bug = 147
 
 // heard records an ALIVE or UPDATE from the process at place o, read
 // at now, with its sender's local-health factor and its echo of our
@@ -303,10 +319,53 @@ const bugVouchByID bug = 146
 // before it is suspected: Suspect rounds, times the larger of this
 // process's factor and the successor's last word of its own (Lifeguard's
 // peers give a process that says it is slow more time).
+//
+// While a failure near it is being repaired, it waits Stretch times
+// Suspect rounds whatever its factor: while it keeps a ban (it voted for
+// an exclusion that is not over), or while a predecessor in its L other
+// than its successor has not vouched for it within a window (one that
+// failed, and whose exclusion has not started here yet). The L of every
+// process near a failure counts the failed process until the repair
+// ends, so a second exclusion there costs the processes between the two
+// their support (two failures in one L; with k = 1 the core ends), and
+// a successor that is only stalled, on a host whose rounds ran on time
+// until then, must not be taken for one (doc.go, "Busy hosts: the first
+// stall"). The successor itself is left out of the test, so the first
+// failure is suspected as soon as before.
 func (m *Machine) suspectAfter() time.Duration {
 	f := max(m.health.factor(), m.succHealth, 1)
+	if m.cfg.bug != bugSuspectWhileRepairing && m.repairing() {
+		f = uint8(m.stretch())
+	}
 	return time.Duration(m.cfg.Suspect) * m.cfg.Round * time.Duration(min(int(f), m.stretch()))
 }
+
+// repairing reports whether a failure near this process is being
+// repaired, as suspectAfter uses it: a ban of its own that has not
+// ended, or a predecessor other than the successor silent for a window.
+func (m *Machine) repairing() bool {
+	now := m.now
+	for _, b := range m.bans {
+		if now.Before(b.until) {
+			return true
+		}
+	}
+	for _, o := range m.preds {
+		if o.ID == m.succ || o.ID == m.cfg.ID {
+			continue
+		}
+		if at, ok := m.vouch(o); ok && now.Sub(at) >= m.window() {
+			return true
+		}
+	}
+	return false
+}
+
+// bugSuspectWhileRepairing: a voter suspects its successor after Suspect
+// rounds times the factor while the exclusion it voted for is still
+// under way, so a survivor stalled for a few rounds after a kill is
+// excluded too and the core ends. Tests only.
+const bugSuspectWhileRepairing bug = 148
 
 // needed is how many of a list of l predecessors must vouch for a member:
 // half, rounded up. An exclusion needs the other side, a strict majority

@@ -30,7 +30,12 @@ func (p *pool) pauseAll(ids []node.ID, d time.Duration) error {
 // 3, a Margin of 190 ms), with Config.Grant grant and the planted bug b.
 // Theorem 4.1 is checked after every event (settledPoolWith).
 func busyPool(seed uint64, procs, grant int, b bug) (*pool, error) {
-	p, err := settledPoolWith(seed, procs, procs+1, 1, 3, 190*time.Millisecond, 0, func(c *Config) {
+	return busyPoolOf(seed, procs, procs+1, grant, b)
+}
+
+// busyPoolOf is busyPool on tickets tickets.
+func busyPoolOf(seed uint64, procs, tickets, grant int, b bug) (*pool, error) {
+	p, err := settledPoolWith(seed, procs, tickets, 1, 3, 190*time.Millisecond, 0, func(c *Config) {
 		c.Round, c.Stretch, c.Grant, c.bug = 40*time.Millisecond, 3, grant, b
 	})
 	if err != nil {
