@@ -627,7 +627,9 @@
 // after the kill); with the planted bugVouchAtFactor (vouches of f
 // windows) survivors lose it in every seed, with bugSuspectWhileRepairing
 // (suspicion at f alone) in 73 of 100. Theorem 4.1 is checked after
-// every event.
+// every event. With both rules every simulator property passed 1,000
+// seeds (`SIM_SEEDS=1000 go test -run '^TestSim' ./pkg/ticket`, 1,023 s
+// on a loaded 2-core host), TestSimFaults's stretched half included.
 //
 // What it does not cover: a stall of a member longer than S windows
 // less a round (about 320 ms as ticketd runs), which no vouch bridges,
