@@ -131,7 +131,7 @@ func (c *Child) sweep() {
 		if c.waitEmpty(time.Duration(c.grace.Load())) {
 			return
 		}
-		_ = syscall.Kill(-c.pgid, syscall.SIGKILL)
+		killGroup(c.pgid)
 	}
 	c.waitEmpty(5 * time.Second)
 }
@@ -258,6 +258,6 @@ func (c *Child) Stop(grace time.Duration) {
 	case <-c.done:
 	case <-t.C:
 	}
-	_ = syscall.Kill(-c.pgid, syscall.SIGKILL)
+	killGroup(c.pgid) // and, under realtime scheduling, the CPU to die
 	<-c.done
 }

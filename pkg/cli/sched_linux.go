@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -144,4 +145,169 @@ func explainSched(err error, prio int) error {
 		return fmt.Errorf("sched_setscheduler SCHED_RR %d: %w (not root, no CAP_SYS_NICE, RLIMIT_RTPRIO %d: ulimit -r %d or systemd's LimitRTPRIO=%d allows it)", prio, err, rl.Cur, WatchdogPriority, WatchdogPriority)
 	}
 	return fmt.Errorf("sched_setscheduler SCHED_RR %d: %w (a container or cgroup without realtime runtime?)", prio, err)
+}
+
+// A killed command needs the CPU to die. SIGKILL ends a task's user
+// code at once, but its exit (the kernel's do_exit: closing its files,
+// tearing down its memory, which for a command that touched hundreds of
+// megabytes is most of it) runs in the dying task's own context, at its
+// own scheduling policy: on a host whose cores are all busy a normal
+// process waits behind every CPU hog for each slice of it, and a command
+// killed at its lease's deadline may still hold what it held (its
+// memory, a file lock, a socket) when the next holder's command starts
+// (docs/performance.md, "On a busy machine"). So a process that runs
+// under realtime scheduling itself (SetRealtime: --realtime, and the
+// privilege for it), once it has SIGKILLed a command's group, puts every
+// task of that group that is dying under SCHED_RR|SCHED_RESET_ON_FORK at
+// RealtimePriority (boostKilled): the exit then runs ahead of the load.
+// A dying task runs no user code again, so no user code runs at realtime
+// priority; a task that is not dying (one that joined the group after
+// the kill) is left as it is.
+
+// Flags and signals of a task, from /proc/<pid>/task/<tid>/stat.
+const (
+	pfExiting  = 0x4          // PF_EXITING: do_exit has begun
+	sigkillBit = 1 << (9 - 1) // SIGKILL in the task's pending signals
+	statState  = 0            // fields counted after the comm's ')'
+	statPgrp   = 2
+	statFlags  = 6              // proc(5) field 9
+	statSignal = 28             // proc(5) field 31: pending signals
+	statMin    = statSignal + 1 // fields a stat line has at least
+)
+
+// realtimeOn is the priority SetRealtime gave this process (0: none).
+func realtimeOn() int {
+	realtime.Lock()
+	defer realtime.Unlock()
+	return realtime.prio
+}
+
+// killGroup sends SIGKILL to process group pgid and then, when this
+// process runs under realtime scheduling, gives what it killed the CPU
+// to die (boostKilled). Kill first, boost second: a task is boosted only
+// once it is dying.
+func killGroup(pgid int) {
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	if realtimeOn() != 0 {
+		boostKilled(pgid)
+	}
+}
+
+// boostKilled puts each thread of process group pgid that is dying
+// (SIGKILL pending, or do_exit begun) and not yet a zombie under
+// SCHED_RR|SCHED_RESET_ON_FORK at RealtimePriority, and says how many it
+// changed. One pass over /proc, no retry: a group that was SIGKILLed as
+// a whole cannot grow (fork fails once SIGKILL is pending, and the kill
+// reaches every task in the group at once, the kernel's kill_pgrp), and
+// errors (a thread gone meanwhile: ESRCH; not permitted: EPERM) are
+// skipped, silently: a task that cannot be boosted dies as it would have
+// without.
+//
+// Races. Between reading a thread's stat and setting its policy the
+// thread may exit, be reaped and its ID be reused: the kernel hands out
+// IDs in turn, so the ID would have to come round all of pid_max (32768
+// at least) within those microseconds; and the task the reused ID names
+// would get the policy only if it were dying itself. A thread that has
+// taken its SIGKILL off its pending set but not yet set PF_EXITING (a few
+// instructions in get_signal) is running at that moment and is passed
+// over: it is on a CPU already.
+func boostKilled(pgid int) int {
+	d, err := os.Open("/proc")
+	if err != nil {
+		return 0
+	}
+	names, _ := d.Readdirnames(-1)
+	d.Close()
+	var buf [1024]byte
+	n := 0
+	for _, name := range names {
+		if name[0] < '0' || name[0] > '9' {
+			continue
+		}
+		f, ok := readStat("/proc/"+name+"/stat", buf[:])
+		if !ok || f.pgrp != pgid {
+			continue
+		}
+		t, err := os.Open("/proc/" + name + "/task")
+		if err != nil {
+			continue
+		}
+		tids, _ := t.Readdirnames(-1)
+		t.Close()
+		for _, tn := range tids {
+			tid, err := strconv.Atoi(tn)
+			if err != nil {
+				continue
+			}
+			f, ok := readStat("/proc/"+name+"/task/"+tn+"/stat", buf[:])
+			if !ok || f.pgrp != pgid || !f.dying() {
+				continue
+			}
+			if p, _ := getSched(tid); p == realtimePolicy {
+				continue
+			}
+			if setSched(tid, realtimePolicy, RealtimePriority) == nil {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// taskStat is what boostKilled reads of a task's stat line.
+type taskStat struct {
+	state         byte
+	pgrp          int
+	flags, signal uint64
+}
+
+// dying reports whether the task was killed or is exiting, and still
+// runs (a zombie has nothing left to run).
+func (s taskStat) dying() bool {
+	if s.state == 'Z' || s.state == 'X' || s.state == 'x' {
+		return false
+	}
+	return s.signal&sigkillBit != 0 || s.flags&pfExiting != 0
+}
+
+// readStat reads and parses a stat file into buf, without allocating
+// for the line.
+func readStat(path string, buf []byte) (taskStat, bool) {
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return taskStat{}, false
+	}
+	m, err := syscall.Read(fd, buf)
+	syscall.Close(fd)
+	if err != nil || m <= 0 {
+		return taskStat{}, false
+	}
+	return parseStat(buf[:m])
+}
+
+// parseStat parses a /proc stat line: pid (comm) state ppid pgrp ...;
+// comm may hold spaces and parentheses, so the fields start after the
+// last ')'.
+func parseStat(b []byte) (taskStat, bool) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return taskStat{}, false
+	}
+	f := bytes.Fields(b[i+1:])
+	if len(f) < statMin || len(f[statState]) != 1 {
+		return taskStat{}, false
+	}
+	var s taskStat
+	var err error
+	s.state = f[statState][0]
+	if s.pgrp, err = strconv.Atoi(string(f[statPgrp])); err != nil {
+		return taskStat{}, false
+	}
+	if s.flags, err = strconv.ParseUint(string(f[statFlags]), 10, 64); err != nil {
+		return taskStat{}, false
+	}
+	if s.signal, err = strconv.ParseUint(string(f[statSignal]), 10, 64); err != nil {
+		return taskStat{}, false
+	}
+	return s, true
 }

@@ -180,6 +180,25 @@ func RunWatchdog() {
 		binary.LittleEndian.PutUint64(b[:], uint64(monotonic())|firedBit)
 		_, _ = syscall.Write(1, b[:])
 	}
+	killOwnGroup()
+}
+
+// killOwnGroup ends the watchdog: SIGKILL to its whole group, itself
+// included. Under realtime scheduling (watchdogRealtime) it first leaves
+// the group for its supervisor's (setpgid: the group keeps its ID while
+// the command's processes are in it), so that it outlives the kill by
+// the time it takes to give what it killed the CPU to die (killGroup,
+// sched_linux.go), and then exits. The kill itself is not delayed: one
+// setpgid before it. Should the move fail (a supervisor in another
+// session), the group, watchdog included, is killed as before.
+func killOwnGroup() {
+	self := os.Getpid()
+	if realtimeOn() != 0 {
+		if pg, err := syscall.Getpgid(syscall.Getppid()); err == nil && pg != self && syscall.Setpgid(0, pg) == nil {
+			killGroup(self)
+			os.Exit(1)
+		}
+	}
 	_ = syscall.Kill(0, syscall.SIGKILL) // the whole group, the watchdog last
 	os.Exit(1)
 }
@@ -515,7 +534,7 @@ func (l *Watch) Start(args, env []string, until time.Time) (*Child, error) {
 	}
 	c, err := startChild(args, env, l.wd.Process.Pid, l)
 	if err != nil {
-		_ = syscall.Kill(-l.wd.Process.Pid, syscall.SIGKILL)
+		killGroup(l.wd.Process.Pid)
 		l.w.Close()
 		l.closeReports()
 		if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.ESRCH) {
@@ -534,7 +553,7 @@ func (l *Watch) Start(args, env []string, until time.Time) (*Child, error) {
 	// group is killed here. The deadline is the one the watchdog keeps,
 	// with the slack it measured itself.
 	if !time.Now().Before(c.Deadline()) {
-		_ = syscall.Kill(-l.wd.Process.Pid, syscall.SIGKILL)
+		killGroup(l.wd.Process.Pid)
 		<-c.done
 		return nil, ErrLeaseOver
 	}
