@@ -41,7 +41,7 @@ func serveFlags() []ucli.Flag {
 		&ucli.StringFlag{Name: "state-file", DefaultText: "$XDG_RUNTIME_DIR/ticketd-CLUSTER-ID.epoch, else $TMPDIR/roundtable-UID/ticketd-CLUSTER-ID.epoch",
 			Usage: "keep the highest fencing epoch here, so that a restarted member or a pool founded again starts above it; '' keeps none (such a member never founds a pool)"},
 		socketFlag(),
-		cli.RealtimeFlagDefault(false),
+		cli.RealtimeFlag(),
 	))
 }
 
@@ -138,7 +138,7 @@ Examples:
 				Flags: waitFlags(
 					&ucli.DurationFlag{Name: "kill-grace", Usage: "after the ticket is lost: SIGTERM, then SIGKILL after this long (at most, and by default, the member's --max-kill-grace)"},
 					cli.KillSlackFlag(),
-					cli.RealtimeFlagDefault(false),
+					cli.RealtimeFlag(),
 					&ucli.BoolFlag{Name: "shell", Usage: "run the command through /bin/sh -c"}),
 				Action: runCmd,
 			},

@@ -48,16 +48,13 @@ const FlagRealtime = "realtime"
 
 // RealtimeFlag is --realtime, for the daemons and clients whose timers
 // decide leadership or holding (elect run, lockd serve, ticketd serve and
-// run).
-func RealtimeFlag() ucli.Flag { return RealtimeFlagDefault(true) }
-
-// RealtimeFlagDefault is RealtimeFlag with its default given: ticketd
-// leaves it off (docs/ticketd.md, "Busy hosts": a member scheduled ahead
-// of the load hands a ticket on while the killed command, a normal
-// process, may not yet have had the CPU to finish exiting).
-func RealtimeFlagDefault(on bool) ucli.Flag {
-	return &ucli.BoolFlag{Name: FlagRealtime, Value: on,
-		Usage: "run under SCHED_RR realtime priority " + strconv.Itoa(RealtimePriority) + " (as corosync -r does; a leased command's watchdog at " + strconv.Itoa(WatchdogPriority) + "), so that a busy host does not make this process's timers late; the command runs as a normal process; needs root, CAP_SYS_NICE or RLIMIT_RTPRIO, else a note on stderr and normal scheduling; --realtime=false: normal scheduling"}
+// run), on by default. A command killed at its lease's end, a normal
+// process, is given the CPU to finish exiting (boostKilled,
+// sched_linux.go), so that a member scheduled ahead of the load does not
+// hand its resource on while the command still exits.
+func RealtimeFlag() ucli.Flag {
+	return &ucli.BoolFlag{Name: FlagRealtime, Value: true,
+		Usage: "run under SCHED_RR realtime priority " + strconv.Itoa(RealtimePriority) + " (as corosync -r does; a leased command's watchdog at " + strconv.Itoa(WatchdogPriority) + "), so that a busy host does not make this process's timers late; the command runs as a normal process, and only once killed gets priority " + strconv.Itoa(RealtimePriority) + " to finish exiting; needs root, CAP_SYS_NICE or RLIMIT_RTPRIO, else a note on stderr and normal scheduling; --realtime=false: normal scheduling"}
 }
 
 // watchdogRT is the priority watchdogs started from now on are asked to
