@@ -36,6 +36,10 @@ type Child struct {
 	watch *Watch          // StartLeased: the watchdog, for its reports
 	end   atomic.Int64    // StartLeased: the resource's end (CLOCK_MONOTONIC)
 	slack atomic.Int64    // StartLeased: the slack sent with it
+	// reaped is when this process reaped the command (CLOCK_MONOTONIC),
+	// before the sweep of its group: how long a killed command took to
+	// exit is measured to it (TestWatchdogLateness).
+	reaped int64
 }
 
 // DefaultKillGrace is how long what a command left running in its group
@@ -99,6 +103,7 @@ func startChild(args []string, env []string, pgid int, w *Watch) (*Child, error)
 	c.grace.Store(int64(DefaultKillGrace))
 	go func() {
 		_ = cmd.Wait()
+		c.reaped = monotonic()
 		c.state = cmd.ProcessState
 		c.sweep()
 		if c.lease != nil {

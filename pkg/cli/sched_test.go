@@ -42,6 +42,9 @@ func realtimeHelper() {
 	if os.Getenv(threadsHelperEnv) != "" {
 		threadsHelper()
 	}
+	if os.Getenv(touchHelperEnv) != "" {
+		touchHelper()
+	}
 	mode, ok := os.LookupEnv(realtimeHelperEnv)
 	if !ok {
 		return
@@ -540,5 +543,23 @@ func TestWatchdogBoostsKilledCommand(t *testing.T) {
 	line, _ := r.ReadString('\n')
 	if strings.TrimSpace(line) != fmt.Sprintf("done %d", 128+int(syscall.SIGKILL)) {
 		t.Errorf("helper said %q, want the command killed by SIGKILL", line)
+	}
+}
+
+// BenchmarkBoostKilledScan is the cost of boostKilled's pass over /proc
+// for a group with no process left in it: what a kill pays on top, one
+// stat read per process on the host (docs/performance.md gives it with
+// many processes).
+func BenchmarkBoostKilledScan(b *testing.B) {
+	d, _ := os.ReadDir("/proc")
+	procs := 0
+	for _, e := range d {
+		if _, err := strconv.Atoi(e.Name()); err == nil {
+			procs++
+		}
+	}
+	b.ReportMetric(float64(procs), "procs")
+	for b.Loop() {
+		boostKilled(1 << 30)
 	}
 }
