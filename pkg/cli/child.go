@@ -14,7 +14,10 @@ import (
 
 // Child is a supervised child command: it runs in its own process group,
 // receives SIGKILL if this process dies (Pdeathsig, so it never outlives
-// its wrapper holding a resource), inherits stdin, stdout and stderr, and
+// its wrapper holding a resource; Pdeathsig reaches the command alone,
+// never what it started, so a leased command's group is ended by its
+// watchdog then, which outlives this process: StartLeased), inherits
+// stdin, stdout and stderr, and
 // inherits no other descriptor (Go opens every file close-on-exec, so the
 // coordination sockets do not leak into it).
 //

@@ -113,7 +113,11 @@ func RunWatchdog() {
 	// look at the clock, the last one included: a watchdog that was
 	// itself starved of CPU (or slow to start) still honours every
 	// extension the supervisor wrote before the deadline. End of input
-	// (the supervisor is done, or gone) ends the lease.
+	// (the supervisor is done, or gone: its death, SIGKILL included,
+	// closes the pipe's only writer) ends the lease, and the group with
+	// it; a watchdog never armed just exits. So no watchdog outlives both
+	// its supervisor and its group: it leaves at the end of input or at
+	// its deadline, whichever comes first.
 	if err := syscall.SetNonblock(0, true); err != nil {
 		os.Exit(ExitUsage)
 	}
@@ -311,7 +315,13 @@ func PrepareWatch() *Watch {
 		wd := exec.Command(self)
 		wd.Env = append(append(os.Environ(), watchdogEnv+"="+unarmed), watchdogEnviron()...)
 		wd.Stdin, wd.Stdout, wd.Stderr = r, readyW, os.Stderr
-		wd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		// No Pdeathsig: a watchdog that died with this process (SIGKILL
+		// reaches no handler) would leave its group unguarded, and a
+		// command's background job, which Pdeathsig never reaches, would
+		// run on after the resource is given back. The end of its input,
+		// which this process's death closes, ends the group instead
+		// (RunWatchdog), and a spare never armed exits on it.
+		wd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		err = wd.Start()
 		readyW.Close()
 		if err != nil {

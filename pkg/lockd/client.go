@@ -107,12 +107,13 @@ func (s *sightings) describe(socket, name string, p probe) string {
 }
 
 // keep keeps a granted lock: the daemon's "valid" replies extend its
-// lease, a "lost" reply for it ends it.
-func keep(name string, grant Reply) claim.Keep[Reply] {
-	lease := NewLease(grant)
+// lease (and, through extend, the watchdog's deadline), a "lost" reply
+// for it ends it.
+func keep(name string, lease *Lease, extend func(time.Time)) claim.Keep[Reply] {
 	return claim.Keep[Reply]{Lease: lease, Expired: "lease ran out without renewal", Reply: func(r Reply) (string, bool) {
 		if r.Event == "valid" && (r.Name == "" || r.Name == name) {
 			lease.Extend(r)
+			extend(lease.Until())
 		}
 		return r.Reason, r.Event == "lost" && r.Name == name
 	}}
@@ -123,6 +124,19 @@ func keep(name string, grant Reply) claim.Keep[Reply] {
 // The result carries the exit code: the command's own, 75 busy or timed
 // out, 76 lost (the command is stopped: SIGTERM, then SIGKILL after
 // KillGrace), 69 no daemon or no quorum.
+//
+// The command runs under a watchdog (cli.PrepareWatch), as ticketd run's
+// does, whose deadline is the lease's end plus the kill grace, moved by
+// every renewal: by then this process, if it runs, has sent SIGTERM (at
+// the lease's end) and the command has had its grace. So a command
+// outlives neither a `lockd run` stopped past its lease nor one that is
+// killed: the watchdog reads the end of its input then, and ends the
+// command's whole group, background jobs included (SIGTERM, then SIGKILL
+// within the kill grace, never past the deadline). The daemon releases
+// the lock of a client that is gone at once, not at that deadline: what
+// the command left may still be ending for up to the kill grace while the
+// next holder runs, and the fencing token (LOCKD_TOKEN), which only grows,
+// is what orders their writes (docs/lockd.md).
 func Run(o claim.RunOpts) error {
 	name, err := CheckName(o.Args)
 	if err != nil {
@@ -132,17 +146,81 @@ func Run(o claim.RunOpts) error {
 	if err != nil {
 		return err
 	}
+	// The watchdog starts while the lock is asked for, so that its start
+	// overlaps the round trip.
+	watch := cli.PrepareWatch()
 	c, got, sigs, err := claim.Take(o.WaitOpts, ask(o.WaitOpts, name))
 	if err != nil {
+		watch.Cancel()
 		return err
 	}
 	defer c.Close()
-	child, err := cli.StartChild(args, []string{"LOCKD_NAME=" + name, "LOCKD_TOKEN=" + strconv.FormatUint(got.Token, 10)})
+	release := Request{Op: "release", Name: name}
+	lease := NewLease(got)
+	grace := max(o.KillGrace, 0)
+	if why := awaitWatch(c, name, watch.Guarding(), lease, grace); why != "" {
+		watch.Cancel()
+		_ = c.Send(release)
+		return cli.Exitf(cli.ExitLost, "lock %s lost before the command started (%s)", name, why)
+	}
+	env := []string{"LOCKD_NAME=" + name, "LOCKD_TOKEN=" + strconv.FormatUint(got.Token, 10)}
+	child, err := watch.Start(args, env, lease.Until().Add(grace))
 	if err != nil {
+		_ = c.Send(release)
+		if err == cli.ErrLeaseOver {
+			return cli.Exitf(cli.ExitLost, "the lease of lock %s ended before the command started", name)
+		}
 		return err
 	}
 	child.SetKillGrace(o.KillGrace)
-	return c.Run(keep(name, got), sigs, child, o.KillGrace, Tool, "lock "+name, Request{Op: "release", Name: name})
+	k := keep(name, lease, func(u time.Time) { child.Extend(u.Add(grace)) })
+	return c.Run(k, sigs, child, o.KillGrace, Tool, "lock "+name, release)
+}
+
+// awaitWatch waits, when the lock came before the watchdog was up, until
+// it is (guarding closed), taking the daemon's renewals meanwhile into
+// lease, so that the watchdog's start on a starved host (seconds) does not
+// outlast a lease the daemon goes on renewing; renewals already read are
+// taken first, watchdog up or not. It returns why the lock was lost
+// meanwhile, or "". A watchdog that never comes up is left to Start, which
+// says why.
+func awaitWatch(c *claim.Client[Reply], name string, guarding <-chan struct{}, lease *Lease, grace time.Duration) (lost string) {
+	take := func(r Reply, ok bool) (string, bool) {
+		switch {
+		case !ok:
+			return "the daemon went away", true
+		case r.Event == "lost" && r.Name == name && r.Reason == "":
+			return "the daemon took it back", true
+		case r.Event == "lost" && r.Name == name:
+			return r.Reason, true
+		case r.Event == "valid" && (r.Name == "" || r.Name == name):
+			lease.Extend(r)
+		}
+		return "", false
+	}
+	for {
+		select {
+		case r, ok := <-c.Replies():
+			if why, done := take(r, ok); done {
+				return why
+			}
+			continue
+		default:
+		}
+		t := time.NewTimer(time.Until(lease.Until().Add(grace)))
+		select {
+		case <-guarding:
+			t.Stop()
+			return ""
+		case <-t.C:
+			return "" // Start finds the lease over
+		case r, ok := <-c.Replies():
+			t.Stop()
+			if why, done := take(r, ok); done {
+				return why
+			}
+		}
+	}
 }
 
 // Hold is 'lockd hold': acquire name, print the grant, and hold the lock
@@ -155,7 +233,7 @@ func Hold(o claim.WaitOpts, name string, out *cli.Output) error {
 	}
 	defer c.Close()
 	Print(out, got)
-	return c.Hold(keep(name, got), sigs, "lock "+name, Request{Op: "release", Name: name},
+	return c.Hold(keep(name, NewLease(got), func(time.Time) {}), sigs, "lock "+name, Request{Op: "release", Name: name},
 		func(why string) { Print(out, Reply{Event: "lost", Name: name, Token: got.Token, Reason: why}) },
 		func() { Print(out, Reply{Event: "released", Name: name, Token: got.Token}) })
 }
