@@ -102,8 +102,10 @@ daemon that does not answer (stopped, starved), or no quorum.
 Signals reach the command and its whole process group; when the command
 ends, or the lock is lost, whatever it left running in its group (background
 jobs) gets SIGTERM, then SIGKILL after --kill-grace, before the lock is
-released. If lockd run is killed, so is the command, and the lock is
-released.
+released. The command runs under a watchdog process that outlives lockd
+run: if lockd run is killed (even with SIGKILL), or stopped past the lease,
+the watchdog ends the command's whole group, background jobs included, by
+the lease's end plus --kill-grace.
 
 Examples:
    lockd run backup -- /usr/local/bin/backup.sh
