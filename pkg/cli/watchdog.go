@@ -295,6 +295,13 @@ func PrepareWatch() *Watch {
 	l := &Watch{ready: make(chan struct{}), guarding: make(chan struct{})}
 	go func() {
 		defer close(l.ready)
+		if _, ok := os.LookupEnv(watchdogEnv); ok {
+			// Started as a watchdog, yet running as a tool: this
+			// program's main does not call RunWatchdog first, and each
+			// watchdog would start another without end.
+			l.err = Exitf(ExitCannotExec, "cannot watch the command: this program was started as a watchdog (its main must call cli.RunWatchdog first)")
+			return
+		}
 		self, err := os.Executable()
 		if err != nil {
 			l.err = Exitf(ExitCannotExec, "cannot find this program to watch the command: %v", err)
