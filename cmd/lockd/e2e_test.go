@@ -515,14 +515,16 @@ func TestVotingMinority(t *testing.T) {
 }
 
 // TestStoppedHolder: SIGSTOP the `lockd run` holding the lock (its child
-// keeps running in its own process group, inside the critical section).
-// The lock stays held: a client waiting meanwhile does not get in while the
-// holder is stopped; after SIGCONT the holder finishes and the waiter
-// follows, with no overlap.
+// keeps running in its own process group, inside the critical section,
+// until its watchdog's deadline: the lease's end plus the kill grace, here
+// 5 s, longer than the child's 1.5 s; TestStoppedRunCommandKilledAtDeadline
+// has the child outlast it). The lock stays held: a client waiting
+// meanwhile does not get in while the holder is stopped; after SIGCONT the
+// holder finishes and the waiter follows, with no overlap.
 func TestStoppedHolder(t *testing.T) {
 	c := startDaemons(t, 3)
 	file := filepath.Join(c.Dir, "witness")
-	holder := c.run(1, file, 1500*time.Millisecond)
+	holder := c.run(1, file, 1500*time.Millisecond, "--kill-grace", "5s")
 	clitest.WaitFor(t, 20*time.Second, func() bool { return len(readWitnessMaybe(file)) > 0 })
 	if err := holder.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
