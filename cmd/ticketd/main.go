@@ -138,7 +138,7 @@ Examples:
 				Flags: waitFlags(
 					&ucli.DurationFlag{Name: "kill-grace", Usage: "after the ticket is lost: SIGTERM, then SIGKILL after this long (at most, and by default, the member's --max-kill-grace)"},
 					cli.KillSlackFlag(),
-					cli.RealtimeFlag(),
+					cli.RealtimeClientFlag(tool),
 					&ucli.BoolFlag{Name: "shell", Usage: "run the command through /bin/sh -c"}),
 				Action: runCmd,
 			},

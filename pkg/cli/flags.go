@@ -27,6 +27,9 @@ func Env(tool, flag string) string {
 // already name one keep it.
 func WithEnv(tool string, flags []ucli.Flag) []ucli.Flag {
 	for _, f := range flags {
+		if ev, ok := f.(interface{ GetEnvVars() []string }); ok && len(ev.GetEnvVars()) > 0 {
+			continue
+		}
 		env := Env(tool, f.Names()[0])
 		// A flag shared by two commands (one variable, one meaning) is
 		// named once.

@@ -57,6 +57,23 @@ func RealtimeFlag() ucli.Flag {
 		Usage: "run under SCHED_RR realtime priority " + strconv.Itoa(RealtimePriority) + " (as corosync -r does; a leased command's watchdog at " + strconv.Itoa(WatchdogPriority) + "), so that a busy host does not make this process's timers late; the command runs as a normal process, and only once killed gets priority " + strconv.Itoa(RealtimePriority) + " to finish exiting; needs root, CAP_SYS_NICE or RLIMIT_RTPRIO, else a note on stderr and normal scheduling; --realtime=false: normal scheduling"}
 }
 
+// RealtimeClientFlag is --realtime for a client that leases a command
+// from a member (ticketd run), off by default. The member's timers decide
+// who holds what and run under realtime scheduling by default; a client
+// and its watchdog under it cost a pool with many clients half of its
+// grants (scripts/bench-ticketd.sh part 4, 50 clients against 5 members:
+// 0.34-0.35 of lockd's grants with realtime clients, 0.43-0.44 with realtime
+// watchdogs only, 0.50-0.64 with both normal, docs/ticketd.md "Busy
+// hosts"), and a normal client's late renewals cost its own command at
+// worst, never the pool: the watchdog's kill slack shortens the lease
+// the command may use (slack.go).
+// Its environment variable is TOOL_RUN_REALTIME, not the members'
+// TOOL_REALTIME: one variable, one meaning and one default.
+func RealtimeClientFlag(tool string) ucli.Flag {
+	return &ucli.BoolFlag{Name: FlagRealtime, Value: false, EnvVars: []string{Env(tool, "run-"+FlagRealtime)},
+		Usage: "run this client and its watchdog under SCHED_RR realtime priority " + strconv.Itoa(RealtimePriority) + " (the watchdog " + strconv.Itoa(WatchdogPriority) + "), as the members do by default, so that a busy host does not make the lease's renewals and deadline late; off by default: with many clients at once it halves a pool's grants; needs root, CAP_SYS_NICE or RLIMIT_RTPRIO"}
+}
+
 // watchdogRT is the priority watchdogs started from now on are asked to
 // take (0: none).
 var watchdogRT int
