@@ -508,6 +508,22 @@ func (l *Watch) armable() bool {
 // Start arms the watchdog with until and starts args under it, as
 // StartLeased does.
 func (l *Watch) Start(args, env []string, until time.Time) (*Child, error) {
+	return l.start(args, env, until, true)
+}
+
+// StartEarly is Start without waiting for the watchdog to be up: for a
+// resource whose next holder does not wait for this command's deadline
+// (lockd's lock goes on at once when its client dies, and its fencing
+// token orders the holders), the watchdog is there to end the command's
+// group when the wrapper dies or overstays a stop, not to keep a
+// deadline that others count on. A watchdog still starting reads the
+// deadline, and the end of its input, once it is up; until then the
+// wrapper signals the command alone (Child.Signal).
+func (l *Watch) StartEarly(args, env []string, until time.Time) (*Child, error) {
+	return l.start(args, env, until, false)
+}
+
+func (l *Watch) start(args, env []string, until time.Time, await bool) (*Child, error) {
 	if len(args) == 0 {
 		l.Cancel()
 		return nil, Exitf(ExitUsage, "no command given after --")
@@ -531,10 +547,12 @@ func (l *Watch) Start(args, env []string, until time.Time) (*Child, error) {
 	if !time.Now().Before(until.Add(-KillSlack())) {
 		return nil, ErrLeaseOver // a select below could pick either ready case
 	}
-	select {
-	case <-l.guarding:
-	case <-time.After(time.Until(until.Add(-KillSlack()))):
-		return nil, ErrLeaseOver
+	if await {
+		select {
+		case <-l.guarding:
+		case <-time.After(time.Until(until.Add(-KillSlack()))):
+			return nil, ErrLeaseOver
+		}
 	}
 	// What the watchdog measured while it waited counts too.
 	l.readReports()

@@ -158,13 +158,13 @@ func Run(o claim.RunOpts) error {
 	release := Request{Op: "release", Name: name}
 	lease := NewLease(got)
 	grace := max(o.KillGrace, 0)
-	if why := awaitWatch(c, name, watch.Guarding(), lease, grace); why != "" {
-		watch.Cancel()
-		_ = c.Send(release)
-		return cli.Exitf(cli.ExitLost, "lock %s lost before the command started (%s)", name, why)
-	}
 	env := []string{"LOCKD_NAME=" + name, "LOCKD_TOKEN=" + strconv.FormatUint(got.Token, 10)}
-	child, err := watch.Start(args, env, lease.Until().Add(grace))
+	// The command does not wait for the watchdog to be up (StartEarly):
+	// the daemon hands a dead client's lock on at once and the token
+	// orders the holders, so the watchdog ends what a dead or stopped
+	// wrapper leaves, and no other holder waits for its deadline. Its
+	// start, a second process's, then overlaps the command's.
+	child, err := watch.StartEarly(args, env, lease.Until().Add(grace))
 	if err != nil {
 		_ = c.Send(release)
 		if err == cli.ErrLeaseOver {
@@ -175,52 +175,6 @@ func Run(o claim.RunOpts) error {
 	child.SetKillGrace(o.KillGrace)
 	k := keep(name, lease, func(u time.Time) { child.Extend(u.Add(grace)) })
 	return c.Run(k, sigs, child, o.KillGrace, Tool, "lock "+name, release)
-}
-
-// awaitWatch waits, when the lock came before the watchdog was up, until
-// it is (guarding closed), taking the daemon's renewals meanwhile into
-// lease, so that the watchdog's start on a starved host (seconds) does not
-// outlast a lease the daemon goes on renewing; renewals already read are
-// taken first, watchdog up or not. It returns why the lock was lost
-// meanwhile, or "". A watchdog that never comes up is left to Start, which
-// says why.
-func awaitWatch(c *claim.Client[Reply], name string, guarding <-chan struct{}, lease *Lease, grace time.Duration) (lost string) {
-	take := func(r Reply, ok bool) (string, bool) {
-		switch {
-		case !ok:
-			return "the daemon went away", true
-		case r.Event == "lost" && r.Name == name && r.Reason == "":
-			return "the daemon took it back", true
-		case r.Event == "lost" && r.Name == name:
-			return r.Reason, true
-		case r.Event == "valid" && (r.Name == "" || r.Name == name):
-			lease.Extend(r)
-		}
-		return "", false
-	}
-	for {
-		select {
-		case r, ok := <-c.Replies():
-			if why, done := take(r, ok); done {
-				return why
-			}
-			continue
-		default:
-		}
-		t := time.NewTimer(time.Until(lease.Until().Add(grace)))
-		select {
-		case <-guarding:
-			t.Stop()
-			return ""
-		case <-t.C:
-			return "" // Start finds the lease over
-		case r, ok := <-c.Replies():
-			t.Stop()
-			if why, done := take(r, ok); done {
-				return why
-			}
-		}
-	}
 }
 
 // Hold is 'lockd hold': acquire name, print the grant, and hold the lock
