@@ -63,20 +63,5 @@ func TestKilledLeaderLeavesNoJob(t *testing.T) {
 	}
 	// And it went within the kill grace (SIGTERM at once ends it) plus a
 	// margin of twice the measured start cost.
-	limit := grace + 2*slack
-	for !clitest.Gone(job) {
-		if time.Since(killed) > limit+60*time.Second {
-			t.Fatalf("the background job %d of killed leader %d still runs", job, leader)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	took := time.Since(killed)
-	if took > limit {
-		slack = max(slack, clitest.SpawnCost(electBin))
-		limit = grace + 2*slack
-	}
-	if took > limit {
-		t.Fatalf("the background job %d of killed leader %d was gone only %v after the kill (want within %v)", job, leader, took.Round(time.Millisecond), limit)
-	}
-	t.Logf("leader %d killed: its background job gone %v after the kill (limit %v)", leader, took.Round(time.Millisecond), limit)
+	clitest.AwaitGone(t, job, killed, grace, slack, electBin, fmt.Sprintf("killed leader %d", leader))
 }
