@@ -21,28 +21,12 @@ func TestKilledRunLeavesNoJob(t *testing.T) {
 	c := startDaemons(t, 1)
 	const grace = time.Second
 	lease := mutex.DefaultConfig().Lease
-	for _, tc := range clitest.JobScripts {
-		t.Run(tc.Name, func(t *testing.T) {
-			pidFile := filepath.Join(t.TempDir(), "job")
-			cmd := exec.Command(lockdBin, "run", "--socket", c.sock(1), "--kill-grace", grace.String(), "L", "--", "sh", "-c", tc.Script, pidFile)
-			var stderr strings.Builder
-			cmd.Stderr = &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			job := clitest.WaitPID(t, 20*time.Second, pidFile)
-			t.Cleanup(func() { syscall.Kill(job, syscall.SIGKILL) })
-			slack := clitest.SpawnCost(lockdBin)
-			cmd.Process.Kill()
-			killed := time.Now()
-			cmd.Wait()
-			promise := grace
-			if tc.Name == "ignores-term" {
-				promise = lease + grace // the deadline: the lease's end plus the grace
-			}
-			clitest.AwaitGone(t, job, killed, promise, slack, lockdBin, "lockd run "+tc.Name)
-		})
-	}
+	clitest.KilledWrapperLeavesNoJob(t, lockdBin, []string{"run", "--socket", c.sock(1), "--kill-grace", grace.String(), "L"}, func(name string) time.Duration {
+		if name == "ignores-term" {
+			return lease + grace // the deadline: the lease's end plus the grace
+		}
+		return grace
+	})
 }
 
 // TestStoppedRunCommandKilledAtDeadline: a `lockd run` stopped with

@@ -1,10 +1,6 @@
 package main
 
 import (
-	"os/exec"
-	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -25,29 +21,13 @@ func TestKilledRunLeavesNoJob(t *testing.T) {
 		grace = 300 * time.Millisecond // startPool's --max-kill-grace
 		lease = time.Second            // a grant is good for a second at most (pkg/ticketd, machine.until)
 	)
-	for _, tc := range clitest.JobScripts {
-		t.Run(tc.Name, func(t *testing.T) {
-			pidFile := filepath.Join(t.TempDir(), "job")
-			cmd := exec.Command(ticketdBin, "run", "--socket", c.sock(1), "--", "sh", "-c", tc.Script, pidFile)
-			var stderr strings.Builder
-			cmd.Stderr = &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			job := clitest.WaitPID(t, 20*time.Second, pidFile)
-			t.Cleanup(func() { syscall.Kill(job, syscall.SIGKILL) })
-			// The margin is twice what starting a process costs now (the
-			// host's scheduling delay), measured before the kill and again
-			// after a late end.
-			slack := clitest.SpawnCost(ticketdBin)
-			cmd.Process.Kill()
-			killed := time.Now()
-			cmd.Wait()
-			promise := grace
-			if tc.Name == "ignores-term" {
-				promise = lease + grace
-			}
-			clitest.AwaitGone(t, job, killed, promise, slack, ticketdBin, "ticketd run "+tc.Name)
-		})
-	}
+	// The margin is twice what starting a process costs now (the host's
+	// scheduling delay), measured before the kill and again after a late
+	// end.
+	clitest.KilledWrapperLeavesNoJob(t, ticketdBin, []string{"run", "--socket", c.sock(1)}, func(name string) time.Duration {
+		if name == "ignores-term" {
+			return lease + grace
+		}
+		return grace
+	})
 }

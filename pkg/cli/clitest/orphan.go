@@ -1,6 +1,11 @@
 package clitest
 
 import (
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -38,4 +43,29 @@ func AwaitGone(t testing.TB, pid int, from time.Time, promise, slack time.Durati
 			what, pid, took.Round(time.Millisecond), limit, promise, slack)
 	}
 	t.Logf("%s: background job gone %v after the wrapper was killed or stopped (limit %v)", what, took.Round(time.Millisecond), limit)
+}
+
+// KilledWrapperLeavesNoJob runs bin with args, then "--", "sh", "-c" and
+// each of JobScripts (a subtest each), waits for the job's PID, SIGKILLs
+// the wrapper and fails unless the job is gone within promise(script
+// name) plus twice the measured start cost of bin (AwaitGone).
+func KilledWrapperLeavesNoJob(t *testing.T, bin string, args []string, promise func(name string) time.Duration) {
+	for _, tc := range JobScripts {
+		t.Run(tc.Name, func(t *testing.T) {
+			pidFile := filepath.Join(t.TempDir(), "job")
+			cmd := exec.Command(bin, append(slices.Clone(args), "--", "sh", "-c", tc.Script, pidFile)...)
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			job := WaitPID(t, 20*time.Second, pidFile)
+			t.Cleanup(func() { _ = syscall.Kill(job, syscall.SIGKILL) })
+			slack := SpawnCost(bin)
+			_ = cmd.Process.Kill()
+			killed := time.Now()
+			_ = cmd.Wait()
+			AwaitGone(t, job, killed, promise(tc.Name), slack, bin, filepath.Base(bin)+" "+args[0]+" "+tc.Name)
+		})
+	}
 }
