@@ -439,8 +439,8 @@ func TestStatusAgreementAndDisagreement(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	out, err = exec.Command(electBin, "status", "--peers", "@"+filepath.Join(c.Dir, "peers")).Output()
-	if exitCode(err) != cli.ExitBusy || !strings.HasPrefix(string(out), "disagreement") {
-		t.Fatalf("status with a split cluster: exit %d, want 75\n%s", exitCode(err), out)
+	if exitCode(err) != cli.ExitUnavailable || !strings.HasPrefix(string(out), "disagreement") {
+		t.Fatalf("status with a split cluster: exit %d, want 69\n%s", exitCode(err), out)
 	}
 }
 

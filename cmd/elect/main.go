@@ -100,8 +100,9 @@ Otherwise the first line says why and the exit is
 69: 'no leader yet' (the first election has not ended), 'no majority' (too
 few members answered for any leader to hold a lease), 'no live leader' (the
 members still follow a leader that does not answer: killed, stopped or cut
-off, until their --timeout runs out); or 75: 'disagreement' (a change of
-leader is under way, or a member is cut off).
+off, until their --timeout runs out), 'disagreement' (a change of leader is
+under way, or a member is cut off). Any exit but 0 means: do not act as if
+this leader held.
 
 Examples:
    elect status --peers @peers.txt
@@ -224,7 +225,7 @@ func status(c *ucli.Context) error {
 	case !v.majority:
 		return cli.Exitf(cli.ExitUnavailable, "only %d of %d members answered within %v: no majority, so no leader can hold", len(members), len(cm.Peers), c.Duration("wait"))
 	case !v.agreed:
-		return cli.Exitf(cli.ExitBusy, "members disagree on the leader")
+		return cli.Exitf(cli.ExitUnavailable, "members disagree on the leader: a change of leader is under way, or a member is cut off")
 	case !v.live:
 		return cli.Exitf(cli.ExitUnavailable, "the members follow %d (term %d), which does not answer as their leader: killed, stopped, cut off or stepped down, until their --timeout runs out", members[0].Leader, members[0].Term)
 	}
