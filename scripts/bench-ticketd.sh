@@ -11,7 +11,7 @@
 #      was gone by then. Anchor: `etcdctl lock --ttl 1` held by a process
 #      that is killed with SIGKILL, and the time until a waiting
 #      `etcdctl lock` gets it. ROUNDS rounds each, alternating; ticketd
-#      with its defaults (--round 40ms --max-kill-grace 100ms) and with each
+#      with its defaults (--round 30ms --max-kill-grace 100ms) and with each
 #      variant of TICKETD_FLAGS (default: --round 100ms --max-kill-grace 1s,
 #      for a command that needs a second to stop).
 #   3. in-daemon take+release per second, 5 members, 4 tickets, without
@@ -135,7 +135,7 @@ scripts/cluster.sh stop -d "$work/t" >/dev/null; scripts/cluster.sh stop -d "$wo
 fi
 
 if part 2; then
-echo "== 2. reclaim after SIGKILL, $rounds rounds each (ticketd defaults: --round 40ms, --max-kill-grace 100ms)"
+echo "== 2. reclaim after SIGKILL, $rounds rounds each (ticketd defaults: --round 30ms, --max-kill-grace 100ms)"
 : >"$work/tr.ms"; : >"$work/er.ms"
 core() { # members in the core, from their status
   local n=0 i

@@ -35,7 +35,7 @@ func serveFlags() []ucli.Flag {
 		cli.DNSServerFlag(),
 		&ucli.IntFlag{Name: "tickets", Usage: "n, the pool's size: required to found a pool; with --join, checked against the pool's"},
 		&ucli.IntFlag{Name: "k", Value: 1, Usage: "a member stays in the core while k+1 of its 2k+1 closest predecessors vouch for it; survives k failures among 2k+1 neighbours"},
-		&ucli.DurationFlag{Name: "round", Value: 40 * time.Millisecond, Usage: "the period of ALIVE and UPDATE messages; failures are detected in about 3 rounds; a crashed member's tickets are reclaimed after about 20 rounds plus --max-kill-grace"},
+		&ucli.DurationFlag{Name: "round", Value: 30 * time.Millisecond, Usage: "the period of ALIVE and UPDATE messages; failures are detected in about 3 rounds; a crashed member's tickets are reclaimed after about 20 rounds plus --max-kill-grace"},
 		&ucli.DurationFlag{Name: "max-kill-grace", Value: 100 * time.Millisecond, Usage: "the longest 'ticketd run --kill-grace' a client may use: how long a command whose ticket is lost gets between SIGTERM and SIGKILL; the members wait this much longer before handing a ticket out again"},
 		&ucli.DurationFlag{Name: "join-timeout", Value: 10 * time.Second, Usage: "give up (exit 69) if no member answers at --join within this"},
 		&ucli.StringFlag{Name: "state-file", DefaultText: "$XDG_RUNTIME_DIR/ticketd-CLUSTER-ID.epoch, else $TMPDIR/roundtable-UID/ticketd-CLUSTER-ID.epoch",

@@ -146,7 +146,7 @@
 // its support ends. a acts until 1.79 s after the quorum at most (two
 // links are 1.94 s), and the wait lasts 2.75 s; with the old wait (the
 // planted bugOneVouchChain, 1.78 s) Theorem 4.1 catches a acting on a
-// ticket c has reclaimed. ticketd's defaults (k = 1, 40 ms rounds, S = 3,
+// ticket c has reclaimed. ticketd's settings then (k = 1, 40 ms rounds, S = 3,
 // a Margin of 190 ms or more) stayed inside the old wait by their margin
 // for a chain of two.
 //
@@ -573,7 +573,8 @@
 //
 // A factor rises only once a round has run late, so the first stall of
 // a host whose rounds ran on time finds every vouch at f = 1, one
-// window (120 ms with ticketd's 40 ms rounds). With real processes on
+// window (120 ms with 40 ms rounds, the default when this was measured;
+// 90 ms with the 30 ms default). With real processes on
 // a loaded host (cmd/ticketd TestReclaimBusyHost, twenty tries idle and
 // twenty beside 8 busy loops, load 13 to 32, every lost support logged
 // with its vouches), 7 tries failed, each with a pool founded again,
@@ -618,7 +619,7 @@
 // is liveness only ("Busy hosts" above): no wait on the safety side
 // changes.
 //
-// TestSimFirstStallKeepsCore plays both as ticketd runs (four processes
+// TestSimFirstStallKeepsCore plays both as ticketd ran then (four processes
 // on four tickets, k = 1, 40 ms rounds, windows of 3 rounds, S = 3, no
 // Grant, a Margin of 190 ms), every round on time until one process is
 // killed; then one survivor stalls alone for 150 to 250 ms and the
@@ -680,7 +681,7 @@
 // round that is every predecessor whose vouches were pinned.
 //
 // What it does not fix: a process unscheduled for longer than its
-// longest vouch (S windows; 360 ms with ticketd's 40 ms rounds) finds its
+// longest vouch (S windows; 270 ms with ticketd's 30 ms rounds, 360 ms with 40 ms) finds its
 // support gone when it runs again, whatever the dating, since nothing it
 // could read then was sent after a stamp of its own from before the stall.
 //
@@ -797,7 +798,7 @@
 // factor 1, which no grant covers, and leases (above) end pools in the
 // rest.
 //
-// TestSimKillThenWholeHostStalls plays it as ticketd runs (40 ms
+// TestSimKillThenWholeHostStalls plays it as ticketd ran then (40 ms
 // rounds, windows of 3 rounds, Stretch 3, a Margin of 190 ms; 3
 // processes, 4 tickets): the host first runs late (whole-host stalls of
 // 30 to 60 ms), one process is killed, and during the repair the
@@ -937,7 +938,7 @@
 //     member promised to a prober that gave up, longer. Such a member
 //     joins for refoundAfter rounds once its promise ends before it
 //     probes itself ("After a refound: liveness" below): with ticketd's
-//     defaults (S = 3, so promiseFor is 38 rounds; rounds of 40 ms;
+//     settings then (S = 3, so promiseFor is 38 rounds; rounds of 40 ms;
 //     Margin 190 ms) it probes 1.7 s and 1.2 s after its answer. A
 //     newcomer admitted to an old core leaves it
 //     before the promise ends: leaseGrace + leaseFor·S < promiseFor.
@@ -1007,8 +1008,8 @@
 //     promised it, and those that answered it "taken", join its pool
 //     when their promise ends, T_p after the probe, in joinRounds.
 //
-// With ticketd's defaults (R = 40 ms, S = 3, Margin 190 ms) T_p = 1.74 s
-// and B = 9.6 s; with rounds of 500 ms, B = 113 s.
+// With R = 40 ms (ticketd's default before 30 ms), S = 3 and Margin
+// 190 ms, T_p = 1.74 s and B = 9.6 s; with rounds of 500 ms, B = 113 s.
 //
 // Three rules make it hold; each answers an interleaving the simulator
 // found (TestSimRecoveryAfterStalls), in which the pool was founded

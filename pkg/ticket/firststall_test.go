@@ -11,7 +11,7 @@ import (
 )
 
 // killThenFirstStalls: four processes on four tickets, on one host, as
-// ticketd runs them (k = 1, 40 ms rounds, windows of 3 rounds, Stretch
+// ticketd ran them when its measurements were taken (k = 1, 40 ms rounds, windows of 3 rounds, Stretch
 // 3, no Grant, a Margin of 190 ms), every round on time so far (every
 // local-health factor at 1). One process is SIGKILLed; while the
 // survivors repair the ring the whole host stalls three times for 150

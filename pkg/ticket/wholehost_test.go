@@ -26,7 +26,7 @@ func (p *pool) pauseAll(ids []node.ID, d time.Duration) error {
 }
 
 // busyPool is a settled core of procs processes on procs tickets as
-// ticketd runs them (k = 1, 40 ms rounds, windows of 3 rounds, Stretch
+// ticketd ran them when its measurements were taken (k = 1, 40 ms rounds, windows of 3 rounds, Stretch
 // 3, a Margin of 190 ms), with Config.Grant grant and the planted bug b.
 // Theorem 4.1 is checked after every event (settledPoolWith).
 func busyPool(seed uint64, procs, grant int, b bug) (*pool, error) {
