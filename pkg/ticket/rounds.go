@@ -309,6 +309,29 @@ func (m *Machine) vouchByID(id node.ID) (time.Time, uint8, bool) {
 	return at, by, ok
 }
 
+// pruneVouches forgets the vouches of places no longer in L once they
+// are older than any vouch can count (four times the longest, Grant
+// windows): support and suspicion read only L's places, and takeR treats
+// a place's vouch older than a round like none, so such an entry changes
+// nothing but the memory a long-lived process holds, one entry per
+// (ID, ticket) place it ever heard from.
+func (m *Machine) pruneVouches(now time.Time) {
+	if m.cfg.bug == bugKeepVouches {
+		return
+	}
+	stale := now.Add(-4 * time.Duration(m.grant()) * m.window())
+	for o, at := range m.alive {
+		if at.Before(stale) && !slices.Contains(m.preds, o) {
+			delete(m.alive, o)
+			delete(m.aliveBy, o)
+		}
+	}
+}
+
+// bugKeepVouches: vouches of places that left L are never forgotten.
+// Tests only.
+const bugKeepVouches bug = 149
+
 // bugVouchByID: support counts a vouch by its sender's ID alone, at
 // whatever place the sender holds it from, so a process that lost its
 // place and joined again elsewhere under the same ID keeps vouching for
@@ -611,6 +634,7 @@ func (m *Machine) onUpdate(now time.Time, from node.ID, msg Msg) {
 func (m *Machine) takeR(now time.Time, r []Owner) {
 	old := m.preds
 	m.setPreds(r)
+	m.pruneVouches(now)
 	for _, o := range m.preds {
 		if len(old) > 0 && !slices.ContainsFunc(old, func(p Owner) bool { return p == o || p.ID == o.ID && p.Ticket == NoTicket }) {
 			credit := m.vouchAt(now).Add(2*m.cfg.Round - m.window())
