@@ -278,8 +278,8 @@ func (cl *client) exits(t *testing.T, want int, what string) {
 
 // hostLost says why a client's 76 is the host's doing: the reasons a
 // member or a client gives when the host did not run it in time. A
-// whole-host stall longer than a support window (120 ms at the default
-// 40 ms rounds, 360 ms stretched; stalls of 0.5 to 2 s were seen on 2
+// whole-host stall longer than a support window (90 ms at the default
+// 30 ms rounds, 270 ms stretched; stalls of 0.5 to 2 s were seen on 2
 // cores beside busy loops and a race-detector suite) costs every member
 // its support, and a host whose timers fire late makes the watchdog's
 // kill slack longer than the grant's lease: in both cases stopping (or
@@ -497,7 +497,7 @@ func waitEnter(t *testing.T, file string, cl *client) entry {
 func TestKilledHolder(t *testing.T) {
 	// 500 ms rounds: a stall of the whole host (up to a second, seen on 2
 	// cores beside busy loops and a race-detector suite) must not cost the
-	// two members their support, which with 40 ms rounds it can (the
+	// two members their support, which with 30 ms rounds it can (the
 	// protocol's right answer on such a host, but not what this tests).
 	c := startPool(t, 2, 2, "--round", "500ms")
 	file := filepath.Join(c.Dir, "witness")

@@ -24,7 +24,7 @@ func runTicketdFor(limit time.Duration, args ...string) (code int, stderr string
 // within D plus 10% with 69, saying the daemon does not answer.
 func TestWaitsSayWhyAndEnd(t *testing.T) {
 	// Rounds of 250 ms, as in TestEpochsAcrossRefounds: the held ticket's
-	// lease is a few rounds, and at load 20 the default 40 ms rounds let
+	// lease is a few rounds, and at load 20 the default 30 ms rounds let
 	// a starved `hold` (or its daemon) lose it between two steps below
 	// (exit 76, correctly), which then hands the next client the ticket.
 	c := startPool(t, 1, 1, "--round", "250ms")
