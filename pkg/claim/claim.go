@@ -57,7 +57,7 @@ type Help struct {
 // --nonblock, --conflict-exit-code and --quiet. WaitOptions reads them.
 func Flags(h Help) []ucli.Flag {
 	return []ucli.Flag{
-		&ucli.DurationFlag{Name: "timeout", Usage: "give up waiting after this long (exit 75; 69 if the daemon does not answer" + h.Unavailable + "); 0 waits for ever"},
+		&ucli.DurationFlag{Name: "timeout", Usage: "give up this long after the command started (exit 75; 69 if the daemon does not answer" + h.Unavailable + "), counting its start-up; 0 waits for ever"},
 		&ucli.BoolFlag{Name: "nonblock", Aliases: []string{"n"}, Usage: h.NonBlock},
 		&ucli.IntFlag{Name: "conflict-exit-code", Aliases: []string{"E"}, Value: cli.ExitBusy, Usage: "exit code when busy or timed out"},
 		&ucli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "say nothing on stderr while waiting (otherwise: after 1s, then every 15s, " + h.Progress + ")"},
@@ -215,7 +215,7 @@ func await[R, S any](c *Client[R], o WaitOpts, a Ask[R, S], sigs <-chan os.Signa
 	if err := c.Send(a.Request); err != nil {
 		return none, cli.Exitf(cli.ExitUnavailable, "lost the daemon: %v", err)
 	}
-	w := cli.Wait{Timeout: o.Timeout, NonBlock: o.NonBlock, Quiet: o.Quiet}.Start()
+	w := cli.Wait{Timeout: o.Timeout, NonBlock: o.NonBlock, Quiet: o.Quiet, Since: cli.Started()}.Start()
 	defer w.Stop()
 	probes := make(chan probe[S], 1)
 	for {

@@ -16,7 +16,20 @@ type Wait struct {
 	Timeout  time.Duration // give up after this long; 0 waits for ever
 	NonBlock bool          // the daemon answers at once or not at all
 	Quiet    bool          // say nothing while waiting
+	// Since is when the wait counts from (zero: when it starts). A
+	// one-shot client passes Started(): --timeout D is a promise about
+	// the whole command, which a user times from its start, so the time
+	// spent starting (flags, the watchdog, connecting), long on a busy
+	// host, comes out of D rather than on top of it.
+	Since time.Time
 }
+
+// started is when this process's Go code began to run: package
+// initialisation, before main.
+var started = time.Now()
+
+// Started is when this process began (its packages' initialisation).
+func Started() time.Time { return started }
 
 const (
 	// NonBlockLimit bounds a --nonblock request: a daemon that has not
@@ -41,17 +54,21 @@ type Waiter struct {
 
 // Start begins a wait now.
 func (w Wait) Start() *Waiter {
-	wt := &Waiter{start: time.Now(), quiet: w.Quiet, out: os.Stderr}
+	now := time.Now()
+	wt := &Waiter{start: now, quiet: w.Quiet, out: os.Stderr}
+	if !w.Since.IsZero() && w.Since.Before(now) {
+		wt.start = w.Since
+	}
 	limit := w.Timeout
 	if w.NonBlock && (limit <= 0 || limit > NonBlockLimit) {
 		limit = NonBlockLimit
 	}
 	if limit > 0 {
 		wt.deadline = wt.start.Add(limit)
-		wt.expire = time.NewTimer(limit)
+		wt.expire = time.NewTimer(wt.deadline.Sub(now))
 	}
 	if !w.NonBlock && !w.Quiet && (limit <= 0 || limit > FirstReport) {
-		wt.report = time.NewTimer(FirstReport)
+		wt.report = time.NewTimer(wt.start.Add(FirstReport).Sub(now))
 	}
 	return wt
 }

@@ -58,3 +58,34 @@ func TestWaitSay(t *testing.T) {
 		t.Fatalf("--quiet printed %q", out.String())
 	}
 }
+
+// TestWaitSince: a wait that counts from an earlier instant (a one-shot
+// client's start, Started) expires that much sooner and reports from it,
+// so --timeout D bounds the whole command; a Since in the future counts
+// from now.
+func TestWaitSince(t *testing.T) {
+	since := time.Now().Add(-900 * time.Millisecond)
+	w := Wait{Timeout: 2 * time.Second, Since: since}.Start()
+	defer w.Stop()
+	if w.Since() != since || w.deadline != since.Add(2*time.Second) {
+		t.Fatalf("counts from %v to %v, want %v to %v", w.Since(), w.deadline, since, since.Add(2*time.Second))
+	}
+	if w.Waited() < 900*time.Millisecond {
+		t.Fatalf("waited %v right after starting 900 ms late", w.Waited())
+	}
+	late := Wait{Timeout: time.Second, Since: time.Now().Add(time.Hour)}.Start()
+	defer late.Stop()
+	if late.deadline.Sub(late.start) != time.Second || late.start.After(time.Now()) {
+		t.Fatalf("a future Since: counts from %v", late.start)
+	}
+	past := Wait{Timeout: 100 * time.Millisecond, Since: time.Now().Add(-time.Second)}.Start()
+	defer past.Stop()
+	select {
+	case <-past.Expired():
+	case <-time.After(10 * time.Second):
+		t.Fatal("a wait whose limit had passed at its start did not expire")
+	}
+	if Started().After(time.Now()) || time.Since(Started()) > time.Hour {
+		t.Fatalf("Started %v", Started())
+	}
+}
