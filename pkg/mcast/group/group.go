@@ -120,6 +120,8 @@ const (
 	bugMergePartial                   // evs: a component merges into another without the members that did not answer the change
 	bugEVSGone                        // evs: a member answers a frame of an older view it is no longer with by MsgGone (the sender rejoins instead of merging)
 	bugTotemHoldToTick                // totem: an idle holder's Period/4 is not a wake-up: it keeps the token until the next tick
+	bugTotemHoldAll                   // totem: every member, not only the view's leader, keeps an idle token (and no cancel reaches it)
+	bugTotemNoCancel                  // totem: a member with a message queued on an idle ring does not ask the leader to pass the token
 )
 
 // Group events. Text forms: "view 7 members 1,2,4 joined 4 left 3",

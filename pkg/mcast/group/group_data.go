@@ -205,7 +205,7 @@ func (g *Group) handle(from node.ID, m Msg) {
 		}
 		g.deliver()
 		g.checkReady() // last: it may install the next view
-	case MsgToken, MsgOrder, MsgPrio, MsgFinal:
+	case MsgToken, MsgOrder, MsgPrio, MsgFinal, MsgHoldCancel:
 		g.order.frame(from, i, m)
 	case MsgStatus:
 		g.peerFlushing(m.Ballot)
@@ -805,7 +805,8 @@ func (g *Group) flushQueue() {
 		g.open = true
 	}
 	if !g.order.maySend() {
-		return // TOTEM: only the token's holder multicasts
+		g.order.waiting() // TOTEM: only the token's holder multicasts
+		return
 	}
 	me := g.pos[g.cfg.ID]
 	var items []mcast.Item

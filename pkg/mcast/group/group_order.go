@@ -39,6 +39,9 @@ type totalOrder interface {
 
 	// maySend: this member may multicast now (TOTEM: it holds the token).
 	maySend() bool
+	// waiting: messages are queued and maySend said no (TOTEM: this
+	// member may ask the leader to stop holding the token).
+	waiting()
 	// onSend: own message it (numbered it.Seq; me is this member's
 	// position in the view) is about to go out; the order may stamp it.
 	// sent runs once a batch of own messages went out.
@@ -58,8 +61,8 @@ type totalOrder interface {
 	// send in the next batch.
 	ackData() bool
 	ctrlOnData() bool
-	// frame handles the order's own frames (MsgToken, MsgOrder, MsgPrio,
-	// MsgFinal) from member i of the view.
+	// frame handles the order's own frames (MsgToken, MsgHoldCancel,
+	// MsgOrder, MsgPrio, MsgFinal) from member i of the view.
 	frame(from node.ID, i int, m Msg)
 	// onStatus: member i's status m came; true when it may let
 	// deliveries go (before its Recv is recorded).
@@ -172,6 +175,7 @@ func (o *fifoOrder) stamping() bool                             { return false }
 func (o *fifoOrder) reset(n int)                                {}
 func (o *fifoOrder) start()                                     {}
 func (o *fifoOrder) maySend() bool                              { return true }
+func (o *fifoOrder) waiting()                                   {}
 func (o *fifoOrder) onSend(me int, it *mcast.Item)              {}
 func (o *fifoOrder) sent()                                      {}
 func (o *fifoOrder) ride(size int, to []node.ID) [][]PrioItem   { return nil }

@@ -22,15 +22,22 @@ import (
 // installed (TOTEM forms a new ring on token loss; here a lost member
 // leads to a view change and a new token). A member passes the token on
 // at once after multicasting, and at once too when it has nothing to
-// send while the ring is busy: the notes' token circulates, so a message
-// waits for one rotation of hops, not for a timer at every holder. Only
-// once the token has come back totemIdleRounds times in a row with no
-// new position on it and no retransmission asked (the ring is idle) does a holder with nothing to
-// send keep it, until Period/4 has passed (its own wake-up, not the
-// next tick) or a message is queued here
-// (corosync's token hold under low utilisation, so an idle ring does not
-// spin); it sends the same token again each Period until its successor's
-// status or the token's return shows it got there. The token's arus say what the all-to-all statuses
+// send: the notes' token circulates, so a message waits for one rotation
+// of hops, not for a timer at every holder. The notes say nothing of an
+// idle ring, whose token would spin as fast as the links go; corosync's
+// choice fills that gap (its token hold under low utilisation): once the
+// token has come back totemHoldRounds times in a row with no new position
+// on it and no retransmission asked, the view's leader (its first member,
+// corosync's representative) and only the leader keeps it, until Period/4
+// has passed (its own wake-up, not the next tick) or a message is queued
+// there. A member that queues a message while the ring is idle and the
+// token is elsewhere sends the leader MsgHoldCancel (corosync's token hold
+// cancel), and the leader passes the token on at once; a lost cancel
+// costs at most the Period/4. An idle ring thus turns once per Period/4
+// and a rotation, and a message queued on it waits for a link and at
+// most a rotation. A member sends the same token again each Period
+// until its successor's status or the token's return shows it got there.
+// The token's arus say what the all-to-all statuses
 // say, so TOTEM members send their heartbeats every 2·Period only, to
 // detect failures (Group.beat), and the token's return counts as hearing
 // every member it went through (rotated). Everything else (retransmission of data,
@@ -49,6 +56,7 @@ type totemState struct {
 	sentRot  uint64    // the Rot this member last passed the token on with
 	sentAt   time.Time // when it first passed it (resends do not move it)
 	idle     int       // tokens in a row that came back with no new position
+	cancelAt uint64    // the Rot after which this member last sent MsgHoldCancel
 	myAru    uint64    // every position up to here is held here
 	safeAru  uint64    // every position up to here is held by every member
 }
@@ -79,6 +87,41 @@ func (o *totemOrder) start() {
 // maySend: only the token's holder multicasts.
 func (o *totemOrder) maySend() bool { return o.holding != nil }
 
+// waiting: a message is queued here and the token is elsewhere. If the
+// ring looks idle from here the leader may be holding the token: ask it
+// to pass the token on (corosync's token hold cancel), once per pass of
+// the token here. This member counts one return fewer than the leader
+// when the leader starts a hold (the token reaches it after the leader),
+// hence totemHoldRounds-1. On a busy ring nothing is sent.
+func (o *totemOrder) waiting() {
+	g := o.g
+	t := &o.totemState
+	if t.idle < totemHoldRounds-1 || t.cancelAt == t.lastRot || g.flushing || g.leader() == g.cfg.ID ||
+		g.cfg.bug == bugTotemNoCancel || g.cfg.bug == bugTotemHoldAll {
+		return
+	}
+	t.cancelAt = t.lastRot
+	g.stats["hold-cancel-sent"]++
+	g.send(g.leader(), Msg{Type: MsgHoldCancel, View: g.view.ID})
+}
+
+// holdCancelled: a member has a message queued on an idle ring. The
+// leader counts the ring busy again (it will not start a hold when the
+// token, perhaps on its way, comes back) and passes the token on at once
+// if it holds it.
+func (o *totemOrder) holdCancelled() {
+	g := o.g
+	t := &o.totemState
+	if g.leader() != g.cfg.ID {
+		return
+	}
+	t.idle = 0
+	if t.holding != nil && !g.flushing && len(g.view.Members) > 1 {
+		g.stats["hold-cancelled"]++
+		o.pass()
+	}
+}
+
 func (o *totemOrder) onSend(me int, it *mcast.Item) { o.stamp(it) }
 
 // sent: the holder passes the token on at once after multicasting.
@@ -102,10 +145,14 @@ func (o *totemOrder) stored(j int, it mcast.Item) {
 func (o *totemOrder) ackData() bool { return false }
 
 func (o *totemOrder) frame(from node.ID, i int, m Msg) {
-	if m.Type == MsgToken {
+	switch m.Type {
+	case MsgToken:
 		if m.Token != nil {
 			o.onToken(m.Token)
 		}
+		return
+	case MsgHoldCancel:
+		o.holdCancelled()
 		return
 	}
 	o.positions.frame(from, i, m)
@@ -206,9 +253,14 @@ func (o *totemOrder) onToken(tok *Token) {
 	}
 	t.seenSeq = tok.Seq
 	g.flushQueue() // multicasts what waits, and passes the token on
-	if t.holding == tok && t.idle < totemIdleRounds && g.cfg.bug != bugTotemHoldIdle && len(g.view.Members) > 1 {
-		// Nothing to send on a busy ring: the token goes on at once.
-		o.pass()
+	if t.holding == tok && len(g.view.Members) > 1 {
+		if o.holds() {
+			// An idle ring: the leader keeps the token (wake, tick).
+			g.stats["token-held"]++
+		} else {
+			// Nothing to send: the token goes on at once.
+			o.pass()
+		}
 	}
 	g.deliver()
 }
@@ -243,12 +295,32 @@ func (o *totemOrder) rotated(rot uint64) {
 	}
 }
 
-// totemIdleRounds is how many returns of the token with nothing new on it
-// make the ring idle, when a holder with nothing to send keeps the token
-// for Period/4 instead of passing it at once (corosync holds it after 30
-// unchanged rotations; a few are enough for a rotation or two of slack
-// between messages, and cost an idle ring only that many rotations).
-const totemIdleRounds = 3
+// holds: this member, with nothing to send, keeps the token that came
+// (rather than passing it on at once): it is the view's leader and the
+// ring is idle (above).
+func (o *totemOrder) holds() bool {
+	g := o.g
+	switch g.cfg.bug {
+	case bugTotemHoldIdle:
+		return true // every holder, busy ring or not
+	case bugTotemHoldAll:
+		return o.idle >= totemHoldRounds // every member, not only the leader
+	}
+	return o.idle >= totemHoldRounds && g.leader() == g.cfg.ID
+}
+
+// totemHoldRounds is how many returns of the token in a row with nothing
+// new on it make the ring idle, when the leader keeps the token for
+// Period/4 instead of passing it on at once: corosync's
+// seqno_unchanged_const, 30 rotations. Fewer make holds frequent on a
+// ring that is only lightly used: at 1,000 messages/s from each of 3
+// members a rotation (about 100 µs on loopback) carries 0.3 messages,
+// and 3 quiet rotations in a row come about a third of the time (0.7³),
+// 30 about once in 50,000 (0.7³⁰); with the cancel a hold costs a link,
+// not Period/4, but a cancel is a frame. The cost of 30: an idle ring
+// turns 30 times before it settles, once per quiet stretch (3 ms on
+// loopback at 3 members).
+const totemHoldRounds = 30
 
 // stamp gives this member's message its position (the holder only).
 func (o *totemOrder) stamp(it *mcast.Item) {
@@ -295,7 +367,7 @@ func cloneToken(t *Token) *Token {
 // Period/4 after it came, a wake-up of its own. Left to the group's
 // ticks, every Period/2, a hold lasted Period/4 to Period/2 (and longer
 // on a busy host, where a late tick is later still), and every message
-// queued at the other members meanwhile waited for it.
+// queued at the other members whose cancel was lost waited for it.
 func (o *totemOrder) wake() time.Time {
 	g := o.g
 	t := &o.totemState

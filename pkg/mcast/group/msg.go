@@ -71,6 +71,14 @@ const (
 	// view, cannot be in any change's majority and is left out of the
 	// count (tryCommit).
 	MsgQuit MsgType = 31
+	// MsgHoldCancel (TOTEM total order): the sender has a message queued
+	// while the ring is idle, so the view's leader may be holding the
+	// token: the leader passes it on at once (group_totem.go; corosync's
+	// token hold cancel). View is the sender's view.
+	MsgHoldCancel MsgType = 32
+
+	// maxWire is the highest MsgType sent on the wire.
+	maxWire = MsgHoldCancel
 
 	// MsgSend and MsgEnd are local requests (From == self): multicast the
 	// payloads of Items; the input has ended (leave the group).
@@ -86,7 +94,7 @@ const (
 
 var gtypeNames = map[MsgType]string{MsgData: "data", MsgOrder: "order", MsgStatus: "status", MsgJoin: "join", MsgLeave: "leave",
 	MsgPropose: "propose", MsgAck: "ack", MsgCommit: "commit", MsgReady: "ready", MsgInstall: "install", MsgGone: "gone",
-	MsgPrio: "prio", MsgFinal: "final", MsgToken: "token", MsgMerge: "merge", MsgQuit: "quit",
+	MsgPrio: "prio", MsgFinal: "final", MsgToken: "token", MsgMerge: "merge", MsgQuit: "quit", MsgHoldCancel: "hold-cancel",
 	MsgSend: "send", MsgEnd: "end", MsgWritten: "written", MsgAbandon: "abandon"}
 
 func (t MsgType) String() string {
@@ -234,7 +242,7 @@ func putVec(e *wire.Enc, v []uint64) {
 }
 
 func (Codec) Marshal(m Msg) (uint8, []byte, error) {
-	if m.Type < MsgData || m.Type > MsgQuit {
+	if m.Type < MsgData || m.Type > maxWire {
 		return 0, nil, fmt.Errorf("mcast: %v is not a wire message", m.Type)
 	}
 	if len(m.Items) > maxItems || len(m.Stamps) > maxStamps || len(m.Recv) > maxMembers {
@@ -322,7 +330,7 @@ const maxStamps = 8192
 
 func (Codec) Unmarshal(typ uint8, p []byte) (Msg, error) {
 	m := Msg{Type: MsgType(typ)}
-	if m.Type < MsgData || m.Type > MsgQuit {
+	if m.Type < MsgData || m.Type > maxWire {
 		return Msg{}, fmt.Errorf("%w: group message type %d", wire.ErrMalformed, typ)
 	}
 	d := wire.NewDec(p)

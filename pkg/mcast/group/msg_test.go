@@ -23,6 +23,7 @@ func TestCodecRoundTrip(t *testing.T) {
 		{Type: MsgGone, View: 9},
 		{Type: MsgGone, View: 9, Inc: 3, Member: Member{4, 1 << 33}},
 		{Type: MsgStatus, View: 7, Recv: []uint64{1, 2}, Lead: Member{2, 1 << 40}}, // a view's leader (Msg.Lead)
+		{Type: MsgHoldCancel, View: 7, Inc: 3, Lead: Member{1, 2}},                 // TOTEM's token hold cancel
 	} {
 		typ, p, err := Codec{}.Marshal(m)
 		if err != nil {
@@ -35,6 +36,9 @@ func TestCodecRoundTrip(t *testing.T) {
 	}
 	if _, _, err := (Codec{}).Marshal(Msg{Type: MsgSend}); err == nil {
 		t.Fatal("a local request must not be encodable")
+	}
+	if _, err := (Codec{}).Unmarshal(uint8(maxWire+1), nil); err == nil {
+		t.Fatal("a type past the last wire message must not decode")
 	}
 	for _, m := range []Msg{{Type: MsgData, Items: []mcast.Item{{Sender: 0, Seq: 1}}}, {Type: MsgData, Items: []mcast.Item{{Sender: 1, Seq: 0}}},
 		{Type: MsgStatus, Recv: []uint64{maxSeq + 1}}, {Type: MsgOrder, Stamps: []Stamp{{0, 1}}},
@@ -51,11 +55,14 @@ func FuzzCodec(f *testing.F) {
 		{Type: MsgData, View: 2, Items: []mcast.Item{{Sender: 3, Seq: 1, Payload: []byte("x")}}},
 		{Type: MsgCommit, View: 2, Ballot: Ballot{1, 1}, Change: &Change{Next: View{ID: 3, Members: []Member{{1, 2}}}, Survivors: []node.ID{1}, Cut: []uint64{1}}},
 		{Type: MsgGone, View: 5, Inc: 2, Member: Member{3, 7}},
+		{Type: MsgHoldCancel, View: 5, Inc: 2, Lead: Member{1, 4}},
 	} {
 		typ, p, _ := Codec{}.Marshal(m)
 		f.Add(typ, p)
 	}
 	f.Add(uint8(18), []byte{})
+	f.Add(uint8(MsgHoldCancel), []byte{5})      // cut short
+	f.Add(uint8(MsgHoldCancel+1), []byte{5, 2}) // no such type
 	f.Fuzz(func(t *testing.T, typ uint8, p []byte) {
 		if err := wire.RoundTrip[Msg](Codec{}, typ, p); err != nil {
 			t.Fatal(err)
