@@ -51,6 +51,9 @@
 #       (default "3 5 9"); COUNT sets step 6's flood per member (default
 #       100000), BENCH_TIMEOUT the longest one member of one run of step 6
 #       may take (default 300 s; a member that takes longer fails the bench)
+#   FLOOD=0 PARTS=6 scripts/bench-mcast.sh   step 6 without its floods:
+#       only the runs at 1,000/s (corosync, the sequencer and TOTEM), their
+#       ratios and the bound
 #   RING=0 scripts/bench-mcast.sh   step 6 without corosync's ring of n
 #       nodes in namespaces (the bound is still measured); BOUND_SECS how
 #       long each of the bound's runs lasts (default 3)
@@ -323,6 +326,7 @@ bound() { # n (a failed run says so; the bench goes on)
 # /var/run/corosync.pid: each daemon gets a /run of its own (ip netns exec
 # runs it in a mount namespace of its own, so the bind stays there).
 ring=${RING:-1}
+flood=${FLOOD:-1}
 if [ "$ring" != 0 ] && { ! command -v ip >/dev/null 2>&1 || ! command -v iptables >/dev/null 2>&1 || ! ip netns list >/dev/null 2>&1; }; then
   echo "(ip or iptables is missing, or this host refuses network namespaces: corosync as a ring of n nodes is skipped)"
   ring=0
@@ -366,15 +370,21 @@ ring_down() {
 }
 for n in ${MEMBERS:-3 5 9}; do
   echo
-  echo "-- $n members: a flood of $count each, then 3,000 each at 1,000/s"
-  coro "flood$n" "$n" "$count"
-  for t in sequencer lamport isis totem; do ours "${t}flood$n" "$t" "$n" "$count"; done
+  if [ "$flood" != 0 ]; then
+    echo "-- $n members: a flood of $count each, then 3,000 each at 1,000/s"
+    coro "flood$n" "$n" "$count"
+    for t in sequencer lamport isis totem; do ours "${t}flood$n" "$t" "$n" "$count"; done
+  else
+    echo "-- $n members: 3,000 each at 1,000/s (FLOOD=0: no flood)"
+  fi
   coro "rate$n" "$n" 3000 1000
   for t in sequencer totem; do ours "${t}rate$n" "$t" "$n" 3000 1000; done
-  cf=$(field "$work/coro.flood$n.1" '[0-9]+ msgs/s')
-  for t in sequencer lamport isis totem; do
-    ratio "$(field "$work/ours.${t}flood$n.1" '"msgs_per_s":[0-9.]+')" "$cf" "$t flood msgs/s / corosync, $n members (target ≥ 1)"
-  done
+  if [ "$flood" != 0 ]; then
+    cf=$(field "$work/coro.flood$n.1" '[0-9]+ msgs/s')
+    for t in sequencer lamport isis totem; do
+      ratio "$(field "$work/ours.${t}flood$n.1" '"msgs_per_s":[0-9.]+')" "$cf" "$t flood msgs/s / corosync, $n members (target ≥ 1)"
+    done
+  fi
   cl=$(field "$work/coro.rate$n.1" 'p50 [0-9.]+us')
   for t in sequencer totem; do
     ratio "$(field "$work/ours.${t}rate$n.1" '"p50_us":[0-9]+')" "$cl" "$t median latency at 1,000/s / corosync, $n members (target ≤ 1)"
@@ -390,14 +400,16 @@ for n in ${MEMBERS:-3 5 9}; do
   echo "(load average: $(cut -d' ' -f1-3 /proc/loadavg))"
   ring_up "$n" || { ring_down; continue; }
   inring=$ringdir where=" (namespaces)"
-  coro "ringflood$n" "$n" "$count"
-  for t in sequencer lamport isis totem; do ours "${t}ringflood$n" "$t" "$n" "$count"; done
+  if [ "$flood" != 0 ]; then
+    coro "ringflood$n" "$n" "$count"
+    for t in sequencer lamport isis totem; do ours "${t}ringflood$n" "$t" "$n" "$count"; done
+  fi
   coro "ringrate$n" "$n" 3000 1000
   for t in sequencer totem; do ours "${t}ringrate$n" "$t" "$n" 3000 1000; done
   inring= where=
   ring_down
   echo "(load average: $(cut -d' ' -f1-3 /proc/loadavg))"
-  rf=$(field "$work/coro.ringflood$n.1" '[0-9]+ msgs/s' || true)
+  rf=$(field "$work/coro.ringflood$n.1" '[0-9]+ msgs/s' 2>/dev/null || true)
   rl=$(field "$work/coro.ringrate$n.1" 'p50 [0-9.]+us' || true)
   ratio_or "$rf" "$cf" "corosync flood msgs/s, ring of $n nodes / one node"
   ratio_or "$rl" "$cl" "corosync median latency at 1,000/s, ring of $n nodes / one node"

@@ -35,6 +35,9 @@ type BenchConfig struct {
 	Linger  time.Duration
 
 	trace *tracer // TraceEnv: deliveries are traced too
+	// counters reads the group member's counters (nil: none); the
+	// report carries TOTEM's token holds from them.
+	counters func() map[string]uint64
 }
 
 // BenchHeader is a bench message's header: sequence, send time, CRC-32.
@@ -147,6 +150,14 @@ func Bench(live *cli.Running, m BenchMember, cfg BenchConfig, out *cli.Output, l
 		text := fmt.Sprintf("member %d %s size %d: sent %d, delivered %d in %.2fs: %.0f msgs/s, %.2f MB/s; latency p50 %v p90 %v p99 %v max %v; errors %d; UDP one-way on loopback %v",
 			self, order, size, count, delivered, elapsed.Seconds(), float64(delivered)/elapsed.Seconds(), float64(bytes)/elapsed.Seconds()/1e6,
 			pct(0.5), pct(0.9), pct(0.99), pct(1), errs, udp)
+		if cfg.Group && cfg.Total == group.TotalTotem && cfg.counters != nil {
+			// How often this member kept an idle token, and the
+			// hold-cancels it sent and took (group_totem.go).
+			c := cfg.counters()
+			res["tokens"], res["token_held"] = c["tokens"], c["token-held"]
+			res["hold_cancel_sent"], res["hold_cancelled"] = c["hold-cancel-sent"], c["hold-cancelled"]
+			text += fmt.Sprintf("; token came %d times, held %d, hold-cancels sent %d, taken %d", c["tokens"], c["token-held"], c["hold-cancel-sent"], c["hold-cancelled"])
+		}
 		if firstErr != "" {
 			text += "; first error: " + firstErr
 			res["first_error"] = firstErr

@@ -1,8 +1,11 @@
 package mcastd
 
 import (
+	"context"
 	"github.com/roundtable-go/roundtable/pkg/mcast/group"
+	"maps"
 	"os"
+	"time"
 
 	"github.com/roundtable-go/roundtable/pkg/cli"
 	"github.com/roundtable-go/roundtable/pkg/gossip"
@@ -120,6 +123,17 @@ func RunBench(mb *cli.Member, cfg BenchConfig, gcfg group.Config) error {
 			return err
 		}
 		live, member = run, NewGroup(drv)
+		cfg.counters = func() map[string]uint64 {
+			var c map[string]uint64
+			// Read on the machine's goroutine; a driver that has
+			// stopped gives none within the second.
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			if drv.Do(ctx, func() { c = maps.Clone(g.Stats()) }) != nil {
+				return nil
+			}
+			return c
+		}
 	} else {
 		m, err := cli.Build(mcast.New(mcast.Config{ID: mb.ID, Peers: cli.IDs(mb.Peers), Order: cfg.Order}))
 		if err != nil {

@@ -25,15 +25,17 @@ import (
 // send: the notes' token circulates, so a message waits for one rotation
 // of hops, not for a timer at every holder. The notes say nothing of an
 // idle ring, whose token would spin as fast as the links go; corosync's
-// choice fills that gap (its token hold under low utilisation): once the
+// choice fills that gap (corosync.conf(5), "hold": the token is held by
+// the representative when the protocol is under low utilisation): once the
 // token has come back totemHoldRounds times in a row with no new position
 // on it and no retransmission asked, the view's leader (its first member,
 // corosync's representative) and only the leader keeps it, until Period/4
 // has passed (its own wake-up, not the next tick) or a message is queued
-// there. A member that queues a message while the ring is idle and the
-// token is elsewhere sends the leader MsgHoldCancel (corosync's token hold
-// cancel), and the leader passes the token on at once; a lost cancel
-// costs at most the Period/4. An idle ring thus turns once per Period/4
+// there (corosync holds 180 ms by default; here the hold stays short, so
+// that a lost cancel costs little). A member that queues a message while
+// the ring is idle and the token is elsewhere sends the leader
+// MsgHoldCancel (corosync's token hold cancel), and the leader passes the
+// token on at once; a lost cancel costs at most the Period/4. An idle ring thus turns once per Period/4
 // and a rotation, and a message queued on it waits for a link and at
 // most a rotation. A member sends the same token again each Period
 // until its successor's status or the token's return shows it got there.
@@ -312,7 +314,8 @@ func (o *totemOrder) holds() bool {
 // totemHoldRounds is how many returns of the token in a row with nothing
 // new on it make the ring idle, when the leader keeps the token for
 // Period/4 instead of passing it on at once: corosync's
-// seqno_unchanged_const, 30 rotations. Fewer make holds frequent on a
+// seqno_unchanged_const (corosync.conf(5): rotations of the token without
+// multicast traffic before the hold timer starts; 30 by default). Fewer make holds frequent on a
 // ring that is only lightly used: at 1,000 messages/s from each of 3
 // members a rotation (about 100 µs on loopback) carries 0.3 messages,
 // and 3 quiet rotations in a row come about a third of the time (0.7³),
