@@ -66,16 +66,8 @@ func sendToDeliver(t *testing.T, n int, cfg Config, delay, cost time.Duration, r
 	for typ, k := range s.Stats.Sent {
 		before[typ] = k
 	}
-	sentAt := map[string]time.Time{}
-	var lat []time.Duration
-	s.OnEvent = func(at time.Time, _ node.ID, ev node.Event) error {
-		if e, ok := ev.(DeliverEvent); ok {
-			if t0, ok := sentAt[string(e.Payload)]; ok {
-				lat = append(lat, at.Sub(t0))
-			}
-		}
-		return nil
-	}
+	lt := timeDeliveries(s)
+	sentAt := lt.sentAt
 	every := time.Second / time.Duration(rate)
 	count := 0
 	for at := time.Duration(0); at < dur; at += every {
@@ -90,13 +82,13 @@ func sendToDeliver(t *testing.T, n int, cfg Config, delay, cost time.Duration, r
 		}
 	}
 	want := n * n * count
-	for i := 0; i < 5000 && len(lat) < want; i++ {
+	for i := 0; i < 5000 && len(lt.lat) < want; i++ {
 		if err := s.RunFor(time.Millisecond); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if len(lat) != want {
-		t.Fatalf("%v: %d deliveries, want %d", cfg.Total, len(lat), want)
+	if len(lt.lat) != want {
+		t.Fatalf("%v: %d deliveries, want %d", cfg.Total, len(lt.lat), want)
 	}
 	per := func(types ...MsgType) float64 {
 		k := 0
@@ -105,8 +97,8 @@ func sendToDeliver(t *testing.T, n int, cfg Config, delay, cost time.Duration, r
 		}
 		return float64(k) / float64(n*count)
 	}
-	slices.Sort(lat)
-	return lat[len(lat)/2], lat[len(lat)*9/10], per(MsgOrder, MsgPrio, MsgFinal), per(MsgStatus)
+	slices.Sort(lt.lat)
+	return lt.lat[len(lt.lat)/2], lt.lat[len(lt.lat)*9/10], per(MsgOrder, MsgPrio, MsgFinal), per(MsgStatus)
 }
 
 // TestSequencerLatencyLoaded: members sending 1,000 messages a second

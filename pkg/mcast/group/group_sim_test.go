@@ -1072,3 +1072,25 @@ func TestSimSplitMinority(t *testing.T) {
 		t.Logf("planted bug caught: %v", err)
 	}
 }
+
+// deliveryTimes times each delivery of a payload from its send: a test
+// notes sentAt[payload] when it injects the send, and lat gets one entry
+// per delivery at any member.
+type deliveryTimes struct {
+	sentAt map[string]time.Time
+	lat    []time.Duration
+}
+
+// timeDeliveries sets s's OnEvent to record deliveryTimes.
+func timeDeliveries(s *sim.Sim[Msg]) *deliveryTimes {
+	d := &deliveryTimes{sentAt: map[string]time.Time{}}
+	s.OnEvent = func(at time.Time, _ node.ID, ev node.Event) error {
+		if e, ok := ev.(DeliverEvent); ok {
+			if t0, ok := d.sentAt[string(e.Payload)]; ok {
+				d.lat = append(d.lat, at.Sub(t0))
+			}
+		}
+		return nil
+	}
+	return d
+}

@@ -26,16 +26,8 @@ func TestTotemPassesAtOnce(t *testing.T) {
 		if err := s.RunFor(2 * time.Second); err != nil {
 			t.Fatal(err)
 		}
-		sentAt := map[string]time.Time{}
-		var lat []time.Duration
-		s.OnEvent = func(at time.Time, _ node.ID, ev node.Event) error {
-			if e, ok := ev.(DeliverEvent); ok {
-				if t0, ok := sentAt[string(e.Payload)]; ok {
-					lat = append(lat, at.Sub(t0))
-				}
-			}
-			return nil
-		}
+		lt := timeDeliveries(s)
+		sentAt := lt.sentAt
 		tokens := s.Stats.Sent[uint8(MsgToken)]
 		const count = 100
 		for i := 0; i < count; i++ {
@@ -49,12 +41,12 @@ func TestTotemPassesAtOnce(t *testing.T) {
 		if err := s.RunFor(time.Second); err != nil {
 			t.Fatal(err)
 		}
-		if len(lat) != len(ids)*count {
-			t.Fatalf("bug=%d: %d deliveries, want %d", b, len(lat), len(ids)*count)
+		if len(lt.lat) != len(ids)*count {
+			t.Fatalf("bug=%d: %d deliveries, want %d", b, len(lt.lat), len(ids)*count)
 		}
-		slices.Sort(lat)
-		p50 := lat[len(lat)/2]
-		t.Logf("bug=%d: median send-to-delivery %v (max %v), %d token frames for %d messages", b, p50, lat[len(lat)-1], s.Stats.Sent[uint8(MsgToken)]-tokens, count)
+		slices.Sort(lt.lat)
+		p50 := lt.lat[len(lt.lat)/2]
+		t.Logf("bug=%d: median send-to-delivery %v (max %v), %d token frames for %d messages", b, p50, lt.lat[len(lt.lat)-1], s.Stats.Sent[uint8(MsgToken)]-tokens, count)
 		limit := time.Duration(len(ids)+2) * time.Millisecond
 		if caught := p50 > limit; caught != (b != 0) {
 			t.Errorf("bug=%d: median send-to-delivery %v, want at most %v on a busy ring (a rotation and a link)", b, p50, limit)
@@ -83,16 +75,8 @@ func idleSends(t *testing.T, n int, b bug, from node.ID, count int, gap time.Dur
 	if setup != nil {
 		setup(gs)
 	}
-	sentAt := map[string]time.Time{}
-	var lat []time.Duration
-	s.OnEvent = func(at time.Time, _ node.ID, ev node.Event) error {
-		if e, ok := ev.(DeliverEvent); ok {
-			if t0, ok := sentAt[string(e.Payload)]; ok {
-				lat = append(lat, at.Sub(t0))
-			}
-		}
-		return nil
-	}
+	lt := timeDeliveries(s)
+	sentAt := lt.sentAt
 	for i := 0; i < count; i++ {
 		p := fmt.Sprint("m", i)
 		sentAt[p] = s.Now()
@@ -104,10 +88,10 @@ func idleSends(t *testing.T, n int, b bug, from node.ID, count int, gap time.Dur
 	if err := s.RunFor(time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if len(lat) != n*count {
-		t.Fatalf("bug=%d: %d deliveries, want %d", b, len(lat), n*count)
+	if len(lt.lat) != n*count {
+		t.Fatalf("bug=%d: %d deliveries, want %d", b, len(lt.lat), n*count)
 	}
-	return lat, gs
+	return lt.lat, gs
 }
 
 // TestTotemHoldAtLeader: on an idle ring only the view's leader keeps
