@@ -53,10 +53,15 @@ func TestIsolateOneOfFive(t *testing.T) {
 	k, n := tries(t, "TICKETD_ISOLATE_K", 1), tries(t, "TICKETD_ISOLATE_TICKETS", 4)
 	detect := ticketd.DetectionTime(ticketd.Config{K: k, Round: round, KillGrace: grace})
 	dir := t.TempDir()
-	cc, ctl := clitest.Netsplit(t, dir, 5, nil, "-j", ticketdBin, "serve", "--no-color", "--tickets", fmt.Sprint(n), "--k", fmt.Sprint(k),
+	args := []string{"-j", ticketdBin, "serve", "--no-color", "--tickets", fmt.Sprint(n), "--k", fmt.Sprint(k),
 		"--socket", filepath.Join(dir, "{id}.sock"), "--state-file", filepath.Join(dir, "{id}.epoch"),
-		"--max-kill-grace", grace.String(), "--round", round.String())
+		"--max-kill-grace", grace.String(), "--round", round.String()}
+	if l := os.Getenv("TICKETD_LOG_LEVEL"); l != "" {
+		args = append(args, "--log-level", l) // read with TICKETD_KEEP_LOGS
+	}
+	cc, ctl := clitest.Netsplit(t, dir, 5, nil, args...)
 	c := &cluster{cc}
+	keepLogs(t, c)
 	c.waitSettled(4)
 	victim := 0
 	clitest.WaitFor(t, 20*time.Second, func() bool {

@@ -332,7 +332,11 @@ func TestSimFaultsCatchesPlantedBugs(t *testing.T) {
 		{"serve CJOIN while a temporary coordinator", bugServeWhileTemp, 400},
 		{"acknowledge an exclusion but keep vouching", bugNoBan, 200},
 		{"hand out excluded tickets after one round", bugShortTemp, 200},
-		{"ban for what the voter granted, not Grant", bugBanOwnGrants, 200}} {
+		{"ban for what the voter granted, not Grant", bugBanOwnGrants, 200},
+		// UPDATEs passed on at once (updateNow) are a millisecond apart:
+		// a duplicate of the older one, taken after the newer, leaves the
+		// successor an L its predecessor no longer counts (the audit).
+		{"take an UPDATE overtaken by a newer one", bugTakeStaleUpdate, 200}} {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
 			simtest.CatchSome(t, b.name, b.seeds, enough, func(seed uint64) error {

@@ -374,20 +374,22 @@ func TestSimRecoveryAfterStalls(t *testing.T) {
 		len(seeds), refounds, sum/time.Duration(len(seeds)), worst, ws, ratio)
 }
 
-// catchRecovery runs recoveryRun on seeds 1..40 with b planted until the
-// recovery check catches it.
+// catchRecovery runs recoveryRun on seeds 1..recoverySeeds with b
+// planted until the recovery check catches it.
 func catchRecovery(t *testing.T, b bug, what string) {
 	if raceOn {
 		t.Skip("a planted-bug sweep on one goroutine: left to the run without -race")
 	}
-	for seed := uint64(1); seed <= 40; seed++ {
+	for seed := uint64(1); seed <= recoverySeeds; seed++ {
 		if _, err := recoveryRun(seed, b); err != nil {
 			t.Logf("%s caught at seed %d: %v", what, seed, err)
 			return
 		}
 	}
-	t.Fatalf("%s went uncaught in 40 runs", what)
+	t.Fatalf("%s went uncaught in %d runs", what, recoverySeeds)
 }
+
+const recoverySeeds = 300
 
 // TestSimRecoveryCatchesProbeAtPromiseEnd plants bugProbeAtPromiseEnd
 // (a promised member probes the moment its promise ends instead of

@@ -100,6 +100,12 @@ const (
 	// receiver's, and the list is one of the Rs it sent, so the receiver
 	// may take it as its L at once (doc.go, "A hand-back beside a cut").
 	MsgHandL MsgType = 21
+	// MsgPing: the sender is about to give its ticket back and asks
+	// whether the receiver holds Ticket (confirm.go); Attempt is a nonce.
+	MsgPing MsgType = 22
+	// MsgPong answers it: Attempt echoes the nonce, Ticket is the
+	// answerer's.
+	MsgPong MsgType = 23
 
 	// MsgJoin is a local request (From == self): take a ticket.
 	MsgJoin MsgType = 64
@@ -149,7 +155,7 @@ var typeNames = map[MsgType]string{
 	MsgAckCoord: "ackcoord", MsgIntro: "intro", MsgPrCast: "prcast", MsgJoin: "join", MsgLeave: "leave",
 	MsgAnnounce: "announce", MsgGroup: "group", MsgProbe: "probe", MsgProbeAnswer: "probeanswer", MsgLocal: "local",
 	MsgLend: "lend", MsgReturn: "return", MsgLease: "lease", MsgLeaseGrant: "leasegrant", MsgLearn: "learn", MsgReset: "reset",
-	MsgLeased: "leased", MsgAdmit: "admit", MsgHandL: "handl",
+	MsgLeased: "leased", MsgAdmit: "admit", MsgHandL: "handl", MsgPing: "ping", MsgPong: "pong",
 }
 
 func (t MsgType) String() string {
@@ -238,7 +244,7 @@ type Codec struct{}
 
 func (Codec) Family() wire.Family { return wire.FamilyTicket }
 
-func onWire(t MsgType) bool { return t >= MsgCJoin && t <= MsgHandL }
+func onWire(t MsgType) bool { return t >= MsgCJoin && t <= MsgPong }
 
 func (Codec) Marshal(m Msg) (uint8, []byte, error) {
 	if !onWire(m.Type) {

@@ -24,6 +24,8 @@ func TestCodecRoundTrip(t *testing.T) {
 		{Type: MsgUpdate, Preds: []Owner{{5, 2}, {7, 3}, {1, 9}}},
 		{Type: MsgAckUpdate, Succs: []Owner{{4, 2}, {3, 3}}, Floor: 1 << 33},
 		{Type: MsgReqCoord, Attempt: 3, Ticket: 6, SuccTicket: 2},
+		{Type: MsgPing, Attempt: 1<<63 | 1, Ticket: 5, Stamp: 9},
+		{Type: MsgPong, Attempt: 1<<63 | 1, Ticket: 5},
 		{Type: MsgPrCast, Gossip: &gossip.Msg{Type: gossip.MsgPush, Events: []gossip.Event{{Origin: 2, Seq: 1, TTL: 3, Payload: []byte(`{"event":"taken"}`)}}}},
 		{Type: MsgPrCast, Gossip: &gossip.Msg{Type: gossip.MsgDigest, Digest: []gossip.Have{{Origin: 2, Next: 5}}}},
 	} {
@@ -84,6 +86,8 @@ func FuzzCodec(f *testing.F) {
 	typ, p, _ = Codec{}.Marshal(Msg{Type: MsgAlive, Ticket: 3, Stretch: 1, Stamp: 1 << 60, Echo: 1<<60 - 1})
 	f.Add(typ, p)
 	typ, p, _ = Codec{}.Marshal(Msg{Type: MsgAlive, Ticket: 3, Place: 9, Stamp: 1 << 60, Echo: 1<<60 - 1})
+	f.Add(typ, p)
+	typ, p, _ = Codec{}.Marshal(Msg{Type: MsgPing, Attempt: 1<<63 | 1, Ticket: 5})
 	f.Add(typ, p)
 	f.Fuzz(func(t *testing.T, typ uint8, p []byte) {
 		if err := wire.RoundTrip[Msg](Codec{}, typ, p); err != nil {

@@ -620,13 +620,81 @@ func (m *Machine) onUpdate(now time.Time, from node.ID, msg Msg) {
 	if !m.inRing() || m.st == stLeaving || msg.SuccTicket != m.ticket || len(msg.Preds) == 0 || !m.claim(now, from, msg.Ticket) {
 		return
 	}
+	if m.staleUpdate(now, from, msg) {
+		return
+	}
 	m.takeR(now, msg.Preds)
 	// The immediate predecessor vouches for us by sending it (it sends
 	// none to a successor it no longer vouches for, round): a new
 	// predecessor's first ALIVE may come after its first UPDATE.
 	m.heard(now, Owner{Ticket: msg.Ticket, ID: from}, msg.Stretch, msg.Echo)
 	m.send(from, m.succsMsg(msg.Attempt))
+	m.updateNow(now, false)
 }
+
+// updSeen is the last UPDATE a process took: from whom (place) and its
+// number.
+type updSeen struct {
+	from Owner
+	seq  uint64
+	at   time.Time
+}
+
+// staleUpdate reports whether an UPDATE is older than one already taken
+// from the same place lately (a datagram overtaken, or a duplicate
+// delayed): taking its R would give us an L that the sender no longer
+// counts among those we may hold (sentRs holds what it sent since our
+// last answer to its latest), and an exclusion of us would not take a
+// majority of it. UPDATEs a round apart were seldom overtaken; passed on
+// at once (updateNow) they are often a millisecond apart. The memory
+// lasts a round and a half, so that a new incarnation at the same place,
+// numbering afresh, is heard from soon.
+func (m *Machine) staleUpdate(now time.Time, from node.ID, msg Msg) bool {
+	place := Owner{Ticket: msg.Ticket, ID: from}
+	if m.cfg.bug != bugTakeStaleUpdate && m.updIn.from == place && msg.Attempt < m.updIn.seq && now.Sub(m.updIn.at) < m.cfg.Round*3/2 {
+		return true
+	}
+	m.updIn = updSeen{from: place, seq: msg.Attempt, at: now}
+	return false
+}
+
+// bugTakeStaleUpdate: an UPDATE overtaken by a newer one is taken all the
+// same. Tests only.
+const bugTakeStaleUpdate bug = 153
+
+// updateNow passes a changed R on at once instead of at the next round
+// (the seed's Algorithm 3 sends UPDATE once a round; when that is is left
+// open). A hand-back or a join changes the Ls of the next 2k+1 processes,
+// one hop a round: with 2k+2 processes or fewer the L of the process
+// after the leaver's predecessor comes round the whole ring, and until it
+// has, it names the leaver, which vouches for nobody any more. Should a
+// member fall silent meanwhile (cut off, stopped), that L is never
+// brought up to date before the member's exclusion, and one voucher of
+// the two it needs (k = 1) is left: the process stops acting, and those
+// after it follow (doc.go, "A hand-back beside a cut"). Passing the R on
+// as it changes closes that window from rounds to message delays. Every
+// R sent goes into sentRs as the round's does, so an exclusion still
+// takes a majority of every L the successor may hold. force: the
+// successor is new (a CLEAVE served), its L still the leaver's R.
+func (m *Machine) updateNow(now time.Time, force bool) {
+	if m.cfg.bug == bugRoundUpdateOnly || !m.cfg.FaultTolerant || !m.inRing() || m.succ == m.cfg.ID ||
+		m.st == stLeaving || m.temp != nil || m.banned(now, m.succTicket) {
+		return
+	}
+	r := m.ownR()
+	if !force && (len(m.sentRs) == 0 || slices.Equal(m.sentRs[len(m.sentRs)-1], r)) {
+		return // nothing new, or nothing sent to this successor yet: the round's
+	}
+	m.pendR = r
+	if len(m.sentRs) == 0 || !slices.Equal(m.sentRs[len(m.sentRs)-1], r) {
+		m.sentRs = append(m.sentRs, r)
+	}
+	m.updSeq++
+	m.sendUpdate(now)
+}
+
+// bugRoundUpdateOnly: an R is passed on only at the next round. Tests only.
+const bugRoundUpdateOnly bug = 150
 
 // takeR makes a predecessor's R our L. A predecessor new to L has not
 // had time to learn of us (it will, by our INTRO): it counts as vouching
@@ -660,6 +728,7 @@ func (m *Machine) onHandL(now time.Time, from node.ID, msg Msg) {
 		return // (the last: we serve the CLEAVE ourselves, a ring of two)
 	}
 	m.takeR(now, msg.Preds)
+	m.updateNow(now, false)
 }
 
 // claim notes that from (owning ticket t) names us its successor, by

@@ -160,6 +160,7 @@ type Machine struct {
 	leaveAt    time.Time             // resend CLEAVE then (stLeaving)
 	await      bool                  // NEWSUCC sent to succ, not acknowledged
 	leaveReq   bool                  // leave once linked
+	leaveCheck *leaveCheck           // a leave waiting for its neighbours' answers (confirm.go)
 	tried      map[node.ID]time.Time // joiner: who rejected us lately
 	silent     int                   // joiner: CJOINs to the target unanswered
 	leftEpochs []Epoch               // leaving: the epochs of the range handed back
@@ -191,7 +192,8 @@ type Machine struct {
 	temp       *temporary
 	bans       []ban
 	exID       uint64
-	updSeq     uint64 // numbers UPDATEs, so that only the answer to the last one counts as its status
+	updSeq     uint64  // numbers UPDATEs, so that only the answer to the last one counts as its status
+	updIn      updSeen // the last UPDATE taken: an older one arriving late is dropped (onUpdate)
 	updAt      time.Time
 	updAcked   bool
 	counts     Counts
@@ -276,6 +278,7 @@ func (m *Machine) Lend(now time.Time) (epoch uint64, ok bool) {
 	if m.st != stCoordinator || !m.supported(now) {
 		return 0, false
 	}
+	m.cancelLeave()
 	m.epochs[m.ticket]++
 	m.epoch = m.epochs[m.ticket]
 	m.noteEpoch(m.epoch)
@@ -457,6 +460,10 @@ func (m *Machine) Step(now time.Time, in node.Envelope[Msg]) error {
 		m.onIntro(now, in.From, msg)
 	case MsgHandL:
 		m.onHandL(now, in.From, msg)
+	case MsgPing:
+		m.onPing(in.From, msg)
+	case MsgPong:
+		m.onPong(now, in.From, msg)
 	case MsgAckCLeave:
 		if m.st == stLeaving && in.From == m.pred {
 			m.st, m.leaveAt, m.lastPred, m.lastSucc = stLeft, time.Time{}, in.From, m.succ
@@ -599,7 +606,14 @@ func (m *Machine) onCJoin(now time.Time, from node.ID, msg Msg) {
 	m.noteEpoch(m.epochs[t])
 	succ, succTicket := m.succ, stop
 	m.view[t] = from
-	succs := m.succs
+	// A copy: granting makes the joiner our successor, and recompute
+	// rewrites m.succs in place before the reply is sent (the joiner
+	// would learn itself and our old successor, nothing beyond: should
+	// that successor be dead, it could never exclude it, exclude.go).
+	succs := slices.Clone(m.succs)
+	if m.cfg.bug == bugAliasSuccs {
+		succs = m.succs
+	}
 	if succ == m.cfg.ID {
 		succs = []Owner{{Ticket: m.ticket, ID: m.cfg.ID}}
 	}
@@ -621,6 +635,10 @@ func (m *Machine) onCJoin(now time.Time, from node.ID, msg Msg) {
 	m.answered[from] = answer{attempt: msg.Attempt, reply: reply, at: now}
 	m.send(from, reply)
 }
+
+// bugAliasSuccs: ACKCJOIN's successors share m.succs, which the grant
+// rewrites before the reply goes out. Tests only.
+const bugAliasSuccs bug = 152
 
 // onAckCJoin: Algorithm 1, "Initialisation of variables when cjoin
 // accepted".
@@ -876,6 +894,7 @@ func (m *Machine) onCLeave(now time.Time, from node.ID, msg Msg) {
 	m.await = true
 	m.send(m.succ, Msg{Type: MsgNewSucc, Ticket: m.ticket, SuccTicket: m.succTicket})
 	m.succAt = now.Add(m.cfg.Retry)
+	m.updateNow(now, true) // the new successor's L is still the leaver's R
 }
 
 // leave: Algorithm 2, "Leaving the cluster". The ticket is given up (no
@@ -891,16 +910,25 @@ func (m *Machine) leave(now time.Time) {
 			m.leaveReq = true // hand over once the exclusion is done
 			return
 		}
-		m.events = append(m.events, ReleasedEvent{Event: "released", Ticket: m.ticket, Epoch: m.epoch})
-		if m.succ == m.cfg.ID {
-			m.st = stLeft // the last member: the pool ends with it
-			m.events = append(m.events, LeftEvent{Event: "left"})
-			return
+		if m.succ != m.cfg.ID && m.confirmLeave(now) {
+			return // handBack once every neighbour has answered (confirm.go)
 		}
-		m.st, m.await = stLeaving, false
-		m.leftEpochs = m.handOver(m.span())
-		m.sendCleave(now)
+		m.handBack(now)
 	}
+}
+
+// handBack gives the ticket back (Algorithm 2): the process stops acting
+// and sends CLEAVE to its predecessor.
+func (m *Machine) handBack(now time.Time) {
+	m.events = append(m.events, ReleasedEvent{Event: "released", Ticket: m.ticket, Epoch: m.epoch})
+	if m.succ == m.cfg.ID {
+		m.st = stLeft // the last member: the pool ends with it
+		m.events = append(m.events, LeftEvent{Event: "left"})
+		return
+	}
+	m.st, m.await = stLeaving, false
+	m.leftEpochs = m.handOver(m.span())
+	m.sendCleave(now)
 }
 
 // Tick implements node.Machine.
@@ -910,6 +938,7 @@ func (m *Machine) Tick(now time.Time) {
 	m.noteLate(now) // after: a stretch never brings back support that ran out
 	if m.inRing() && m.cfg.FaultTolerant {
 		m.exclusionTimers(now)
+		m.leaveTimer(now)
 		if !now.Before(m.roundAt) {
 			m.round(now)
 		} else if !m.updAt.IsZero() && !now.Before(m.updAt) {
@@ -980,6 +1009,9 @@ func (m *Machine) Ready() node.Ready[Msg] {
 		}
 		if m.temp != nil {
 			due = append(due, m.temp.until)
+		}
+		if m.leaveCheck != nil {
+			due = append(due, m.leaveCheck.until)
 		}
 	}
 	for _, t := range due {

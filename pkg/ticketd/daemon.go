@@ -612,6 +612,13 @@ func (d *daemon) event(s *slot, ev node.Event) {
 		return
 	case ticket.ReturnedEvent:
 		return
+	case ticket.LeaveHeldEvent:
+		// Not given back: a neighbour did not answer within a round (a
+		// hand-back now could cost a live process its support), or a
+		// client took the ticket meanwhile. Asked for again, it goes
+		// once they answer.
+		d.mb.Log.Info("ticket kept, not given back", "slot", s.idx, "ticket", e.Ticket, "silent", e.Silent)
+		return
 	case ticket.NoContactEvent:
 		d.mb.Log.Warn("no member known to join through", "slot", s.idx)
 		return
