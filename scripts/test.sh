@@ -6,7 +6,7 @@
 # seconds, pass or fail) and the names of the failing tests, and exits 1
 # when any stage failed.
 #
-#   scripts/test.sh            everything (about 25 minutes on 2 idle cores, 38 beside a busy loop per core, 105 beside four; SEEDS=200 for a quicker pass)
+#   scripts/test.sh            everything (about 25 minutes on 2 idle cores, 38 beside a busy loop per core, 74 to 94 at load 10 to 14; SEEDS=200 for a quicker pass)
 #   FUZZTIME=0 scripts/test.sh skip the fuzzing pass (seed corpora still run)
 #   FUZZTIME=30s scripts/test.sh  fuzz each decoder longer (default: 100000
 #                              executions each, a few seconds; a count, not a
