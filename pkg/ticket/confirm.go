@@ -87,9 +87,10 @@ func (m *Machine) confirmLeave(now time.Time) bool {
 }
 
 // onPing: a neighbour about to leave asks whether we hold the place it
-// knows us at.
+// knows us at (NoTicket: a founder's first predecessor, known by ID until
+// its first UPDATE).
 func (m *Machine) onPing(from node.ID, msg Msg) {
-	if m.inRing() && msg.Ticket == m.ticket {
+	if m.inRing() && (msg.Ticket == m.ticket || msg.Ticket == NoTicket) {
 		m.send(from, Msg{Type: MsgPong, Attempt: msg.Attempt, Ticket: m.ticket})
 	}
 }
