@@ -529,12 +529,7 @@ func (m *Machine) round(now time.Time) {
 	// UPDATE(R) to the immediate successor, unless a temporary
 	// coordinator (Algorithm 3: TempRounds_p > 0).
 	if m.temp == nil && !m.banned(now, m.succTicket) {
-		m.pendR = m.ownR()
-		if len(m.sentRs) == 0 || !slices.Equal(m.sentRs[len(m.sentRs)-1], m.pendR) {
-			m.sentRs = append(m.sentRs, m.pendR)
-		}
-		m.updSeq++
-		m.sendUpdate(now)
+		m.sendR(now, m.ownR())
 	}
 	// Weak failure detection: no delivery status for Suspect rounds. A
 	// newcomer still linking excludes a successor that died before it
@@ -663,8 +658,8 @@ func (m *Machine) staleUpdate(now time.Time, from node.ID, msg Msg) bool {
 const bugTakeStaleUpdate bug = 153
 
 // updateNow passes a changed R on at once instead of at the next round
-// (the seed's Algorithm 3 sends UPDATE once a round; when that is is left
-// open). A hand-back or a join changes the Ls of the next 2k+1 processes,
+// (the seed's Algorithm 3 sends UPDATE once a round; when else it may is
+// left open). A hand-back or a join changes the Ls of the next 2k+1 processes,
 // one hop a round: with 2k+2 processes or fewer the L of the process
 // after the leaver's predecessor comes round the whole ring, and until it
 // has, it names the leaver, which vouches for nobody any more. Should a
@@ -685,6 +680,12 @@ func (m *Machine) updateNow(now time.Time, force bool) {
 	if !force && (len(m.sentRs) == 0 || slices.Equal(m.sentRs[len(m.sentRs)-1], r)) {
 		return // nothing new, or nothing sent to this successor yet: the round's
 	}
+	m.sendR(now, r)
+}
+
+// sendR sends R in a new UPDATE, and counts it among the Ls the
+// successor may hold (sentRs) until it acknowledges the latest.
+func (m *Machine) sendR(now time.Time, r []Owner) {
 	m.pendR = r
 	if len(m.sentRs) == 0 || !slices.Equal(m.sentRs[len(m.sentRs)-1], r) {
 		m.sentRs = append(m.sentRs, r)
