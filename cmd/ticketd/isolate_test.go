@@ -132,6 +132,7 @@ func TestIsolateOneOfFive(t *testing.T) {
 		time.Sleep(d) // a phase's length, measured by the loops: no synchronisation waits on it
 	}
 	setPhase(0, 5*time.Second)
+	cutAt := time.Now().UnixNano() // before the rules are in: the stricter reading
 	ctl("isolate", fmt.Sprint(victim))
 	t.Logf("%s member %d cut off", time.Now().UTC().Format("15:04:05.000"), victim)
 	setPhase(1, detect+3*time.Second)
@@ -166,15 +167,38 @@ func TestIsolateOneOfFive(t *testing.T) {
 	bound := detect + slack
 	worst := make([]time.Duration, len(phaseNames))
 	count := make([]int, len(phaseNames))
+	var straddled int
+	var worstSince time.Duration
 	for i, g := range grants {
 		cl := clients[i]
-		if at, ok := enter[cl.cmd.Process.Pid]; ok {
+		at, entered := enter[cl.cmd.Process.Pid]
+		if entered {
 			g.wait = time.Duration(at - cl.call)
+		} else {
+			at = cl.ret
 		}
 		worst[g.phase] = max(worst[g.phase], g.wait)
 		count[g.phase]++
 		if g.code != 0 {
 			t.Errorf("a client of member %d (%s the cut) exited %d after %v\n%s", g.member, phaseNames[g.phase], g.code, g.wait, cl.out.String())
+		}
+		// What the cut costs a grant: its wait from the cut on. A client
+		// that was already waiting when the cut came (a ticket moves
+		// between members every few hundred milliseconds to two seconds,
+		// "How a member hands out tickets") counts from the cut, since
+		// nothing it waited before was the cut's doing; every other grant
+		// counts its whole wait.
+		if cl.call < cutAt && at > cutAt {
+			straddled++
+			since := time.Duration(at - cutAt)
+			worstSince = max(worstSince, since)
+			if since > bound {
+				t.Errorf("a client of member %d waiting since %v before the cut got its ticket %v after it, more than the failure-detection time %v + slack %v", g.member, time.Duration(cutAt-cl.call), since, detect, slack)
+			}
+			if before := time.Duration(cutAt - cl.call); before > bound {
+				t.Errorf("a client of member %d had waited %v when the cut came, more than the failure-detection time %v + slack %v in a whole pool", g.member, before, detect, slack)
+			}
+			continue
 		}
 		if g.wait > bound {
 			t.Errorf("a client of member %d (%s the cut) waited %v for its ticket, more than the failure-detection time %v + slack %v", g.member, phaseNames[g.phase], g.wait, detect, slack)
@@ -183,6 +207,7 @@ func TestIsolateOneOfFive(t *testing.T) {
 	for p, name := range phaseNames {
 		t.Logf("%s the cut: %d grants on the four others, longest wait %v", name, count[p], worst[p])
 	}
+	t.Logf("of those before it, %d were still waiting when the cut came; the longest got its ticket %v after the cut", straddled, worstSince)
 	t.Logf("bound %v = failure-detection time %v + scheduling slack %v", bound, detect, slack)
 	checkWitness(t, file, n, gone)
 	if t.Failed() {

@@ -1000,6 +1000,25 @@
 //     both have a majority within one promise; a later one finds the
 //     first one's pool "in", or takes its members' grants away and waits
 //     its leases out like an old core's.
+//   - A probe given up ends its promises. A prober that founds nothing
+//     on a probe (an "in", a silent member, no majority, paused past its
+//     time) says so to every member it asked (MsgProbe with probeOver):
+//     each ends the promise and the freezes it gave that probe (its
+//     nonce) at once, and one that hears the word before the probe
+//     (links reorder) ignores the probe. Safe: a promise serves only the
+//     founding of its probe, which never comes once given up, and a
+//     later probe has a new nonce. Why it is needed: a member waiting to
+//     join through a process that was cut off (its ticket went back into
+//     that process's range) probes after refoundAfter rounds, about the
+//     detection time, while the rest of the core is still excluding it.
+//     With five members, one cut off and two out (a hand-back and the
+//     member waiting), the two live processes of the core had grants
+//     from two members and the two out members' grants were promised:
+//     they lost their leases and the pool ended, and the promised
+//     members stayed frozen promiseFor rounds after the exclusion.
+//     TestSimCutAsTicketd runs the cut of TestSimCutMeetsHandBack with
+//     every member as ticketd runs it and catches the planted
+//     bugKeepPromises.
 //   - Epochs. A lease request carries the holder's mark (its other
 //     processes' included, at most a service tick old: Local.Floor) and
 //     every granter raises its own to it, so the marks of a majority
@@ -1067,14 +1086,18 @@
 //     the promises end they all probe at once, each answer "out" among
 //     them a promise to another of them, so F's grants fall below a
 //     majority; F's probers drop their probes at F's "in", but the
-//     promises stay, F loses its lease leaseTime later ("lease lost: out
-//     of the core") and its pool ends with it; the next founder meets
-//     the same fate, until the lowest member happens to found. Probing
+//     promises stayed, F lost its lease leaseTime later ("lease lost: out
+//     of the core") and its pool ended with it; the next founder met
+//     the same fate, until the lowest member happened to found. Probing
 //     later is safe (nothing in the safety argument depends on when a
 //     probe goes out), and live: a member joins a leased pool in
 //     joinRounds < refoundAfter, so none probes while a founder's pool
-//     takes joins, and a founder's majority keeps granting it.
-//     bugProbeAtPromiseEnd plants the old rule.
+//     takes joins, and a founder's majority keeps granting it. A probe
+//     given up now also ends the promises it was given ("A probe given
+//     up ends its promises" above), which alone keeps F's lease; this
+//     rule stays as a second line. bugProbeAtPromiseEnd plants the old
+//     rule as it was before that (probes at the promise's end, given up
+//     without a word).
 //   - A founder hands out no place to another member's process until the
 //     promises it founded under have ended (promiseTime after its probe),
 //     and a member that learns of another prober's promises (it answered

@@ -87,6 +87,17 @@ const bugJoinWhileTaken bug = 66
 // another prober; it counts neither way.
 const probeTaken = probeDurable << 1
 
+// probeOver: on a MsgProbe, the prober gave that probe (its Attempt) up
+// and founds nothing on it (abandon): a member that promised it its grants
+// or froze for it is free again.
+const probeOver = probeTaken << 1
+
+// bugKeepPromises: a prober that gives its probe up (a member answered
+// "in", or no majority answered "out") tells nobody, and the members that
+// answered "out" keep their grants and their freeze for it until they run
+// out. Tests only.
+const bugKeepPromises bug = 155
+
 // leasing is a first process's leases: those it holds and the promise it
 // gave.
 type leasing struct {
@@ -96,8 +107,12 @@ type leasing struct {
 	since        time.Time             // the current Machine is in the core since then
 	asked        time.Time             // the last requests went out then
 	promised     node.ID               // grants only to this prober
+	promiseNonce uint64                // for this probe of it (its Attempt)
 	promiseUntil time.Time
 	takenUntil   time.Time // another prober holds promises: no join until then (Frozen)
+	takenBy      node.ID   // the prober answered "taken" that set takenUntil last
+	takenNonce   uint64    // its probe's Attempt
+	takenPrev    time.Time // takenUntil before that answer moved it
 	admitFrom    time.Time // a founder: no place for another member's process before then (Member.Step)
 	lost         int
 }
@@ -162,8 +177,8 @@ func (h *Member) grantsTo(id node.ID, now time.Time) bool {
 
 // promise gives the member's grants to prober until now+promiseFor
 // rounds (with the clocks' drift).
-func (h *Member) promise(prober node.ID, now time.Time) {
-	h.ls.promised, h.ls.promiseUntil = prober, now.Add(h.promiseTime())
+func (h *Member) promise(prober node.ID, nonce uint64, now time.Time) {
+	h.ls.promised, h.ls.promiseNonce, h.ls.promiseUntil = prober, nonce, now.Add(h.promiseTime())
 }
 
 // recount raises the lease to what a majority of the book granted. A
@@ -408,8 +423,7 @@ func (h *Member) tickQuorum(now time.Time, p *probe) {
 			p.foundAt = now.Add(h.round() / 2) // the new mark has not reached a majority yet
 			return
 		case !inTime:
-			rf.p = nil
-			h.ls.promised = node.None
+			h.abandon(p)
 			h.blocked(Refound{Why: "no majority granted a lease with the new mark while the promises lasted"})
 			return
 		}
@@ -422,10 +436,7 @@ func (h *Member) tickQuorum(now time.Time, p *probe) {
 	}
 	r := DecideQuorum(h.base.ID, h.mark(), rf.local.Durable, p.asked, p.answers)
 	if !r.Found || !h.allOut() || rf.local.Stopping {
-		rf.p = nil
-		if h.ls.promised == h.base.ID {
-			h.ls.promised = node.None // it founds nothing: free to grant again
-		}
+		h.abandon(p) // it founds nothing: free to grant again, and so are the others
 		// Probers that took each other's promises try again at random
 		// times, the next at least once the promises are over.
 		pf := h.promiseFor()

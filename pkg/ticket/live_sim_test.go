@@ -393,7 +393,8 @@ const recoverySeeds = 300
 
 // TestSimRecoveryCatchesProbeAtPromiseEnd plants bugProbeAtPromiseEnd
 // (a promised member probes the moment its promise ends instead of
-// joining the new pool first): the founder loses its lease to the next
+// joining the new pool first, and a probe given up leaves its promises
+// standing, as before probeOver): the founder loses its lease to the next
 // probes, refound after refound, and the recovery check catches it.
 func TestSimRecoveryCatchesProbeAtPromiseEnd(t *testing.T) {
 	catchRecovery(t, bugProbeAtPromiseEnd, "probing at the end of a promise")

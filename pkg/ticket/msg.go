@@ -81,7 +81,8 @@ const (
 	// MsgProbe asks another member's first process whether any of the
 	// member's processes is in the core (a refound, member.go): Attempt
 	// is the probe's nonce, Floor the sender's mark, Ticket its flags
-	// (probeDurable).
+	// (probeDurable). With probeOver in Ticket it says instead that the
+	// probe of that nonce is given up (abandon): no answer.
 	MsgProbe MsgType = 17
 	// MsgProbeAnswer answers it: Attempt echoes the nonce, Floor is the
 	// answerer's mark, Ticket its flags (probeOut, probeDurable), View the

@@ -39,6 +39,12 @@ import (
 //     (doc.go, "Fencing across refounds"); probes and answers carry the
 //     marks both ways, and every member raises its own to them
 //     (LearnEvent).
+//   - A prober that founds nothing on its probe (an "in", a silent
+//     member, no majority) says so to every member it asked (MsgProbe
+//     with probeOver, abandon): what they promised and froze for that
+//     probe ends at once. A member waiting to join through a process cut
+//     off probes while the core lives; without the word its probe took
+//     the core's grants for promiseFor rounds.
 //   - A member without a state file never founds: restarted, it would not
 //     know whether the pool's epochs had gone past its own.
 //   - Members the core excluded are struck off the book (they are not
@@ -170,11 +176,15 @@ func (p *probe) answered(ids []node.ID) bool {
 // refounding is a member's refounding state.
 type refounding struct {
 	local         Local
-	stuckSince    time.Time // all out and one joining since then
-	frozenUntil   time.Time // no joins until then (another member's probe)
-	probing       time.Time // nor until then (this member's own)
-	noFound       time.Time // no founding until then (a lower member asked)
-	askedByHigher time.Time // a higher member's probe was answered "out" then
+	stuckSince    time.Time          // all out and one joining since then
+	frozenUntil   time.Time          // no joins until then (another member's probe)
+	frozenBy      node.ID            // the prober whose probe set frozenUntil last
+	frozenNonce   uint64             // that probe's Attempt
+	frozenPrev    time.Time          // frozenUntil before that probe moved it
+	over          map[node.ID]uint64 // per prober, the last probe it gave up (probeOver may overtake the probe)
+	probing       time.Time          // nor until then (this member's own)
+	noFound       time.Time          // no founding until then (a lower member asked)
+	askedByHigher time.Time          // a higher member's probe was answered "out" then
 	p             *probe
 	probes        int
 	refounds      int
@@ -288,7 +298,7 @@ func (h *Member) tickRefound(now time.Time) {
 			}
 			h.decide(now)
 		case over:
-			rf.p = nil // somebody did not answer: it may be the core
+			h.abandon(p) // somebody did not answer: it may be the core
 			h.blocked(DecideRefound(h.base.ID, h.mark(), rf.local.Durable, p.asked, p.answers))
 		}
 		if rf.p == nil {
@@ -330,7 +340,7 @@ func (h *Member) tickRefound(now time.Time) {
 	rf.probes++
 	rf.probing = now.Add(probeWindow * round)
 	if h.quorum() && rf.local.Durable {
-		h.promise(h.base.ID, now) // only a member with a state file founds
+		h.promise(h.base.ID, p.nonce, now) // only a member with a state file founds
 	}
 	h.freeze()
 	for _, id := range append(slices.Clone(p.asked), p.extra...) {
@@ -346,6 +356,7 @@ func (h *Member) decide(now time.Time) {
 	p := rf.p
 	rf.p = nil
 	if !h.allOut() || now.Before(rf.noFound) || rf.local.Stopping {
+		h.abandon(p)
 		return
 	}
 	r := DecideRefound(h.base.ID, h.mark(), rf.local.Durable, p.asked, p.answers)
@@ -354,14 +365,17 @@ func (h *Member) decide(now time.Time) {
 		r.Floor = max(r.Floor, p.floor)
 	}
 	if !r.Found {
+		h.abandon(p)
 		h.blocked(r)
 		return
 	}
 	n := rf.local.N
 	if n == 0 {
+		h.abandon(p)
 		return
 	}
 	if err := h.Found(now, n, r.Floor); err != nil {
+		h.abandon(p)
 		h.events = append(h.events, BlockedEvent{Why: err.Error()})
 		return
 	}
@@ -384,6 +398,13 @@ func (h *Member) blocked(r Refound) {
 func (h *Member) onProbe(now time.Time, from node.ID, msg Msg) {
 	rf, round := &h.rf, h.round()
 	h.learnFloor(msg.Floor)
+	if msg.Ticket&probeOver != 0 {
+		h.probeOver(from, msg.Attempt)
+		return
+	}
+	if rf.over[from] == msg.Attempt && msg.Attempt != 0 {
+		return // given up already: its probeOver overtook it
+	}
 	out := h.allOut() && !rf.local.Stopping
 	a := Msg{Type: MsgProbeAnswer, Attempt: msg.Attempt, Floor: h.mark(), Ticket: h.flags(out)}
 	if out && h.quorum() {
@@ -399,7 +420,7 @@ func (h *Member) onProbe(now time.Time, from node.ID, msg Msg) {
 		switch {
 		case msg.Ticket&probeDurable == 0: // it never founds: nothing to promise
 		case h.grantsTo(from, now):
-			h.promise(from, now)
+			h.promise(from, msg.Attempt, now)
 		default:
 			a.Ticket |= probeTaken
 			// The prober may get a majority's promises all the same,
@@ -411,6 +432,7 @@ func (h *Member) onProbe(now time.Time, from node.ID, msg Msg) {
 			// ended (Frozen), as a member that promised it waits.
 			if h.base.bug != bugJoinWhileTaken {
 				if until := now.Add(h.promiseTime()); until.After(h.ls.takenUntil) {
+					h.ls.takenPrev, h.ls.takenBy, h.ls.takenNonce = h.ls.takenUntil, from, msg.Attempt
 					h.ls.takenUntil = until
 				}
 			}
@@ -422,6 +444,7 @@ func (h *Member) onProbe(now time.Time, from node.ID, msg Msg) {
 		}
 		until := now.Add(freezeFor * round)
 		if until.After(rf.frozenUntil) {
+			rf.frozenPrev, rf.frozenBy, rf.frozenNonce = rf.frozenUntil, from, msg.Attempt
 			rf.frozenUntil = until
 		}
 		h.freeze()
@@ -463,7 +486,57 @@ func (h *Member) onProbeAnswer(from node.ID, msg Msg) {
 		}
 	}
 	if !a.Out {
-		h.rf.p, h.rf.probing = nil, time.Time{} // there is a core: join it
+		h.abandon(p) // there is a core: join it
+		h.rf.probing = time.Time{}
+	}
+}
+
+// abandon gives this member's probe up: it founds nothing on it. Its own
+// grants are free again, and it tells every member it asked (probeOver),
+// so that those that answered "out" grant leases and join again at once
+// rather than when their promise and freeze run out. Without it a probe
+// sent while the core lives (a member waiting to join through the
+// process cut off, while the rest of the core is excluding it) took its
+// grants, and every member's that answered "out", away from the core for
+// promiseFor rounds: with one member cut off and two out, the two live
+// processes of a core of five members kept grants from two of them, lost
+// their leases, and the pool ended (TestSimCutAsTicketd, planted
+// bugKeepPromises). Safe: a promise serves only the founding of that
+// probe (lease.go), which never comes once it is given up; a later probe
+// has a new Attempt and needs new promises, and a late probeOver names
+// the old one.
+func (h *Member) abandon(p *probe) {
+	h.rf.p = nil
+	if h.base.bug == bugKeepPromises || h.base.bug == bugProbeAtPromiseEnd {
+		return // bugProbeAtPromiseEnd: the old rule, from before probeOver
+	}
+	if h.ls.promised == h.base.ID && h.ls.promiseNonce == p.nonce {
+		h.ls.promised = node.None
+	}
+	for _, id := range append(slices.Clone(p.asked), p.extra...) {
+		h.out = append(h.out, node.Envelope[Msg]{From: h.base.ID, To: id,
+			Msg: Msg{Type: MsgProbe, Attempt: p.nonce, Ticket: probeOver}})
+	}
+}
+
+// probeOver: prober gave its probe nonce up (abandon). A promise and a
+// freeze given for that probe end now (the freeze of an "out" and that
+// of a "taken" answer alike); those given for another prober or
+// a later probe stay, as does the bar on founding a lower prober's probe
+// set (noFound), which only delays this member's own refound.
+func (h *Member) probeOver(prober node.ID, nonce uint64) {
+	if h.rf.over == nil {
+		h.rf.over = map[node.ID]uint64{}
+	}
+	h.rf.over[prober] = nonce
+	if h.ls.promised == prober && h.ls.promiseNonce == nonce {
+		h.ls.promised, h.ls.promiseUntil = node.None, time.Time{}
+	}
+	if rf := &h.rf; rf.frozenBy == prober && rf.frozenNonce == nonce {
+		rf.frozenUntil, rf.frozenBy = rf.frozenPrev, node.None
+	}
+	if ls := &h.ls; ls.takenBy == prober && ls.takenNonce == nonce {
+		ls.takenUntil, ls.takenBy = ls.takenPrev, node.None
 	}
 }
 
