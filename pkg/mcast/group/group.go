@@ -122,6 +122,7 @@ const (
 	bugTotemHoldToTick                // totem: an idle holder's Period/4 is not a wake-up: it keeps the token until the next tick
 	bugTotemHoldAll                   // totem: every member, not only the view's leader, keeps an idle token (and no cancel reaches it)
 	bugTotemNoCancel                  // totem: a member with a message queued on an idle ring does not ask the leader to pass the token
+	bugTotemTokenLast                 // totem: the token goes after every copy of the holder's messages, not right after the successor's
 )
 
 // Group events. Text forms: "view 7 members 1,2,4 joined 4 left 3",

@@ -37,7 +37,11 @@ import (
 // MsgHoldCancel (corosync's token hold cancel), and the leader passes the
 // token on at once; a lost cancel costs at most the Period/4. An idle ring thus turns once per Period/4
 // and a rotation, and a message queued on it waits for a link and at
-// most a rotation. A member sends the same token again each Period
+// most a rotation. A holder with messages sends its successor's copies,
+// then the token, then the other members' copies (tokenEarly): the
+// notes' holder multicasts and then passes the token, and this order
+// keeps what the token names ahead of it at the successor while the
+// token no longer waits behind n-2 sends. A member sends the same token again each Period
 // until its successor's status or the token's return shows it got there.
 // The token's arus say what the all-to-all statuses
 // say, so TOTEM members send their heartbeats every 2·Period only, to
@@ -254,7 +258,9 @@ func (o *totemOrder) onToken(tok *Token) {
 		t.idle = 0
 	}
 	t.seenSeq = tok.Seq
+	mark := len(g.out)
 	g.flushQueue() // multicasts what waits, and passes the token on
+	o.tokenEarly(mark)
 	if t.holding == tok && len(g.view.Members) > 1 {
 		if o.holds() {
 			// An idle ring: the leader keeps the token (wake, tick).
@@ -335,6 +341,33 @@ func (o *totemOrder) stamp(it *mcast.Item) {
 	g.ts[st] = tok.Seq
 	g.stampAt[tok.Seq] = st
 	g.advanceStamps()
+}
+
+// tokenEarly reorders what this holding step sends (g.out from mark):
+// the copies for the successor, then the token, then the copies for the
+// others. The successor holds everything the token names when it reads
+// the token (one socket, sent in order), and passes it on without waiting
+// for the holder's n-2 other sends; each further member's copy goes out
+// a hop before the token can reach it.
+func (o *totemOrder) tokenEarly(mark int) {
+	g := o.g
+	n := len(g.out)
+	if n <= mark+1 || g.out[n-1].Msg.Type != MsgToken || g.cfg.bug == bugTotemTokenLast {
+		return
+	}
+	next := g.out[n-1].To
+	var succ, rest []node.Envelope[Msg]
+	for _, e := range g.out[mark : n-1] {
+		if e.To == next {
+			succ = append(succ, e)
+		} else {
+			rest = append(rest, e)
+		}
+	}
+	tok := g.out[n-1]
+	out := append(g.out[:mark], succ...)
+	out = append(out, tok)
+	g.out = append(out, rest...)
 }
 
 // pass sends the token to the next member of the view.

@@ -1,6 +1,8 @@
 package group
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -37,6 +39,41 @@ func TestTotemTokenIsHeard(t *testing.T) {
 		t.Logf("bug=%d: leader 1 in view %d %v after 3→1 was cut for %v (was view %d)", b, g.view.ID, g.view.Members, 8*g.cfg.Suspect, before)
 		if kept != (b == 0) {
 			t.Errorf("bug=%d: leader 1 in view %d %v, was view %d: want the view kept only when the token's return counts as hearing 3", b, g.view.ID, g.view.Members, before)
+		}
+	}
+}
+
+// TestTotemTokenAfterSuccessorsCopy: a holder with messages sends its
+// successor's copy, then the token, then the other members' copies
+// (tokenEarly), so that the successor holds what the token names when it
+// reads it and passes the token on without waiting for the holder's
+// other sends. With the planted bugTotemTokenLast the token goes last.
+func TestTotemTokenAfterSuccessorsCopy(t *testing.T) {
+	for _, b := range []bug{0, bugTotemTokenLast} {
+		ids := []node.ID{1, 2, 3, 4, 5}
+		s, _ := countingGroup(t, ids, Config{Total: TotalTotem, bug: b})
+		if err := s.RunFor(time.Second); err != nil {
+			t.Fatal(err)
+		}
+		g := s.Machine(3).(*Group)
+		o := g.order.(*totemOrder)
+		if !g.inView || len(g.view.Members) != len(ids) {
+			t.Fatalf("bug=%d: member 3 not in a view of %d", b, len(ids))
+		}
+		g.queue = append(g.queue, []byte("a"), []byte("b"))
+		g.out = nil
+		o.onToken(&Token{Rot: o.lastRot + 1, Seq: uint64(len(g.stamps)), Arus: make([]uint64, len(g.view.Members))})
+		var order []string
+		for _, e := range g.out {
+			order = append(order, fmt.Sprintf("%s→%d", e.Msg.Type, e.To))
+		}
+		want := []string{"data→4", "token→4", "data→1", "data→2", "data→5"}
+		if b == bugTotemTokenLast {
+			want = []string{"data→1", "data→2", "data→4", "data→5", "token→4"}
+		}
+		t.Logf("bug=%d: member 3 holding the token with two messages sends %v", b, order)
+		if !slices.Equal(order, want) {
+			t.Errorf("bug=%d: sends %v, want %v", b, order, want)
 		}
 	}
 }
