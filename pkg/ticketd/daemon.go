@@ -284,7 +284,7 @@ func (d *daemon) initSlot(s *slot, cfg ticket.Config, f *wire.Framer) error {
 		return err
 	}
 	s.h = h
-	s.drv = driver.New[ticket.Msg](h, ticket.Codec{}, s.net, driver.Config{Framer: f, Log: d.mb.Log, Seen: d.bk.seen, Control: d.control})
+	s.drv = driver.New[ticket.Msg](traceMember(h, d.mb.Log, s.idx), ticket.Codec{}, s.net, driver.Config{Framer: f, Log: d.mb.Log, Seen: d.bk.seen, Control: d.control})
 	return nil
 }
 
