@@ -2,6 +2,7 @@ package ticket
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -344,4 +345,51 @@ func twoLinks(t *testing.T, replay, who, formed string, link time.Duration, run 
 		t.Fatalf("no seed of %d formed %s", len(seeds), formed)
 	}
 	t.Logf("%d of %d seeds formed %s; %s acted at most %v after it", n, len(seeds), formed, who, longest)
+}
+
+// TestOpenTicketsSkipOwnRange: an excluder at ticket 3 of 8 whose
+// successor holds ticket 1 (ticket 2 is the excluder's own free ticket,
+// say just given back to it by a leaver) excludes up to a candidate at
+// ticket 6: E_pq's tickets are 2, 1, 0, 7. Ticket 2 can hold no process it
+// does not know (only it hands ticket 2 out), so three tickets are open,
+// and with k = 1 the chain counts two processes either way; the wait
+// then equals that of an excluder whose successor is adjacent. With the
+// planted bugOpenOwnRange all four count. With the successor at ticket 1
+// and the candidate at ticket 0, E_pq = {2, 1}: one open ticket, one
+// process, the wait of tempFor(2) with a chain of one instead of two;
+// the planted bug waits a stretched vouch longer. No known process (an
+// excluder that does not say): every ticket counts.
+func TestOpenTicketsSkipOwnRange(t *testing.T) {
+	for _, b := range []bug{0, bugOpenOwnRange} {
+		m, err := New(Config{ID: 1, Tickets: 8, K: 1, Stretch: 3, Rand: rand.New(rand.NewPCG(1, 2)), FaultTolerant: true, bug: b})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = m.Step(time.Unix(1000, 0), node.Envelope[Msg]{From: 1, To: 1, Msg: Msg{Type: MsgJoin}}) // founds: a pool of 8
+		if m.n != 8 {
+			t.Fatalf("a pool of %d tickets, want 8", m.n)
+		}
+		succ := []Owner{{ID: 2, Ticket: 1}}
+		if got := m.openTickets(3, 6, succ); got != 3 {
+			t.Errorf("bug=%d: openTickets(3, 6, succ at 1) = %d, want 3", b, got)
+		}
+		if got := m.openTickets(3, 6, nil); got != 4 {
+			t.Errorf("bug=%d: openTickets(3, 6, none known) = %d, want 4", b, got)
+		}
+		if got := m.openTickets(3, 3, nil); got != 7 {
+			t.Errorf("bug=%d: openTickets over the whole ring = %d, want 7", b, got)
+		}
+		open := m.openTickets(3, 0, succ)
+		short, full := m.tempChain(3, 1, open), m.tempChain(3, 1, 2)
+		t.Logf("bug=%d: E_pq = tickets 2 (own, free) and 1 (the successor): %d open; wait %v, counting both %v", b, open, short, full)
+		if open != 1 {
+			t.Errorf("bug=%d: openTickets(3, 0, succ at 1) = %d, want 1", b, open)
+		}
+		if shorter := short < full; shorter != (b == 0) {
+			t.Errorf("bug=%d: wait %v with the own free ticket left out, %v counting it: want shorter only without the bug", b, short, full)
+		}
+		if b == 0 && full-short < m.vouchMax() {
+			t.Errorf("wait %v against %v: want a stretched vouch (%v) less", short, full, m.vouchMax())
+		}
+	}
 }

@@ -179,9 +179,17 @@
 // i = k+1, r_i needs two vouches or more from banned voters or earlier
 // processes of E_pq, and stops no later than the second latest of those.
 // So tempChain counts m as the processes the excluder knows, and at
-// least min(dist−1, k+1) (one per ticket of E_pq, known to hold a
-// process or not, up to k+1; the seed's TempRounds counts one per
-// ticket, §4), and REQCOORD's bans last as long. A process that held
+// least min(open, k+1) (one per ticket of E_pq that may hold a process,
+// known or not, up to k+1; the seed's TempRounds counts one per ticket,
+// §4), and REQCOORD's bans last as long. open counts E_pq's tickets from
+// the excluder's successor on (openTickets): the tickets before it are
+// the excluder's own free tickets, which only it hands out, so they hold
+// nobody it does not know; REQCOORD names the successor (Succs), so a
+// voter counts the same. Counting them too made an excluder that had
+// just served a neighbour's CLEAVE wait a stretched vouch longer than
+// DetectionBound. A process of E_pq that held free tickets itself (it
+// served the CLEAVE) still costs the longer wait, which DetectionBound
+// (tempFor(1)) does not cover. A process that held
 // free tickets then waits up to k stretched vouches more: `ticketd sim`
 // with its defaults reclaims in 16.0 rounds on average instead of 15.3
 // (21 at worst instead of 19), and in the paper model at α = 0.5, p_f =

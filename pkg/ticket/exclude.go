@@ -221,7 +221,7 @@ func (m *Machine) onAckExclude(now time.Time, from node.ID, msg Msg) {
 	ex.tries, ex.resend = 1, now.Add(m.cfg.Delta)
 	ex.deadline = now.Add(exTries * m.cfg.Delta)
 	if ex.voters[m.cfg.ID] {
-		m.grantBan(now, m.ticket, ex.cand.Ticket, len(ex.gone))
+		m.grantBan(now, m.ticket, ex.cand.Ticket, len(ex.gone), m.openTickets(m.ticket, ex.cand.Ticket, ex.goneOwners))
 		ex.acks[m.cfg.ID] = true
 	}
 	m.askVoters()
@@ -284,7 +284,7 @@ func (m *Machine) onReqCoord(now time.Time, from node.ID, msg Msg) {
 	if span == 0 {
 		span = m.n // the whole ring but the excluder
 	}
-	m.grantBan(now, msg.Ticket, msg.SuccTicket, min(len(msg.Succs), int(span)))
+	m.grantBan(now, msg.Ticket, msg.SuccTicket, min(len(msg.Succs), int(span)), m.openTickets(msg.Ticket, msg.SuccTicket, msg.Succs))
 	m.send(from, Msg{Type: MsgAckCoord, Attempt: msg.Attempt})
 }
 
@@ -307,16 +307,16 @@ const exTries = 3
 // grantBan promises not to vouch for the tickets strictly between from
 // and to, held by chain processes, for as long as the excluder waits
 // (tempChain).
-func (m *Machine) grantBan(now time.Time, from, to uint32, chain int) {
+func (m *Machine) grantBan(now time.Time, from, to uint32, chain, open int) {
 	if m.cfg.bug == bugNoBan {
 		return
 	}
 	// The ban counts the first vouch at Grant windows, not at what this
 	// voter reports granting: it must outlast the wait of an excluder
 	// that counted another voter's longer report (rounds.go, waitFor).
-	d := m.tempChain((from-to+m.n)%m.n, chain)
+	d := m.tempChain((from-to+m.n)%m.n, chain, open)
 	if m.cfg.bug == bugBanOwnGrants {
-		d = m.waitFor((from-to+m.n)%m.n, chain, m.grantedMax(now))
+		d = m.waitFor((from-to+m.n)%m.n, chain, open, m.grantedMax(now))
 	}
 	m.bans = append(m.bans, ban{from: from, to: to, until: now.Add(d)})
 	for id, k := range m.known {
@@ -347,7 +347,7 @@ func (m *Machine) maybeTemp(now time.Time) {
 	if !ex.quorum(ex.acks) {
 		return
 	}
-	wait := m.waitFor((m.ticket-ex.cand.Ticket+m.n)%m.n, len(ex.gone), max(ex.granted, m.grantedMax(now)))
+	wait := m.waitFor((m.ticket-ex.cand.Ticket+m.n)%m.n, len(ex.gone), m.openTickets(m.ticket, ex.cand.Ticket, ex.goneOwners), max(ex.granted, m.grantedMax(now)))
 	if m.cfg.bug == bugShortTemp {
 		wait = m.cfg.Round
 	}

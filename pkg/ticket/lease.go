@@ -98,6 +98,11 @@ const probeOver = probeTaken << 1
 // out. Tests only.
 const bugKeepPromises bug = 155
 
+// bugProbeOverJoin: a member probes at refoundAfter rounds even while a
+// CJOIN of its is out and unanswered, and the probe's freeze drops the
+// join its grant then completes. Tests only.
+const bugProbeOverJoin bug = 157
+
 // leasing is a first process's leases: those it holds and the promise it
 // gave.
 type leasing struct {

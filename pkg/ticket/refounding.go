@@ -39,6 +39,11 @@ import (
 //     (doc.go, "Fencing across refounds"); probes and answers carry the
 //     marks both ways, and every member raises its own to them
 //     (LearnEvent).
+//   - A member whose CJOIN is out and unanswered, after one that was
+//     answered, waits for the answer (at most Retry) before it probes
+//     (Machine.JoinInFlight): the probe's freeze would drop the join
+//     its grant completes, and the coordinator would hold the place for
+//     a joiner that moved on until it excluded it.
 //   - A prober that founds nothing on its probe (an "in", a silent
 //     member, no majority) says so to every member it asked (MsgProbe
 //     with probeOver, abandon): what they promised and froze for that
@@ -333,6 +338,14 @@ func (h *Member) tickRefound(now time.Time) {
 		rf.stuckSince = h.ls.takenUntil
 		return
 	}
+	if h.m.JoinInFlight(now) && h.base.bug != bugProbeOverJoin {
+		// A CJOIN is out and unanswered: its grant may be on the way, and
+		// the probe's freeze would drop the join it grants (the
+		// coordinator would hold the place until it excluded the joiner,
+		// turning others away meanwhile). Ask again at the next tick:
+		// at most Retry later.
+		return
+	}
 	rf.stuckSince = now // the next probe, if this one fails, a while later
 	p := &probe{nonce: h.base.Rand.Uint64(), sent: now, asked: h.members(), extra: slices.Clone(rf.local.Excluded),
 		answers: map[node.ID]ProbeAnswer{}}
@@ -549,7 +562,13 @@ func (h *Member) refoundWake() time.Time {
 	case rf.p != nil:
 		return rf.p.sent.Add(probeWindow*round + 1)
 	case !rf.stuckSince.IsZero():
-		return rf.stuckSince.Add(refoundAfter * round)
+		// A probe due while a CJOIN is in flight waits for its answer
+		// (tickRefound), or for Retry to pass.
+		w := rf.stuckSince.Add(refoundAfter * round)
+		if a := h.m.joinAnswerBy(); a.After(w) {
+			w = a
+		}
+		return w
 	}
 	return time.Time{}
 }

@@ -156,6 +156,8 @@ type Machine struct {
 	target     node.ID
 	want       uint32
 	joinAt     time.Time             // send (or resend) the CJOIN then
+	joinSent   time.Time             // the last CJOIN went out then, unanswered (zero: answered)
+	joinLost   bool                  // the CJOIN before it had no answer either
 	succAt     time.Time             // resend NEWSUCC then (awaitSucc)
 	leaveAt    time.Time             // resend CLEAVE then (stLeaving)
 	await      bool                  // NEWSUCC sent to succ, not acknowledged
@@ -538,7 +540,27 @@ const joinPatience = 5
 
 func (m *Machine) sendJoin(now time.Time) {
 	m.send(m.target, Msg{Type: MsgCJoin, Attempt: m.attempt, Ticket: m.want})
-	m.joinAt = now.Add(m.cfg.Retry)
+	m.joinLost = !m.joinSent.IsZero()
+	m.joinAt, m.joinSent = now.Add(m.cfg.Retry), now
+}
+
+// JoinInFlight reports whether a CJOIN of this joining process went out
+// less than Retry ago and has had no answer: a grant may be on its way,
+// and a refound probe's freeze now would drop the join it grants (the
+// coordinator then holds a place for a joiner that moved on, until it
+// excludes it). The Member waits for the answer before it probes. Only
+// while the coordinators answer: a CJOIN sent after one that had no
+// answer (a joiner cut off, or asking a dead contact) is not waited for,
+// or a joiner resending every Retry would never probe.
+func (m *Machine) JoinInFlight(now time.Time) bool { return now.Before(m.joinAnswerBy()) }
+
+// joinAnswerBy is when an unanswered CJOIN stops counting as in flight
+// (zero: none is).
+func (m *Machine) joinAnswerBy() time.Time {
+	if m.st != stJoining || m.joinSent.IsZero() || m.joinLost {
+		return time.Time{}
+	}
+	return m.joinSent.Add(m.cfg.Retry)
 }
 
 // act: this process may now act on its ticket.
@@ -694,7 +716,7 @@ func (m *Machine) onReject(now time.Time, from node.ID, msg Msg) {
 		m.pred = msg.Succ
 		m.sendCleave(now)
 	case m.st == stJoining && from == m.target && msg.Attempt == m.attempt:
-		m.silent = 0
+		m.silent, m.joinSent, m.joinLost = 0, time.Time{}, false
 		m.tried[from] = now
 		m.attempt++
 		if m.pickTarget(from, msg) {
