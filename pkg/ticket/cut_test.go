@@ -280,22 +280,28 @@ func TestSimCutMeetsHandBack(t *testing.T) {
 				kept[st.leaverPos]++
 			}
 		}
-		if st.inWindow {
-			// Reported, not asserted: the UPDATEs carrying the hand-back
-			// were still on their way when the cut came.
-			window++
-			if err != nil {
-				windowLost++
-				t.Logf("in the hand-back's last message delays: %v", err)
-			}
-			return nil
-		}
-		return err
+		return inWindow(t, st, err, &window, &windowLost)
 	})
 	t.Logf("%d seeds: one member of five cut off while another gave its ticket back and joined again; no other process lost its support; "+
 		"leaver 1, 2, 3 after the cut: %d, %d, %d runs (%d, %d, %d kept the ticket: a neighbour did not answer); "+
 		"%d cuts came within the hand-back's last %d message delays (not covered), %d of them ended the pool",
 		n, runs[1], runs[2], runs[3], kept[1], kept[2], kept[3], window, handBackHops, windowLost)
+}
+
+// inWindow counts and reports, rather than asserts, a run whose cut came
+// within the hand-back's last message delays (the UPDATEs carrying it
+// were still on their way: doc.go, "A hand-back beside a cut"); any
+// other run's error is returned.
+func inWindow(t *testing.T, st cutStats, err error, window, lost *int) error {
+	if !st.inWindow {
+		return err
+	}
+	*window++
+	if err != nil {
+		*lost++
+		t.Logf("in the hand-back's last message delays: %v", err)
+	}
+	return nil
 }
 
 // cutPos is the leaver's place after the member cut off in a seed's run.
@@ -364,15 +370,7 @@ func TestSimCutAsTicketd(t *testing.T) {
 	window, windowLost := 0, 0
 	n := simtest.EverySeed(t, func(seed uint64) error {
 		st, err := cutRunAs(seed, 0, cutPos(seed), true)
-		if st.inWindow {
-			window++
-			if err != nil {
-				windowLost++
-				t.Logf("in the hand-back's last message delays: %v", err)
-			}
-			return nil
-		}
-		return err
+		return inWindow(t, st, err, &window, &windowLost)
 	})
 	t.Logf("%d seeds as ticketd runs its members; %d cuts within the hand-back's last %d message delays (not covered), %d of them ended the pool",
 		n, window, handBackHops, windowLost)
