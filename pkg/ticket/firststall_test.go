@@ -145,3 +145,28 @@ func TestSimFirstStallKeepsCore(t *testing.T) {
 	}
 	t.Logf("%d seeds: no survivor lost its support, the killed ticket reclaimed at worst %v after the kill; survivors lost it in %d seeds with bugVouchAtFactor, %d with bugSuspectWhileRepairing", len(seeds), worst, caught[0], caught[1])
 }
+
+// TestSimFirstStallCatchesQuickCandidate: the seeds of
+// TestSimFirstStallKeepsCore's 1,000 in which the lone survivor's stall
+// began just as its predecessor asked it, the candidate, to answer the
+// exclusion of the process killed before it (EXCLUDE). With the planted
+// bugQuickCandidate the candidate has exTries·δ (60 ms) to answer, is
+// taken into E_pq with the dead process, and the survivors lose their
+// support; with the candidate given Stretch times Suspect rounds
+// (candidateWait) none does.
+func TestSimFirstStallCatchesQuickCandidate(t *testing.T) {
+	caught := 0
+	for _, seed := range []uint64{48, 341, 360, 464} {
+		lost, reclaim, err := killThenFirstStalls(seed, 0)
+		if err != nil || lost > 0 || reclaim == 0 {
+			t.Fatalf("seed %d: survivors lost their support %d times, reclaimed after %v (%v)", seed, lost, reclaim, err)
+		}
+		if lost, _, err := killThenFirstStalls(seed, bugQuickCandidate); err == nil && lost > 0 {
+			caught++
+		}
+	}
+	if caught == 0 {
+		t.Fatal("planted bugQuickCandidate caught in none of the seeds")
+	}
+	t.Logf("planted bugQuickCandidate: survivors lost their support in %d of 4 seeds", caught)
+}

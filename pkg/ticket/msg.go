@@ -107,6 +107,11 @@ const (
 	// MsgPong answers it: Attempt echoes the nonce, Ticket is the
 	// answerer's.
 	MsgPong MsgType = 23
+	// MsgFree tells a joiner this coordinator rejected lately that a
+	// ticket of its range is free now (a hand-back or a reclaim): Ticket
+	// names one. A hint only: the joiner asks with a CJOIN at once instead
+	// of after its back-off (hint.go).
+	MsgFree MsgType = 24
 
 	// MsgJoin is a local request (From == self): take a ticket.
 	MsgJoin MsgType = 64
@@ -156,7 +161,7 @@ var typeNames = map[MsgType]string{
 	MsgAckCoord: "ackcoord", MsgIntro: "intro", MsgPrCast: "prcast", MsgJoin: "join", MsgLeave: "leave",
 	MsgAnnounce: "announce", MsgGroup: "group", MsgProbe: "probe", MsgProbeAnswer: "probeanswer", MsgLocal: "local",
 	MsgLend: "lend", MsgReturn: "return", MsgLease: "lease", MsgLeaseGrant: "leasegrant", MsgLearn: "learn", MsgReset: "reset",
-	MsgLeased: "leased", MsgAdmit: "admit", MsgHandL: "handl", MsgPing: "ping", MsgPong: "pong",
+	MsgLeased: "leased", MsgAdmit: "admit", MsgHandL: "handl", MsgPing: "ping", MsgPong: "pong", MsgFree: "free",
 }
 
 func (t MsgType) String() string {
@@ -245,7 +250,7 @@ type Codec struct{}
 
 func (Codec) Family() wire.Family { return wire.FamilyTicket }
 
-func onWire(t MsgType) bool { return t >= MsgCJoin && t <= MsgPong }
+func onWire(t MsgType) bool { return t >= MsgCJoin && t <= MsgFree }
 
 func (Codec) Marshal(m Msg) (uint8, []byte, error) {
 	if !onWire(m.Type) {

@@ -26,6 +26,7 @@ func TestCodecRoundTrip(t *testing.T) {
 		{Type: MsgReqCoord, Attempt: 3, Ticket: 6, SuccTicket: 2},
 		{Type: MsgPing, Attempt: 1<<63 | 1, Ticket: 5, Stamp: 9},
 		{Type: MsgPong, Attempt: 1<<63 | 1, Ticket: 5},
+		{Type: MsgFree, N: 8, Ticket: 6},
 		{Type: MsgPrCast, Gossip: &gossip.Msg{Type: gossip.MsgPush, Events: []gossip.Event{{Origin: 2, Seq: 1, TTL: 3, Payload: []byte(`{"event":"taken"}`)}}}},
 		{Type: MsgPrCast, Gossip: &gossip.Msg{Type: gossip.MsgDigest, Digest: []gossip.Have{{Origin: 2, Next: 5}}}},
 	} {

@@ -245,10 +245,10 @@ func (m *Machine) waitFor(dist uint32, chain, open, granted int) time.Duration {
 // bugOpenOwnRange counts them again). Without a known process (an
 // excluder that does not say), every ticket of E_pq counts.
 func (m *Machine) openTickets(from, to uint32, known []Owner) int {
-	all := int((from-to+m.n)%m.n) - 1
-	if all < 0 || from == to {
-		return max(all, int(m.n)-1)
+	if from == to {
+		return int(m.n) - 1 // the whole ring but the excluder's ticket
 	}
+	all := int((from-to+m.n)%m.n) - 1
 	if len(known) == 0 || !m.between(from, to, known[0].Ticket) {
 		return all
 	}
@@ -649,7 +649,11 @@ func (m *Machine) onAlive(now time.Time, from node.ID, msg Msg) {
 func (m *Machine) onUpdate(now time.Time, from node.ID, msg Msg) {
 	// An R always holds its sender: an empty one is malformed, and would
 	// leave us an empty L.
-	if !m.inRing() || m.st == stLeaving || msg.SuccTicket != m.ticket || len(msg.Preds) == 0 || !m.claim(now, from, msg.Ticket) {
+	if !m.inRing() || m.st == stLeaving || msg.SuccTicket != m.ticket || len(msg.Preds) == 0 {
+		return
+	}
+	if !m.claim(now, from, msg.Ticket) {
+		m.refused = refusedUpdate{from: from, msg: msg, at: now} // dropClaim may take it yet
 		return
 	}
 	if m.staleUpdate(now, from, msg) {
@@ -760,6 +764,9 @@ func (m *Machine) takeR(now time.Time, r []Owner) {
 // leaver's place): once p's own UPDATE has reached us, a late copy would
 // take us back to an older list that p no longer counts.
 func (m *Machine) onHandL(now time.Time, from node.ID, msg Msg) {
+	if msg.SuccTicket == m.ticket && m.inRing() {
+		m.dropClaim(now, from, msg.Ticket)
+	}
 	if m.st != stCoordinator && m.st != stLinking || msg.SuccTicket != m.ticket || len(msg.Preds) == 0 ||
 		len(m.preds) == 0 || m.preds[0].ID != from || m.preds[0].Ticket != msg.Ticket || m.succ == m.cfg.ID ||
 		msg.Preds[0] == (Owner{Ticket: m.ticket, ID: m.cfg.ID}) {
@@ -780,6 +787,13 @@ func (m *Machine) claim(now time.Time, from node.ID, t uint32) bool {
 		return false // alone, nobody precedes us: a late word from one who left
 	}
 	m.claims[from] = known{ticket: t, at: now}
+	m.pickPred(now)
+	return m.pred == from
+}
+
+// pickPred makes the closest claim of the last round and a half our
+// predecessor (none: it stays).
+func (m *Machine) pickPred(now time.Time) {
 	best, bestD := m.pred, uint32(0)
 	for id, c := range m.claims {
 		if now.Sub(c.at) >= m.cfg.Round*3/2 {
@@ -797,8 +811,43 @@ func (m *Machine) claim(now time.Time, from node.ID, t uint32) bool {
 	if bestD != 0 {
 		m.pred = best
 	}
-	return m.pred == from
 }
+
+// dropClaim: the predecessor at ticket t hands us its L (MsgHandL), so it
+// is leaving or has left and claims us no more. Its claim would otherwise
+// stand for a round and a half after its last UPDATE and, being closer
+// than the process that serves its CLEAVE, make us refuse that process's
+// UPDATEs until then: the new predecessor could not serve a CJOIN (it
+// needs our acknowledgement, serving) and the ticket handed back lay free
+// in its range for up to 375 ms with ticketd's 250 ms rounds, which
+// costs a stretched vouch more should that process then be cut off
+// (openTickets). The planted bugKeepLeaverClaim keeps the claim.
+func (m *Machine) dropClaim(now time.Time, from node.ID, t uint32) {
+	if c, ok := m.claims[from]; !ok || c.ticket != t || m.cfg.bug == bugKeepLeaverClaim {
+		return
+	}
+	delete(m.claims, from)
+	m.pickPred(now)
+	// The new predecessor's UPDATE often comes just before the leaver's
+	// MsgHandL (both follow the CLEAVE's service): refused then, it is
+	// taken now rather than at its sender's next round.
+	if r := m.refused; r.from != node.None && r.from == m.pred && now.Sub(r.at) < m.cfg.Round {
+		m.refused = refusedUpdate{}
+		m.onUpdate(now, r.from, r.msg)
+	}
+}
+
+// refusedUpdate is the last UPDATE refused because another process's
+// claim to be our predecessor stood (claim).
+type refusedUpdate struct {
+	from node.ID
+	msg  Msg
+	at   time.Time
+}
+
+// bugKeepLeaverClaim: a leaver's claim to be our predecessor stands after
+// its MsgHandL. Tests only.
+const bugKeepLeaverClaim bug = 159
 
 // succsMsg answers the predecessor's UPDATE number seq with our
 // successors (ourselves first).

@@ -164,6 +164,9 @@ type Machine struct {
 	leaveReq   bool                  // leave once linked
 	leaveCheck *leaveCheck           // a leave waiting for its neighbours' answers (confirm.go)
 	tried      map[node.ID]time.Time // joiner: who rejected us lately
+	hinted     node.ID               // joiner: a coordinator said it has a free ticket (hint.go)
+	waiting    map[node.ID]time.Time // coordinator: joiners rejected lately, told when a ticket frees (hint.go)
+	refused    refusedUpdate         // the last UPDATE refused for another's claim (dropClaim)
 	silent     int                   // joiner: CJOINs to the target unanswered
 	leftEpochs []Epoch               // leaving: the epochs of the range handed back
 	handUntil  time.Time             // left: resend MsgHandL until then (handL)
@@ -263,6 +266,7 @@ func New(cfg Config) (*Machine, error) {
 	}
 	return &Machine{cfg: cfg, floor: floor, view: map[uint32]node.ID{}, epochs: map[uint32]uint64{}, alive: map[Owner]time.Time{}, known: map[node.ID]known{}, former: map[node.ID]known{}, claims: map[node.ID]known{},
 		answered: map[node.ID]answer{}, cleaved: map[cleft]time.Time{}, tried: map[node.ID]time.Time{},
+		waiting: map[node.ID]time.Time{},
 		attempt: cfg.Rand.Uint64() >> 44}, nil
 }
 
@@ -466,6 +470,8 @@ func (m *Machine) Step(now time.Time, in node.Envelope[Msg]) error {
 		m.onPing(in.From, msg)
 	case MsgPong:
 		m.onPong(now, in.From, msg)
+	case MsgFree:
+		m.onFree(now, in.From, msg)
 	case MsgAckCLeave:
 		if m.st == stLeaving && in.From == m.pred {
 			m.st, m.leaveAt, m.lastPred, m.lastSucc = stLeft, time.Time{}, in.From, m.succ
@@ -478,6 +484,7 @@ func (m *Machine) Step(now time.Time, in node.Envelope[Msg]) error {
 	default:
 		return fmt.Errorf("ticket: unexpected %v from %d", msg.Type, in.From)
 	}
+	m.hintFree(now)
 	return nil
 }
 
@@ -607,6 +614,7 @@ func (m *Machine) onCJoin(now time.Time, from node.ID, msg Msg) {
 		reply := Msg{Type: MsgReject, Attempt: msg.Attempt, N: m.n, View: view, Succ: next}
 		m.answered[from] = answer{attempt: msg.Attempt, reply: reply, at: now}
 		m.send(from, reply)
+		m.noteWaiting(now, from)
 		return
 	}
 	// Choose t ∈ S_p \ {own ticket}: the one asked for if possible.
@@ -718,6 +726,11 @@ func (m *Machine) onReject(now time.Time, from node.ID, msg Msg) {
 	case m.st == stJoining && from == m.target && msg.Attempt == m.attempt:
 		m.silent, m.joinSent, m.joinLost = 0, time.Time{}, false
 		m.tried[from] = now
+		if h := m.hinted; h != node.None && h != from {
+			m.askHinted(now, h, NoTicket) // a coordinator with a free ticket, before the walk goes on
+			return
+		}
+		m.hinted = node.None
 		m.attempt++
 		if m.pickTarget(from, msg) {
 			m.joinAt = now // the next coordinator on the ring, at once
@@ -1004,6 +1017,7 @@ func (m *Machine) Tick(now time.Time) {
 			delete(m.cleaved, id)
 		}
 	}
+	m.hintFree(now)
 }
 
 // Ready implements node.Machine.

@@ -215,19 +215,19 @@ func TestScenarioPlantedBugs(t *testing.T) {
 	}, []scenariotest.Bug[bug]{
 		// The temporary coordinator reclaims 3's ticket after one round,
 		// not after the wait of §4.
-		{Name: "bugShortTemp", File: "exclusion.txt", Plant: bugShortTemp, Shows: "+746.657217ms 2: reclaimed 3..0"},
+		{Name: "bugShortTemp", File: "exclusion.txt", Plant: bugShortTemp, Shows: "+706ms 4: reclaimed 4..1"},
 		{Name: "bugKeepSucc", File: "exclusion.txt", Plant: bugKeepSucc, Shows: "ticket 5 is in the ranges of both 1 (coordinator) and 4 (linking)"},
 		// 1 serves 2's CJOIN that it must refuse (reject, then 2 asks 4).
 		{Name: "bugServeWhileTemp", File: "exclusion.txt", Plant: bugServeWhileTemp, Shows: "+40.657217ms 1->2 ackcjoin ticket=6"},
 		// The voters go on vouching for 3, so 3 keeps acting.
-		{Name: "bugNoBan", File: "exclusion-partial-cut.txt", Plant: bugNoBan, Shows: "ticket 1 is in the ranges of both 2 (coordinator) and 3 (coordinator)"},
+		{Name: "bugNoBan", File: "exclusion-partial-cut.txt", Plant: bugNoBan, Shows: "ticket 0 is in the ranges of both 2 (coordinator) and 3 (coordinator)"},
 		// 1 serves the CLEAVE of 2, which is no longer its successor.
 		{Name: "bugCleaveFromAnyone", File: "cleave-stale-pred.txt", Plant: bugCleaveFromAnyone, Shows: "ticket 6 is in the ranges of both 1 (coordinator) and 3 (linking)"},
 		// The refounded pool starts from epoch 0: 1 takes epoch 1 again.
 		{Name: "bugFloorZero", File: "refound-pool-ends.txt", Plant: bugFloorZero, Shows: "process 1 took ticket 3 with epoch 1, which 1 had already used"},
 		// 1 founds a second pool without 2's and 3's answers.
 		{Name: "bugRefoundSilent", File: "refound-cut-off.txt", Plant: bugRefoundSilent, Shows: "ticket 2 is in the ranges of both 1 (coordinator) and 2 (coordinator)"},
-		// 2 waits out one window, not eight, and reclaims while 3 acts.
-		{Name: "bugNoStretchWait", File: "stretch-cut-off-stalls.txt", Plant: bugNoStretchWait, Shows: "ticket 1 is in the ranges of both 2 (coordinator) and 3 (coordinator)"},
+		// 4 waits out one window, not eight, and reclaims while 3 acts.
+		{Name: "bugNoStretchWait", File: "stretch-cut-off-stalls.txt", Plant: bugNoStretchWait, Shows: "ticket 1 is in the ranges of both 3 (coordinator) and 4 (coordinator)"},
 	})
 }

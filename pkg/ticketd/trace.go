@@ -14,19 +14,20 @@ import (
 
 // traced wraps a slot's Member for `--log-level debug`: after every step
 // it logs, on stderr, what changed in the slot's place in the ring (its
-// state, its ticket, its L: the predecessors whose ALIVEs keep it in the
-// core, §4) and which message or tick changed it. A real run's logs then
+// state, its ticket, how many free tickets it would hand a joiner now,
+// its L: the predecessors whose ALIVEs keep it in the core, §4) and which
+// message or tick changed it. A real run's logs then
 // show how a process came to hold the L it lost its support with, which
 // the events alone do not (docs/ticketd.md, "One member cut off"). It
 // reads the machine's state only; every decision stays in the Member.
 type traced struct {
 	*ticket.Member
-	log    *slog.Logger
-	slot   int
-	state  string
-	tkt    uint32
-	inRing bool
-	preds  []ticket.Owner
+	log   *slog.Logger
+	slot  int
+	state string
+	tkt   uint32
+	free  int
+	preds []ticket.Owner
 }
 
 // traceMember wraps h when the log takes debug lines, and returns h
@@ -40,29 +41,26 @@ func traceMember(h *ticket.Member, log *slog.Logger, slot int) node.Machine[tick
 
 func (t *traced) Step(now time.Time, in node.Envelope[ticket.Msg]) error {
 	err := t.Member.Step(now, in)
-	t.changed(func() string { return fmt.Sprintf("%s from %d", in.Msg.Type, in.From) })
+	t.changed(now, func() string { return fmt.Sprintf("%s from %d", in.Msg.Type, in.From) })
 	return err
 }
 
 func (t *traced) Tick(now time.Time) {
 	t.Member.Tick(now)
-	t.changed(func() string { return "tick" })
+	t.changed(now, func() string { return "tick" })
 }
 
-// Status: the driver answers status queries with it.
-func (t *traced) Status() any { return t.Member.Status() }
-
-func (t *traced) changed(by func() string) {
+func (t *traced) changed(now time.Time, by func() string) {
 	m := t.Member.Machine()
-	tk, _, in := m.Ticket()
-	st, preds := m.State(), m.L()
-	if st == t.state && tk == t.tkt && in == t.inRing && slices.Equal(preds, t.preds) {
+	tk, _, _ := m.Ticket()
+	st, preds, free := m.State(), m.L(), m.Free(now)
+	if st == t.state && tk == t.tkt && free == t.free && slices.Equal(preds, t.preds) {
 		return
 	}
-	t.state, t.tkt, t.inRing, t.preds = st, tk, in, preds
+	t.state, t.tkt, t.free, t.preds = st, tk, free, preds
 	l := make([]string, len(preds))
 	for i, o := range preds {
 		l[i] = fmt.Sprintf("%v@%d", o.ID, o.Ticket)
 	}
-	t.log.Debug("place", "slot", t.slot, "state", st, "ticket", tk, "L", strings.Join(l, " "), "by", by())
+	t.log.Debug("place", "slot", t.slot, "state", st, "ticket", tk, "free", free, "L", strings.Join(l, " "), "by", by())
 }
