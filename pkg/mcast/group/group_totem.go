@@ -355,19 +355,19 @@ func (o *totemOrder) tokenEarly(mark int) {
 	if n <= mark+1 || g.out[n-1].Msg.Type != MsgToken || g.cfg.bug == bugTotemTokenLast {
 		return
 	}
+	// A stable in-place partition (no allocation per holding step): the
+	// successor's copies keep their order, then the token, then the rest.
 	next := g.out[n-1].To
-	var succ, rest []node.Envelope[Msg]
-	for _, e := range g.out[mark : n-1] {
-		if e.To == next {
-			succ = append(succ, e)
-		} else {
-			rest = append(rest, e)
+	rank := func(e node.Envelope[Msg]) int {
+		switch {
+		case e.Msg.Type == MsgToken:
+			return 1
+		case e.To == next:
+			return 0
 		}
+		return 2
 	}
-	tok := g.out[n-1]
-	out := append(g.out[:mark], succ...)
-	out = append(out, tok)
-	g.out = append(out, rest...)
+	slices.SortStableFunc(g.out[mark:n], func(a, b node.Envelope[Msg]) int { return rank(a) - rank(b) })
 }
 
 // pass sends the token to the next member of the view.
