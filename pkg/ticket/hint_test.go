@@ -69,9 +69,9 @@ func handBackToJoin(seed uint64, b bug) (time.Duration, error) {
 // exclusion (openTickets; docs/ticketd.md "One member cut off"). The
 // bound, 8 message delays at the simulator's largest (5 ms), is the path
 // CLEAVE, UPDATE, ACKUPDATE, FREE, CJOIN, ACKCJOIN, NEWSUCC, ACKSUCC;
-// measured over 200 seeds: 12 ms median, 28 ms at most. Without the hint
+// measured over 200 seeds: 12 ms median, 29 ms at most. Without the hint
 // the joiner's back-off (one to two Retry periods, 50 to 100 ms) made it
-// 52 ms median, 120 ms at most; with the leaver's claim kept (the
+// 52 ms median, 119 ms at most; with the leaver's claim kept (the
 // successor refuses the new predecessor's UPDATEs until it runs out, so
 // that predecessor serves no CJOIN), 378 ms median. Each planted bug is
 // caught.

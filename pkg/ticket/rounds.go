@@ -653,7 +653,7 @@ func (m *Machine) onUpdate(now time.Time, from node.ID, msg Msg) {
 		return
 	}
 	if !m.claim(now, from, msg.Ticket) {
-		m.refused = refusedUpdate{from: from, msg: msg, at: now} // dropClaim may take it yet
+		m.refused = refusedUpdate{from: from, at: now} // dropClaim asks for it again
 		return
 	}
 	if m.staleUpdate(now, from, msg) {
@@ -828,12 +828,15 @@ func (m *Machine) dropClaim(now time.Time, from node.ID, t uint32) {
 	}
 	delete(m.claims, from)
 	m.pickPred(now)
-	// The new predecessor's UPDATE often comes just before the leaver's
-	// MsgHandL (both follow the CLEAVE's service): refused then, it is
-	// taken now rather than at its sender's next round.
+	// The new predecessor's UPDATE can come just before the leaver's
+	// MsgHandL (both follow the CLEAVE's service) and was refused then.
+	// It is not taken now: it vouches as of its arrival, and taking it
+	// later would date the vouch later. An ACKSUCC out of turn asks its
+	// sender to send it again at once (resendUpdate) rather than half a
+	// round later.
 	if r := m.refused; r.from != node.None && r.from == m.pred && now.Sub(r.at) < m.cfg.Round {
 		m.refused = refusedUpdate{}
-		m.onUpdate(now, r.from, r.msg)
+		m.send(r.from, Msg{Type: MsgAckSucc})
 	}
 }
 
@@ -841,8 +844,17 @@ func (m *Machine) dropClaim(now time.Time, from node.ID, t uint32) {
 // claim to be our predecessor stood (claim).
 type refusedUpdate struct {
 	from node.ID
-	msg  Msg
 	at   time.Time
+}
+
+// resendUpdate: an ACKSUCC from our successor when we are not waiting
+// for one (dropClaim) says it may have refused our UPDATE; send the one
+// in flight again now (the same number: a retransmission brought
+// forward, answered as any other).
+func (m *Machine) resendUpdate(now time.Time) {
+	if !m.updAcked && m.temp == nil && m.succ != m.cfg.ID && m.st != stLeaving && !m.banned(now, m.succTicket) && m.pendR != nil {
+		m.sendUpdate(now)
+	}
 }
 
 // bugKeepLeaverClaim: a leaver's claim to be our predecessor stands after

@@ -445,6 +445,8 @@ func (m *Machine) Step(now time.Time, in node.Envelope[Msg]) error {
 			if m.st == stLinking {
 				m.act(now)
 			}
+		} else if in.From == m.succ && m.cfg.FaultTolerant {
+			m.resendUpdate(now)
 		}
 	case MsgCLeave:
 		m.onCLeave(now, in.From, msg)
