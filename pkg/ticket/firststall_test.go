@@ -115,20 +115,24 @@ func killThenFirstStalls(seed uint64, b bug) (lost int, reclaim time.Duration, e
 // core of 2k+2 does not survive. Theorem 4.1 is checked after every
 // event throughout.
 func TestSimFirstStallKeepsCore(t *testing.T) {
+	// Every seed runs the fixed machine; the planted bugs run on the
+	// first 100 (each is caught within them, and three runs per seed
+	// would triple the test's time at 1,000 seeds).
 	seeds := sim.Seeds()
-	if len(seeds) > 100 {
-		seeds = seeds[:100]
-	}
 	var worst time.Duration
 	planted := []bug{bugVouchAtFactor, bugSuspectWhileRepairing}
 	caught := make([]int, len(planted))
-	for _, seed := range seeds {
+	tried := min(len(seeds), 100)
+	for n, seed := range seeds {
 		lost, reclaim, err := killThenFirstStalls(seed, 0)
 		if err != nil || lost > 0 || reclaim == 0 {
 			t.Fatalf("seed %d: survivors lost their support %d times, the killed ticket reclaimed after %v (0: never) (%v)\nreplay: go test ./pkg/ticket -run TestSimFirstStallKeepsCore -seed %d", seed, lost, reclaim, err, seed)
 		}
 		worst = max(worst, reclaim)
 		for i, b := range planted {
+			if n >= tried {
+				break
+			}
 			lost, _, err = killThenFirstStalls(seed, b)
 			if err != nil {
 				t.Fatalf("seed %d, planted bug %d: %v\nreplay: go test ./pkg/ticket -run TestSimFirstStallKeepsCore -seed %d", seed, b, err, seed)
@@ -140,10 +144,10 @@ func TestSimFirstStallKeepsCore(t *testing.T) {
 	}
 	for i, b := range planted {
 		if caught[i] == 0 {
-			t.Errorf("planted bug %d never caught in %d seeds (no survivor lost its support)", b, len(seeds))
+			t.Errorf("planted bug %d never caught in %d seeds (no survivor lost its support)", b, tried)
 		}
 	}
-	t.Logf("%d seeds: no survivor lost its support, the killed ticket reclaimed at worst %v after the kill; survivors lost it in %d seeds with bugVouchAtFactor, %d with bugSuspectWhileRepairing", len(seeds), worst, caught[0], caught[1])
+	t.Logf("%d seeds: no survivor lost its support, the killed ticket reclaimed at worst %v after the kill; in the first %d, survivors lost it in %d seeds with bugVouchAtFactor, %d with bugSuspectWhileRepairing", len(seeds), worst, tried, caught[0], caught[1])
 }
 
 // TestSimFirstStallCatchesQuickCandidate: the seeds of

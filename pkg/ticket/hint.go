@@ -9,18 +9,21 @@ import (
 
 // A joiner that every coordinator rejected backs off one to two Retry
 // periods before it walks the ring again (onReject), so a ticket freed
-// meanwhile (a hand-back, Algorithm 2, or a reclaimed range, §4) sat free
-// in its coordinator's range for that long: 300 to 450 ms with ticketd's
-// 250 ms rounds. A free ticket in a range costs more than a wait: should
-// its coordinator fail before the ticket is taken, its exclusion must
-// allow for a process it granted that ticket to and nobody else knows
-// yet (openTickets, one more stretched vouch in the chain; doc.go "A
-// free ticket beside a cut"). So a coordinator remembers the joiners it
-// rejected (waiting) and, once a ticket of its range is free and it
-// serves CJOINs again, tells each of them at once (MsgFree). The hint
-// decides nothing: the joiner sends an ordinary CJOIN, which the
-// coordinator answers as any other (Algorithm 1); a hint that comes late,
-// twice or forged costs one CJOIN and its answer.
+// meanwhile (a hand-back, Algorithm 2, or a reclaimed range, §4) could sit
+// free in its coordinator's range that long. (The 300 to 450 ms measured
+// with ticketd's 250 ms rounds came mostly from elsewhere: the new
+// coordinator could not serve CJOINs until its successor took its UPDATE,
+// refused while the leaver's claim stood; dropClaim ends that claim.) A
+// free ticket in a range costs more than a wait: should its coordinator
+// fail before the ticket is taken, its exclusion must allow for a process
+// it granted that ticket to and nobody else knows yet (openTickets, one
+// more stretched vouch in the chain; docs/ticketd.md "One member cut
+// off"). So a coordinator remembers the joiners it rejected (waiting)
+// and, once a ticket of its range is free and it serves CJOINs again,
+// tells each of them at once (MsgFree). The hint decides nothing: the
+// joiner sends an ordinary CJOIN, which the coordinator answers as any
+// other (Algorithm 1); a hint that comes late, twice or forged costs one
+// CJOIN and its answer.
 
 // hintFor is how long a rejected joiner stays on the list: a joiner still
 // joining walks the ring again within two Retry periods and is put back
