@@ -23,6 +23,9 @@ type cutStats struct {
 	// release), which a confirmed leave does not cover (doc.go, "A
 	// hand-back beside a cut").
 	inWindow bool
+	// wide: the member cut off was reclaimed with a free ticket of its
+	// range (two tickets or more), within DetectionBoundFor them.
+	wide bool
 }
 
 // handBackHops: from the leave's last answer, CLEAVE to the predecessor,
@@ -94,12 +97,25 @@ func cutRunAs(seed uint64, b bug, pos int, quorum bool) (st cutStats, err error)
 	s.Invariant = func() error { return DisjointActing(machines(), acting) }
 	var victim node.ID
 	var cutAt, askedAt, releasedAt time.Time
-	var lost error
+	var lost, slow error
 	s.OnEvent = func(at time.Time, id node.ID, ev node.Event) error {
 		if *traceFlag {
 			fmt.Printf("%v %d %v\n", at.Sub(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), id, ev)
 		}
-		switch ev.(type) {
+		switch e := ev.(type) {
+		case ReclaimedEvent:
+			// The detection time holds: a reclaim of the member cut off
+			// ends within DetectionBoundFor the tickets it took back
+			// (the member's own and any free one in its range).
+			excluded := int((e.From-e.To+tickets)%tickets) + 1 // From down to To
+			if victim != 0 && id != victim && at.After(cutAt) && slices.Contains(e.Excluded, victim) && slow == nil {
+				if bound := DetectionBoundFor(members[id].base, excluded); at.Sub(cutAt) > bound {
+					slow = fmt.Errorf("process %d reclaimed tickets %d..%d (%d) %v after member %d was cut off, past the detection time %v",
+						id, e.From, e.To, excluded, at.Sub(cutAt), victim, bound)
+				} else if excluded > 1 && at.Sub(cutAt) > DetectionBound(members[id].base) {
+					st.wide = true
+				}
+			}
 		case LeaveHeldEvent:
 			st.kept = true
 		case ReleasedEvent:
@@ -253,6 +269,9 @@ func cutRunAs(seed uint64, b bug, pos int, quorum bool) (st cutStats, err error)
 	if len(in) != tickets {
 		return fail(fmt.Errorf("%v after the cut (detection time %v): %v act, not four", s.Now().Sub(cutAt), bound, in))
 	}
+	if slow != nil {
+		return fail(slow)
+	}
 	s.Heal()
 	if err := s.RunFor(10 * round); err != nil {
 		return fail(err)
@@ -366,13 +385,31 @@ func TestSimCutCatchesNoHandL(t *testing.T) {
 // wait to join until the exclusion, and a probe of theirs meanwhile must
 // not take the two live processes of the core their leases.
 func TestSimCutAsTicketd(t *testing.T) {
-	window, windowLost := 0, 0
+	window, windowLost, wide := 0, 0, 0
 	n := simtest.EverySeed(t, func(seed uint64) error {
 		st, err := cutRunAs(seed, 0, cutPos(seed), true)
+		if st.wide {
+			wide++
+		}
 		return inWindow(t, st, err, &window, &windowLost)
 	})
-	t.Logf("%d seeds as ticketd runs its members; %d cuts within the hand-back's last %d message delays (not covered), %d of them ended the pool",
-		n, window, handBackHops, windowLost)
+	t.Logf("%d seeds as ticketd runs its members; %d cuts within the hand-back's last %d message delays (not covered), %d of them ended the pool; "+
+		"%d reclaims took a free ticket of the range of the member cut off with it, past DetectionBound and within DetectionBoundFor",
+		n, window, handBackHops, windowLost, wide)
+}
+
+// TestSimCutCatchesUncappedChain: the cut runs hold every reclaim of the
+// member cut off to DetectionBoundFor the tickets it took back. An
+// exclusion that counts a process of E_pq for every ticket of the ring,
+// without the k+1 cap (bugChainUncapped), waits past it.
+func TestSimCutCatchesUncappedChain(t *testing.T) {
+	simtest.CatchSome(t, "chain uncapped", 20, 3, func(seed uint64) error {
+		st, err := cutRunAs(seed, bugChainUncapped, cutPos(seed), true)
+		if st.inWindow {
+			return nil
+		}
+		return err
+	}, "past the detection time")
 }
 
 // TestSimCutAsTicketdCatchesKeptPromises: a prober that gives its probe up

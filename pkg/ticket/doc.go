@@ -188,8 +188,8 @@
 // voter counts the same. Counting them too made an excluder that had
 // just served a neighbour's CLEAVE wait a stretched vouch longer than
 // DetectionBound. A process of E_pq that held free tickets itself (it
-// served the CLEAVE) still costs the longer wait, which DetectionBound
-// (tempFor(1)) does not cover. A process that held
+// served the CLEAVE) still costs the longer wait: DetectionBoundFor counts
+// it (DetectionBound is a range of one ticket). A process that held
 // free tickets then waits up to k stretched vouches more: `ticketd sim`
 // with its defaults reclaims in 16.0 rounds on average instead of 15.3
 // (21 at worst instead of 19), and in the paper model at α = 0.5, p_f =

@@ -99,9 +99,14 @@ type TemporaryEvent struct {
 	Event        string `json:"event"` // "temporary"
 	From, To     uint32
 	Wait, Margin time.Duration
+	// Tickets: how many are excluded (strictly between From and To);
+	// Open: how many of them may hold a process the excluder does not
+	// know (openTickets); Chain: the processes of E_pq the wait counts
+	// (tempChain).
+	Tickets, Open, Chain int
 }
 
 func (e TemporaryEvent) Kind() string { return "temporary" }
 func (e TemporaryEvent) String() string {
-	return fmt.Sprintf("temporary coordinator between %d and %d for %v", e.From, e.To, e.Wait)
+	return fmt.Sprintf("temporary coordinator between %d and %d for %v (%d tickets, a chain of %d)", e.From, e.To, e.Wait, e.Tickets, e.Chain)
 }

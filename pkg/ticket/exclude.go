@@ -374,13 +374,15 @@ func (m *Machine) maybeTemp(now time.Time) {
 	if !ex.quorum(ex.acks) {
 		return
 	}
-	wait := m.waitFor((m.ticket-ex.cand.Ticket+m.n)%m.n, len(ex.gone), m.openTickets(m.ticket, ex.cand.Ticket, ex.goneOwners), max(ex.granted, m.grantedMax(now)))
+	dist, open := (m.ticket-ex.cand.Ticket+m.n)%m.n, m.openTickets(m.ticket, ex.cand.Ticket, ex.goneOwners)
+	wait := m.waitFor(dist, len(ex.gone), open, max(ex.granted, m.grantedMax(now)))
 	if m.cfg.bug == bugShortTemp {
 		wait = m.cfg.Round
 	}
 	m.temp = &temporary{until: now.Add(wait), q: ex.cand, gone: ex.gone, ex: ex}
 	if m.cfg.Phases {
-		m.events = append(m.events, TemporaryEvent{Event: "temporary", From: m.ticket, To: ex.cand.Ticket, Wait: wait, Margin: m.cfg.Margin})
+		m.events = append(m.events, TemporaryEvent{Event: "temporary", From: m.ticket, To: ex.cand.Ticket, Wait: wait, Margin: m.cfg.Margin,
+			Tickets: int(dist) - 1, Open: open, Chain: m.chainOf(dist, len(ex.gone), open)})
 	}
 	m.ex = nil
 }

@@ -72,7 +72,7 @@ type Config struct {
 	Floor uint64
 
 	// Phases emits ExcludingEvent and TemporaryEvent, with which the
-	// simulator times the phases of a reclaim. The daemon leaves it off.
+	// simulator times the phases of a reclaim and the daemon logs them.
 	Phases bool
 
 	// Quorum: a refound needs only a majority of the book's members, and

@@ -622,6 +622,19 @@ func (d *daemon) event(s *slot, ev node.Event) {
 	case ticket.NoContactEvent:
 		d.mb.Log.Warn("no member known to join through", "slot", s.idx)
 		return
+	case ticket.ExcludingEvent:
+		// A reclaim's phases, for the log (stdout keeps what holders and
+		// scripts act on: "excluded" once the tickets are back).
+		d.mb.Log.Info("successor silent: asking for its exclusion", "slot", s.idx, "ticket", e.From, "candidate", e.To)
+		return
+	case ticket.TemporaryEvent:
+		// Tickets over 1: a free ticket lay in the range of the process
+		// excluded, and through it a process nobody knows may have
+		// joined, so the wait counts a longer chain
+		// (ticket.DetectionBoundFor).
+		d.mb.Log.Info("exclusion agreed: temporary coordinator", "slot", s.idx, "ticket", e.From, "candidate", e.To,
+			"tickets", e.Tickets, "chain", e.Chain, "wait", e.Wait.Round(time.Millisecond))
+		return
 	}
 	if s != d.slots[0] {
 		d.mb.Metrics.Event(ev) // slot 0's are counted as its driver emits them
