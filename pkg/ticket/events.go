@@ -100,10 +100,10 @@ type TemporaryEvent struct {
 	From, To     uint32
 	Wait, Margin time.Duration
 	// Tickets: how many are excluded (strictly between From and To);
-	// Open: how many of them may hold a process the excluder does not
-	// know (openTickets); Chain: the processes of E_pq the wait counts
-	// (tempChain).
-	Tickets, Open, Chain int
+	// Chain: the processes of E_pq the wait counts (tempChain: those
+	// known, and one per ticket that may hold a process the excluder
+	// does not know, up to k+1).
+	Tickets, Chain int
 }
 
 func (e TemporaryEvent) Kind() string { return "temporary" }

@@ -382,7 +382,7 @@ func (m *Machine) maybeTemp(now time.Time) {
 	m.temp = &temporary{until: now.Add(wait), q: ex.cand, gone: ex.gone, ex: ex}
 	if m.cfg.Phases {
 		m.events = append(m.events, TemporaryEvent{Event: "temporary", From: m.ticket, To: ex.cand.Ticket, Wait: wait, Margin: m.cfg.Margin,
-			Tickets: int(dist) - 1, Open: open, Chain: m.chainOf(dist, len(ex.gone), open)})
+			Tickets: int(dist) - 1, Chain: m.chainOf(dist, len(ex.gone), open)})
 	}
 	m.ex = nil
 }
