@@ -107,8 +107,8 @@ func cutRunAs(seed uint64, b bug, pos int, quorum bool) (st cutStats, err error)
 			// The detection time holds: a reclaim of the member cut off
 			// ends within DetectionBoundFor the tickets it took back
 			// (the member's own and any free one in its range).
-			excluded := int((e.From-e.To+tickets)%tickets) + 1 // From down to To
 			if victim != 0 && id != victim && at.After(cutAt) && slices.Contains(e.Excluded, victim) && slow == nil {
+				excluded := int((e.From-e.To+tickets)%tickets) + 1 // From down to To
 				if bound := DetectionBoundFor(members[id].base, excluded); at.Sub(cutAt) > bound {
 					slow = fmt.Errorf("process %d reclaimed tickets %d..%d (%d) %v after member %d was cut off, past the detection time %v",
 						id, e.From, e.To, excluded, at.Sub(cutAt), victim, bound)
