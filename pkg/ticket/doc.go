@@ -556,6 +556,23 @@
 // without being counted there: that needs incarnations in the voters'
 // lists.)
 //
+// Two shortcuts that do not close it. (1) The leaver goes on vouching for
+// its 2k+1 former successors from its old place until the news has gone
+// round, as keepFormer does for a join: it has stopped acting, and §4,
+// Corollary 4.1 needs a process that stops acting to send nothing (above,
+// "Safety: a chain inside E_pq"); a process of E_pq whose L names two
+// recent leavers (k = 1) would stay supported past the excluder's wait,
+// which counts only the processes of E_pq. (2) The process whose L names
+// the leaver drops that place on a word from the leaver: support then
+// needs half of a shorter L, and an exclusion counts a majority of the
+// Ls its predecessor sent (sentRs), which still name the leaver; a
+// strict majority of those that includes the leaver's vote (it voted
+// before it left) can leave the shorter L without a ban. Safe only if the
+// excluder also takes a majority of every L minus the places whose
+// processes say they left, and a vote names the incarnation it speaks for
+// (a new process of the same ID may sit at the same ticket): the
+// incarnations in L and the voters' lists above.
+//
 // TestSimCutMeetsHandBack cuts one member of five off (k = 1, a core of
 // four) while the first, second or third process after it gives its
 // ticket back and joins again, the fifth member waiting to join: no other

@@ -37,7 +37,10 @@
 // collection and failure detection (silence for Suspect); a member resends
 // what a status shows missing only if it held it at a heartbeat half a
 // Period before (the status may have crossed it on the way), unless the
-// status asks at once (its sender saw a gap); a change that
+// status asks at once: its sender saw a gap in the addressee's messages
+// and names the ones missing, each again only half a Period later, and
+// the addressee answers with those of its own (askGap; on links that
+// reorder every overtaking frame shows a gap); a change that
 // waits 4·Suspect without a majority reports MinorityEvent; a member
 // removed from the group joins again under a new incarnation (Nita-Rotaru's
 // CS7610 notes, "A Membership Protocol": a process taken for crashed

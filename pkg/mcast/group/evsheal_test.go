@@ -194,9 +194,9 @@ func TestEVSResendLimits(t *testing.T) {
 		}
 		delete(g.resentAt, 1) // not resent to 1 in the last Period
 		k0 := g.stats["retransmitted"]
-		g.retransmit(1, make([]uint64, 3), 0, false)
+		g.retransmit(1, make([]uint64, 3), 0, false, false, nil)
 		k1 := g.stats["retransmitted"]
-		g.retransmit(1, make([]uint64, 3), 0, false)
+		g.retransmit(1, make([]uint64, 3), 0, false, false, nil)
 		first, second := k1-k0, g.stats["retransmitted"]-k1
 		t.Logf("lamport, bug %d: %d and then %d messages resent", b, first, second)
 		if first == 0 || (second != 0) != (b == bugResendEach) {

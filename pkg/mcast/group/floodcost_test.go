@@ -16,6 +16,7 @@ type load struct {
 	interval time.Duration // between sends (0: a millisecond)
 	dur      time.Duration
 	lag      time.Duration // link latency from the first send (0: countingGroup's 1 ms)
+	minLag   time.Duration // with lag: each frame's latency drawn from minLag to lag (frames reorder)
 }
 
 // floodCount is what floodFrames counted from the first send until every
@@ -65,7 +66,11 @@ func floodFrames(t *testing.T, n int, cfg Config, l load) floodCount {
 		}
 	}
 	if l.lag > 0 {
-		s.SetLatency(l.lag, l.lag)
+		lo := l.lag
+		if l.minLag > 0 {
+			lo = l.minLag
+		}
+		s.SetLatency(lo, l.lag)
 	}
 	resent := func() (k uint64) {
 		for _, id := range ids {

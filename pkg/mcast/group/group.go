@@ -123,6 +123,7 @@ const (
 	bugTotemHoldAll                   // totem: every member, not only the view's leader, keeps an idle token (and no cancel reaches it)
 	bugTotemNoCancel                  // totem: a member with a message queued on an idle ring does not ask the leader to pass the token
 	bugTotemTokenLast                 // totem: the token goes after every copy of the holder's messages, not right after the successor's
+	bugAskResendsAll                  // an asking status gets every message of every sender it lacks, and every gap seen asks at once (askGap)
 )
 
 // Group events. Text forms: "view 7 members 1,2,4 joined 4 left 3",
@@ -378,8 +379,9 @@ type Group struct {
 	healthAt  time.Time // when it last changed
 	lastTick  time.Time
 	nextBeat  time.Time
-	nak       map[node.ID]bool
-	held      []heldSnap // what this member held at its last heartbeats (retransmit)
+	nak       map[node.ID]uint64 // a gap seen in a sender's messages: the highest of them held (askGap)
+	asked     map[node.ID]asked  // what this member last asked each sender for (askGap)
+	held      []heldSnap         // what this member held at its last heartbeats (retransmit)
 	future    []node.Envelope[Msg]
 	installed time.Time
 
@@ -617,7 +619,7 @@ func (g *Group) install(v View) {
 	for i := range g.heard {
 		g.heard[i] = g.now
 	}
-	g.nak, g.held = map[node.ID]bool{}, nil
+	g.nak, g.asked, g.held = map[node.ID]uint64{}, map[node.ID]asked{}, nil
 	g.flushing, g.promised, g.accepted, g.accBallot, g.readySent, g.lead = false, Ballot{}, nil, Ballot{}, Ballot{}, nil
 	g.minority, g.waitSince, g.installed, g.flushSeen = false, time.Time{}, g.now, false
 	g.joinLeader, g.joinVia = node.None, node.None
@@ -845,14 +847,16 @@ func (g *Group) beat() time.Duration {
 	return g.cfg.Period
 }
 
-func (g *Group) sendStatus(to node.ID) { g.status(to, false) }
+func (g *Group) sendStatus(to node.ID) { g.status(to, false, nil) }
 
 // askStatus sends a status that asks for what it shows missing at once
 // (a gap, a cut to fetch, refused messages): the receiver retransmits
 // without waiting for the loss to be older than a round trip.
-func (g *Group) askStatus(to node.ID) { g.status(to, true) }
+func (g *Group) askStatus(to node.ID) { g.status(to, true, nil) }
 
-func (g *Group) status(to node.ID, ask bool) {
+// status sends a member this member's status; ask: answer it at once;
+// lacks: the messages of the addressee it asks for (askGap).
+func (g *Group) status(to node.ID, ask bool, lacks []Stamp) {
 	recv := g.recv
 	if g.cfg.Safe && g.ackRecv != nil {
 		// Once this member has answered a view change, what it receives
@@ -866,7 +870,7 @@ func (g *Group) status(to node.ID, ask bool) {
 		b = g.promised // peerFlushing: the acting leader learns of the flush
 	}
 	g.send(to, Msg{Type: MsgStatus, View: g.view.ID, Ballot: b, Recv: slices.Clone(recv), Ordered: uint64(len(g.stamps)), Clock: g.order.statusClock(),
-		Finals: g.finals(), Reject: ask})
+		Finals: g.finals(), Reject: ask, Stamps: lacks})
 }
 
 // finals is what a status or an answer says of agreed priorities (ISIS).

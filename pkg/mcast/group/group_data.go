@@ -199,9 +199,9 @@ func (g *Group) handle(from node.ID, m Msg) {
 		if g.order.ctrlOnData() || g.batch.ack {
 			g.ctrl()
 		}
-		if g.nak[from] {
+		if top, ok := g.nak[from]; ok {
 			delete(g.nak, from)
-			g.askStatus(from)
+			g.askGap(from, top)
 		}
 		g.deliver()
 		g.checkReady() // last: it may install the next view
@@ -215,7 +215,10 @@ func (g *Group) handle(from node.ID, m Msg) {
 			if wake || g.cfg.Safe {
 				g.deliver()
 			}
-			g.retransmit(from, m.Recv, m.Ordered, m.Reject)
+			// A status from a member in a view change (its Ballot)
+			// that asks is fetching the change's cut: everything it
+			// lacks, from every sender, goes at once.
+			g.retransmit(from, m.Recv, m.Ordered, m.Reject, m.Ballot != (Ballot{}), m.Stamps)
 			g.collect()
 			g.room()
 		}
@@ -732,7 +735,7 @@ func (g *Group) receive(it mcast.Item) bool {
 	}
 	if it.Seq != g.recv[j]+1 {
 		g.above[j][it.Seq] = true
-		g.nak[it.Sender] = true
+		g.nak[it.Sender] = max(g.nak[it.Sender], it.Seq)
 		return true
 	}
 	old := g.recv[j]
@@ -878,6 +881,61 @@ func (g *Group) remember() {
 	}
 }
 
+// askGap asks a sender for its messages missing below top, the highest
+// of them held here (a gap: Tanenbaum and van Steen ch. 8, "Reliable
+// multicasting": a receiver that sees a sequence number missing asks
+// its sender for it; the seed leaves open when and for what). The ask
+// names the messages missing (Msg.Stamps, at most maxAsk), and asks for
+// one again only Period/2 after it last did: on a link that reorders,
+// every frame that overtakes another shows a gap, and asking on each for
+// everything lacked, from every sender, resent 370 copies per message in
+// a 9-member flood over 1–25 ms links in the simulator
+// (TestReorderResendsLittle). A gap that stays is asked for again by
+// the next frame from that sender after Period/2, or repaired by the
+// heartbeats within two and a half Periods.
+func (g *Group) askGap(from node.ID, top uint64) {
+	if g.cfg.bug == bugAskResendsAll {
+		g.askStatus(from)
+		return
+	}
+	j, ok := g.pos[from]
+	if !ok {
+		return
+	}
+	a := g.asked[from]
+	again := g.now.Sub(a.at) >= g.cfg.Period/2
+	var lacks []Stamp
+	for q := g.recv[j] + 1; q < top && len(lacks) < maxAsk; q++ {
+		if !g.above[j][q] && (again || q > a.upto) {
+			lacks = append(lacks, Stamp{from, q})
+		}
+	}
+	if len(lacks) == 0 {
+		g.stats["ask-held"]++
+		return
+	}
+	if again {
+		a.at = g.now
+	}
+	a.upto = max(a.upto, lacks[len(lacks)-1].Seq)
+	g.asked[from] = a
+	g.status(from, true, lacks)
+}
+
+// maxAsk bounds the messages one ask names.
+const maxAsk = 256
+
+// askPositions is the list of an ask for positions only (a gap in the
+// sequencer's stamps): it names none of its addressee's messages, only
+// one of the asker's own (the codec takes no empty stamp).
+func (g *Group) askPositions() []Stamp { return []Stamp{{Sender: g.cfg.ID, Seq: 1}} }
+
+// asked is what this member last asked a sender for (askGap).
+type asked struct {
+	upto uint64    // the highest message asked for
+	at   time.Time // when every missing one was last asked for
+}
+
 // heldBefore is what this member held at its last heartbeat at least half
 // a Period ago (nil: none yet). A status that shows a message missing
 // which this member held then shows a loss; one it received since may
@@ -897,7 +955,9 @@ func (g *Group) heldBefore() *heldSnap {
 }
 
 // retransmit sends a member what its status says it lacks: messages of
-// any sender (relaying a failed sender's) and stamps. Unless the status
+// any sender (relaying a failed sender's) and stamps. A status that asks
+// outside a view change (neither member flushing; cut: the asker is)
+// gets this member's own messages only (below). Unless the status
 // asks (or a view change is under way), only what this member held half
 // a Period ago goes (heldBefore), and where statuses are also
 // acknowledgements (ackData: Lamport's order and safe delivery send one
@@ -910,8 +970,22 @@ func (g *Group) heldBefore() *heldSnap {
 // number views alike, while frames named their view by number only;
 // they name its leader now, and handle drops another view's (doc.go,
 // "views numbered alike").
-func (g *Group) retransmit(to node.ID, recv []uint64, ordered uint64, ask bool) {
+func (g *Group) retransmit(to node.ID, recv []uint64, ordered uint64, ask, cut bool, lacks []Stamp) {
 	top, have := g.recv, uint64(len(g.stamps))
+	if ask && !g.flushing && !cut && g.cfg.bug != bugAskResendsAll {
+		// An ask outside a view change gets this member's own messages
+		// only: for a gap (askGap) the ones it names, else (a reader
+		// caught up, positions missing) every one the asker lacks.
+		// Every other sender's messages the asker lacks are on their way
+		// from their sender, or come with the heartbeats' retransmission
+		// (heldBefore), as a relayed sender's do. Answering an ask with
+		// everything lacked, from every sender, on a link that reorders
+		// resent what was on its way at every frame that overtook
+		// another (askGap).
+		g.resendOwn(to, recv, lacks)
+		g.resendStamps(to, ordered, have)
+		return
+	}
 	if !ask && !g.flushing {
 		if t, ok := g.resentAt[to]; ok && g.now.Sub(t) < g.cfg.Period && g.order.ackData() && g.cfg.bug != bugResendEach {
 			return
@@ -944,9 +1018,49 @@ func (g *Group) retransmit(to node.ID, recv []uint64, ordered uint64, ask bool) 
 		g.stats["retransmitted"] += uint64(len(items))
 		g.send(to, Msg{Type: MsgData, View: g.view.ID, Items: items})
 	}
+	g.resendStamps(to, ordered, have)
+}
+
+// resendStamps sends a member the positions it lacks (from ordered on).
+func (g *Group) resendStamps(to node.ID, ordered, have uint64) {
 	if ordered < have {
 		end := min(have, ordered+maxStamps)
 		g.send(to, Msg{Type: MsgOrder, View: g.view.ID, Start: ordered + 1, Stamps: slices.Clone(g.stamps[ordered:end])})
+	}
+}
+
+// resendOwn answers an ask with this member's own messages: those lacks
+// names (a gap, askGap), or without a list every one after recv.
+func (g *Group) resendOwn(to node.ID, recv []uint64, lacks []Stamp) {
+	me := g.pos[g.cfg.ID]
+	var items []mcast.Item
+	size := 0
+	add := func(q uint64) bool {
+		p, ok := g.store[me][q]
+		if !ok || q <= recv[me] {
+			return true
+		}
+		if len(items) > 0 && size+len(p)+16 > budget {
+			return false
+		}
+		items = append(items, mcast.Item{Sender: g.cfg.ID, Seq: q, TS: g.ts[Stamp{g.cfg.ID, q}], Payload: p})
+		size += len(p) + 16
+		return true
+	}
+	if len(lacks) > 0 {
+		for _, st := range lacks {
+			if st.Sender == g.cfg.ID && st.Seq <= g.recv[me] && !add(st.Seq) {
+				break
+			}
+		}
+	} else {
+		for q := recv[me] + 1; q <= g.recv[me] && add(q); q++ {
+		}
+	}
+	if len(items) > 0 {
+		g.stats["retransmitted"] += uint64(len(items))
+		g.stats["resent-asked"] += uint64(len(items))
+		g.send(to, Msg{Type: MsgData, View: g.view.ID, Items: items})
 	}
 }
 

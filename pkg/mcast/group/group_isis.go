@@ -99,7 +99,9 @@ func (o *isisOrder) onStatus(from node.ID, i int, m Msg) bool {
 	if len(m.Finals) == len(o.g.view.Members) {
 		o.agreedBy[i] = max(o.agreedBy[i], m.Finals[i])
 	}
-	o.retransmit(from, m.Finals, m.Reject)
+	// An ask for named messages (askGap) asks for data, not agreed
+	// priorities: those go as a heartbeat's would.
+	o.retransmit(from, m.Finals, m.Reject && len(m.Stamps) == 0)
 	return false
 }
 

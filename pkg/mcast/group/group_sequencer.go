@@ -93,7 +93,9 @@ func (o *positions) frame(from node.ID, i int, m Msg) {
 	}
 	g.advanceStamps()
 	if len(g.stampAt) > 0 {
-		g.askStatus(from)
+		// Positions missing: ask for them, and for none of the
+		// sender's messages (askPositions).
+		g.status(from, true, g.askPositions())
 	}
 	g.deliver()
 	g.checkReady() // last: it may install the next view

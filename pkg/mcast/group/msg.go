@@ -23,7 +23,9 @@ const (
 	// gap, and how many stamps. It drives failure detection,
 	// retransmission, garbage collection and flushing. In Lamport total
 	// order it is also the acknowledgement every receiver multicasts
-	// (Tanenbaum ch. 6, §6.3.1), with its Lamport clock.
+	// (Tanenbaum ch. 6, §6.3.1), with its Lamport clock. One that asks
+	// (Reject) for a gap names the addressee's messages it lacks in
+	// Stamps (askGap).
 	MsgStatus MsgType = 18
 	// MsgJoin asks to join the group as Member (sent to any member, which
 	// forwards it to the leader).
@@ -178,10 +180,10 @@ type Msg struct {
 	Ballot  Ballot
 	Items   []mcast.Item // data (VT unused)
 	Start   uint64       // order: position of Stamps[0]
-	Stamps  []Stamp
-	Recv    []uint64 // status, ack
-	Ordered uint64   // status, ack
-	Member  Member   // join, leave, merge, gone (its addressee)
+	Stamps  []Stamp      // order; status that asks: the messages asked for (askGap)
+	Recv    []uint64     // status, ack
+	Ordered uint64       // status, ack
+	Member  Member       // join, leave, merge, gone (its addressee)
 	// Reject: ack: the member promised a higher Ballot; join: the joiner
 	// comes from another component (a merge); status: the sender asks for
 	// what it shows missing at once (it saw a gap, or must fetch a cut).
