@@ -230,7 +230,7 @@ func TestIsolateOneOfFive(t *testing.T) {
 }
 
 // excludedTickets is how many tickets the four others excluded with the
-// member cut off, read from their "exclusion agreed" log lines (the
+// member cut off, read from their ticketd.LogExclusionAgreed log lines (the
 // largest; 1 when none is found, and then the test's other checks
 // speak).
 func excludedTickets(t *testing.T, c *cluster, victim int) int {
@@ -244,11 +244,11 @@ func excludedTickets(t *testing.T, c *cluster, victim int) int {
 			t.Fatal(err)
 		}
 		for _, line := range strings.Split(string(b), "\n") {
-			if !strings.Contains(line, "exclusion agreed") {
+			if !strings.Contains(line, ticketd.LogExclusionAgreed) {
 				continue
 			}
 			for _, f := range strings.Fields(line) {
-				if v, ok := strings.CutPrefix(f, "tickets="); ok {
+				if v, ok := strings.CutPrefix(f, ticketd.LogKeyTickets+"="); ok {
 					if n, err := strconv.Atoi(v); err == nil {
 						most = max(most, n)
 					}

@@ -20,6 +20,14 @@ import (
 	"github.com/roundtable-go/roundtable/pkg/wire"
 )
 
+// LogExclusionAgreed is the log message of a reclaim's agreed exclusion
+// (a TemporaryEvent), and LogKeyTickets its attribute giving the tickets
+// excluded: named here for the tests that read members' logs.
+const (
+	LogExclusionAgreed = "exclusion agreed: temporary coordinator"
+	LogKeyTickets      = "tickets"
+)
+
 // Config is what a daemon needs beyond its member.
 type Config struct {
 	Socket    string        // the control socket's path
@@ -632,8 +640,8 @@ func (d *daemon) event(s *slot, ev node.Event) {
 		// excluded, and through it a process nobody knows may have
 		// joined, so the wait counts a longer chain
 		// (ticket.DetectionBoundFor).
-		d.mb.Log.Info("exclusion agreed: temporary coordinator", "slot", s.idx, "ticket", e.From, "candidate", e.To,
-			"tickets", e.Tickets, "chain", e.Chain, "wait", e.Wait.Round(time.Millisecond))
+		d.mb.Log.Info(LogExclusionAgreed, "slot", s.idx, "ticket", e.From, "candidate", e.To,
+			LogKeyTickets, e.Tickets, "chain", e.Chain, "wait", e.Wait.Round(time.Millisecond))
 		return
 	}
 	if s != d.slots[0] {
