@@ -789,8 +789,8 @@
 // ends. A larger Stretch alone would cost every reclaim: the excluder's
 // wait counts the longest vouch that can exist, because a process's own
 // factor is its own (TestSimStretchSafety: cut off and stalled, it climbs
-// unseen); with ticketd's settings ExclusionTime is 0.90 s at S = 3 and
-// 1.51 s at S = 8, and the idle reclaim (0.74 to 1.03 s at S = 3) would
+// unseen); with ticketd's settings ExclusionTime is 0.77 s at S = 3 and
+// 1.23 s at S = 8, and the idle reclaim (0.74 to 1.03 s at S = 3) would
 // pass half of etcd's --ttl 1.
 //
 // The rule (Config.Grant; ticketd does not set it, below): a stretch
@@ -848,9 +848,9 @@
 // (TestSimFaultsCatchesPlantedBugs).
 //
 // The price: a reclaim whose voters ran late in the last few seconds
-// waits up to (Grant − Stretch) windows longer (612 ms with Grant 8 and
-// ticketd's rounds:
-// ExclusionTime 1.51 s instead of 0.90 s), and so does one whose voters
+// waits up to (Grant − Stretch) windows longer (459 ms with Grant 8 and
+// ticketd's rounds: ExclusionTime 1.23 s instead of 0.77 s), and so does
+// one whose voters
 // are younger than the reach (about 1.04 s with ticketd's rounds: a pool just
 // founded, or a member just started again); an idle pool's is unchanged
 // (ticketd sim, which runs without a stretch, reclaims in the same

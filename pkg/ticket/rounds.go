@@ -114,10 +114,13 @@ const bugKnownChain bug = 143
 // ExclusionTime is how long the exclusion of one crashed successor takes
 // at its quickest, from the crash until its ticket is in the excluder's
 // range: Suspect rounds without an ACKUPDATE, then the temporary
-// coordinator's wait. The seed's availability analysis (§4.2) counts
-// time in units of it (its assumption ii).
+// coordinator's wait for the one ticket excluded, tempFor(2) (dist(p,q)
+// = 2: the successor's own ticket lies between the excluder and the new
+// successor; DetectionBound's case without its stretch and requests).
+// The seed's availability analysis (§4.2) counts time in units of it
+// (its assumption ii).
 func (m *Machine) ExclusionTime() time.Duration {
-	return time.Duration(m.cfg.Suspect)*m.cfg.Round + m.tempFor(1)
+	return time.Duration(m.cfg.Suspect)*m.cfg.Round + m.tempFor(2)
 }
 
 // maxStretch bounds Config.Stretch: a busy host's support lasts at most
