@@ -363,9 +363,9 @@ type Group struct {
 	gcLow     []uint64 // per member: its messages up to here are collected
 	recv      []uint64
 	above     []map[uint64]bool
-	deliv     []uint64 // FIFO: delivered per member
-	delivered map[Stamp]bool
-	stamps    []Stamp // total: positions 1..len
+	deliv     []uint64     // FIFO: delivered per member
+	delivered deliveredSet // the orders that deliver by position: which messages were delivered
+	stamps    []Stamp      // total: positions 1..len
 	stampAt   map[uint64]Stamp
 	stamped   map[Stamp]bool
 	nextPos   uint64
@@ -503,14 +503,12 @@ func (g *Group) Status() any {
 		}
 	}
 	st.Delivered = make([]uint64, len(g.view.Members))
-	for j, m := range g.view.Members {
+	for j := range g.view.Members {
 		if !g.order.stamping() {
 			st.Delivered[j] = g.deliv[j]
 			continue
 		}
-		for q := st.Delivered[j] + 1; g.delivered[Stamp{m.ID, q}]; q++ {
-			st.Delivered[j] = q
-		}
+		st.Delivered[j] = g.delivered.upto[j]
 	}
 	g.order.status(&st)
 	return st
@@ -610,7 +608,7 @@ func (g *Group) install(v View) {
 		g.store[i], g.above[i] = map[uint64][]byte{}, map[uint64]bool{}
 	}
 	g.recv, g.deliv, g.gcLow = make([]uint64, n), make([]uint64, n), make([]uint64, n)
-	g.delivered, g.stampAt, g.stamped = map[Stamp]bool{}, map[uint64]Stamp{}, map[Stamp]bool{}
+	g.delivered, g.stampAt, g.stamped = newDeliveredSet(n), map[uint64]Stamp{}, map[Stamp]bool{}
 	g.ts, g.ackRecv = map[Stamp]uint64{}, nil
 	g.order.reset(n)
 	g.batchReset()
@@ -713,7 +711,7 @@ func (g *Group) requeue(c *Change) {
 			p, held := g.store[me][q]
 			mine := g.deliv[me] >= q
 			if g.order.stamping() {
-				mine = g.delivered[Stamp{g.cfg.ID, q}]
+				mine = g.delivered.has(me, q)
 			}
 			if !held || mine {
 				lost = append(lost, q)
@@ -756,7 +754,7 @@ func (g *Group) missed(c *Change) {
 			from = 1 // delivered in stamp order: look at each
 		}
 		for q := from; q <= c.Cut[j]; q++ {
-			if !g.delivered[Stamp{m.ID, q}] || !g.order.stamping() {
+			if !g.delivered.has(j, q) || !g.order.stamping() {
 				seqs = append(seqs, q)
 			}
 		}

@@ -700,18 +700,13 @@ func (g *Group) finishView(c *Change) {
 // undelivered reports whether some message up to cut is not delivered
 // here yet.
 func (g *Group) undelivered(cut []uint64) bool {
-	for j, m := range g.view.Members {
-		top := min(cut[j], g.recv[j])
-		if !g.order.stamping() {
-			if g.deliv[j] < top {
-				return true
-			}
-			continue
+	for j := range g.view.Members {
+		done := g.deliv[j] // delivered in each sender's order
+		if g.order.stamping() {
+			done = g.delivered.upto[j] // upto+1 is not delivered (deliveredSet)
 		}
-		for q := uint64(1); q <= top; q++ {
-			if !g.delivered[Stamp{m.ID, q}] {
-				return true
-			}
+		if done < min(cut[j], g.recv[j]) {
+			return true
 		}
 	}
 	return false
@@ -783,7 +778,7 @@ func (g *Group) deliverOne(j int, q uint64) {
 	if !g.order.stamping() {
 		g.deliv[j] = q
 	} else {
-		g.delivered[Stamp{m.ID, q}] = true
+		g.delivered.add(j, q)
 	}
 	g.stats["delivered"]++
 	g.emitted += mcast.Cost(g.store[j][q])
@@ -1083,7 +1078,7 @@ func (g *Group) collect() {
 			low = min(low, g.gcRecv[i][j])
 		}
 		for q := g.gcLow[j] + 1; q <= low; q++ {
-			if !(!g.order.stamping() && q <= g.deliv[j] || g.delivered[Stamp{m.ID, q}]) {
+			if !(!g.order.stamping() && q <= g.deliv[j] || g.delivered.has(j, q)) {
 				break
 			}
 			delete(g.store[j], q)
@@ -1205,4 +1200,43 @@ func (g *Group) Ready() node.Ready[Msg] {
 		}
 	}
 	return r
+}
+
+// deliveredSet is which messages of each view member this member has
+// delivered, where the order delivers by position (the sequencer's and
+// TOTEM's): a sender's messages are delivered in its order there too
+// (their positions rise with their numbers), so a count per sender holds
+// them, and a set the few delivered ahead of it (a view change's finish,
+// a planted bug). A map of every (sender, number) delivered in the view
+// cost a flood a tenth of a member's time in hashing and grew by one
+// entry per message.
+type deliveredSet struct {
+	upto  []uint64          // per view member: every message up to here delivered
+	ahead []map[uint64]bool // per view member: delivered past upto+1
+}
+
+func newDeliveredSet(n int) deliveredSet {
+	return deliveredSet{upto: make([]uint64, n), ahead: make([]map[uint64]bool, n)}
+}
+
+// has reports whether message q of member j was delivered.
+func (d *deliveredSet) has(j int, q uint64) bool { return q <= d.upto[j] || d.ahead[j][q] }
+
+// add records message q of member j as delivered.
+func (d *deliveredSet) add(j int, q uint64) {
+	if q <= d.upto[j] {
+		return
+	}
+	if q != d.upto[j]+1 {
+		if d.ahead[j] == nil {
+			d.ahead[j] = map[uint64]bool{}
+		}
+		d.ahead[j][q] = true
+		return
+	}
+	d.upto[j] = q
+	for d.ahead[j][d.upto[j]+1] {
+		delete(d.ahead[j], d.upto[j]+1)
+		d.upto[j]++
+	}
 }

@@ -115,10 +115,11 @@ func (o *positions) deliver() {
 			}
 			return
 		}
-		if !g.delivered[s] && (!g.safe(j, s.Seq) || g.backlogged()) {
+		done := g.delivered.has(j, s.Seq)
+		if !done && (!g.safe(j, s.Seq) || g.backlogged()) {
 			return
 		}
-		if !g.delivered[s] {
+		if !done {
 			g.deliverOne(j, s.Seq)
 		}
 		g.nextPos++
@@ -132,13 +133,13 @@ func (o *positions) finish(c *Change) {
 	cut := c.Cut
 	for p := g.nextPos; p <= c.OrderCut && p <= uint64(len(g.stamps)); p++ {
 		s := g.stamps[p-1]
-		if j, ok := g.pos[s.Sender]; ok && s.Seq <= cut[j] && !g.delivered[s] {
+		if j, ok := g.pos[s.Sender]; ok && s.Seq <= cut[j] && !g.delivered.has(j, s.Seq) {
 			g.deliverOne(j, s.Seq)
 		}
 	}
-	for j, m := range g.view.Members {
+	for j := range g.view.Members {
 		for q := uint64(1); q <= cut[j] && q <= g.recv[j]; q++ {
-			if !g.delivered[Stamp{m.ID, q}] {
+			if !g.delivered.has(j, q) {
 				g.deliverOne(j, q)
 			}
 		}
