@@ -26,8 +26,8 @@ func DetectionTime(c Config) time.Duration { return ticket.DetectionBound(c.mach
 // DetectionTimeFor is DetectionTime for a member whose range held tickets
 // tickets when it stopped answering (its own and free ones: a ticket just
 // given back or reclaimed and not yet taken), ticket.DetectionBoundFor.
-// The member that excludes it logs how many it excluded ("exclusion
-// agreed", tickets=).
+// The member that excludes it logs how many it excluded (the line
+// LogExclusionAgreed, its LogKeyTickets attribute).
 func DetectionTimeFor(c Config, tickets int) time.Duration {
 	return ticket.DetectionBoundFor(c.machineConfig(), tickets)
 }

@@ -968,10 +968,9 @@ func (g *Group) heldBefore() *heldSnap {
 func (g *Group) retransmit(to node.ID, recv []uint64, ordered uint64, ask, cut bool, lacks []Stamp) {
 	top, have := g.recv, uint64(len(g.stamps))
 	if ask && !g.flushing && !cut && g.cfg.bug != bugAskResendsAll {
-		// An ask outside a view change gets this member's own messages
-		// only: for a gap (askGap) the ones it names, else (a reader
-		// caught up, positions missing) every one the asker lacks.
-		// Every other sender's messages the asker lacks are on their way
+		// Own messages only: for a gap (askGap) the ones it names, else
+		// (a reader caught up, positions missing) every one the asker
+		// lacks. Every other sender's messages the asker lacks are on their way
 		// from their sender, or come with the heartbeats' retransmission
 		// (heldBefore), as a relayed sender's do. Answering an ask with
 		// everything lacked, from every sender, on a link that reorders
@@ -995,25 +994,47 @@ func (g *Group) retransmit(to node.ID, recv []uint64, ordered uint64, ask, cut b
 		g.resentAt[to] = g.now
 		top, have = h.recv, min(have, h.ordered)
 	}
-	var items []mcast.Item
-	size := 0
-	for j, m := range g.view.Members {
-		for q := recv[j] + 1; q <= min(g.recv[j], top[j]) && size < budget; q++ {
-			p, ok := g.store[j][q]
-			if !ok || len(items) > 0 && size+len(p)+16 > budget {
-				// The first always goes: a message near MaxPayload is
-				// over budget alone, and fits a frame alone.
+	var b resendBatch
+	for j := range g.view.Members {
+		for q := recv[j] + 1; q <= min(g.recv[j], top[j]) && !b.full(); q++ {
+			if !b.add(g, j, q) {
 				break
 			}
-			items = append(items, mcast.Item{Sender: m.ID, Seq: q, TS: g.ts[Stamp{m.ID, q}], Payload: p})
-			size += len(p) + 16
 		}
 	}
-	if len(items) > 0 {
-		g.stats["retransmitted"] += uint64(len(items))
-		g.send(to, Msg{Type: MsgData, View: g.view.ID, Items: items})
-	}
+	g.sendBatch(to, b)
 	g.resendStamps(to, ordered, have)
+}
+
+// resendBatch gathers the messages of one retransmitted frame: the first
+// always goes (a message near MaxPayload is over budget alone, and fits
+// a frame alone), each later one while the frame stays within budget.
+type resendBatch struct {
+	items []mcast.Item
+	size  int
+}
+
+// add puts in sender j's message q if this member holds it; false when
+// it is not held or the frame has no room for it.
+func (b *resendBatch) add(g *Group, j int, q uint64) bool {
+	p, ok := g.store[j][q]
+	if !ok || len(b.items) > 0 && b.size+len(p)+16 > budget {
+		return false
+	}
+	id := g.view.Members[j].ID
+	b.items = append(b.items, mcast.Item{Sender: id, Seq: q, TS: g.ts[Stamp{id, q}], Payload: p})
+	b.size += len(p) + 16
+	return true
+}
+
+func (b *resendBatch) full() bool { return b.size >= budget }
+
+// sendBatch sends what a batch gathered, if anything.
+func (g *Group) sendBatch(to node.ID, b resendBatch) {
+	if len(b.items) > 0 {
+		g.stats["retransmitted"] += uint64(len(b.items))
+		g.send(to, Msg{Type: MsgData, View: g.view.ID, Items: b.items})
+	}
 }
 
 // resendStamps sends a member the positions it lacks (from ordered on).
@@ -1028,35 +1049,21 @@ func (g *Group) resendStamps(to node.ID, ordered, have uint64) {
 // names (a gap, askGap), or without a list every one after recv.
 func (g *Group) resendOwn(to node.ID, recv []uint64, lacks []Stamp) {
 	me := g.pos[g.cfg.ID]
-	var items []mcast.Item
-	size := 0
-	add := func(q uint64) bool {
-		p, ok := g.store[me][q]
-		if !ok || q <= recv[me] {
-			return true
-		}
-		if len(items) > 0 && size+len(p)+16 > budget {
-			return false
-		}
-		items = append(items, mcast.Item{Sender: g.cfg.ID, Seq: q, TS: g.ts[Stamp{g.cfg.ID, q}], Payload: p})
-		size += len(p) + 16
-		return true
-	}
+	var b resendBatch
 	if len(lacks) > 0 {
 		for _, st := range lacks {
-			if st.Sender == g.cfg.ID && st.Seq <= g.recv[me] && !add(st.Seq) {
+			if st.Sender != g.cfg.ID || st.Seq <= recv[me] || st.Seq > g.recv[me] {
+				continue
+			}
+			if _, held := g.store[me][st.Seq]; held && !b.add(g, me, st.Seq) {
 				break
 			}
 		}
 	} else {
-		for q := recv[me] + 1; q <= g.recv[me] && add(q); q++ {
+		for q := recv[me] + 1; q <= g.recv[me] && b.add(g, me, q); q++ {
 		}
 	}
-	if len(items) > 0 {
-		g.stats["retransmitted"] += uint64(len(items))
-		g.stats["resent-asked"] += uint64(len(items))
-		g.send(to, Msg{Type: MsgData, View: g.view.ID, Items: items})
-	}
+	g.sendBatch(to, b)
 }
 
 // collect forgets messages every view member has and this member has
