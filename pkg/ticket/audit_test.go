@@ -64,6 +64,9 @@ type auditor struct {
 	// bans: the shortest ban each voter granted for each exclusion
 	// attempt (on the voter's clock), as it granted it.
 	bans map[attemptBan]time.Duration
+	// took: the processes that served each place's CLEAVE (speak.go),
+	// seen as their speaks grew.
+	took map[Owner]map[node.ID]bool
 }
 
 // attemptBan names the ban a voter granted for one exclusion attempt.
@@ -74,7 +77,7 @@ type attemptBan struct {
 
 func newAuditor(ids []node.ID, machines map[node.ID]*Machine, epochs *EpochChecker) *auditor {
 	return &auditor{ids: slices.Sorted(slices.Values(ids)), machines: machines, act: map[node.ID]bool{}, epochs: epochs, upd: map[node.ID]Msg{},
-		bans: map[attemptBan]time.Duration{}}
+		bans: map[attemptBan]time.Duration{}, took: map[Owner]map[node.ID]bool{}}
 }
 
 func (a *auditor) fail(format string, args ...any) {
@@ -113,7 +116,16 @@ func (w *audited) Step(now time.Time, in node.Envelope[Msg]) error {
 	heard, had := m.alive[from]
 	oldL := slices.Clone(m.preds)
 	bans, temp := slices.Clone(m.bans), m.temp
+	speaks := slices.Clone(m.speaks)
 	err := m.Step(now, in)
+	for _, s := range m.speaks {
+		if !slices.Contains(speaks, s) {
+			if a.took[s.place] == nil {
+				a.took[s.place] = map[node.ID]bool{}
+			}
+			a.took[s.place][m.cfg.ID] = true
+		}
+	}
 	if !m.cfg.FaultTolerant {
 		return err
 	}
@@ -155,7 +167,10 @@ func (w *audited) Step(now time.Time, in node.Envelope[Msg]) error {
 		mine := m.ticket == ticket && slices.Contains(m.preds, from)
 		switch in.Msg.Type {
 		case MsgAlive:
-			mine = mine && in.Msg.Ticket == m.ticket
+			// ... or from a place of L whose CLEAVE the sender served,
+			// which it speaks for (speak.go).
+			took := slices.ContainsFunc(in.Msg.Preds, func(o Owner) bool { return a.took[o][in.From] && slices.Contains(m.preds, o) })
+			mine = (mine || m.ticket == ticket && took) && in.Msg.Ticket == m.ticket
 		case MsgUpdate:
 			mine = mine && in.Msg.SuccTicket == m.ticket
 		case MsgNewSucc:
@@ -169,6 +184,12 @@ func (w *audited) Step(now time.Time, in node.Envelope[Msg]) error {
 			// head), and only for this place.
 			mine = m.ticket == ticket && len(oldL) > 0 && oldL[0] == Owner{Ticket: in.Msg.Ticket, ID: in.From} &&
 				in.Msg.SuccTicket == m.ticket
+		case MsgCLeave:
+			// A taker drops the place it took from its own L (speak.go,
+			// dropTaken), and only that place.
+			left := Owner{Ticket: in.Msg.Ticket, ID: in.From}
+			mine = m.ticket == ticket && slices.Contains(oldL, left) && !slices.Contains(m.preds, left) &&
+				len(m.preds) == len(oldL)-1
 		default:
 			mine = false
 		}
@@ -366,7 +387,9 @@ func (a *auditor) check() error {
 			continue
 		}
 		self := Owner{Ticket: sm.ticket, ID: sid}
-		if !slices.ContainsFunc(m.sentRs, func(r []Owner) bool { return sameL(r, self, sm.preds, 2*m.cfg.K+1, m.n) }) {
+		if !slices.ContainsFunc(m.sentRs, func(r []Owner) bool {
+			return sameL(r, self, sm.preds, 2*m.cfg.K+1, m.n, func(o Owner) bool { return a.took[o][sid] })
+		}) {
 			return fmt.Errorf("process %d's successor %d holds L %v, none of the Rs %v it believes %d may hold", id, sid, sm.preds, m.sentRs, sid)
 		}
 	}
@@ -376,14 +399,20 @@ func (a *auditor) check() error {
 // sameL reports whether l is the L that self makes of the R r (setPreds:
 // cut where it comes back round to self, then lFor), without allocating:
 // it runs after every step.
-func sameL(r []Owner, self Owner, l []Owner, max int, n uint32) bool {
-	i := 0
+func sameL(r []Owner, self Owner, l []Owner, max int, n uint32, taken func(Owner) bool) bool {
+	i, kept := 0, 0
+	var seen []node.ID
 	for _, o := range r {
-		if o == self || i == max {
+		if o == self || kept == max {
 			break
 		}
-		if o.ID == node.None || o.Ticket >= n || o.ID == self.ID || slices.ContainsFunc(l[:i], func(p Owner) bool { return p.ID == o.ID }) {
+		if o.ID == node.None || o.Ticket >= n || o.ID == self.ID || slices.Contains(seen, o.ID) {
 			continue
+		}
+		seen = append(seen, o.ID)
+		kept++
+		if taken(o) && (i == len(l) || l[i] != o) {
+			continue // a place the holder took, dropped from its own L while it speaks for it (dropTaken)
 		}
 		if i == len(l) || l[i] != o {
 			return false

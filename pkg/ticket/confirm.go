@@ -143,5 +143,7 @@ func (m *Machine) cancelLeave() {
 const bugLendKeepsLeave bug = 154
 
 // bugLeaveUnconfirmed: a leave gives the ticket back at once, without
-// its neighbours' answers. Tests only.
+// its neighbours' answers, and (as before it) nobody speaks for the
+// place given back (speak.go), which since covers the same window on its
+// own. Tests only.
 const bugLeaveUnconfirmed bug = 151

@@ -29,7 +29,9 @@ type exclusion struct {
 	lists      [][]Owner // every L the successor may hold
 	voters     map[node.ID]bool
 	acks       map[node.ID]bool
-	granted    int // the highest factor a voter reported granting (waitFor)
+	answers    map[node.ID][]Owner // the places each voter answers for
+	via        map[Owner][]node.ID // where each left place's CLEAVEs went (speak.go)
+	granted    int                 // the highest factor a voter reported granting (waitFor)
 }
 
 // temporary is a temporary coordinator's state (§4): until it ends, the
@@ -220,10 +222,7 @@ func (m *Machine) onAckExclude(now time.Time, from node.ID, msg Msg) {
 	ex.asked = true
 	ex.tries, ex.resend = 1, now.Add(m.cfg.Delta)
 	ex.deadline = now.Add(exTries * m.cfg.Delta)
-	if ex.voters[m.cfg.ID] {
-		m.grantBan(now, m.ticket, ex.cand.Ticket, len(ex.gone), m.openTickets(m.ticket, ex.cand.Ticket, ex.goneOwners))
-		ex.acks[m.cfg.ID] = true
-	}
+	m.selfVote(now)
 	m.askVoters()
 	m.maybeTemp(now)
 }
@@ -236,6 +235,23 @@ func (ex *exclusion) quorum(set map[node.ID]bool) bool {
 		n := 0
 		for _, o := range l {
 			if set[o.ID] {
+				n++
+			}
+		}
+		if len(l) > 0 && n < exclusionQuorum(len(l)) {
+			return false
+		}
+	}
+	return true
+}
+
+// quorumBanned reports whether a strict majority of every list the
+// successor may hold counts as banned (counted, speak.go).
+func (ex *exclusion) quorumBanned(bug bug) bool {
+	for _, l := range ex.lists {
+		n := 0
+		for _, o := range l {
+			if ex.counted(o, bug) {
 				n++
 			}
 		}
@@ -285,7 +301,22 @@ func (m *Machine) onReqCoord(now time.Time, from node.ID, msg Msg) {
 		span = m.n // the whole ring but the excluder
 	}
 	m.grantBan(now, msg.Ticket, msg.SuccTicket, min(len(msg.Succs), int(span)), m.openTickets(msg.Ticket, msg.SuccTicket, msg.Succs))
-	m.send(from, Msg{Type: MsgAckCoord, Attempt: msg.Attempt})
+	places, via := m.answers(now)
+	m.send(from, Msg{Type: MsgAckCoord, Attempt: msg.Attempt, Preds: places, Succs: via})
+}
+
+// selfVote: the excluder, if it is a voter, bans as every voter does.
+func (m *Machine) selfVote(now time.Time) {
+	ex := m.ex
+	if !ex.voters[m.cfg.ID] || ex.acks[m.cfg.ID] {
+		return
+	}
+	m.grantBan(now, m.ticket, ex.cand.Ticket, len(ex.gone), m.openTickets(m.ticket, ex.cand.Ticket, ex.goneOwners))
+	ex.acks[m.cfg.ID] = true
+	places, via := m.answers(now)
+	if ex.noteAnswers(m.cfg.ID, Msg{Preds: places, Succs: via}) {
+		m.selfVote(now)
+	}
 }
 
 // askVoters sends REQCOORD to the voters that have not answered.
@@ -293,7 +324,7 @@ func (m *Machine) askVoters() {
 	ex := m.ex
 	req := Msg{Type: MsgReqCoord, Attempt: ex.id, Ticket: m.ticket, SuccTicket: ex.cand.Ticket, Succs: ex.goneOwners}
 	for _, id := range slices.Sorted(maps.Keys(ex.voters)) {
-		if !ex.acks[id] {
+		if !ex.acks[id] && id != m.cfg.ID {
 			m.send(id, req)
 		}
 	}
@@ -364,6 +395,10 @@ func (m *Machine) onAckCoord(now time.Time, from node.ID, msg Msg) {
 	if ex := m.ex; ex != nil && ex.asked && msg.Attempt == ex.id && ex.voters[from] {
 		ex.acks[from] = true
 		ex.granted = max(ex.granted, int(msg.Stretch))
+		if ex.noteAnswers(from, msg) {
+			m.selfVote(now)
+			m.askVoters() // the processes its places went to vouch for them too
+		}
 		m.maybeTemp(now)
 	}
 }
@@ -371,7 +406,7 @@ func (m *Machine) onAckCoord(now time.Time, from node.ID, msg Msg) {
 // maybeTemp: with a quorum of ACKCOORDs, become a temporary coordinator.
 func (m *Machine) maybeTemp(now time.Time) {
 	ex := m.ex
-	if !ex.quorum(ex.acks) {
+	if !ex.quorumBanned(m.cfg.bug) {
 		return
 	}
 	dist, open := (m.ticket-ex.cand.Ticket+m.n)%m.n, m.openTickets(m.ticket, ex.cand.Ticket, ex.goneOwners)

@@ -105,6 +105,9 @@ func (h *Member) Join(now time.Time) bool {
 		// So does what it granted: a vouch of the last one may still
 		// count, and this one reports it in its ACKCOORDs (waitFor).
 		m.health.granted = h.m.health.granted
+		// And the places it held: a vote of this one answers for them,
+		// naming where their CLEAVEs went (speak.go).
+		m.oldPlaces = h.m.olds(now)
 		h.left = nil
 		if h.m.st == stLeft {
 			h.left = h.m
@@ -132,6 +135,7 @@ func (h *Member) Reset() {
 	cfg.Tickets, cfg.Contacts = 0, []node.ID{h.base.ID + 1}
 	if m, err := New(cfg); err == nil {
 		m.bans = h.m.bans
+		m.oldPlaces = h.m.oldPlaces
 		h.m = m
 	}
 }

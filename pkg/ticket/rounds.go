@@ -548,7 +548,9 @@ func (m *Machine) round(now time.Time) {
 	m.counts.MaxAliveFrom = max(m.counts.MaxAliveFrom, len(m.counts.heard))
 	clear(m.counts.heard)
 	// ALIVE to the 2k+1 closest successors (Algorithm 3), except those a
-	// granted exclusion covers (Algorithm 5, REQCOORD).
+	// granted exclusion covers (Algorithm 5, REQCOORD); with the places
+	// this process took and speaks for (speak.go).
+	speaks := m.speaking(now)
 	sent := 0
 	for _, o := range m.succs {
 		if sent == 2*m.cfg.K+1 {
@@ -557,7 +559,7 @@ func (m *Machine) round(now time.Time) {
 		if o.ID == m.cfg.ID || m.banned(now, o.Ticket) {
 			continue
 		}
-		m.send(o.ID, Msg{Type: MsgAlive, Ticket: o.Ticket, Place: m.ticket})
+		m.send(o.ID, Msg{Type: MsgAlive, Ticket: o.Ticket, Place: m.ticket, Preds: speaks})
 		sent++
 	}
 	m.counts.AliveSent += sent
@@ -576,7 +578,7 @@ func (m *Machine) round(now time.Time) {
 			continue
 		}
 		if !m.banned(now, f.ticket) && !slices.ContainsFunc(m.succs, func(o Owner) bool { return o.ID == id }) {
-			m.send(id, Msg{Type: MsgAlive, Ticket: f.ticket, Place: m.ticket})
+			m.send(id, Msg{Type: MsgAlive, Ticket: f.ticket, Place: m.ticket, Preds: speaks})
 			m.counts.AliveFormer++
 		}
 	}
@@ -590,12 +592,20 @@ func (m *Machine) round(now time.Time) {
 	}
 	// Weak failure detection: no delivery status for Suspect rounds. A
 	// newcomer still linking excludes a successor that died before it
-	// acknowledged the newcomer's NEWSUCC, or it would wait for ever.
-	if m.temp == nil && m.ex == nil && (m.st == stCoordinator && !m.await || m.st == stLinking) &&
+	// acknowledged the newcomer's NEWSUCC, or it would wait for ever; so
+	// does a coordinator whose new successor (a leaver's, whose CLEAVE it
+	// served) was cut off before it acknowledged ours.
+	if m.temp == nil && m.ex == nil && (m.st == stCoordinator && (!m.await || m.cfg.bug != bugAwaitNoSuspect) || m.st == stLinking) &&
 		now.Sub(m.lastAck) >= m.suspectAfter() {
 		m.startExclusion(now)
 	}
 }
+
+// bugAwaitNoSuspect: a coordinator waiting for its new successor's
+// ACKSUCC never suspects it, as before: a successor cut off right after
+// a hand-back was never excluded and the pool stopped growing. Tests
+// only.
+const bugAwaitNoSuspect bug = 164
 
 // sendUpdate sends (or, half a round later unanswered, resends) the
 // round's UPDATE: the seed's links are connection oriented and retransmit
@@ -609,7 +619,7 @@ func (m *Machine) sendUpdate(now time.Time) {
 // to this place.
 func (m *Machine) setPreds(r []Owner) {
 	round := aroundOnce(r, Owner{Ticket: m.ticket, ID: m.cfg.ID})
-	m.preds = m.trim(round, 2*m.cfg.K+1, false)
+	m.preds = m.dropTaken(m.trim(round, 2*m.cfg.K+1, false))
 	m.predsFull = len(m.preds) == 2*m.cfg.K+1 || len(round) < len(r)
 }
 
@@ -656,6 +666,7 @@ func (m *Machine) onAlive(now time.Time, from node.ID, msg Msg) {
 	}
 	if msg.Place != NoTicket {
 		m.heard(now, Owner{Ticket: msg.Place, ID: from}, msg.Stretch, msg.Echo)
+		m.heardFor(now, from, msg)
 	}
 	m.counts.AliveRecv++
 	if m.counts.heard == nil {
@@ -806,6 +817,14 @@ func (m *Machine) claim(now time.Time, from node.ID, t uint32) bool {
 	if t >= m.n || from == m.cfg.ID || m.succ == m.cfg.ID {
 		return false // alone, nobody precedes us: a late word from one who left
 	}
+	if h, ok := m.handed[from]; ok && h.ticket == t && now.Sub(h.at) < m.cfg.Round*3/2 && m.cfg.bug != bugLeaverReclaims {
+		// It handed us its L (dropClaim): it is leaving and sends no
+		// UPDATE or NEWSUCC after that, so this one was sent before and
+		// overtaken. Taken, it would make the leaver our predecessor
+		// again and its R our L, naming the leaver, until our next
+		// predecessor's UPDATE after the claim runs out.
+		return false
+	}
 	m.claims[from] = known{ticket: t, at: now}
 	m.pickPred(now)
 	return m.pred == from
@@ -843,6 +862,11 @@ func (m *Machine) pickPred(now time.Time) {
 // costs a stretched vouch more should that process then be cut off
 // (openTickets). The planted bugKeepLeaverClaim keeps the claim.
 func (m *Machine) dropClaim(now time.Time, from node.ID, t uint32) {
+	if m.handed == nil {
+		m.handed = map[node.ID]known{}
+	}
+	maps.DeleteFunc(m.handed, func(_ node.ID, h known) bool { return now.Sub(h.at) >= m.cfg.Round*3/2 })
+	m.handed[from] = known{ticket: t, at: now}
 	if c, ok := m.claims[from]; !ok || c.ticket != t || m.cfg.bug == bugKeepLeaverClaim {
 		return
 	}
@@ -876,6 +900,10 @@ func (m *Machine) resendUpdate(now time.Time) {
 		m.sendUpdate(now)
 	}
 }
+
+// bugLeaverReclaims: a leaver's UPDATE that arrives after its MsgHandL
+// makes it our predecessor again (claim). Tests only.
+const bugLeaverReclaims bug = 165
 
 // bugKeepLeaverClaim: a leaver's claim to be our predecessor stands after
 // its MsgHandL. Tests only.

@@ -184,6 +184,7 @@ type Machine struct {
 	known      map[node.ID]known   // successors heard of lately
 	former     map[node.ID]known   // successors a join pushed out of the 2k+1, until when
 	claims     map[node.ID]known   // processes that named us their successor lately
+	handed     map[node.ID]known   // leavers that handed us their L lately (claim)
 	sentRs     [][]Owner           // R_p as the successor may hold it: the last R it acknowledged and every R sent since
 	pendR      []Owner             // the UPDATE in flight
 	alive      map[Owner]time.Time // when each place's last vouch arrived (rounds.go, vouch)
@@ -196,6 +197,9 @@ type Machine struct {
 	ex         *exclusion
 	temp       *temporary
 	bans       []ban
+	speaks     []spoken   // places taken with a CLEAVE, vouched for (speak.go)
+	oldPlaces  []oldPlace // places this member's earlier processes held, answered for (speak.go)
+	cleaveTo   []node.ID  // leaving: every process our CLEAVE went to
 	exID       uint64
 	updSeq     uint64  // numbers UPDATEs, so that only the answer to the last one counts as its status
 	updIn      updSeen // the last UPDATE taken: an older one arriving late is dropped (onUpdate)
@@ -649,6 +653,9 @@ func (m *Machine) onCJoin(now time.Time, from node.ID, msg Msg) {
 	if succ == m.cfg.ID {
 		succs = []Owner{{Ticket: m.ticket, ID: m.cfg.ID}}
 	}
+	// A new process at a place this process speaks for: it vouches for
+	// itself from now on (and may be the same ID: speak.go).
+	m.speaks = slices.DeleteFunc(m.speaks, func(s spoken) bool { return s.place.Ticket == t })
 	reply := Msg{Type: MsgAckCJoin, Attempt: msg.Attempt, Ticket: t, Succ: succ, SuccTicket: succTicket, N: m.n,
 		View: m.viewList(), Epochs: m.handOver(given), Preds: m.ownR(), Succs: succs, Floor: m.floor}
 	if m.succ == m.cfg.ID && len(m.preds) == 0 {
@@ -824,6 +831,9 @@ func (m *Machine) onNewSucc(now time.Time, from node.ID, msg Msg) {
 func (m *Machine) sendCleave(now time.Time) {
 	m.leaveAt = now.Add(m.cfg.Retry)
 	if m.pred != m.cfg.ID {
+		if !slices.Contains(m.cleaveTo, m.pred) {
+			m.cleaveTo = append(m.cleaveTo, m.pred)
+		}
 		m.send(m.pred, m.cleaveMsg())
 	}
 	m.handL()
@@ -912,6 +922,10 @@ func (m *Machine) onCLeave(now time.Time, from node.ID, msg Msg) {
 		m.sentRs = rs
 	}
 	m.dropSucc(now, from)
+	if !mergeOnly {
+		m.absorb(now, from, msg.Ticket)
+		m.preds = m.dropTaken(m.preds)
+	}
 	if mergeOnly {
 		m.leftEpochs = append(m.leftEpochs, m.handOver(slices.Collect(maps.Keys(m.epochs)))...)
 		if m.succ == m.cfg.ID { // everyone else has gone: the pool ends
