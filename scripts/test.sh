@@ -147,6 +147,13 @@ stage "simulator properties, $seeds seeds per algorithm (TestSim* in $(echo $sim
 stage "chaos: ${CHAOS_SECS:-60} s of partitions, pauses, kills and restarts of lockd and elect members, with the witnesses" \
   scripts/chaos.sh "${CHAOS_SECS:-60}"
 
+# ticketd's promise that one member cut off never stops the pool for
+# longer than the failure-detection time, with real processes and a real
+# cut (network namespaces; skipped where there are none), after the
+# heavier stages so that the host is as busy as a user's, not more.
+stage "one ticketd member of five cut off: every grant on the others within the failure-detection time" \
+  env TICKETD_ISOLATE=1 go test -count=1 -timeout 10m -run '^TestIsolateOneOfFive$' -v ./cmd/ticketd
+
 fuzz_all() {
   local log="$logs/fuzz-one.log" bad=0 file decl target pkg
   while IFS=: read -r file decl; do
