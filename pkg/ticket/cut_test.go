@@ -435,13 +435,7 @@ func TestSimCutCatchesUncappedChain(t *testing.T) {
 // live processes of the core lose their leases, or the joiners stay out
 // past the detection time.
 func TestSimCutAsTicketdCatchesKeptPromises(t *testing.T) {
-	if raceOn {
-		t.Skip("single-goroutine simulator sweep: run without -race")
-	}
-	simtest.CatchSome(t, "a probe given up without a word", 200, 3, func(seed uint64) error {
-		_, err := cutRunAs(seed, bugKeepPromises, cutPos(seed), true)
-		return err
-	}, "lost its lease", "not four")
+	sweepCatch(t, bugKeepPromises, "a probe given up without a word", 200, 3, true, "lost its lease", "not four")
 }
 
 // TestSimCutCatchesAwaitNoSuspect: a coordinator that waits for its new
@@ -449,13 +443,7 @@ func TestSimCutAsTicketdCatchesKeptPromises(t *testing.T) {
 // (bugAwaitNoSuspect) never excludes a successor cut off just then: the
 // core stays short of four.
 func TestSimCutCatchesAwaitNoSuspect(t *testing.T) {
-	if raceOn {
-		t.Skip("single-goroutine simulator sweep: run without -race")
-	}
-	simtest.CatchSome(t, "a new successor never suspected", 3000, 2, func(seed uint64) error {
-		_, err := cutRun(seed, bugAwaitNoSuspect, cutPos(seed))
-		return err
-	}, "not four")
+	sweepCatch(t, bugAwaitNoSuspect, "a new successor never suspected", 3000, 2, false, "not four")
 }
 
 // TestSimCutCatchesLeaverReclaims: a leaver's UPDATE overtaken by its
@@ -463,11 +451,22 @@ func TestSimCutCatchesAwaitNoSuspect(t *testing.T) {
 // receiver's predecessor again and its R (naming the leaver) its L; a cut
 // of the leaver's taker then strands it.
 func TestSimCutCatchesLeaverReclaims(t *testing.T) {
+	sweepCatch(t, bugLeaverReclaims, "a leaver's late UPDATE taken", 3000, 1, true, "lost its support")
+}
+
+// sweepCatch runs the cut with a planted bug and the leaver at cutPos,
+// as ticketd runs its members (asTicketd: cutRunAs) or not, until
+// catches of at most runs end as want says.
+func sweepCatch(t *testing.T, b bug, name string, runs, catches int, asTicketd bool, want ...string) {
 	if raceOn {
 		t.Skip("single-goroutine simulator sweep: run without -race")
 	}
-	simtest.CatchSome(t, "a leaver's late UPDATE taken", 3000, 1, func(seed uint64) error {
-		_, err := cutRunAs(seed, bugLeaverReclaims, cutPos(seed), true)
+	simtest.CatchSome(t, name, runs, catches, func(seed uint64) error {
+		if asTicketd {
+			_, err := cutRunAs(seed, b, cutPos(seed), true)
+			return err
+		}
+		_, err := cutRun(seed, b, cutPos(seed))
 		return err
-	}, "lost its support")
+	}, want...)
 }
