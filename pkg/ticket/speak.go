@@ -52,7 +52,7 @@ type spoken struct {
 }
 
 // oldPlace is a place an earlier process of this member held: its votes
-// answer for it (via: where its CLEAVEs went; none if it was excluded).
+// answer for it (via: where its CLEAVEs went, if it was leaving).
 type oldPlace struct {
 	place Owner
 	via   []node.ID
@@ -125,11 +125,10 @@ func (m *Machine) olds(now time.Time) []oldPlace {
 	if m.n == 0 || m.ticket >= m.n {
 		return out
 	}
-	switch m.st {
-	case stLeaving, stLeft:
+	// An excluded process may have been leaving: its CLEAVE may have been
+	// served, and the taker speaks for its place.
+	if m.st == stLeaving || m.st == stLeft || m.st == stExcluded {
 		out = append(out, oldPlace{place: Owner{Ticket: m.ticket, ID: m.cfg.ID}, via: slices.Clone(m.cleaveTo), until: now.Add(m.keepOld())})
-	case stExcluded:
-		out = append(out, oldPlace{place: Owner{Ticket: m.ticket, ID: m.cfg.ID}, until: now.Add(m.keepOld())})
 	}
 	return out
 }
