@@ -583,6 +583,15 @@
 // it (the new process vouches for itself). The planted bugTakerUnasked
 // counts a left place on its own vote (TestLeftPlaceCountsWithItsTaker).
 //
+// Outside the argument, as for bans: a member started again without its
+// memory (a new daemon) and placed at its old ticket within speakFor by
+// a coordinator other than the taker answers for that (ID, ticket) as
+// its own place, without naming the taker, which may still speak for the
+// old process there. A restarted member's bans are lost the same way.
+// Keeping a member's bans and old places in its state file would close
+// both; the simulator's restarts (TestSimFaults, TestSimEpochsAcrossRefounds)
+// have not met either.
+//
 // Two more rules the sweep needed once the window was covered. A
 // coordinator waiting for its new successor's ACKSUCC (it served a
 // CLEAVE) suspects that successor as any other: one cut off just then was
