@@ -231,27 +231,22 @@ func (m *Machine) onAckExclude(now time.Time, from node.ID, msg Msg) {
 // the successor may hold as its L (an empty L gives no support; it needs
 // none).
 func (ex *exclusion) quorum(set map[node.ID]bool) bool {
-	for _, l := range ex.lists {
-		n := 0
-		for _, o := range l {
-			if set[o.ID] {
-				n++
-			}
-		}
-		if len(l) > 0 && n < exclusionQuorum(len(l)) {
-			return false
-		}
-	}
-	return true
+	return ex.majorityOf(func(o Owner) bool { return set[o.ID] })
 }
 
 // quorumBanned reports whether a strict majority of every list the
 // successor may hold counts as banned (counted, speak.go).
 func (ex *exclusion) quorumBanned(bug bug) bool {
+	return ex.majorityOf(func(o Owner) bool { return ex.counted(o, bug) })
+}
+
+// majorityOf reports whether the entries for which in holds are a strict
+// majority of every list (an empty list needs none).
+func (ex *exclusion) majorityOf(in func(Owner) bool) bool {
 	for _, l := range ex.lists {
 		n := 0
 		for _, o := range l {
-			if ex.counted(o, bug) {
+			if in(o) {
 				n++
 			}
 		}
