@@ -11,6 +11,7 @@ require (
 	github.com/miekg/dns v1.1.73
 	github.com/urfave/cli/v2 v2.27.7
 	golang.org/x/sync v0.24.0
+	golang.org/x/sys v0.48.0
 	gonum.org/v1/plot v0.17.0
 )
 
@@ -28,6 +29,5 @@ require (
 	github.com/xrash/smetrics v0.0.0-20240521201337-686a1a2994c1 // indirect
 	golang.org/x/image v0.30.0 // indirect
 	golang.org/x/net v0.59.0 // indirect
-	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
 )

@@ -30,6 +30,12 @@ minus send time, so members must share a clock: one host, or synchronised
 ones), and the one-way UDP latency on loopback measured beside it. Run it
 on every member at once.
 
+With --rate, message k is due k/rate seconds after the start, by the
+clock alone (on Linux a timerfd the member wakes for, as a writer into
+'mcast run' wakes it), never by when the member happens to wake for a
+frame; a message is stamped when it is handed to the member, and sends
+that fell behind go out together.
+
 With --order total the members form a dynamic group in that total order
 (--total) first; sending, and the clock, start once every member in
 --peers (or --start-with) is in the view.

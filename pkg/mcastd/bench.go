@@ -73,22 +73,33 @@ func Bench(live *cli.Running, m BenchMember, cfg BenchConfig, out *cli.Output, l
 			filler[i] = byte('a' + i%26)
 		}
 		batch := 256
-		var tick *time.Ticker
+		var pace pacer
 		if rate > 0 {
-			batch = 1
-			tick = time.NewTicker(time.Second / time.Duration(rate))
-			defer tick.Stop()
+			pace = newPacer(time.Now(), time.Second/time.Duration(rate))
+			defer pace.stop()
 		}
 		for seq := 1; seq <= count; {
+			if pace != nil {
+				due, err := pace.wait()
+				if err != nil {
+					sendErr <- err
+					return
+				}
+				batch = max(1, due-seq+1)
+			}
 			var lines [][]byte
 			for ; seq <= count && len(lines) < batch; seq++ {
 				lines = append(lines, benchPayload(uint64(seq), filler))
 			}
-			if tick != nil {
-				<-tick.C
-				// The send time goes in as late as possible.
-				binary.BigEndian.PutUint64(lines[0][8:], uint64(time.Now().UnixNano()))
-				stampCRC(lines[0])
+			if pace != nil {
+				// The send time goes in as late as possible: the
+				// moment the messages are handed to the member, as
+				// cpgflood stamps its own just before cpg_mcast_joined.
+				now := uint64(time.Now().UnixNano())
+				for _, l := range lines {
+					binary.BigEndian.PutUint64(l[8:], now)
+					stampCRC(l)
+				}
 			}
 			if err := m.Submit(ctx, lines); err != nil {
 				sendErr <- err
