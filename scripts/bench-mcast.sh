@@ -379,6 +379,7 @@ for n in ${MEMBERS:-3 5 9}; do
   fi
   coro "rate$n" "$n" 3000 1000
   for t in sequencer totem; do ours "${t}rate$n" "$t" "$n" 3000 1000; done
+  cf= # the one node's flood (none with FLOOD=0; the ring's ratios say so)
   if [ "$flood" != 0 ]; then
     cf=$(field "$work/coro.flood$n.1" '[0-9]+ msgs/s')
     for t in sequencer lamport isis totem; do
