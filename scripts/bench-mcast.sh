@@ -379,7 +379,7 @@ for n in ${MEMBERS:-3 5 9}; do
   fi
   coro "rate$n" "$n" 3000 1000
   for t in sequencer totem; do ours "${t}rate$n" "$t" "$n" 3000 1000; done
-  cf= # the one node's flood (none with FLOOD=0; the ring's ratios say so)
+  cf= # the one node's flood (FLOOD=0: none)
   if [ "$flood" != 0 ]; then
     cf=$(field "$work/coro.flood$n.1" '[0-9]+ msgs/s')
     for t in sequencer lamport isis totem; do
@@ -412,12 +412,14 @@ for n in ${MEMBERS:-3 5 9}; do
   echo "(load average: $(cut -d' ' -f1-3 /proc/loadavg))"
   rf=$(field "$work/coro.ringflood$n.1" '[0-9]+ msgs/s' 2>/dev/null || true)
   rl=$(field "$work/coro.ringrate$n.1" 'p50 [0-9.]+us' || true)
-  ratio_or "$rf" "$cf" "corosync flood msgs/s, ring of $n nodes / one node"
   ratio_or "$rl" "$cl" "corosync median latency at 1,000/s, ring of $n nodes / one node"
-  for t in sequencer lamport isis totem; do
-    ratio_or "$(field "$work/ours.${t}ringflood$n.1" '"msgs_per_s":[0-9.]+')" "$rf" "$t flood msgs/s / corosync, both in namespaces, ring of $n nodes"
-    ratio_or "$(field "$work/ours.${t}flood$n.1" '"msgs_per_s":[0-9.]+')" "$rf" "$t flood msgs/s on loopback / corosync ring of $n nodes"
-  done
+  if [ "$flood" != 0 ]; then
+    ratio_or "$rf" "$cf" "corosync flood msgs/s, ring of $n nodes / one node"
+    for t in sequencer lamport isis totem; do
+      ratio_or "$(field "$work/ours.${t}ringflood$n.1" '"msgs_per_s":[0-9.]+')" "$rf" "$t flood msgs/s / corosync, both in namespaces, ring of $n nodes"
+      ratio_or "$(field "$work/ours.${t}flood$n.1" '"msgs_per_s":[0-9.]+')" "$rf" "$t flood msgs/s on loopback / corosync ring of $n nodes"
+    done
+  fi
   for t in sequencer totem; do
     ratio_or "$(field "$work/ours.${t}ringrate$n.1" '"p50_us":[0-9]+')" "$rl" "$t median latency at 1,000/s / corosync, both in namespaces, ring of $n nodes"
     ratio_or "$(field "$work/ours.${t}rate$n.1" '"p50_us":[0-9]+')" "$rl" "$t median latency at 1,000/s on loopback / corosync ring of $n nodes"

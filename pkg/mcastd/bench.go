@@ -85,7 +85,7 @@ func Bench(live *cli.Running, m BenchMember, cfg BenchConfig, out *cli.Output, l
 					sendErr <- err
 					return
 				}
-				batch = max(1, due-seq+1)
+				batch = min(256, max(1, due-seq+1)) // a long lag drains 256 a period
 			}
 			var lines [][]byte
 			for ; seq <= count && len(lines) < batch; seq++ {
