@@ -86,44 +86,45 @@ func (c Config) suspect() time.Duration {
 type bug uint8
 
 const (
-	bugEarlyInstall    bug = 1 + iota // install once a majority is ready, with what one has
-	bugFlushDeliver                   // go on delivering while a view change is under way
-	bugSkipGap                        // total: deliver past a stamped message not yet received
-	bugNoLinger                       // a member that leaves stops at once
-	bugLamportNoAck                   // lamport: deliver the head without everyone's acknowledgement
-	bugSafeSkipLast                   // safe: do not wait for the view's last member
-	bugISISEarly                      // isis: deliver the head on its proposed priority, before it is agreed
-	bugTotemStaleAru                  // totem: the holder passes on an aru it has not reached
-	bugMergeNoFlush                   // evs: a component that merges into another skips the rest of its view
-	bugMergeEitherWay                 // evs: leaders of views with equal numbers each join the other
-	bugTransWholeView                 // safe: the transitional set is the whole old view
-	bugTransLocal                     // safe: the transitional set leaves out whom this member suspects
-	bugQuitCounted                    // a quitter is counted like a crashed member
-	bugQuitSuspected                  // every suspected member is left out of the majority's count, not only quitters
-	bugNoHealth                       // suspicion ignores this member's own lateness (no local health multiplier)
-	bugNoRequeue                      // a removed member drops its messages past the cut
-	bugDropLive                       // a change that drops a silent member drops the view's last member too, though it answered
-	bugNoMissed                       // a removed member does not report the messages of its view it missed
-	bugFixedWindow                    // every member keeps the whole Window in flight, however many members send
-	bugNoBatch                        // order frames go as each data frame comes, not batched (group_batch.go)
-	bugNoRide                         // isis: no proposal or agreed priority rides on a data frame
-	bugFlushUnheard                   // the acting leader ignores a status that says its sender is flushing
-	bugFlatSuspect                    // suspicion waits Suspect for every process, whatever silences it came back from
-	bugGoneAnyInc                     // a MsgGone makes its receiver rejoin whichever incarnation it answered
-	bugWaitSuperseded                 // a view member whose process has been heard as a later incarnation is waited for until silent
-	bugRelayedJoin                    // the leader takes in a joiner whose join came relayed by another member (it may not hear the joiner)
-	bugTotemHoldIdle                  // totem: a holder with nothing to send keeps the token on a busy ring
-	bugTotemUnheard                   // totem: the token's return does not count as hearing the members it went through
-	bugResendEach                     // every status resends what it shows missing, not once per Period to a member (retransmit)
-	bugRelayFinals                    // isis: every member resends every sender's agreed priorities a status lacks, not only its own
-	bugViewByNumber                   // evs: a frame of this view's number is taken whatever leader it names (Msg.Lead)
-	bugMergePartial                   // evs: a component merges into another without the members that did not answer the change
-	bugEVSGone                        // evs: a member answers a frame of an older view it is no longer with by MsgGone (the sender rejoins instead of merging)
-	bugTotemHoldToTick                // totem: an idle holder's Period/4 is not a wake-up: it keeps the token until the next tick
-	bugTotemHoldAll                   // totem: every member, not only the view's leader, keeps an idle token (and no cancel reaches it)
-	bugTotemNoCancel                  // totem: a member with a message queued on an idle ring does not ask the leader to pass the token
-	bugTotemTokenLast                 // totem: the token goes after every copy of the holder's messages, not right after the successor's
-	bugAskResendsAll                  // an asking status gets every message of every sender it lacks, and every gap seen asks at once (askGap)
+	bugEarlyInstall      bug = 1 + iota // install once a majority is ready, with what one has
+	bugFlushDeliver                     // go on delivering while a view change is under way
+	bugSkipGap                          // total: deliver past a stamped message not yet received
+	bugNoLinger                         // a member that leaves stops at once
+	bugLamportNoAck                     // lamport: deliver the head without everyone's acknowledgement
+	bugSafeSkipLast                     // safe: do not wait for the view's last member
+	bugISISEarly                        // isis: deliver the head on its proposed priority, before it is agreed
+	bugTotemStaleAru                    // totem: the holder passes on an aru it has not reached
+	bugMergeNoFlush                     // evs: a component that merges into another skips the rest of its view
+	bugMergeEitherWay                   // evs: leaders of views with equal numbers each join the other
+	bugTransWholeView                   // safe: the transitional set is the whole old view
+	bugTransLocal                       // safe: the transitional set leaves out whom this member suspects
+	bugQuitCounted                      // a quitter is counted like a crashed member
+	bugQuitSuspected                    // every suspected member is left out of the majority's count, not only quitters
+	bugNoHealth                         // suspicion ignores this member's own lateness (no local health multiplier)
+	bugNoRequeue                        // a removed member drops its messages past the cut
+	bugDropLive                         // a change that drops a silent member drops the view's last member too, though it answered
+	bugNoMissed                         // a removed member does not report the messages of its view it missed
+	bugFixedWindow                      // every member keeps the whole Window in flight, however many members send
+	bugNoBatch                          // order frames go as each data frame comes, not batched (group_batch.go)
+	bugNoRide                           // isis: no proposal or agreed priority rides on a data frame
+	bugFlushUnheard                     // the acting leader ignores a status that says its sender is flushing
+	bugFlatSuspect                      // suspicion waits Suspect for every process, whatever silences it came back from
+	bugGoneAnyInc                       // a MsgGone makes its receiver rejoin whichever incarnation it answered
+	bugWaitSuperseded                   // a view member whose process has been heard as a later incarnation is waited for until silent
+	bugRelayedJoin                      // the leader takes in a joiner whose join came relayed by another member (it may not hear the joiner)
+	bugTotemHoldIdle                    // totem: a holder with nothing to send keeps the token on a busy ring
+	bugTotemUnheard                     // totem: the token's return does not count as hearing the members it went through
+	bugResendEach                       // every status resends what it shows missing, not once per Period to a member (retransmit)
+	bugRelayFinals                      // isis: every member resends every sender's agreed priorities a status lacks, not only its own
+	bugViewByNumber                     // evs: a frame of this view's number is taken whatever leader it names (Msg.Lead)
+	bugMergePartial                     // evs: a component merges into another without the members that did not answer the change
+	bugEVSGone                          // evs: a member answers a frame of an older view it is no longer with by MsgGone (the sender rejoins instead of merging)
+	bugTotemHoldToTick                  // totem: an idle holder's Period/4 is not a wake-up: it keeps the token until the next tick
+	bugTotemHoldAll                     // totem: every member, not only the view's leader, keeps an idle token (and no cancel reaches it)
+	bugTotemNoCancel                    // totem: a member with a message queued on an idle ring does not ask the leader to pass the token
+	bugTotemTokenLast                   // totem: the token goes after every copy of the holder's messages, not right after the successor's
+	bugTotemAsksInFlight                // totem: the token asks for every position missing, those given out since it last came too (copies in flight)
+	bugAskResendsAll                    // an asking status gets every message of every sender it lacks, and every gap seen asks at once (askGap)
 )
 
 // Group events. Text forms: "view 7 members 1,2,4 joined 4 left 3",
