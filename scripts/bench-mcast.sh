@@ -267,6 +267,11 @@ coro() { # tag members count [rate] (corosync runs in the background: wait for t
   wait "${c[@]}" || echo "corosync CPG$where, $2 members: a client failed or took over $tmo s" >&2
   echo "corosync CPG$where, $2 members: $(cat "$work/coro.$1.1")"
 }
+# corosync runs itself under SCHED_RR by default (corosync.conf's
+# system.sched_rr); the members run normally unless rt is set (mcast
+# --realtime), and step 6 measures them both ways at 1,000/s.
+echo "corosync's scheduling: $(chrt -p "${pids[-1]}" 2>/dev/null | sed -E 's/^pid [0-9]+.s current //' | paste -sd ';' || echo unknown)"
+rt=
 fails=0
 tmo=${BENCH_TIMEOUT:-300}
 count=${COUNT:-100000}
@@ -275,9 +280,9 @@ ours() { # tag total members count [rate]: every member waits for every message
   # In the ring's namespaces the members reach each other over veth, not
   # loopback: without a key, as corosync runs here (crypto none).
   if [ -n "$inring" ]; then pf=$inring/peers insecure=(--insecure); else peers "$3"; fi
-  for ((i = 1; i <= $3; i++)); do member "$i" timeout "$tmo" "$mc" bench --id "$i" --peers @"$pf" "${insecure[@]}" --order total --total "$2" --count "$4" ${5:+--rate $5} --size 64 --json 2>"$work/ours.$1.$i.log" >"$work/ours.$1.$i" & c+=($!); done
+  for ((i = 1; i <= $3; i++)); do member "$i" timeout "$tmo" "$mc" bench --id "$i" --peers @"$pf" "${insecure[@]}" --order total --total "$2" --count "$4" ${5:+--rate $5} --size 64 --json ${rt:+--realtime} 2>"$work/ours.$1.$i.log" >"$work/ours.$1.$i" & c+=($!); done
   wait "${c[@]}" || true
-  echo "mcast $2$where, $3 members: $(cat "$work/ours.$1.1")"
+  echo "mcast $2${rt:+ --realtime}$where, $3 members: $(cat "$work/ours.$1.1")"
   local failed=0
   for ((i = 1; i <= $3; i++)); do
     # A sequence-check error (a hole, a repeat, a bad checksum, a missing
@@ -379,6 +384,9 @@ for n in ${MEMBERS:-3 5 9}; do
   fi
   coro "rate$n" "$n" 3000 1000
   for t in sequencer totem; do ours "${t}rate$n" "$t" "$n" 3000 1000; done
+  rt=1
+  for t in sequencer totem; do ours "${t}rtrate$n" "$t" "$n" 3000 1000; done
+  rt=
   cf= # the one node's flood (FLOOD=0: none)
   if [ "$flood" != 0 ]; then
     cf=$(field "$work/coro.flood$n.1" '[0-9]+ msgs/s')
@@ -389,12 +397,14 @@ for n in ${MEMBERS:-3 5 9}; do
   cl=$(field "$work/coro.rate$n.1" 'p50 [0-9.]+us')
   for t in sequencer totem; do
     ratio "$(field "$work/ours.${t}rate$n.1" '"p50_us":[0-9]+')" "$cl" "$t median latency at 1,000/s / corosync, $n members (target ≤ 1)"
+    ratio_or "$(field "$work/ours.${t}rtrate$n.1" '"p50_us":[0-9]+' || true)" "$cl" "$t --realtime median latency at 1,000/s / corosync (both under SCHED_RR), $n members (target ≤ 1)"
   done
 
   echo "-- $n members: the token ring's physical bound (n processes on loopback, one datagram round the ring, no protocol)"
   bound "$n"
   bl=$(field "$work/bound.$n.load" 'bound \(rotation/2 \+ hop\) [0-9.]+us' || true)
   ratio_or "$(field "$work/ours.totemrate$n.1" '"p50_us":[0-9]+')" "$bl" "totem median latency at 1,000/s / the token ring's bound under load ($bl us), $n members"
+  ratio_or "$(field "$work/ours.totemrtrate$n.1" '"p50_us":[0-9]+' || true)" "$bl" "totem --realtime median latency at 1,000/s / the token ring's bound under load ($bl us), $n members"
 
   [ "$ring" != 0 ] || continue
   echo "-- $n members: corosync as a ring of $n nodes (one daemon per network namespace, udpu over veth and a bridge), mcast members in the same namespaces"

@@ -12,6 +12,7 @@ var benchFlags = cli.WithEnv(tool, append(append(cli.NodeFlags(), groupFlags...)
 	&ucli.IntFlag{Name: "count", Value: 100000, Usage: "messages this member sends"},
 	&ucli.IntFlag{Name: "rate", Usage: "messages per second this member sends (0: as fast as the group takes them)"},
 	lingerFlag,
+	realtimeFlag,
 ))
 
 // benchCommand is 'mcast bench': a flood in the style of corosync's

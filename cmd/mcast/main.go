@@ -24,6 +24,7 @@ const tool = "mcast"
 var runFlags = cli.WithEnv(tool, append(append(cli.NodeFlags(), groupFlags...),
 	orderFlag,
 	lingerFlag,
+	realtimeFlag,
 	&ucli.BoolFlag{Name: "base64", Usage: "input lines are base64 and payloads are printed in base64 (binary-safe)"},
 	&ucli.DurationFlag{Name: "period", DefaultText: "50ms; 20ms with --views", Usage: "how often members exchange digests (what each has received), which drives repair; with --views the heartbeat"},
 	&ucli.DurationFlag{Name: "suspect", DefaultText: "20 × --period (1s); with --views 8 × --period (160ms)", Usage: "a member silent this long no longer holds up 'delivered by all' at end of input; with --views it is taken out of the view"},
@@ -34,6 +35,10 @@ var runFlags = cli.WithEnv(tool, append(append(cli.NodeFlags(), groupFlags...),
 
 // orderFlag is shared by run and bench: MCAST_ORDER means one thing.
 var orderFlag = &ucli.StringFlag{Name: "order", Value: "fifo", Usage: "unordered, fifo, causal, gossip (run only) or total (one order for every member, in a dynamic group; see --total)"}
+
+// realtimeFlag is --realtime, shared by run and bench: off by default
+// (pkg/cli RealtimeOptInFlag says why).
+var realtimeFlag = cli.RealtimeOptInFlag()
 
 var lingerFlag = &ucli.DurationFlag{Name: "linger", Value: 30 * time.Second, Usage: "at the end, wait at most this long for the group to finish"}
 
@@ -151,6 +156,7 @@ func run(c *ucli.Context) error {
 		return err
 	}
 	defer mb.Close()
+	cli.ApplyRealtime(c, mb.Log)
 	cfg := mcastd.RunConfig{Multicast: mcast.Config{Order: order, Period: c.Duration("period"), Suspect: c.Duration("suspect")},
 		Pipe: pipeConfig(c, mb.Log), JSON: c.Bool(cli.FlagJSON)}
 	if gossipOrder {
@@ -177,6 +183,7 @@ func runGroup(c *ucli.Context) error {
 		return err
 	}
 	defer mb.Close()
+	cli.ApplyRealtime(c, mb.Log)
 	cfg, err := groupConfig(c, mb)
 	if err != nil {
 		return err
@@ -204,6 +211,7 @@ func bench(c *ucli.Context) error {
 		return err
 	}
 	defer mb.Close()
+	cli.ApplyRealtime(c, mb.Log)
 	var gcfg group.Config
 	if cfg.Group {
 		if gcfg, err = groupConfig(c, mb); err != nil {

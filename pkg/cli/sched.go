@@ -57,6 +57,17 @@ func RealtimeFlag() ucli.Flag {
 		Usage: "run under SCHED_RR realtime priority " + strconv.Itoa(RealtimePriority) + " (as corosync -r does; a leased command's watchdog at " + strconv.Itoa(WatchdogPriority) + "), so that a busy host does not make this process's timers late; the command runs as a normal process, and only once killed gets priority " + strconv.Itoa(RealtimePriority) + " to finish exiting; needs root, CAP_SYS_NICE or RLIMIT_RTPRIO, else a note on stderr and normal scheduling; --realtime=false: normal scheduling"}
 }
 
+// RealtimeOptInFlag is --realtime for a member that moves bulk data
+// (mcast run and bench), off by default. Its timers decide views as a
+// daemon's decide holders, but it spends the CPU its input asks for: under
+// realtime a member that floods the group runs ahead of every normal
+// process on the host, up to the kernel's realtime throttle
+// (sched_rt_runtime_us), so the host's owner turns it on.
+func RealtimeOptInFlag() ucli.Flag {
+	return &ucli.BoolFlag{Name: FlagRealtime, Value: false,
+		Usage: "run under SCHED_RR realtime priority " + strconv.Itoa(RealtimePriority) + ", as corosync runs itself by default (sched_rr), so that a busy host does not delay this member's frames, token and timers; off by default: a member that floods the group would run ahead of every normal process on the host; needs root, CAP_SYS_NICE or RLIMIT_RTPRIO, else a note on stderr and normal scheduling"}
+}
+
 // RealtimeClientFlag is --realtime for a client that leases a command
 // from a member (ticketd run), off by default. The member's timers decide
 // who holds what and run under realtime scheduling by default; a client
