@@ -135,10 +135,9 @@ type Machine struct {
 	me    int
 
 	seq   uint64
-	store []map[uint64]Item // per sender: received, not yet stable
+	store []seqStore        // per sender: received, not yet stable (store.go)
 	gc    []uint64          // per sender: every seq up to this is out of store
 	recv  []uint64          // per sender: received without a gap
-	above []map[uint64]bool // per sender: received beyond recv
 	deliv []uint64          // per sender: delivered without a gap (causal: V_i)
 	high  []uint64          // per sender: the highest seq received
 	done  []map[uint64]bool // unordered: delivered beyond deliv
@@ -146,9 +145,8 @@ type Machine struct {
 	peerRecv, peerDeliv [][]uint64
 	heard               []time.Time
 	nextDigest          time.Time
-	nak                 map[node.ID]bool       // digest owed now (new data, or a gap)
-	lastSent            []map[uint64]time.Time // per sender: when we last sent each message we hold
-	final               uint64                 // 0 while input is open, then seq+1
+	nak                 map[node.ID]bool // digest owed now (new data, or a gap)
+	final               uint64           // 0 while input is open, then seq+1
 	endedAt             time.Time
 	peerFinal           []uint64
 	isDone              bool
@@ -193,14 +191,13 @@ func New(cfg Config) (*Machine, error) {
 	slices.Sort(peers)
 	peers = slices.Compact(peers)
 	n := len(peers)
-	m := &Machine{cfg: cfg, peers: peers, idx: map[node.ID]int{}, store: make([]map[uint64]Item, n), gc: make([]uint64, n),
-		recv: make([]uint64, n), high: make([]uint64, n), above: make([]map[uint64]bool, n), deliv: make([]uint64, n), done: make([]map[uint64]bool, n),
+	m := &Machine{cfg: cfg, peers: peers, idx: map[node.ID]int{}, store: make([]seqStore, n), gc: make([]uint64, n),
+		recv: make([]uint64, n), high: make([]uint64, n), deliv: make([]uint64, n), done: make([]map[uint64]bool, n),
 		peerRecv: make([][]uint64, n), peerDeliv: make([][]uint64, n), heard: make([]time.Time, n), peerFinal: make([]uint64, n),
-		nak: map[node.ID]bool{}, stats: map[string]uint64{}, lastSent: make([]map[uint64]time.Time, n)}
+		nak: map[node.ID]bool{}, stats: map[string]uint64{}}
 	for i, p := range peers {
-		m.lastSent[i] = map[uint64]time.Time{}
 		m.idx[p] = i
-		m.store[i], m.above[i], m.done[i] = map[uint64]Item{}, map[uint64]bool{}, map[uint64]bool{}
+		m.store[i], m.done[i] = newSeqStore(), map[uint64]bool{}
 	}
 	m.me = m.idx[cfg.ID]
 	return m, nil
@@ -325,7 +322,7 @@ func (m *Machine) send(now time.Time, payload []byte) (Item, bool) {
 	m.stats["sent"]++
 	m.emitted += Cost(payload)
 	m.events = append(m.events, SendEvent{Event: "send", Seq: it.Seq, VT: it.VT, Payload: payload})
-	m.store[m.me][m.seq] = it
+	m.store[m.me].put(it) // above everything collected: a new seq
 	m.held++
 	m.recv[m.me], m.high[m.me] = m.seq, m.seq
 	m.deliver()
@@ -356,7 +353,9 @@ func (m *Machine) broadcast(items []Item) {
 			}
 		}
 		for _, it := range items[:n] {
-			m.lastSent[m.me][it.Seq] = m.now
+			if sl := m.store[m.me].at(it.Seq); sl != nil {
+				sl.sent = m.now
+			}
 		}
 		items = items[n:]
 	}
@@ -394,6 +393,14 @@ func (m *Machine) backlogged() bool {
 	return m.cfg.Backlog > 0 && m.emitted-m.written >= uint64(m.cfg.Backlog)
 }
 
+// aheadMax is how far beyond what it received without a gap a member
+// stores a sender's message: 8·Window. A sender keeps at most 4·Window
+// of its own beyond what every member it has not suspected received
+// (Step, ErrFull), so only a member it suspected, or a forged frame, is
+// sent further; what is not stored comes again, in order, once the gap
+// before it is repaired. It bounds the store's slots (store.go).
+func (m *Machine) aheadMax() uint64 { return 8 * uint64(m.cfg.Window) }
+
 // acked is how many of its own messages every unsuspected member has
 // received.
 func (m *Machine) acked(now time.Time) uint64 {
@@ -419,22 +426,31 @@ func (m *Machine) receive(from node.ID, it Item) error {
 	if m.cfg.Order == Causal && len(it.VT) != len(m.peers) || m.cfg.Order == Causal && it.VT[s] != it.Seq {
 		return fmt.Errorf("mcast: %d/%d from %d without a vector timestamp for %d members", it.Sender, it.Seq, from, len(m.peers))
 	}
-	if it.Seq <= m.recv[s] || m.above[s][it.Seq] {
+	if it.Seq <= m.recv[s] || m.store[s].at(it.Seq) != nil {
 		m.stats["duplicates"]++
 		return nil
 	}
-	m.store[s][it.Seq] = it
+	if it.Seq-m.recv[s] > m.aheadMax() {
+		// Further ahead than any sender goes of a member it hears
+		// (aheadMax): not stored, and whoever sent it hears at once
+		// what we have; retransmission brings it again in order.
+		m.stats["ahead"]++
+		m.nak[from] = true
+		return nil
+	}
+	if !m.store[s].put(it) {
+		m.stats["duplicates"]++
+		return nil
+	}
 	m.held++
 	m.stats["received"]++
 	m.high[s] = max(m.high[s], it.Seq)
 	if it.Seq == m.recv[s]+1 {
 		m.recv[s]++
-		for m.above[s][m.recv[s]+1] {
-			delete(m.above[s], m.recv[s]+1)
+		for m.store[s].at(m.recv[s]+1) != nil {
 			m.recv[s]++
 		}
 	} else {
-		m.above[s][it.Seq] = true
 		m.nak[from] = true // a gap: tell whoever sent this what we have
 	}
 	return nil
@@ -447,12 +463,14 @@ func (m *Machine) deliver() {
 		for s := range m.peers {
 			switch m.cfg.Order {
 			case Unordered:
-				for _, seq := range slices.Sorted(maps.Keys(m.store[s])) {
+				st := &m.store[s]
+				for i := range st.slots {
 					if m.backlogged() {
 						return
 					}
-					if seq > m.deliv[s] && !m.done[s][seq] {
-						m.emit(s, m.store[s][seq])
+					sl := &st.slots[i]
+					if seq := sl.it.Seq; sl.held && seq > m.deliv[s] && !m.done[s][seq] {
+						m.emit(s, sl.it)
 						m.done[s][seq] = true
 						for m.done[s][m.deliv[s]+1] {
 							delete(m.done[s], m.deliv[s]+1)
@@ -463,9 +481,9 @@ func (m *Machine) deliver() {
 			case FIFO:
 				// Nita-Rotaru's CS7610 notes: deliver when S = R + 1; hold back when S > R + 1.
 				for !m.backlogged() {
-					it, ok := m.store[s][m.deliv[s]+1]
+					it, ok := m.store[s].get(m.deliv[s] + 1)
 					if !ok && m.cfg.bug == bugEarly {
-						it, ok = m.store[s][m.deliv[s]+2]
+						it, ok = m.store[s].get(m.deliv[s] + 2)
 					}
 					if !ok {
 						break
@@ -478,7 +496,7 @@ func (m *Machine) deliver() {
 				// Nita-Rotaru's CS7610 notes: deliver when V_j[j] = V_i[j] + 1 and V_j[k] ≤ V_i[k]
 				// for every k ≠ j; then V_i[j] + 1.
 				for !m.backlogged() {
-					it, ok := m.store[s][m.deliv[s]+1]
+					it, ok := m.store[s].get(m.deliv[s] + 1)
 					if !ok || !m.causallyReady(s, it) {
 						break
 					}
@@ -525,11 +543,12 @@ func (m *Machine) retransmit(q node.ID, theirs, theirHigh []uint64) {
 		// From the first message q lacks up to the highest we hold, by
 		// lookup: the cost is the frame's, not the store's.
 		for seq, looked := theirs[s]+1, 0; seq <= m.high[s] && looked < 4*maxItems; seq, looked = seq+1, looked+1 {
-			it, ok := m.store[s][seq]
-			if !ok {
+			sl := m.store[s].at(seq)
+			if sl == nil {
 				continue
 			}
-			if t, sent := m.lastSent[s][seq]; sent && m.now.Sub(t) < m.cfg.Period && (theirHigh == nil || seq > theirHigh[s]) {
+			it := sl.it
+			if !sl.sent.IsZero() && m.now.Sub(sl.sent) < m.cfg.Period && (theirHigh == nil || seq > theirHigh[s]) {
 				// Sent lately and nothing later has reached q: probably in
 				// flight, not lost. Resent if still missing a Period on.
 				if s == m.me && theirHigh != nil {
@@ -548,7 +567,7 @@ func (m *Machine) retransmit(q node.ID, theirs, theirHigh []uint64) {
 			}
 			size += cost
 			items = append(items, it)
-			m.lastSent[s][seq] = m.now
+			sl.sent = m.now
 		}
 	}
 	if len(items) > 0 {
@@ -595,14 +614,11 @@ func (m *Machine) collect() {
 			// Everything up to stable goes; nothing at or below m.gc[s] is
 			// stored again (it is at or below recv), so only the newly
 			// stable numbers are looked at, not the whole store.
-			for seq := m.gc[s] + 1; seq <= stable; seq++ {
-				if _, ok := m.store[s][seq]; ok {
-					delete(m.store[s], seq)
-					delete(m.lastSent[s], seq)
-					m.held--
-					if lenient {
-						m.stats["abandoned"]++
-					}
+			if stable > m.gc[s] {
+				n := m.store[s].drop(stable)
+				m.held -= n
+				if lenient {
+					m.stats["abandoned"] += uint64(n)
 				}
 			}
 			m.gc[s] = max(m.gc[s], stable)
