@@ -21,7 +21,9 @@
 #      9 members, 64-byte messages, a flood of 100,000 each and 3,000 each
 #      at 1,000/s; mcast bench --order total in every total order for the
 #      flood, with the sequencer and TOTEM at 1,000/s, the same counts,
-#      every member waiting for every message (as cpgflood does);
+#      every member waiting for every message (as cpgflood does), each
+#      rate run once as normal processes and once with --realtime
+#      (SCHED_RR, as corosync runs itself: the script prints its policy);
 #      delivered msgs/s per member and median latency, and the ratios.
 #      Any sequence-check error of any member fails the script; the
 #      failed flood's reports and stderr logs of every member are kept
