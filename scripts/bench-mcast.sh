@@ -419,6 +419,9 @@ for n in ${MEMBERS:-3 5 9}; do
   fi
   coro "ringrate$n" "$n" 3000 1000
   for t in sequencer totem; do ours "${t}ringrate$n" "$t" "$n" 3000 1000; done
+  rt=1
+  for t in sequencer totem; do ours "${t}ringrtrate$n" "$t" "$n" 3000 1000; done
+  rt=
   inring= where=
   ring_down
   echo "(load average: $(cut -d' ' -f1-3 /proc/loadavg))"
@@ -434,6 +437,7 @@ for n in ${MEMBERS:-3 5 9}; do
   fi
   for t in sequencer totem; do
     ratio_or "$(field "$work/ours.${t}ringrate$n.1" '"p50_us":[0-9]+')" "$rl" "$t median latency at 1,000/s / corosync, both in namespaces, ring of $n nodes"
+    ratio_or "$(field "$work/ours.${t}ringrtrate$n.1" '"p50_us":[0-9]+' || true)" "$rl" "$t --realtime median latency at 1,000/s / corosync, both in namespaces and under SCHED_RR, ring of $n nodes"
     ratio_or "$(field "$work/ours.${t}rate$n.1" '"p50_us":[0-9]+')" "$rl" "$t median latency at 1,000/s on loopback / corosync ring of $n nodes"
   done
 done
