@@ -28,8 +28,10 @@ CRC-32 of the rest; every delivery is checked (sequence per sender,
 checksum). At the end the member prints what it sent and delivered,
 messages/s and MB/s delivered, and the latency percentiles (delivery time
 minus send time, so members must share a clock: one host, or synchronised
-ones), and the one-way UDP latency on loopback measured beside it. Run it
-on every member at once.
+ones), and the one-way UDP latency on loopback measured beside it; in a
+fixed group also the copies it sent again (repairs, relays, and its own
+messages past the window, which go when a digest asks) and the copies it
+got twice. Run it on every member at once.
 
 With --rate, message k is due k/rate seconds after the start, by the
 clock alone (on Linux a timerfd the member wakes for, as a writer into

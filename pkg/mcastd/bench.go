@@ -35,8 +35,9 @@ type BenchConfig struct {
 	Linger  time.Duration
 
 	trace *tracer // TraceEnv: deliveries are traced too
-	// counters reads the group member's counters (nil: none); the
-	// report carries TOTEM's token holds from them.
+	// counters reads the member's counters (nil: none); the report
+	// carries TOTEM's token holds from them, and a fixed group's copies
+	// sent again and got twice.
 	counters func() map[string]uint64
 }
 
@@ -168,6 +169,13 @@ func Bench(live *cli.Running, m BenchMember, cfg BenchConfig, out *cli.Output, l
 			res["tokens"], res["token_held"] = c["tokens"], c["token-held"]
 			res["hold_cancel_sent"], res["hold_cancelled"] = c["hold-cancel-sent"], c["hold-cancelled"]
 			text += fmt.Sprintf("; token came %d times, held %d, hold-cancels sent %d, taken %d", c["tokens"], c["token-held"], c["hold-cancel-sent"], c["hold-cancelled"])
+		}
+		if !cfg.Group && cfg.counters != nil {
+			// What this member sent again (its own and others'
+			// messages) and got twice.
+			c := cfg.counters()
+			res["resent"], res["duplicates"] = c["retransmitted"], c["duplicates"]
+			text += fmt.Sprintf("; sent again %d, got twice %d", c["retransmitted"], c["duplicates"])
 		}
 		if firstErr != "" {
 			text += "; first error: " + firstErr

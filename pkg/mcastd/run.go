@@ -115,6 +115,20 @@ func RunGroup(mb *cli.Member, cfg GroupRunConfig) error {
 
 // RunBench runs `mcast bench`: one member flooding a fixed group (cfg's
 // Order), or with cfg.Group a dynamic group configured by gcfg.
+// counters reads a machine's counters on its driver's goroutine (do);
+// a driver that has stopped gives none within the second.
+func counters(do func(context.Context, func()) error, stats func() map[string]uint64) func() map[string]uint64 {
+	return func() map[string]uint64 {
+		var c map[string]uint64
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if do(ctx, func() { c = maps.Clone(stats()) }) != nil {
+			return nil
+		}
+		return c
+	}
+}
+
 func RunBench(mb *cli.Member, cfg BenchConfig, gcfg group.Config) error {
 	oneP()
 	cfg.Self = mb.ID
@@ -142,17 +156,7 @@ func RunBench(mb *cli.Member, cfg BenchConfig, gcfg group.Config) error {
 			return err
 		}
 		live, member = run, NewGroup(drv)
-		cfg.counters = func() map[string]uint64 {
-			var c map[string]uint64
-			// Read on the machine's goroutine; a driver that has
-			// stopped gives none within the second.
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			defer cancel()
-			if drv.Do(ctx, func() { c = maps.Clone(g.Stats()) }) != nil {
-				return nil
-			}
-			return c
-		}
+		cfg.counters = counters(drv.Do, g.Stats)
 	} else {
 		m, err := cli.Build(mcast.New(mcast.Config{ID: mb.ID, Peers: cli.IDs(mb.Peers), Order: cfg.Order}))
 		if err != nil {
@@ -163,6 +167,7 @@ func RunBench(mb *cli.Member, cfg BenchConfig, gcfg group.Config) error {
 			return err
 		}
 		live, member = run, NewMulticast(drv)
+		cfg.counters = counters(drv.Do, m.Stats)
 	}
 	defer live.Stop()
 	return Bench(live, member, cfg, mb.Out, mb.Log)
