@@ -2,9 +2,11 @@ package main
 
 import (
 	"os"
-	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/roundtable-go/roundtable/pkg/cli/clitest"
 )
 
 // TestRealtime: `elect run` runs under SCHED_RR|SCHED_RESET_ON_FORK at
@@ -14,17 +16,13 @@ import (
 // (not root, no CAP_SYS_NICE, RLIMIT_RTPRIO 0) elect says so on stderr and
 // runs normally: the test checks that line and skips the rest.
 func TestRealtime(t *testing.T) {
-	chrt, err := exec.LookPath("chrt")
-	if err != nil {
-		t.Skip("chrt (util-linux) not installed")
-	}
 	policy := func(pid string) string {
 		t.Helper()
-		out, err := exec.Command(chrt, "-p", pid).CombinedOutput()
+		n, err := strconv.Atoi(pid)
 		if err != nil {
-			t.Fatalf("chrt -p %s: %v\n%s", pid, err, out)
+			t.Fatalf("pid %q: %v", pid, err)
 		}
-		return string(out)
+		return clitest.SchedPolicy(t, n)
 	}
 	all := []int{1, 2, 3}
 	for _, on := range []bool{true, false} {

@@ -4,7 +4,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,10 +18,6 @@ import (
 // Without the privilege mcast says so on stderr and runs normally: the
 // test checks that line and skips the rest.
 func TestRealtime(t *testing.T) {
-	chrt, err := exec.LookPath("chrt")
-	if err != nil {
-		t.Skip("chrt (util-linux) not installed")
-	}
 	cases := map[string][]string{
 		"run":               {"run"},
 		"run --order total": {"run", "--order", "total"},
@@ -46,15 +41,12 @@ func TestRealtime(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
+			t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() }) // also when the test skips or fails below
 			clitest.WaitFor(t, 20*time.Second, func() bool { _, err := os.Stat(ready); return err == nil })
-			out, err := exec.Command(chrt, "-p", strconv.Itoa(cmd.Process.Pid)).CombinedOutput()
+			policy := clitest.SchedPolicy(t, cmd.Process.Pid)
 			cmd.Process.Kill()
 			in.Close()
 			cmd.Wait()
-			if err != nil {
-				t.Fatalf("chrt -p: %v\n%s", err, out)
-			}
-			policy := string(out)
 			t.Logf("%s %v: %s", name, on, policy)
 			switch {
 			case on && strings.Contains(stderr.String(), "realtime scheduling is off"):
