@@ -113,8 +113,6 @@ func RunGroup(mb *cli.Member, cfg GroupRunConfig) error {
 	return Pipe(live, member, os.Stdin, out, cfg.Pipe)
 }
 
-// RunBench runs `mcast bench`: one member flooding a fixed group (cfg's
-// Order), or with cfg.Group a dynamic group configured by gcfg.
 // counters reads a machine's counters on its driver's goroutine (do);
 // a driver that has stopped gives none within the second.
 func counters(do func(context.Context, func()) error, stats func() map[string]uint64) func() map[string]uint64 {
@@ -129,6 +127,8 @@ func counters(do func(context.Context, func()) error, stats func() map[string]ui
 	}
 }
 
+// RunBench runs `mcast bench`: one member flooding a fixed group (cfg's
+// Order), or with cfg.Group a dynamic group configured by gcfg.
 func RunBench(mb *cli.Member, cfg BenchConfig, gcfg group.Config) error {
 	oneP()
 	cfg.Self = mb.ID
