@@ -389,7 +389,6 @@ for n in ${MEMBERS:-3 5 9}; do
   rt=1
   for t in sequencer totem; do ours "${t}rtrate$n" "$t" "$n" 3000 1000; done
   rt=
-  cf= # the one node's flood (FLOOD=0: none)
   if [ "$flood" != 0 ]; then
     cf=$(field "$work/coro.flood$n.1" '[0-9]+ msgs/s')
     for t in sequencer lamport isis totem; do
