@@ -131,14 +131,16 @@ func Run(o claim.RunOpts) error {
 	// The watchdog starts while the ticket is asked for: its start is
 	// most of what this command costs beyond lockd run's.
 	watch := cli.PrepareWatch()
-	asked := time.Now()
 	c, got, sigs, err := claim.Take(o.WaitOpts, ask(o.WaitOpts))
 	if err != nil {
 		watch.Cancel()
 		return err
 	}
 	defer c.Close()
-	if waited := time.Since(asked); waited >= time.Second && !o.Quiet {
+	// The wait's report counts from this process's start (cli.Started, as
+	// claim's Waiter does), so this does too: a report said at one second
+	// is always followed by this line, however long the start took.
+	if waited := time.Since(cli.Started()); waited >= cli.FirstReport && !o.Quiet {
 		// The wait said so on stderr: so does its end, so that a command
 		// that hangs afterwards is not taken for a wait that never ended.
 		fmt.Fprintf(os.Stderr, "%s: got ticket %d epoch %d after waiting %v\n", Tool, got.Ticket, got.Epoch, waited.Round(100*time.Millisecond))
