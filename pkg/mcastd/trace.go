@@ -90,9 +90,10 @@ func (t *tracer) add(r traceRec) {
 	t.mu.Unlock()
 }
 
-// items records the bench messages of an unsealed data frame.
+// items records the bench messages of an unsealed data frame (or of a
+// TOTEM token that carries its successor's copies).
 func (t *tracer) items(kind byte, h wire.Header, frame []byte, peer node.ID) {
-	if h.Sealed || h.Family != wire.FamilyMcast || h.Type != uint8(group.MsgData) {
+	if h.Sealed || h.Family != wire.FamilyMcast || (h.Type != uint8(group.MsgData) && h.Type != uint8(group.MsgToken)) {
 		return
 	}
 	m, err := group.Codec{}.Unmarshal(h.Type, frame[wire.HeaderSize:])

@@ -123,6 +123,7 @@ const (
 	bugTotemHoldAll                     // totem: every member, not only the view's leader, keeps an idle token (and no cancel reaches it)
 	bugTotemNoCancel                    // totem: a member with a message queued on an idle ring does not ask the leader to pass the token
 	bugTotemTokenLast                   // totem: the token goes after every copy of the holder's messages, not right after the successor's
+	bugTotemTokenAlone                  // totem: the successor's copies go in a frame of their own, never on the token
 	bugTotemAsksInFlight                // totem: the token asks for every position missing, those given out since it last came too (copies in flight)
 	bugAskResendsAll                    // an asking status gets every message of every sender it lacks, and every gap seen asks at once (askGap)
 )

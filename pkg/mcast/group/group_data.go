@@ -175,37 +175,18 @@ func (g *Group) handle(from node.ID, m Msg) {
 	g.hear(i)
 	switch m.Type {
 	case MsgData:
-		if len(m.Prios) > 0 {
-			g.order.rode(from, i, m.Prios) // even when the data is refused
-		}
-		if g.backlogged() && !g.flushing {
-			// Flow control: the reader is behind. Nothing stored is
-			// nothing acknowledged; it comes again later.
-			g.stats["refused"] += uint64(len(m.Items))
-			return
-		}
-		fresh := false
-		for _, it := range m.Items {
-			fresh = g.receive(it) || fresh
-		}
-		if fresh && g.order.ackData() && !g.flushing {
-			// Tanenbaum ch. 6: the receiver acknowledges to everyone (one
-			// acknowledgement per batch of new messages, group_batch.go);
-			// safe delivery waits for everyone's acknowledgement too,
-			// except TOTEM's, where the token's aru says it
-			// (Nita-Rotaru's CS7610 notes).
-			g.batch.ack = true
-		}
-		if g.order.ctrlOnData() || g.batch.ack {
-			g.ctrl()
-		}
-		if top, ok := g.nak[from]; ok {
-			delete(g.nak, from)
-			g.askGap(from, top)
-		}
-		g.deliver()
-		g.checkReady() // last: it may install the next view
+		g.onData(from, i, m)
 	case MsgToken, MsgOrder, MsgPrio, MsgFinal, MsgHoldCancel:
+		if m.Type == MsgToken && len(m.Items) > 0 {
+			// TOTEM's token with its holder's copies for this member
+			// riding on it (tokenEarly): the copies first, as though
+			// they had come in a frame of their own just ahead of it.
+			view := g.view.ID
+			g.onData(from, i, Msg{Type: MsgData, View: m.View, Inc: m.Inc, Lead: m.Lead, Items: m.Items})
+			if !g.inView || g.view.ID != view {
+				return // the copies completed a view change: the token was the old view's
+			}
+		}
 		g.order.frame(from, i, m)
 	case MsgStatus:
 		g.peerFlushing(m.Ballot)
@@ -835,6 +816,41 @@ func (g *Group) advanceStamps() {
 		delete(g.stampAt, uint64(len(g.stamps))+1)
 		g.stamps = append(g.stamps, s)
 	}
+}
+
+// onData takes in a frame of multicast messages from member i of the
+// view: a MsgData, or the copies riding on TOTEM's token.
+func (g *Group) onData(from node.ID, i int, m Msg) {
+	if len(m.Prios) > 0 {
+		g.order.rode(from, i, m.Prios) // even when the data is refused
+	}
+	if g.backlogged() && !g.flushing {
+		// Flow control: the reader is behind. Nothing stored is
+		// nothing acknowledged; it comes again later.
+		g.stats["refused"] += uint64(len(m.Items))
+		return
+	}
+	fresh := false
+	for _, it := range m.Items {
+		fresh = g.receive(it) || fresh
+	}
+	if fresh && g.order.ackData() && !g.flushing {
+		// Tanenbaum ch. 6: the receiver acknowledges to everyone (one
+		// acknowledgement per batch of new messages, group_batch.go);
+		// safe delivery waits for everyone's acknowledgement too,
+		// except TOTEM's, where the token's aru says it
+		// (Nita-Rotaru's CS7610 notes).
+		g.batch.ack = true
+	}
+	if g.order.ctrlOnData() || g.batch.ack {
+		g.ctrl()
+	}
+	if top, ok := g.nak[from]; ok {
+		delete(g.nak, from)
+		g.askGap(from, top)
+	}
+	g.deliver()
+	g.checkReady() // last: it may install the next view
 }
 
 func (g *Group) broadcast(items []mcast.Item) {

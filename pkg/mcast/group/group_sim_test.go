@@ -893,7 +893,8 @@ func TestSimSteadyInput(t *testing.T) {
 // TestTotemMessageCost: TOTEM needs no acknowledgements and no order
 // frames (Nita-Rotaru's CS7610 notes): each message is multicast once by the token's holder
 // with its position on it, n−1 frames or fewer (several messages share a
-// frame when they waited for the token together); the token costs one
+// frame when they waited for the token together; the successor's copies
+// ride on the token, so n−2 data frames and the token); the token costs one
 // frame per member per rotation, whatever is sent. Safe delivery adds
 // nothing: the token's aru says what every member holds.
 func TestTotemMessageCost(t *testing.T) {

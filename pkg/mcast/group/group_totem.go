@@ -383,6 +383,46 @@ func (o *totemOrder) tokenEarly(mark int) {
 		return 2
 	}
 	slices.SortStableFunc(g.out[mark:n], func(a, b node.Envelope[Msg]) int { return rank(a) - rank(b) })
+	o.tokenCarries(mark)
+}
+
+// tokenCarries puts the successor's copies, which tokenEarly placed right ahead
+// of the token, on the token itself when they fit in one frame with it:
+// one datagram to the successor where there were two, and one wake-up of
+// it. The successor takes the copies in before the token (Group.handle),
+// as it would from the frames in their order. The notes' token is a
+// message of its own; what travels with it is the wire's business. A
+// token sent again each Period (tick) goes alone: those copies are
+// repaired as any others are, by the token's Rtr.
+func (o *totemOrder) tokenCarries(mark int) {
+	g := o.g
+	if g.cfg.bug == bugTotemTokenAlone {
+		return
+	}
+	k := mark
+	for k < len(g.out) && g.out[k].Msg.Type == MsgData {
+		k++
+	}
+	if k == mark || k == len(g.out) || g.out[k].Msg.Type != MsgToken {
+		return
+	}
+	tok := &g.out[k].Msg
+	size := 32 + 10*(len(tok.Token.Arus)+len(tok.Token.Rtr))
+	var items []mcast.Item
+	for _, e := range g.out[mark:k] {
+		if len(e.Msg.Prios) > 0 || e.Msg.View != tok.View {
+			return
+		}
+		for _, it := range e.Msg.Items {
+			size += len(it.Payload) + 16
+		}
+		items = append(items, e.Msg.Items...)
+	}
+	if size > budget || len(items) > maxItems {
+		return
+	}
+	tok.Items = items
+	g.out = slices.Delete(g.out, mark, k)
 }
 
 // pass sends the token to the next member of the view.

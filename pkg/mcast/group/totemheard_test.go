@@ -47,9 +47,12 @@ func TestTotemTokenIsHeard(t *testing.T) {
 // successor's copy, then the token, then the other members' copies
 // (tokenEarly), so that the successor holds what the token names when it
 // reads it and passes the token on without waiting for the holder's
-// other sends. With the planted bugTotemTokenLast the token goes last.
+// other sends. The successor's copies ride on the token (tokenCarries):
+// one frame to it. With the planted bugTotemTokenAlone they go in a frame
+// of their own just ahead of the token; with bugTotemTokenLast the token
+// goes last.
 func TestTotemTokenAfterSuccessorsCopy(t *testing.T) {
-	for _, b := range []bug{0, bugTotemTokenLast} {
+	for _, b := range []bug{0, bugTotemTokenAlone, bugTotemTokenLast} {
 		ids := []node.ID{1, 2, 3, 4, 5}
 		s, _ := countingGroup(t, ids, Config{Total: TotalTotem, bug: b})
 		if err := s.RunFor(time.Second); err != nil {
@@ -65,10 +68,17 @@ func TestTotemTokenAfterSuccessorsCopy(t *testing.T) {
 		o.onToken(&Token{Rot: o.lastRot + 1, Seq: uint64(len(g.stamps)), Arus: make([]uint64, len(g.view.Members))})
 		var order []string
 		for _, e := range g.out {
-			order = append(order, fmt.Sprintf("%s→%d", e.Msg.Type, e.To))
+			s := fmt.Sprintf("%s→%d", e.Msg.Type, e.To)
+			if e.Msg.Type == MsgToken && len(e.Msg.Items) > 0 {
+				s += fmt.Sprintf("+%d", len(e.Msg.Items))
+			}
+			order = append(order, s)
 		}
-		want := []string{"data→4", "token→4", "data→1", "data→2", "data→5"}
-		if b == bugTotemTokenLast {
+		want := []string{"token→4+2", "data→1", "data→2", "data→5"}
+		switch b {
+		case bugTotemTokenAlone:
+			want = []string{"data→4", "token→4", "data→1", "data→2", "data→5"}
+		case bugTotemTokenLast:
 			want = []string{"data→1", "data→2", "data→4", "data→5", "token→4"}
 		}
 		t.Logf("bug=%d: member 3 holding the token with two messages sends %v", b, order)
