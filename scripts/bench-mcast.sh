@@ -24,12 +24,17 @@
 #      every member waiting for every message (as cpgflood does), each
 #      rate run once as normal processes and once with --realtime
 #      (SCHED_RR, as corosync runs itself: the script prints its policy);
-#      delivered msgs/s per member and median latency, and the ratios.
+#      delivered msgs/s per member and median latency, and the ratios;
+#      for each run at 1,000/s on loopback, how busy the host's CPUs were.
 #      Any sequence-check error of any member fails the script; the
 #      failed flood's reports and stderr logs of every member are kept
 #      in a directory the script names (bench-mcast-failed.* in TMPDIR).
 #      The one-node anchor is no ring: its n clients reach one daemon over
-#      IPC, with no network hop between members. Beside it, for each n:
+#      IPC, with no network hop between members. At 1,000/s its clients
+#      wait for their next send in ppoll(2), as event-driven CPG clients
+#      do; the same run with clients that spin on cpg_dispatch (how
+#      cpgflood waited before) is measured and reported beside it, with
+#      the host's CPU use of each. Beside it, for each n:
 #      a. the token ring's physical bound: n processes on loopback pass
 #         one UDP datagram round a ring with no protocol at all
 #         (scripts/ringbound.c, built here with gcc), idle and while each
@@ -263,11 +268,11 @@ member() { # i CMD...: run CMD as member i: on loopback, or in the ring's namesp
 }
 inring=
 where=
-coro() { # tag members count [rate] (corosync runs in the background: wait for the clients only)
-  local c=()
-  for ((i = 1; i <= $2; i++)); do member "$i" timeout "$tmo" "$work/cpgflood" "rt$1" "$2" "$3" 64 ${4:-} >"$work/coro.$1.$i" & c+=($!); done
-  wait "${c[@]}" || echo "corosync CPG$where, $2 members: a client failed or took over $tmo s" >&2
-  echo "corosync CPG$where, $2 members: $(cat "$work/coro.$1.1")"
+coro() { # tag members count [rate [spin]] (corosync runs in the background: wait for the clients only)
+  local c=() how=${5:+ (clients spinning)}
+  for ((i = 1; i <= $2; i++)); do member "$i" timeout "$tmo" "$work/cpgflood" "rt$1" "$2" "$3" 64 ${4:-} ${5:-} >"$work/coro.$1.$i" & c+=($!); done
+  wait "${c[@]}" || echo "corosync CPG$where$how, $2 members: a client failed or took over $tmo s" >&2
+  echo "corosync CPG$where$how, $2 members: $(cat "$work/coro.$1.1")"
 }
 # corosync runs itself under SCHED_RR by default (corosync.conf's
 # system.sched_rr); the members run normally unless rt is set (mcast
@@ -375,6 +380,25 @@ ring_down() {
   scripts/netsplit.sh down -d "$ringdir" >/dev/null 2>&1 || true
   ringdir=
 }
+# cpu LABEL CMD...: run CMD and say how busy the whole host was meanwhile
+# (/proc/stat: every CPU's user, nice, system, irq, softirq and steal time, from
+# the members' start to the last one's end, formation included): the
+# CPU a run at 1,000/s costs, which on a 2-core host at 9 members is
+# what its latency queues behind. The kernel counts these times by
+# sampling at its ticks, and on a virtual machine the busy and idle
+# times of a run were seen to add up to less than its wall time: an estimate, good
+# for telling a host kept busy (a client that spins) from one that is not.
+cpustat() { awk '/^cpu /{b = $2 + $3 + $4 + $7 + $8 + $9; print b, b + $5 + $6; exit}' /proc/stat; }
+cpu() {
+  local label=$1 b0 t0 b1 t1 hz
+  shift
+  hz=$(getconf CLK_TCK)
+  read -r b0 t0 < <(cpustat)
+  "$@"
+  read -r b1 t1 < <(cpustat)
+  awk -v b=$((b1 - b0)) -v t=$((t1 - t0)) -v hz="$hz" -v l="$label" -v c="$(nproc)" \
+    'BEGIN { printf "host CPU, %s: %.2f CPU-s busy in %.2f s (%.0f%% of %d cores)\n", l, b / hz, t / hz / c, t ? 100 * b / t : 0, c }'
+}
 for n in ${MEMBERS:-3 5 9}; do
   echo
   if [ "$flood" != 0 ]; then
@@ -384,10 +408,16 @@ for n in ${MEMBERS:-3 5 9}; do
   else
     echo "-- $n members: 3,000 each at 1,000/s (FLOOD=0: no flood)"
   fi
-  coro "rate$n" "$n" 3000 1000
-  for t in sequencer totem; do ours "${t}rate$n" "$t" "$n" 3000 1000; done
+  # The anchor at 1,000/s: cpgflood's clients wait for their next send in
+  # ppoll(2), as an event-driven CPG client does. Measured too as they
+  # waited before (cpg_dispatch in a loop that never blocks: every client
+  # keeps a CPU busy and sees a delivery without a wake-up), for the
+  # figures of earlier runs; the targets are against the first.
+  cpu "corosync CPG, $n members at 1,000/s" coro "rate$n" "$n" 3000 1000
+  cpu "corosync CPG (clients spinning), $n members at 1,000/s" coro "spinrate$n" "$n" 3000 1000 spin
+  for t in sequencer totem; do cpu "mcast $t, $n members at 1,000/s" ours "${t}rate$n" "$t" "$n" 3000 1000; done
   rt=1
-  for t in sequencer totem; do ours "${t}rtrate$n" "$t" "$n" 3000 1000; done
+  for t in sequencer totem; do cpu "mcast $t --realtime, $n members at 1,000/s" ours "${t}rtrate$n" "$t" "$n" 3000 1000; done
   rt=
   if [ "$flood" != 0 ]; then
     cf=$(field "$work/coro.flood$n.1" '[0-9]+ msgs/s')
@@ -399,6 +429,11 @@ for n in ${MEMBERS:-3 5 9}; do
   for t in sequencer totem; do
     ratio "$(field "$work/ours.${t}rate$n.1" '"p50_us":[0-9]+')" "$cl" "$t median latency at 1,000/s / corosync, $n members (target ≤ 1)"
     ratio_or "$(field "$work/ours.${t}rtrate$n.1" '"p50_us":[0-9]+' || true)" "$cl" "$t --realtime median latency at 1,000/s / corosync (both under SCHED_RR), $n members (target ≤ 1)"
+  done
+  cs=$(field "$work/coro.spinrate$n.1" 'p50 [0-9.]+us' || true)
+  for t in sequencer totem; do
+    ratio_or "$(field "$work/ours.${t}rate$n.1" '"p50_us":[0-9]+')" "$cs" "$t median latency at 1,000/s / corosync with its clients spinning, $n members"
+    ratio_or "$(field "$work/ours.${t}rtrate$n.1" '"p50_us":[0-9]+' || true)" "$cs" "$t --realtime median latency at 1,000/s / corosync with its clients spinning, $n members"
   done
 
   echo "-- $n members: the token ring's physical bound (n processes on loopback, one datagram round the ring, no protocol)"

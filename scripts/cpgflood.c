@@ -7,11 +7,22 @@
  * the latency of every message it delivers (delivery time minus send
  * time), as mcast bench counts it.
  *
- *   cpgflood GROUP MEMBERS COUNT SIZE [RATE]
+ *   cpgflood GROUP MEMBERS COUNT SIZE [RATE [spin]]
  *
  * It waits until the group has MEMBERS members before it sends, and ends
  * once it has delivered MEMBERS * COUNT messages.
+ *
+ * At a RATE, between two sends it waits in ppoll(2) on the CPG descriptor
+ * until the next send is due, and dispatches what came: an event loop, as
+ * a CPG client such as pacemaker's runs (and as mcast bench waits in Go's
+ * netpoller), so that a delivery costs the client a wake-up. With "spin"
+ * it calls cpg_dispatch(CS_DISPATCH_ALL), which does not block, in a loop
+ * until the send is due: every client then keeps a CPU busy and sees a
+ * delivery without a wake-up (on a 2-core host at 5 and 9 clients, both
+ * CPUs are busy for the whole run). Before "spin" was an option that was
+ * the only way it waited.
  */
+#define _GNU_SOURCE
 #include <corosync/cpg.h>
 #include <poll.h>
 #include <stdint.h>
@@ -60,12 +71,13 @@ static int cmp(const void *a, const void *b) {
 
 int main(int argc, char **argv) {
 	if (argc < 5) {
-		fprintf(stderr, "usage: cpgflood GROUP MEMBERS COUNT SIZE [RATE]\n");
+		fprintf(stderr, "usage: cpgflood GROUP MEMBERS COUNT SIZE [RATE [spin]]\n");
 		return 64;
 	}
 	uint32_t want = (uint32_t)atoi(argv[2]);
 	uint64_t count = strtoull(argv[3], 0, 10), rate = argc > 5 ? strtoull(argv[5], 0, 10) : 0;
 	size_t size = (size_t)atoi(argv[4]);
+	int spin = argc > 6 && strcmp(argv[6], "spin") == 0;
 	if (size < 16) size = 16;
 	maxlat = (size_t)want * count;
 	lat = calloc(maxlat, sizeof *lat);
@@ -91,7 +103,15 @@ int main(int argc, char **argv) {
 	for (uint64_t seq = 1; seq <= count;) {
 		if (gap) {
 			uint64_t at = start + (seq - 1) * gap;
-			while (now_ns() < at) cpg_dispatch(h, CS_DISPATCH_ALL);
+			for (uint64_t now; (now = now_ns()) < at;) {
+				if (spin) {
+					cpg_dispatch(h, CS_DISPATCH_ALL);
+					continue;
+				}
+				struct timespec ts = {.tv_sec = (time_t)((at - now) / 1000000000u), .tv_nsec = (long)((at - now) % 1000000000u)};
+				struct pollfd p = {.fd = fd, .events = POLLIN};
+				if (ppoll(&p, 1, &ts, NULL) > 0) cpg_dispatch(h, CS_DISPATCH_ALL);
+			}
 		}
 		uint64_t t = now_ns();
 		memcpy(buf, &seq, 8);
