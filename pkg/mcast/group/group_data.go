@@ -179,7 +179,7 @@ func (g *Group) handle(from node.ID, m Msg) {
 	case MsgToken, MsgOrder, MsgPrio, MsgFinal, MsgHoldCancel:
 		if m.Type == MsgToken && len(m.Items) > 0 {
 			// TOTEM's token with its holder's copies for this member
-			// riding on it (tokenEarly): the copies first, as though
+			// riding on it (tokenCarries): the copies first, as though
 			// they had come in a frame of their own just ahead of it.
 			view := g.view.ID
 			g.onData(from, i, Msg{Type: MsgData, View: m.View, Inc: m.Inc, Lead: m.Lead, Items: m.Items})
