@@ -18,7 +18,7 @@
  * netpoller), so that a delivery costs the client a wake-up. With "spin"
  * it calls cpg_dispatch(CS_DISPATCH_ALL), which does not block, in a loop
  * until the send is due: every client then keeps a CPU busy and sees a
- * delivery without a wake-up (on a 2-core host at 5 and 9 clients, both
+ * delivery without a wake-up (on a 2-core host at 3, 5 and 9 clients, both
  * CPUs are busy for the whole run). Before "spin" was an option that was
  * the only way it waited.
  */
